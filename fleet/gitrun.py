@@ -1,0 +1,209 @@
+"""The one hardened way fleetdeck runs git.
+
+A monitor runs git thousands of times in repositories where people and agents are working. Every call
+therefore: never takes optional locks (no `index.lock`, no index rewrite), ignores inherited `GIT_*`
+variables and the user's pager/fsmonitor/external-diff settings, never prompts, runs with stdin closed in
+its own process group (killed whole on timeout), and errors instead of silently truncating output.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+STDERR_CAP = 64 * 1024
+
+# Settings that would make git run user code, page, colour, or rewrite files behind our back.
+_CONFIG = (
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.pager=",
+    "diff.external=",
+    "color.ui=false",
+    "log.showSignature=false",
+    "core.quotePath=false",
+)
+_DROP_ENV_PREFIXES = ("GIT_", "GCM_", "SSH_ASKPASS")
+_DROP_ENV = {"PAGER", "LESS", "LV", "LD_PRELOAD", "LD_LIBRARY_PATH"}
+
+
+class GitError(Exception):
+    """A git command failed, timed out, or produced more output than allowed.
+
+    `code` is a stable string (`GIT_FAILED`, `TIMEOUT`, `LIMIT`, `NO_GIT`) that adapters pass on as-is.
+    """
+
+    def __init__(self, code: str, message: str, *, args: list[str] | None = None,
+                 returncode: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.git_args = args or []
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class GitResult:
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+def _find_git() -> str:
+    for candidate in ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("git")
+    if not found:
+        raise GitError("NO_GIT", "git is not installed or not on PATH")
+    return found
+
+
+_GIT: str | None = None
+
+
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
+    env.update({
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_ADVICE": "0",
+        "LC_ALL": "C",
+        "LANG": "C",
+        "NO_COLOR": "1",
+    })
+    return env
+
+
+def git_command(cwd: str | os.PathLike[str], args: list[str]) -> list[str]:
+    """The full argv for `git args` in `cwd`, with the hardening options in front."""
+    global _GIT
+    if _GIT is None:
+        _GIT = _find_git()
+    argv = [_GIT, "--no-pager", "--no-optional-locks", "--no-replace-objects"]
+    for item in _CONFIG:
+        argv += ["-c", item]
+    argv += ["-C", os.fspath(cwd)]
+    return argv + list(args)
+
+
+def run_git(cwd: str | os.PathLike[str], args: list[str], *, timeout: float = DEFAULT_TIMEOUT,
+            max_bytes: int = DEFAULT_MAX_BYTES, check: bool = True, input_bytes: bytes | None = None,
+            ok_codes: tuple[int, ...] = (0,)) -> GitResult:
+    """Run git and return its output; raise GitError on failure, timeout or an output over `max_bytes`."""
+    argv = git_command(cwd, args)
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_base_env(), start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError as exc:
+        raise GitError("NO_GIT", f"cannot run git: {exc}", args=args) from exc
+    except OSError as exc:
+        raise GitError("GIT_FAILED", f"cannot run git in {cwd}: {exc}", args=args) from exc
+    out, err, problem = _collect(proc, timeout, max_bytes, input_bytes)
+    stderr = err.decode("utf-8", "replace")
+    if problem == "timeout":
+        raise GitError("TIMEOUT", f"git {_short(args)} timed out after {timeout:g}s", args=args)
+    if problem == "limit":
+        raise GitError("LIMIT", f"git {_short(args)} produced more than {max_bytes} bytes", args=args)
+    if check and proc.returncode not in ok_codes:
+        first = stderr.strip().splitlines()[0] if stderr.strip() else f"exit status {proc.returncode}"
+        raise GitError("GIT_FAILED", f"git {_short(args)}: {first}", args=args,
+                       returncode=proc.returncode, stderr=stderr)
+    return GitResult(proc.returncode, out, stderr)
+
+
+def git_out(cwd: str | os.PathLike[str], args: list[str], **kwargs) -> bytes:
+    """stdout of a git command that must succeed."""
+    return run_git(cwd, args, **kwargs).stdout
+
+
+def _short(args: list[str]) -> str:
+    text = " ".join(args)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _collect(proc: subprocess.Popen, timeout: float, max_bytes: int,
+             input_bytes: bytes | None) -> tuple[bytes, bytes, str | None]:
+    """Read stdout/stderr together (no pipe deadlock), enforcing the deadline and the output cap."""
+    if input_bytes is not None:
+        try:
+            proc.stdin.write(input_bytes)
+        except BrokenPipeError:
+            pass
+        finally:
+            proc.stdin.close()
+    deadline = time.monotonic() + timeout
+    out: list[bytes] = []
+    err: list[bytes] = []
+    size = err_size = 0
+    problem: str | None = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                problem = "timeout"
+                break
+            for key, _ in sel.select(remaining):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.data is out:
+                    size += len(chunk)
+                    if size > max_bytes:
+                        problem = "limit"
+                        break
+                    out.append(chunk)
+                elif err_size < STDERR_CAP:
+                    err_size += len(chunk)
+                    err.append(chunk)
+            if problem:
+                break
+    if problem:
+        _kill_group(proc)
+    proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    return b"".join(out), b"".join(err), problem
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def check_ref(value: str, field: str = "ref") -> str:
+    """Refuse a ref-like argument git could read as an option (`--output=...`) or that is not a ref at all.
+
+    Ranges `a..b` / `a...b` are checked side by side. Returns the value unchanged when it is acceptable.
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field} must be a non-empty string")
+    if len(value) > 4096:
+        raise ValueError(f"{field} is longer than 4096 characters")
+    sides = value.split("...", 1) if "..." in value else value.split("..", 1)
+    for side in sides:
+        if side.startswith("-"):
+            raise ValueError(f"{field} must not start with '-': git would read {value!r} as an option")
+        if any(ch in side for ch in ("\0", "\n", "\r")) or any(ord(ch) < 32 for ch in side):
+            raise ValueError(f"{field} contains control characters")
+    return value

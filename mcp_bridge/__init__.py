@@ -1,0 +1,1 @@
+"""The MCP bridge: tool definitions over `fleet/`, nothing else."""

@@ -1,0 +1,21 @@
+"""Shared fixtures: an isolated HOME and git config for every test run, and fresh index paths."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.gitbuild import configure_home
+
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="fleetdeck-home-"))
+configure_home(_SESSION_HOME)
+os.environ["XDG_DATA_HOME"] = str(_SESSION_HOME / ".local" / "share")
+os.environ.pop("FLEETDECK_DB", None)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "fleet.db"

@@ -1,0 +1,1 @@
+"""The Starlette dashboard: a thin adapter over `fleet/`."""
