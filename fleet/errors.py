@@ -1,0 +1,29 @@
+"""The one error type every fleetdeck surface (CLI, dashboard, MCP) turns into a structured answer.
+
+`code` is a stable string clients may branch on; `message` is for people.
+"""
+
+from __future__ import annotations
+
+from fleet.gitrun import GitError
+
+CODES = frozenset({
+    "REPO_NOT_IN_FLEET", "BAD_REF", "BAD_PATH", "BAD_ARGUMENT", "GIT_FAILED", "NOT_FOUND",
+    "LIMIT", "TIMEOUT", "CONFLICT", "NO_GIT",
+})
+
+
+class FleetError(Exception):
+    """A request fleetdeck refuses or cannot answer, with a stable code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+    @classmethod
+    def from_git(cls, exc: GitError) -> "FleetError":
+        return cls(exc.code, exc.message)
