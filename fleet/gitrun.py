@@ -101,13 +101,16 @@ def git_command(cwd: str | os.PathLike[str], args: list[str]) -> list[str]:
 
 def run_git(cwd: str | os.PathLike[str], args: list[str], *, timeout: float = DEFAULT_TIMEOUT,
             max_bytes: int = DEFAULT_MAX_BYTES, check: bool = True, input_bytes: bytes | None = None,
-            ok_codes: tuple[int, ...] = (0,)) -> GitResult:
+            ok_codes: tuple[int, ...] = (0,), extra_env: dict[str, str] | None = None) -> GitResult:
     """Run git and return its output; raise GitError on failure, timeout or an output over `max_bytes`."""
     argv = git_command(cwd, args)
+    env = _base_env()
+    if extra_env:
+        env.update(extra_env)
     try:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_base_env(), start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
             close_fds=True,
         )
     except FileNotFoundError as exc:

@@ -1,0 +1,203 @@
+"""`fleetdeck`: the command line. JSON goes to stdout, logs and progress to stderr.
+
+Exit codes: 0 ok, 1 failure, 2 usage error. Each command is one small function over `fleet/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Callable
+
+from fleet import __version__
+from fleet.errors import FleetError
+from fleet.index import Index, open_index
+
+log = logging.getLogger("fleetdeck")
+Handler = Callable[[argparse.Namespace], int]
+
+
+def emit_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def console():
+    """A rich console on stdout for human-readable tables."""
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def index_for(args: argparse.Namespace) -> Index:
+    return open_index(args.db)
+
+
+# --- commands ------------------------------------------------------------------------------------------
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    from fleet.scan import scan, set_skip_patterns, skip_patterns
+
+    with index_for(args) as index:
+        if args.skip:
+            set_skip_patterns(index, list(skip_patterns(index)) + args.skip)
+        roots = args.roots or None
+        if not roots and not index.roots():
+            raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck scan PATH` or `fleetdeck roots add PATH`")
+        bad = [r for r in (roots or []) if not os.path.isdir(r)]
+        if bad:
+            raise FleetError("BAD_PATH", f"not a directory: {', '.join(bad)}")
+        if sys.stderr.isatty() and not args.json:
+            summary = _scan_with_progress(index, roots)
+        else:
+            summary = scan(index, roots)
+    if args.json:
+        emit_json(summary)
+    else:
+        print(f"indexed {summary['repos']} repositories under {len(summary['roots'])} root(s) "
+              f"in {summary['elapsed_s']:.2f}s; {summary['error_count']} with errors, "
+              f"{len(summary['gone'])} gone", file=sys.stderr)
+        for err in summary["errors"]:
+            print(f"  {err['path']}: {err['error']}", file=sys.stderr)
+    return 0
+
+
+def _scan_with_progress(index: Index, roots: list[str] | None) -> dict:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fleet.scan import scan
+
+    with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def tick(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, description=os.path.basename(path))
+
+        return scan(index, roots, progress=tick)
+
+
+def cmd_repos(args: argparse.Namespace) -> int:
+    with index_for(args) as index:
+        records = index.repos(include_gone=args.all)
+    if args.json:
+        emit_json(records)
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "op"):
+        table.add_column(col)
+    for r in records:
+        table.add_row(r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"),
+                      (r["head"] or "(no commits)")[:10], r["upstream"] or "-", _num(r["ahead"]),
+                      _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]), _num(r["untracked"]),
+                      r["operation"] or "")
+    console().print(table)
+    return 0
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def cmd_radar(args: argparse.Namespace) -> int:
+    from fleet.radar import radar
+
+    with index_for(args) as index:
+        entries = radar(index, limit=args.limit, include_clean=args.all)
+    if args.json:
+        emit_json(entries)
+        return 0
+    if not entries:
+        console().print("Nothing needs attention: every repository is clean and in sync.")
+        return 0
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    table.add_column("score", justify="right")
+    table.add_column("repo")
+    table.add_column("why")
+    table.add_column("next step")
+    for e in entries:
+        why = "\n".join(r["summary"] for r in e["reasons"])
+        table.add_row(str(e["score"]), e["name"], why, e["next_step"])
+    console().print(table)
+    return 0
+
+
+def cmd_roots(args: argparse.Namespace) -> int:
+    with index_for(args) as index:
+        if args.action == "add":
+            if not os.path.isdir(args.path):
+                raise FleetError("BAD_PATH", f"not a directory: {args.path}")
+            print(index.add_root(args.path))
+        elif args.action == "remove":
+            if not index.remove_root(args.path):
+                raise FleetError("NOT_FOUND", f"not a saved root: {args.path}")
+        else:
+            roots = index.roots()
+            if args.json:
+                emit_json(roots)
+            else:
+                for root in roots:
+                    print(root)
+    return 0
+
+
+# --- parser ----------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fleetdeck", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"fleetdeck {__version__}")
+    parser.add_argument("--db", help="index database (default: $FLEETDECK_DB or $XDG_DATA_HOME/fleetdeck/fleet.db)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("scan", help="index repositories under ROOTs (saved as roots) or under the saved roots")
+    p.add_argument("roots", nargs="*", metavar="ROOT")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    p.add_argument("--skip", action="append", default=[], metavar="PATTERN",
+                   help="also skip folders matching this glob (saved for later scans)")
+    p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("repos", help="the index: one record per repository")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="include repositories gone from disk")
+    p.set_defaults(func=cmd_repos)
+
+    p = sub.add_parser("radar", help="the attention queue, most urgent first")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--all", action="store_true", help="include clean repositories")
+    p.set_defaults(func=cmd_radar)
+
+    p = sub.add_parser("roots", help="list, add or remove the fleet's roots")
+    p.add_argument("action", nargs="?", choices=["list", "add", "remove"], default="list")
+    p.add_argument("path", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_roots)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "action", None) in ("add", "remove") and not args.path:
+        parser.error(f"roots {args.action} needs a PATH")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="fleetdeck: %(levelname)s: %(message)s")
+    try:
+        return args.func(args) or 0
+    except FleetError as exc:
+        print(f"fleetdeck: error: {exc.message} [{exc.code}]", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fleetdeck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

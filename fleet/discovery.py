@@ -1,0 +1,125 @@
+"""Find git repositories under the fleet's roots.
+
+A walk with `os.scandir` that never follows symlinked folders, never descends into a `.git` directory or a
+bare repository, and skips dependency/build folders. Linked worktrees and submodules (`.git` *files*) are
+attached to the repository that owns them instead of being counted twice.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_SKIP = (
+    "node_modules", ".venv", "venv", ".tox", "vendor", "target", "dist", "build", ".cache",
+    "__pycache__", ".mypy_cache", ".pytest_cache", ".gradle", ".terraform",
+)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One repository: its working tree (or bare dir), its git dir and the dir holding shared refs."""
+
+    path: str
+    gitdir: str
+    commondir: str
+    bare: bool
+    root: str
+
+
+def read_gitfile(dotgit: Path) -> Path | None:
+    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile."""
+    try:
+        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:"):].strip())
+    if not target.is_absolute():
+        target = dotgit.parent / target
+    return Path(os.path.normpath(target))
+
+
+def common_dir(gitdir: Path) -> Path:
+    """The git dir holding shared refs/objects: `commondir` redirects linked worktrees to the main `.git`."""
+    try:
+        text = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return gitdir
+    target = Path(text)
+    if not target.is_absolute():
+        target = gitdir / target
+    return Path(os.path.normpath(target))
+
+
+def is_bare_repo(path: Path) -> bool:
+    """A directory that is itself a git dir: HEAD, objects/ and refs/ (or reftable/) side by side."""
+    return ((path / "HEAD").is_file() and (path / "objects").is_dir()
+            and ((path / "refs").is_dir() or (path / "reftable").is_dir()))
+
+
+def _skipped(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+
+
+def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
+             extra_skip: tuple[str, ...] = ()) -> list[Found]:
+    """Every repository under `root`, at any depth, in path order."""
+    root_path = Path(os.path.realpath(root))
+    patterns = tuple(skip) + tuple(extra_skip)
+    found: list[Found] = []
+    gitfile_repos: list[Found] = []
+    stack = [root_path]
+    while stack:
+        folder = stack.pop()
+        if folder == root_path and is_bare_repo(folder):
+            found.append(Found(str(folder), str(folder), str(folder), True, str(root_path)))
+            continue
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            if entry.name == ".git":
+                dotgit = Path(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    found.append(Found(str(folder), str(dotgit), str(common_dir(dotgit)), False, str(root_path)))
+                elif entry.is_file(follow_symlinks=False):
+                    gitdir = read_gitfile(dotgit)
+                    if gitdir is not None and gitdir.is_dir():
+                        gitfile_repos.append(Found(str(folder), str(gitdir), str(common_dir(gitdir)), False,
+                                                   str(root_path)))
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            rel = os.path.relpath(entry.path, root_path)
+            if _skipped(entry.name, rel, patterns):
+                continue
+            sub = Path(entry.path)
+            if is_bare_repo(sub):
+                found.append(Found(str(sub), str(sub), str(sub), True, str(root_path)))
+                continue
+            subdirs.append(sub)
+        stack.extend(sorted(subdirs, reverse=True))
+    owned = {os.path.normpath(f.commondir) for f in found}
+    for item in gitfile_repos:
+        if _owned_elsewhere(item, owned):
+            continue
+        found.append(item)
+    return sorted(found, key=lambda f: f.path)
+
+
+def _owned_elsewhere(item: Found, owned: set[str]) -> bool:
+    """True for a linked worktree or submodule whose owning repository is already in the fleet."""
+    if os.path.normpath(item.commondir) in owned and item.commondir != item.gitdir:
+        return True
+    gitdir = Path(item.gitdir)
+    # Submodule git dirs live in <owner>/.git/modules/<name>[/modules/<name>...].
+    for parent in gitdir.parents:
+        if parent.name == "modules" and os.path.normpath(parent.parent) in owned:
+            return True
+    return False

@@ -1,0 +1,307 @@
+"""Cheap metadata straight from a git dir's files: HEAD, refs, upstream config, reflogs, worktrees, markers.
+
+These reads cost microseconds where a git subprocess costs milliseconds, and they never touch the index
+or take a lock. Everything that must match git byte for byte (status, ahead/behind) goes to the git CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.config import ConfigFile
+
+ZERO_OID = "0" * 40
+_SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def is_sha(text: str) -> bool:
+    return bool(_SHA_RE.match(text))
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+@dataclass(frozen=True)
+class Head:
+    """What HEAD says: a symbolic ref (`refs/heads/x`, maybe unborn) or a detached commit."""
+
+    ref: str | None
+    sha: str | None
+
+    @property
+    def detached(self) -> bool:
+        return self.ref is None and self.sha is not None
+
+
+class BrokenRepo(Exception):
+    """The repository's own files are unreadable or malformed (a corrupt HEAD, for instance)."""
+
+
+def read_head(gitdir: Path, refs: dict[str, str]) -> Head:
+    text = read_text(gitdir / "HEAD")
+    if text is None:
+        raise BrokenRepo(f"{gitdir / 'HEAD'} is missing")
+    text = text.strip()
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        if not ref.startswith("refs/"):
+            raise BrokenRepo(f"HEAD points to an invalid ref {ref!r}")
+        return Head(ref, refs.get(ref))
+    if is_sha(text):
+        return Head(None, text)
+    raise BrokenRepo(f"HEAD is not a ref or a commit id: {text[:60]!r}")
+
+
+def read_refs(commondir: Path) -> dict[str, str]:
+    """All refs under refs/ (loose files override packed-refs), as {full name: sha}."""
+    refs: dict[str, str] = {}
+    packed = read_text(commondir / "packed-refs")
+    if packed:
+        for line in packed.splitlines():
+            if not line or line[0] in "#^":
+                continue
+            sha, _, name = line.partition(" ")
+            if is_sha(sha) and name:
+                refs[name] = sha
+    base = commondir / "refs"
+    for dirpath, dirnames, filenames in os.walk(base):
+        for filename in filenames:
+            full = Path(dirpath) / filename
+            text = read_text(full)
+            if text is None:
+                continue
+            text = text.strip()
+            name = "refs/" + full.relative_to(base).as_posix()
+            if is_sha(text):
+                refs[name] = text
+            elif text.startswith("ref:"):
+                continue  # symbolic refs such as refs/remotes/origin/HEAD are not tips of their own
+    return refs
+
+
+def read_config(commondir: Path) -> ConfigFile:
+    """The repository's own config file (where branch upstreams and remotes live)."""
+    try:
+        cfg = ConfigFile.from_path(str(commondir / "config"))
+    except FileNotFoundError:
+        cfg = ConfigFile()
+    except Exception as exc:  # dulwich raises ValueError and friends on malformed files
+        raise BrokenRepo(f"config is unreadable: {exc}") from exc
+    return cfg
+
+
+def _cfg(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> str | None:
+    try:
+        value = cfg.get(section, key)
+    except KeyError:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _map_refspec(src: str, refspec: str) -> str | None:
+    """Apply one fetch refspec (`+refs/heads/*:refs/remotes/o/*`) to a remote ref name."""
+    spec = refspec.lstrip("+")
+    if ":" not in spec:
+        return None
+    left, right = spec.split(":", 1)
+    if "*" in left:
+        prefix, _, suffix = left.partition("*")
+        if src.startswith(prefix) and src.endswith(suffix):
+            middle = src[len(prefix):len(src) - len(suffix) if suffix else None]
+            return right.replace("*", middle, 1)
+        return None
+    return right if left == src else None
+
+
+def upstream_ref(cfg: ConfigFile, branch: str) -> str | None:
+    """The full ref name a local branch tracks (`refs/remotes/origin/main`), as git computes it."""
+    remote = _cfg(cfg, (b"branch", branch.encode()), b"remote")
+    merge = _cfg(cfg, (b"branch", branch.encode()), b"merge")
+    if not remote or not merge:
+        return None
+    if remote == ".":
+        return merge
+    try:
+        specs = [v.decode("utf-8", "replace") for v in cfg.get_multivar((b"remote", remote.encode()), b"fetch")]
+    except KeyError:
+        specs = []
+    for spec in specs:
+        mapped = _map_refspec(merge, spec)
+        if mapped:
+            return mapped
+    return None
+
+
+def short_ref(ref: str) -> str:
+    for prefix in ("refs/heads/", "refs/remotes/", "refs/tags/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+@dataclass(frozen=True)
+class ReflogLine:
+    old_sha: str | None
+    new_sha: str | None
+    identity: str
+    at: int
+    tz: str
+    message: str
+
+
+def parse_reflog(data: bytes) -> list[ReflogLine]:
+    """Parse reflog text tolerantly: message-less lines, zero oids and junk lines never raise."""
+    lines: list[ReflogLine] = []
+    for raw in data.split(b"\n"):
+        if not raw:
+            continue
+        head, _, msg = raw.partition(b"\t")
+        parts = head.split(b" ", 2)
+        if len(parts) != 3:
+            continue
+        old, new, rest = parts
+        who_ts_tz = rest.rsplit(b" ", 2)
+        if len(who_ts_tz) != 3:
+            continue
+        who, ts, tz = who_ts_tz
+        try:
+            at = int(ts)
+        except ValueError:
+            continue
+        old_s, new_s = old.decode("ascii", "replace"), new.decode("ascii", "replace")
+        if not (is_sha(old_s) and is_sha(new_s)):
+            continue
+        lines.append(ReflogLine(
+            None if old_s.strip("0") == "" else old_s,
+            None if new_s.strip("0") == "" else new_s,
+            who.decode("utf-8", "replace"), at, tz.decode("ascii", "replace"),
+            msg.decode("utf-8", "replace"),
+        ))
+    return lines
+
+
+def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
+    """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes."""
+    files: list[tuple[str, Path]] = [("HEAD", gitdir / "logs" / "HEAD")]
+    for sub in ("heads", "remotes"):
+        base = commondir / "logs" / "refs" / sub
+        for dirpath, _dirs, filenames in os.walk(base):
+            for filename in filenames:
+                full = Path(dirpath) / filename
+                files.append(("refs/" + full.relative_to(commondir / "logs" / "refs").as_posix(), full))
+    wt_base = commondir / "worktrees"
+    if wt_base.is_dir() and gitdir == commondir:
+        for entry in sorted(os.scandir(wt_base), key=lambda e: e.name):
+            files.append((f"worktrees/{entry.name}/HEAD", Path(entry.path) / "logs" / "HEAD"))
+    return [(ref, path) for ref, path in files if path.is_file()]
+
+
+def reflog_kind(message: str) -> str:
+    """Classify a reflog message into the digest's event kinds."""
+    m = message
+    if m.startswith("commit (amend)"):
+        return "amend"
+    if m.startswith("commit (merge)") or m.startswith("merge "):
+        return "merge"
+    if m.startswith("commit"):
+        return "commit"
+    if m.startswith("checkout:"):
+        return "checkout"
+    if m.startswith("pull"):
+        return "pull"
+    if m.startswith("reset:"):
+        return "reset"
+    if m.startswith("rebase"):
+        return "rebase"
+    if m.startswith("cherry-pick"):
+        return "cherry_pick"
+    if m.startswith("revert"):
+        return "revert"
+    if m.startswith("branch:") or m.startswith("Branch: renamed"):
+        return "branch"
+    if m.startswith("fetch"):
+        return "fetch"
+    return "other"
+
+
+def operation(gitdir: Path) -> tuple[str | None, dict]:
+    """The operation in progress in this worktree's git dir, with the details a person needs to finish it."""
+    def exists(name: str) -> bool:
+        return os.path.exists(gitdir / name)
+
+    def first_line(name: str) -> str | None:
+        text = read_text(gitdir / name)
+        return text.strip().splitlines()[0] if text and text.strip() else None
+
+    if exists("rebase-merge") or (exists("rebase-apply") and not exists("rebase-apply/applying")):
+        base = "rebase-merge" if exists("rebase-merge") else "rebase-apply"
+        head_name = first_line(f"{base}/head-name")
+        step = first_line(f"{base}/msgnum") or first_line(f"{base}/next")
+        total = first_line(f"{base}/end") or first_line(f"{base}/last")
+        return "rebase", {
+            "branch": short_ref(head_name) if head_name and head_name != "detached HEAD" else None,
+            "onto": first_line(f"{base}/onto"),
+            "step": int(step) if step and step.isdigit() else None,
+            "total": int(total) if total and total.isdigit() else None,
+            "stopped_at": first_line("REBASE_HEAD"),
+        }
+    if exists("rebase-apply"):
+        return "am", {}
+    if exists("MERGE_HEAD"):
+        msg = first_line("MERGE_MSG")
+        return "merge", {"merge_head": first_line("MERGE_HEAD"), "message": msg}
+    if exists("CHERRY_PICK_HEAD"):
+        return "cherry-pick", {"commit": first_line("CHERRY_PICK_HEAD")}
+    if exists("REVERT_HEAD"):
+        return "revert", {"commit": first_line("REVERT_HEAD")}
+    if exists("BISECT_LOG"):
+        return "bisect", {"start": first_line("BISECT_START")}
+    return None, {}
+
+
+@dataclass(frozen=True)
+class LinkedWorktree:
+    """A linked worktree as `.git/worktrees/<id>/` describes it."""
+
+    id: str
+    gitdir: Path
+    path: Path
+    locked: bool
+    lock_reason: str | None
+    prunable: bool
+    prunable_reason: str | None
+
+
+def linked_worktrees(commondir: Path) -> list[LinkedWorktree]:
+    base = commondir / "worktrees"
+    if not base.is_dir():
+        return []
+    result: list[LinkedWorktree] = []
+    for entry in sorted(os.scandir(base), key=lambda e: e.name):
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        wt_gitdir = Path(entry.path)
+        pointer = read_text(wt_gitdir / "gitdir")
+        dotgit = Path(pointer.strip()) if pointer and pointer.strip() else None
+        if dotgit is not None and not dotgit.is_absolute():
+            dotgit = Path(os.path.normpath(wt_gitdir / dotgit))
+        lock_text = read_text(wt_gitdir / "locked")
+        locked = lock_text is not None
+        prunable_reason = None
+        if dotgit is None:
+            prunable_reason = "gitdir file points to non-existent location"
+        elif not locked and not dotgit.exists():
+            prunable_reason = "gitdir file points to non-existent location"
+        result.append(LinkedWorktree(
+            id=entry.name, gitdir=wt_gitdir, path=dotgit.parent if dotgit else wt_gitdir,
+            locked=locked, lock_reason=(lock_text.strip() or None) if lock_text is not None else None,
+            prunable=prunable_reason is not None and not locked, prunable_reason=prunable_reason,
+        ))
+    return result

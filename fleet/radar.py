@@ -1,0 +1,188 @@
+"""The attention queue: why each repository needs a person, ranked, each reason with a next step.
+
+`attention(record)` is a pure function over one repo record; the index stores its result with the record
+(so the queue is one indexed query), and `radar()` adds what changes outside the repo itself (agents,
+proposals) at query time through `extra_reasons` providers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Iterable
+
+# The ladder (highest first). Scores leave room between rungs for reasons other modules add.
+SCORES = {
+    "conflict": 100,
+    "broken": 97,
+    "predicted_conflict": 95,
+    "agent_collision": 93,
+    "diverged": 90,
+    "operation": 85,
+    "pending_proposal": 83,
+    "local_changes": 80,
+    "behind": 70,
+    "ahead": 60,
+    "stale_stash": 50,
+    "worktree": 45,
+    "submodule": 42,
+    "no_upstream": 40,
+    "clean": 0,
+}
+STALE_STASH_AGE = timedelta(days=7)
+
+ExtraReasons = Callable[[list[dict]], dict[int, list[dict]]]
+_providers: list[ExtraReasons] = []
+
+
+def register_reasons(provider: ExtraReasons) -> ExtraReasons:
+    """Let another module (presence, proposals) add reasons to repos at query time."""
+    _providers.append(provider)
+    return provider
+
+
+def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
+    item = {"code": code, "score": SCORES[code], "summary": summary, "next_step": next_step}
+    if details:
+        item["details"] = details
+    return item
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def attention(record: dict, now: datetime | None = None) -> list[dict]:
+    """Every reason this repository needs attention, highest first; `[clean]` when there is none."""
+    now = now or datetime.now(timezone.utc)
+    out: list[dict] = []
+    if record.get("gone"):
+        return [reason("broken", "the repository is gone from disk", "remove it from the fleet or restore it")]
+    if record.get("error") and not record.get("head") and record.get("branch") is None:
+        out.append(reason("broken", f"cannot be read: {record['error']}", "inspect the repository with git status"))
+    elif record.get("error"):
+        out.append(reason("broken", record["error"], "check for a running git process, then retry"))
+    op = record.get("operation")
+    detail = record.get("operation_detail") or {}
+    conflicted = record.get("conflicted") or 0
+    if conflicted:
+        what = f" during {op}" if op else ""
+        out.append(reason("conflict", f"{_plural(conflicted, 'conflicted file')}{what}",
+                          _finish_step(op, conflicted=True)))
+    prediction = record.get("predicted_conflicts") or {}
+    ahead, behind = record.get("ahead"), record.get("behind")
+    if prediction and not prediction.get("clean"):
+        paths = prediction.get("paths", [])
+        shown = ", ".join(paths[:3]) + (" …" if len(paths) > 3 else "")
+        out.append(reason("predicted_conflict",
+                          f"merging {record.get('upstream')} would conflict in {_plural(len(paths), 'file')}: {shown}",
+                          "rebase or merge now, resolving " + shown, paths=paths))
+    if ahead and behind:
+        out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind",
+                          "git pull --rebase (or merge) then push"))
+    if op and not conflicted:
+        where = f" of {detail['branch']}" if detail.get("branch") else ""
+        step = f" (step {detail['step']}/{detail['total']})" if detail.get("step") and detail.get("total") else ""
+        out.append(reason("operation", f"{op}{where} in progress{step}", _finish_step(op, conflicted=False)))
+    dirty = [(record.get("staged") or 0, "staged"), (record.get("unstaged") or 0, "modified"),
+             (record.get("untracked") or 0, "untracked")]
+    if any(n for n, _ in dirty):
+        parts = ", ".join(f"{n} {label}" for n, label in dirty if n)
+        out.append(reason("local_changes", f"uncommitted changes: {parts}", "review and commit, or stash"))
+    if behind and not ahead:
+        out.append(reason("behind", f"{behind} behind {record.get('upstream')}", "git pull --ff-only"))
+    if ahead and not behind:
+        out.append(reason("ahead", f"{_plural(ahead, 'unpushed commit')} on {record.get('branch')}", "git push"))
+    others = [b for b in record.get("branches", []) if not b.get("current") and (b.get("ahead") or 0) > 0]
+    if others:
+        names = ", ".join(b["name"] for b in others[:3]) + (" …" if len(others) > 3 else "")
+        out.append(reason("ahead", f"{_plural(len(others), 'other branch')} with unpushed commits: {names}",
+                          "push them or delete them if merged", branches=[b["name"] for b in others]))
+    stale = [s for s in record.get("stash_list", []) if _older_than(s.get("at"), now, STALE_STASH_AGE)]
+    if stale:
+        out.append(reason("stale_stash", f"{_plural(len(stale), 'stash')} older than a week",
+                          "git stash list; apply or drop them"))
+    for wt in record.get("worktrees", []):
+        if wt.get("prunable"):
+            out.append(reason("worktree", f"worktree {wt['path']} is gone from disk", "git worktree prune"))
+        elif wt.get("locked"):
+            why = f" ({wt['lock_reason']})" if wt.get("lock_reason") else ""
+            out.append(reason("worktree", f"worktree {wt['path']} is locked{why}",
+                              "git worktree unlock when it is no longer needed"))
+    subs = [s for s in record.get("submodules", []) if s.get("state") not in (None, "clean")]
+    if subs:
+        text = ", ".join(f"{s['path']} {s['state']}" for s in subs[:3])
+        out.append(reason("submodule", f"submodules: {text}", "git submodule update --init, or commit the pointer"))
+    if record.get("upstream_gone"):
+        out.append(reason("no_upstream", f"upstream {record.get('upstream')} is gone",
+                          "git branch --unset-upstream, or push to recreate it"))
+    elif record.get("branch") and not record.get("upstream") and not record.get("bare") and record.get("head"):
+        out.append(reason("no_upstream", f"{record['branch']} has no upstream", "git push -u origin " + record["branch"]))
+    if not out:
+        return [reason("clean", "clean and in sync", "nothing to do")]
+    out.sort(key=lambda r: -r["score"])
+    return out
+
+
+def _finish_step(op: str | None, conflicted: bool) -> str:
+    if op in ("rebase", "cherry-pick", "revert", "am"):
+        base = "git am" if op == "am" else f"git {op}"
+        return (f"resolve the conflicts, git add them, then {base} --continue (or --abort)" if conflicted
+                else f"{base} --continue, or --abort to give up")
+    if op == "merge":
+        return ("resolve the conflicts, git add them, then git commit (or git merge --abort)" if conflicted
+                else "git commit to conclude the merge, or git merge --abort")
+    if op == "bisect":
+        return "git bisect good|bad to continue, or git bisect reset"
+    return "resolve the conflicts and git add them"
+
+
+def _older_than(stamp: str | None, now: datetime, age: timedelta) -> bool:
+    if not stamp:
+        return False
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return now - when > age
+
+
+def radar(index, limit: int | None = None, include_clean: bool = False) -> list[dict]:
+    """The ranked queue from the index: one entry per repo that needs attention, most urgent first."""
+    rows = index.summaries()
+    extra: dict[int, list[dict]] = {}
+    for provider in _providers:
+        for repo_id, reasons in provider(rows).items():
+            extra.setdefault(repo_id, []).extend(reasons)
+    entries = []
+    for row in rows:
+        reasons = [r for r in (row.get("reasons") or []) if r["code"] != "clean"] + extra.get(row["id"], [])
+        reasons.sort(key=lambda r: -r["score"])
+        if not reasons:
+            if not include_clean:
+                continue
+            reasons = [reason("clean", "clean and in sync", "nothing to do")]
+        entries.append(_entry(row, reasons))
+    entries.sort(key=lambda e: (-e["score"], _neg_time(e["last_activity"]), e["name"]))
+    return entries[:limit] if limit else entries
+
+
+def _entry(row: dict, reasons: Iterable[dict]) -> dict:
+    reasons = list(reasons)
+    return {
+        "id": row["id"], "name": row["name"], "path": row["path"], "root": row["root"],
+        "branch": row["branch"], "head": row["head"], "score": reasons[0]["score"],
+        "status": reasons[0]["code"], "summary": reasons[0]["summary"], "next_step": reasons[0]["next_step"],
+        "reasons": reasons, "ahead": row["ahead"], "behind": row["behind"],
+        "dirty": (row["staged"] or 0) + (row["unstaged"] or 0) + (row["untracked"] or 0),
+        "conflicted": row["conflicted"], "operation": row["operation"], "last_activity": row["last_activity"],
+        "error": row["error"],
+    }
+
+
+def _neg_time(stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    try:
+        return -datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0

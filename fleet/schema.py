@@ -1,0 +1,54 @@
+"""The index's schema, as an ordered list of migrations (never edit one that has shipped: add a new one).
+
+The schema version is the number of applied migrations (`Index.schema_version`).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+migrations = Migrations("fleetdeck")
+
+
+@migrations()
+def m001_core(db: Database) -> None:
+    db["roots"].create({"id": int, "path": str, "added_at": str}, pk="id", not_null={"path"})
+    db["roots"].create_index(["path"], unique=True)
+    db["repos"].create({
+        "id": int, "path": str, "root": str, "name": str, "bare": int, "gitdir": str,
+        "branch": str, "detached": int, "head": str, "head_ref": str,
+        "upstream": str, "upstream_gone": int, "ahead": int, "behind": int,
+        "staged": int, "unstaged": int, "untracked": int, "conflicted": int, "stashes": int,
+        "operation": str, "operation_detail": str, "predicted_conflicts": str,
+        "last_activity": str, "scanned_at": str, "first_seen": str, "error": str,
+        "gone": int, "gone_at": str, "score": int, "reasons": str,
+    }, pk="id", not_null={"path"}, defaults={"gone": 0, "score": 0, "bare": 0})
+    db["repos"].create_index(["path"], unique=True)
+    db["repos"].create_index(["gone", "score"])
+    db["branches"].create({
+        "repo_id": int, "name": str, "head": str, "upstream": str, "upstream_ref": str,
+        "upstream_gone": int, "ahead": int, "behind": int, "current": int,
+    }, pk=("repo_id", "name"))
+    db["worktrees"].create({
+        "repo_id": int, "path": str, "id": str, "branch": str, "head": str, "detached": int,
+        "locked": int, "lock_reason": str, "prunable": int, "prunable_reason": str,
+        "staged": int, "unstaged": int, "untracked": int, "conflicted": int, "operation": str, "error": str,
+    }, pk=("repo_id", "path"))
+    db["submodules"].create({
+        "repo_id": int, "path": str, "name": str, "url": str, "recorded": str, "checked_out": str,
+        "state": str, "error": str,
+    }, pk=("repo_id", "path"))
+    db["stashes"].create({"repo_id": int, "idx": int, "sha": str, "message": str, "at": str},
+                         pk=("repo_id", "idx"))
+    db["remotes"].create({"repo_id": int, "name": str, "url": str}, pk=("repo_id", "name"))
+    db["reflog"].create({
+        "id": int, "repo_id": int, "ref": str, "old_sha": str, "new_sha": str, "at": int, "tz": str,
+        "identity": str, "message": str, "kind": str,
+    }, pk="id")
+    db.execute("CREATE UNIQUE INDEX reflog_unique ON reflog "
+               "(repo_id, ref, ifnull(old_sha, ''), ifnull(new_sha, ''), at, message)")
+    db["reflog"].create_index(["at"])
+    db["reflog"].create_index(["repo_id", "at"])
+    db["reflog_files"].create({"repo_id": int, "ref": str, "inode": int, "size": int},
+                              pk=("repo_id", "ref"))
+    db["meta"].create({"key": str, "value": str}, pk="key")
