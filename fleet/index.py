@@ -133,6 +133,7 @@ class Index:
         row["score"] = reasons[0]["score"] if reasons else 0
         row["reasons"] = json.dumps(reasons)
         with self.write() as conn:
+            row["generation"] = _next_generation(conn)
             existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
             if existing:
                 repo_id = existing[0]
@@ -211,11 +212,20 @@ class Index:
             return 0
         now = iso(time.time())
         with self.write() as conn:
-            cur = conn.executemany("update repos set gone = 1, gone_at = ? where path = ? and gone = 0",
-                                   [(now, p) for p in paths])
+            gen = _next_generation(conn)
+            cur = conn.executemany("update repos set gone = 1, gone_at = ?, generation = ? where path = ? and gone = 0",
+                                   [(now, gen, p) for p in paths])
         return cur.rowcount
 
     # --- reading -----------------------------------------------------------------------------------
+
+    def generation(self) -> int:
+        """The newest change counter value; it grows with every repo write."""
+        return self.db.conn.execute("select ifnull(max(generation), 0) from repos").fetchone()[0]
+
+    def changed_since(self, gen: int) -> list[int]:
+        """Ids of repos written after change counter `gen` (see `generation()`)."""
+        return [r[0] for r in self.db.conn.execute("select id from repos where generation > ?", (gen,))]
 
     def summaries(self, include_gone: bool = False) -> list[dict]:
         """Flat repo rows (no nested lists): the fast path for listings and the radar."""
@@ -279,6 +289,11 @@ class Index:
 
     def known_paths(self) -> list[str]:
         return [r[0] for r in self.db.conn.execute("select path from repos where gone = 0")]
+
+
+def _next_generation(conn: sqlite3.Connection) -> int:
+    """A fleet-wide change counter: readers ask `generation > last seen` to learn which repos changed."""
+    return conn.execute("select ifnull(max(generation), 0) + 1 from repos").fetchone()[0]
 
 
 def repo_name(path: str, root: str) -> str:

@@ -21,10 +21,11 @@ def m001_core(db: Database) -> None:
         "staged": int, "unstaged": int, "untracked": int, "conflicted": int, "stashes": int,
         "operation": str, "operation_detail": str, "predicted_conflicts": str,
         "last_activity": str, "scanned_at": str, "first_seen": str, "error": str,
-        "gone": int, "gone_at": str, "score": int, "reasons": str,
-    }, pk="id", not_null={"path"}, defaults={"gone": 0, "score": 0, "bare": 0})
+        "gone": int, "gone_at": str, "score": int, "reasons": str, "generation": int,
+    }, pk="id", not_null={"path"}, defaults={"gone": 0, "score": 0, "bare": 0, "generation": 0})
     db["repos"].create_index(["path"], unique=True)
     db["repos"].create_index(["gone", "score"])
+    db["repos"].create_index(["generation"])
     db["branches"].create({
         "repo_id": int, "name": str, "head": str, "upstream": str, "upstream_ref": str,
         "upstream_gone": int, "ahead": int, "behind": int, "current": int,
