@@ -182,9 +182,13 @@ def _stashes(commondir: Path) -> list[dict]:
 
 
 def _reflog_tail_time(gitdir: Path, commondir: Path) -> float | None:
-    """Newest reflog movement: the latest mtime of any reflog file (cheaper than parsing them)."""
+    """Newest ref movement: the latest mtime of any reflog file (cheaper than parsing them), or of the
+    ref files themselves in a repo that keeps no reflogs (a bare clone)."""
     newest = None
-    for _ref, path in gitfiles.reflog_files(gitdir, commondir):
+    files = [path for _ref, path in gitfiles.reflog_files(gitdir, commondir)]
+    if not files:
+        files = [gitdir / "HEAD", commondir / "packed-refs", commondir / "refs" / "heads"]
+    for path in files:
         try:
             mtime = path.stat().st_mtime
         except OSError:

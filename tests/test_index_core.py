@@ -1,0 +1,250 @@
+"""Every field of every repo record equals what the git CLI says, on a fleet with every state."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet.index import open_index
+from fleet.scan import scan
+from tests import oracle
+from tests.fleetstates import build_fleet
+from tests.gitbuild import commit_file, git
+
+NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty",
+            "stashes", "worktrees", "super", "merging", "rebasing", "picking", "bisecting", "history",
+            "outer", "nested", "locked"]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    base = tmp_path_factory.mktemp("fleet")
+    repos = build_fleet(base / "root", base / "side")
+    index = open_index(base / "fleet.db")
+    summary = scan(index, [str(base / "root")])
+    records = {r["path"]: r for r in index.repos()}
+    yield {"repos": repos, "index": index, "summary": summary, "records": records, "root": base / "root"}
+    index.close()
+
+
+def record_of(fleet: dict, state: str) -> dict:
+    return fleet["records"][os.path.realpath(fleet["repos"][state])]
+
+
+def test_discovery_finds_each_repo_once_and_skips_node_modules(fleet):
+    paths = set(fleet["records"])
+    expected = {os.path.realpath(p) for p in fleet["repos"].values()}
+    assert paths == expected
+    assert not any("node_modules" in p for p in paths)
+    # the linked worktree inside the root belongs to its owner, it is not a repo of its own
+    assert os.path.realpath(fleet["root"] / "worktrees-linked") not in paths
+    # submodules are attached to the superproject, not counted again
+    assert not any("/libs/" in p for p in paths)
+    assert fleet["summary"]["repos"] == len(expected)
+
+
+@pytest.mark.parametrize("state", NON_BARE)
+def test_head_branch_upstream_match_git(fleet, state):
+    repo, rec = fleet["repos"][state], record_of(fleet, state)
+    head = oracle.head_state(repo)
+    assert rec["head"] == head["head"]
+    assert rec["detached"] == head["detached"]
+    expected_branch = head["branch"] if head["head"] is not None else head["branch"]
+    if head["head"] is None:
+        assert rec["branch"] == expected_branch  # unborn: git names the branch HEAD points to
+    else:
+        assert rec["branch"] == head["branch"]
+    up = oracle.upstream_state(repo, head["branch"])
+    assert (rec["upstream"], rec["ahead"], rec["behind"], rec["upstream_gone"]) == (
+        up["upstream"], up["ahead"], up["behind"], up["upstream_gone"])
+
+
+@pytest.mark.parametrize("state", NON_BARE)
+def test_working_tree_counts_match_git(fleet, state):
+    repo, rec = fleet["repos"][state], record_of(fleet, state)
+    expected = oracle.counts(repo)
+    assert {k: rec[k] for k in expected} == expected
+    assert rec["stashes"] == oracle.stash_count(repo)
+
+
+@pytest.mark.parametrize("state", NON_BARE)
+def test_operation_matches_git(fleet, state):
+    assert record_of(fleet, state)["operation"] == oracle.operation(fleet["repos"][state])
+
+
+@pytest.mark.parametrize("state", ["branches", "worktrees", "diverged", "history", "bare"])
+def test_every_branch_matches_git(fleet, state):
+    rec = record_of(fleet, state)
+    ours = [{k: b[k] for k in ("name", "head", "upstream", "ahead", "behind", "upstream_gone")}
+            for b in rec["branches"]]
+    assert ours == oracle.branches(fleet["repos"][state])
+
+
+def test_dirty_repo_states(fleet):
+    rec = record_of(fleet, "dirty")
+    assert rec["staged"] == 2  # the rename and the new file
+    assert rec["unstaged"] == 1
+    assert rec["untracked"] == 3  # a file, a folder (git lists the folder), a binary file
+
+
+def test_rebase_detaches_and_names_the_branch(fleet):
+    rec = record_of(fleet, "rebasing")
+    assert rec["branch"] is None and rec["detached"]
+    assert rec["operation_detail"]["branch"] == "topic"
+    assert rec["conflicted"] == 1
+    assert rec["reasons"][0]["code"] == "conflict"
+
+
+def test_merge_conflict_and_cherry_pick(fleet):
+    assert record_of(fleet, "merging")["operation_detail"]["merge_head"] == \
+        git(fleet["repos"]["merging"], "rev-parse", "topic").strip()
+    assert record_of(fleet, "picking")["operation"] == "cherry-pick"
+
+
+def test_predicted_conflict_only_when_diverged(fleet):
+    rec = record_of(fleet, "predict")
+    assert rec["predicted_conflicts"] == {"clean": False, "paths": ["shared.txt"]}
+    assert rec["reasons"][0]["code"] == "predicted_conflict"
+    clean_div = record_of(fleet, "diverged")
+    assert clean_div["predicted_conflicts"] == {"clean": True, "paths": []}
+    assert record_of(fleet, "ahead")["predicted_conflicts"] is None
+
+
+def test_worktrees_match_git(fleet):
+    rec = record_of(fleet, "worktrees")
+    expected = oracle.worktrees(fleet["repos"]["worktrees"])
+    ours = sorted(rec["worktrees"], key=lambda w: w["path"])
+    expected = sorted(expected, key=lambda w: w["path"])
+    assert [w["path"] for w in ours] == [w["path"] for w in expected]
+    for mine, theirs in zip(ours, expected):
+        assert mine["locked"] == theirs["locked"]
+        assert mine["prunable"] == theirs["prunable"]
+        assert mine["branch"] == theirs["branch"]
+        if not mine["prunable"]:
+            assert mine["head"] == theirs["head"]
+        if theirs["locked"]:
+            assert mine["lock_reason"] == theirs["lock_reason"] == "on a usb disk"
+    linked = next(w for w in ours if w["path"].endswith("worktrees-linked"))
+    assert linked["untracked"] == oracle.counts(Path(linked["path"]))["untracked"] == 1
+
+
+def test_submodules_match_git(fleet):
+    rec = record_of(fleet, "super")
+    expected = {s["path"]: s for s in oracle.submodules(fleet["repos"]["super"])}
+    ours = {s["path"]: s for s in rec["submodules"]}
+    assert set(ours) == set(expected)
+    for path, sub in ours.items():
+        assert sub["state"] == expected[path]["state"]
+    assert ours["libs/drifted"]["checked_out"] == expected["libs/drifted"]["sha"]
+    assert ours["libs/drifted"]["recorded"] == git(fleet["repos"]["super"], "rev-parse", "HEAD:libs/drifted").strip()
+    assert ours["libs/uninit"]["checked_out"] is None
+
+
+def test_bare_repo_has_refs_but_no_working_tree_counts(fleet):
+    rec = record_of(fleet, "bare")
+    assert rec["bare"] is True
+    assert rec["head"] == git(fleet["repos"]["bare"], "rev-parse", "HEAD").strip()
+    assert rec["branch"] == "main"
+    assert all(rec[k] is None for k in ("staged", "unstaged", "untracked", "conflicted"))
+
+
+def test_broken_and_locked_repos_get_an_error_not_a_failed_scan(fleet):
+    assert "HEAD" in record_of(fleet, "broken")["error"]
+    locked = record_of(fleet, "locked")
+    assert "index.lock" in locked["error"]
+    assert locked["head"] == git(fleet["repos"]["locked"], "rev-parse", "HEAD").strip()
+    assert fleet["summary"]["error_count"] == 2
+
+
+def test_reflogs_are_indexed_line_for_line(fleet):
+    index = fleet["index"]
+    for state in ("history", "worktrees", "clean", "rebasing"):
+        rec = record_of(fleet, state)
+        rows = index.db.conn.execute("select count(*) from reflog where repo_id = ? and ref = 'HEAD'",
+                                     (rec["id"],)).fetchone()[0]
+        assert rows == oracle.reflog_count(fleet["repos"][state], "HEAD"), state
+    hist = record_of(fleet, "history")
+    kinds = {r[0] for r in index.db.conn.execute("select kind from reflog where repo_id = ?", (hist["id"],))}
+    assert {"commit", "amend", "reset"} <= kinds
+    # the message-less line written by update-ref is kept, with an empty message
+    assert index.db.conn.execute("select count(*) from reflog where repo_id = ? and ref = ? and message = ''",
+                                 (hist["id"], "refs/heads/no-message")).fetchone()[0] == 1
+    wt = record_of(fleet, "worktrees")
+    wt_refs = {r[0] for r in index.db.conn.execute("select distinct ref from reflog where repo_id = ?", (wt["id"],))}
+    assert any(ref.startswith("worktrees/") and ref.endswith("/HEAD") for ref in wt_refs)
+
+
+def test_last_activity_is_iso(fleet):
+    for rec in fleet["records"].values():
+        if rec["error"] is None and rec["head"]:
+            assert rec["last_activity"].endswith("Z")
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    snap = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            with open(full, "rb") as fh:
+                digest = hashlib.sha1(fh.read()).hexdigest()
+            snap[full] = f"{st.st_mtime_ns}:{st.st_size}:{digest}"
+        snap[dirpath] = "dir"
+    return snap
+
+
+def test_scan_never_modifies_a_repository(tmp_path: Path):
+    repos = build_fleet(tmp_path / "root", tmp_path / "side")
+    # stat drift: a tracked file touched without content change would make a locking `git status` rewrite the index
+    os.utime(repos["clean"] / "README.md", (1, 1))
+    before = _snapshot(tmp_path / "root")
+    index = open_index(tmp_path / "fleet.db")
+    scan(index, [str(tmp_path / "root")])
+    scan(index)
+    after = _snapshot(tmp_path / "root")
+    assert before == after
+    index.close()
+
+
+def test_rescan_updates_in_place_and_keeps_history(tmp_path: Path):
+    repos = build_fleet(tmp_path / "root", tmp_path / "side")
+    index = open_index(tmp_path / "fleet.db")
+    scan(index, [str(tmp_path / "root")])
+    ids = {r["path"]: r["id"] for r in index.repos()}
+    events = index.db.conn.execute("select count(*) from reflog").fetchone()[0]
+    scan(index)
+    assert {r["path"]: r["id"] for r in index.repos()} == ids
+    assert index.db.conn.execute("select count(*) from reflog").fetchone()[0] == events  # no duplicates
+
+    history = repos["history"]
+    commit_file(history, "later.txt", "x\n", "later work")
+    git(history, "reflog", "expire", "--expire=now", "--all")
+    scan(index)
+    rec = index.repo(str(history))
+    assert rec["head"] == git(history, "rev-parse", "HEAD").strip()
+    kept = index.db.conn.execute("select count(*) from reflog where repo_id = ?", (rec["id"],)).fetchone()[0]
+    assert kept >= 6  # the expired lines stay in the index
+    assert oracle.reflog_count(history, "HEAD") == 0
+
+    import shutil
+    shutil.rmtree(repos["clean"])
+    summary = scan(index)
+    assert os.path.realpath(repos["clean"]) in summary["gone"]
+    assert os.path.realpath(repos["clean"]) not in {r["path"] for r in index.repos()}
+    gone = index.repo(str(repos["clean"]))
+    assert gone["gone"] is True
+    index.close()
+
+
+def test_schema_is_versioned_and_reopens(tmp_path: Path):
+    index = open_index(tmp_path / "f.db")
+    version = index.schema_version
+    assert version >= 1
+    index.close()
+    again = open_index(tmp_path / "f.db")
+    assert again.schema_version == version
+    assert again.db.conn.execute("pragma journal_mode").fetchone()[0] == "wal"
+    again.close()
