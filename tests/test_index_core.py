@@ -12,7 +12,7 @@ from fleet.index import open_index
 from fleet.scan import scan
 from tests import oracle
 from tests.fleetstates import build_fleet
-from tests.gitbuild import commit_file, git
+from tests.gitbuild import commit_file, git, init_repo
 
 NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty",
             "stashes", "worktrees", "super", "merging", "rebasing", "picking", "bisecting", "history",
@@ -248,3 +248,16 @@ def test_schema_is_versioned_and_reopens(tmp_path: Path):
     assert again.schema_version == version
     assert again.db.conn.execute("pragma journal_mode").fetchone()[0] == "wal"
     again.close()
+
+
+def test_a_repo_vanishing_mid_scan_yields_an_error_record(tmp_path: Path):
+    import shutil
+
+    from fleet.discovery import discover
+    from fleet.reader import read_repo
+
+    repo = init_repo(tmp_path / "root" / "short-lived", commits=1)
+    found = discover(tmp_path / "root")[0]
+    shutil.rmtree(repo)
+    record = read_repo(found)
+    assert record["vanished"] is True and "vanished" in record["error"]

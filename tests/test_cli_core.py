@@ -1,0 +1,107 @@
+"""The `fleetdeck` CLI as a user runs it: a subprocess, JSON on stdout, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests.gitbuild import init_repo, write
+
+
+def run(*args: str, db: Path, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True,
+                          env=fleetdeck_env(), timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def small_fleet(tmp_path: Path) -> Path:
+    root = tmp_path / "code"
+    init_repo(root / "alpha", commits=2)
+    beta = init_repo(root / "team" / "beta", commits=1)
+    write(beta / "new.txt", "x\n")
+    init_repo(root / "node_modules" / "skipped", commits=1)
+    init_repo(root / "scratch" / "ignored-by-pattern", commits=1)
+    return root
+
+
+def test_scan_json_summary_then_repos_and_radar(small_fleet: Path, tmp_path: Path):
+    db = tmp_path / "f.db"
+    summary = json.loads(run("scan", str(small_fleet), "--skip", "scratch", "--json", db=db).stdout)
+    assert summary["repos"] == 2 and summary["error_count"] == 0 and summary["elapsed_s"] >= 0
+    assert summary["roots"] == [os.path.realpath(small_fleet)]
+
+    records = json.loads(run("repos", "--json", db=db).stdout)
+    assert [r["name"] for r in records] == ["alpha", "team/beta"]
+    required = {"path", "name", "root", "branch", "detached", "head", "upstream", "ahead", "behind", "staged",
+                "unstaged", "untracked", "conflicted", "stashes", "operation", "worktrees", "submodules",
+                "last_activity", "error"}
+    assert required <= set(records[0])
+
+    radar = json.loads(run("radar", "--json", db=db).stdout)
+    assert radar[0]["name"] == "team/beta" and radar[0]["status"] == "local_changes"
+    assert all(r["reasons"] and r["next_step"] for r in radar)
+    table = run("radar", db=db).stdout
+    assert "team/beta" in table and "uncommitted" in table
+
+    # the skip pattern was saved: a scan of the saved roots still skips it
+    again = json.loads(run("scan", "--json", db=db).stdout)
+    assert again["repos"] == 2
+
+
+def test_roots_commands(tmp_path: Path, small_fleet: Path):
+    db = tmp_path / "f.db"
+    run("roots", "add", str(small_fleet), db=db)
+    assert json.loads(run("roots", "list", "--json", db=db).stdout) == [os.path.realpath(small_fleet)]
+    run("roots", "remove", str(small_fleet), db=db)
+    assert run("roots", db=db).stdout.strip() == ""
+    assert run("roots", "remove", str(small_fleet), db=db, check_rc=1).stderr.count("NOT_FOUND") == 1
+
+
+def test_exit_codes_and_version(tmp_path: Path):
+    db = tmp_path / "f.db"
+    assert run("--version", db=db).stdout.startswith("fleetdeck ")
+    assert run("no-such-command", db=db, check_rc=2).returncode == 2
+    assert run("roots", "add", db=db, check_rc=2).returncode == 2
+    missing = run("scan", str(tmp_path / "nope"), db=db, check_rc=1)
+    assert "not a directory" in missing.stderr and missing.stdout == ""
+    assert "no roots saved" in run("scan", db=db, check_rc=1).stderr
+
+
+def test_fleetdeck_db_env_is_honoured(tmp_path: Path, small_fleet: Path):
+    db = tmp_path / "env.db"
+    proc = subprocess.run(fleetdeck_argv("scan", str(small_fleet), "--json"), capture_output=True, text=True,
+                          env=fleetdeck_env(FLEETDECK_DB=str(db)), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert db.exists()
+
+
+def test_default_db_lives_under_xdg_data_home(tmp_path: Path, small_fleet: Path):
+    data = tmp_path / "xdg"
+    proc = subprocess.run(fleetdeck_argv("roots", "add", str(small_fleet)), capture_output=True, text=True,
+                          env=fleetdeck_env(XDG_DATA_HOME=str(data)), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (data / "fleetdeck" / "fleet.db").exists()
+
+
+def test_symlinked_folders_are_not_followed(tmp_path: Path):
+    root = tmp_path / "root"
+    outside = init_repo(tmp_path / "outside" / "repo", commits=1)
+    root.mkdir()
+    (root / "link").symlink_to(outside.parent, target_is_directory=True)
+    init_repo(root / "inside", commits=1)
+    db = tmp_path / "f.db"
+    summary = json.loads(run("scan", str(root), "--json", db=db).stdout)
+    assert summary["repos"] == 1
+
+
+def test_python_dash_m_fleet_is_the_same_cli(tmp_path: Path):
+    proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
+    assert proc.returncode == 0 and "scan" in proc.stdout and "radar" in proc.stdout

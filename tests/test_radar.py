@@ -1,0 +1,79 @@
+"""The attention ladder as a pure function, and the queue order from a real index."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from fleet.index import open_index
+from fleet.radar import SCORES, attention, radar
+from fleet.scan import scan
+from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
+
+
+def base(**over) -> dict:
+    rec = {"branch": "main", "head": "a" * 40, "upstream": "origin/main", "ahead": 0, "behind": 0,
+           "staged": 0, "unstaged": 0, "untracked": 0, "conflicted": 0, "operation": None,
+           "branches": [], "worktrees": [], "submodules": [], "stash_list": [], "error": None}
+    rec.update(over)
+    return rec
+
+
+def codes(rec: dict) -> list[str]:
+    return [r["code"] for r in attention(rec)]
+
+
+def test_ladder_order_follows_design():
+    order = ["conflict", "predicted_conflict", "diverged", "operation", "local_changes", "behind", "ahead",
+             "stale_stash", "worktree", "submodule", "no_upstream", "clean"]
+    assert [SCORES[c] for c in order] == sorted((SCORES[c] for c in order), reverse=True)
+
+
+def test_each_reason_has_summary_and_next_step():
+    old = (datetime.now(timezone.utc) - timedelta(days=9)).isoformat()
+    rec = base(conflicted=2, operation="merge", ahead=1, behind=2, untracked=3,
+               predicted_conflicts={"clean": False, "paths": ["a.txt"]},
+               stash_list=[{"index": 0, "sha": "b" * 40, "message": "wip", "at": old}],
+               worktrees=[{"path": "/x", "prunable": True, "locked": False}],
+               submodules=[{"path": "lib", "state": "drifted"}])
+    reasons = attention(rec)
+    assert [r["code"] for r in reasons] == ["conflict", "predicted_conflict", "diverged", "local_changes",
+                                            "stale_stash", "worktree", "submodule"]
+    assert all(r["summary"] and r["next_step"] for r in reasons)
+    assert "git commit" in reasons[0]["next_step"]
+
+
+def test_simple_states():
+    assert codes(base()) == ["clean"]
+    assert codes(base(behind=2)) == ["behind"]
+    assert codes(base(ahead=2)) == ["ahead"]
+    assert codes(base(upstream=None, ahead=None, behind=None)) == ["no_upstream"]
+    assert codes(base(operation="rebase", operation_detail={"branch": "topic", "step": 1, "total": 3})) == ["operation"]
+    assert codes(base(error="HEAD is garbage", head=None, branch=None))[0] == "broken"
+    other = base(branches=[{"name": "feature", "current": False, "ahead": 3}])
+    assert codes(other) == ["ahead"]
+
+
+def test_queue_orders_conflict_above_dirty_above_behind(tmp_path: Path):
+    root = tmp_path / "root"
+    clean = init_repo(root / "a-clean", commits=1)
+    git(clean, "remote", "add", "origin", str(clean))  # no upstream configured for main → no_upstream
+    dirty = init_repo(root / "b-dirty", commits=1)
+    write(dirty / "x.txt", "x\n")
+    conflict = init_repo(root / "c-conflict", commits=1)
+    commit_file(conflict, "f.txt", "base\n")
+    git(conflict, "checkout", "-q", "-b", "other")
+    commit_file(conflict, "f.txt", "other\n")
+    git(conflict, "checkout", "-q", "main")
+    commit_file(conflict, "f.txt", "main\n")
+    git(conflict, "merge", "other", check=False)
+    with_upstream(tmp_path / "side", "behind", behind=1)  # makes the remote d-synced clones
+    git(tmp_path, "clone", "-q", str(tmp_path / "side" / "behind-remote.git"), str(root / "d-synced"))
+    index = open_index(tmp_path / "f.db")
+    scan(index, [str(root)])
+    names = [e["name"] for e in radar(index)]
+    assert names.index("c-conflict") < names.index("b-dirty") < names.index("a-clean")
+    assert "d-synced" not in names  # clean and in sync
+    assert "d-synced" in [e["name"] for e in radar(index, include_clean=True)]
+    assert radar(index, limit=1)[0]["name"] == "c-conflict"
+    index.close()
