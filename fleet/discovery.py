@@ -61,7 +61,9 @@ def is_bare_repo(path: Path) -> bool:
             and ((path / "refs").is_dir() or (path / "reftable").is_dir()))
 
 
-def _skipped(name: str, rel: str, patterns: tuple[str, ...]) -> bool:
+def _skipped(name: str, rel: str, names: frozenset[str], patterns: tuple[str, ...]) -> bool:
+    if name in names:
+        return True
     return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
 
 
@@ -69,7 +71,8 @@ def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
              extra_skip: tuple[str, ...] = ()) -> list[Found]:
     """Every repository under `root`, at any depth, in path order."""
     root_path = Path(os.path.realpath(root))
-    patterns = tuple(skip) + tuple(extra_skip)
+    names = frozenset(skip)
+    patterns = tuple(extra_skip)
     found: list[Found] = []
     gitfile_repos: list[Found] = []
     stack = [root_path]
@@ -96,8 +99,8 @@ def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
                 continue
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            rel = os.path.relpath(entry.path, root_path)
-            if _skipped(entry.name, rel, patterns):
+            rel = os.path.relpath(entry.path, root_path) if patterns else entry.name
+            if _skipped(entry.name, rel, names, patterns):
                 continue
             sub = Path(entry.path)
             if is_bare_repo(sub):

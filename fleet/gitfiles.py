@@ -70,19 +70,10 @@ def read_refs(commondir: Path) -> dict[str, str]:
             sha, _, name = line.partition(" ")
             if is_sha(sha) and name:
                 refs[name] = sha
-    base = commondir / "refs"
-    for dirpath, dirnames, filenames in os.walk(base):
-        for filename in filenames:
-            full = Path(dirpath) / filename
-            text = read_text(full)
-            if text is None:
-                continue
-            text = text.strip()
-            name = "refs/" + full.relative_to(base).as_posix()
-            if is_sha(text):
-                refs[name] = text
-            elif text.startswith("ref:"):
-                continue  # symbolic refs such as refs/remotes/origin/HEAD are not tips of their own
+    for name, path in _files_under(os.path.join(commondir, "refs"), "refs/"):
+        text = read_text(Path(path))
+        if text is not None and is_sha(text.strip()):
+            refs[name] = text.strip()  # symbolic refs (refs/remotes/origin/HEAD) are not tips of their own
     return refs
 
 
@@ -187,20 +178,45 @@ def parse_reflog(data: bytes) -> list[ReflogLine]:
     return lines
 
 
+def _files_under(base: str, prefix: str) -> list[tuple[str, str]]:
+    """(prefix + relative name, path) for every file below `base` (scandir: far cheaper than os.walk+Path)."""
+    out: list[tuple[str, str]] = []
+    stack = [(base, prefix)]
+    while stack:
+        folder, name = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, f"{name}{entry.name}/"))
+                elif entry.is_file(follow_symlinks=False):
+                    out.append((name + entry.name, entry.path))
+    return out
+
+
 def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
     """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes."""
-    files: list[tuple[str, Path]] = [("HEAD", gitdir / "logs" / "HEAD")]
+    files: list[tuple[str, str]] = []
+    head = os.path.join(gitdir, "logs", "HEAD")
+    if os.path.isfile(head):
+        files.append(("HEAD", head))
+    logs = os.path.join(commondir, "logs", "refs")
     for sub in ("heads", "remotes"):
-        base = commondir / "logs" / "refs" / sub
-        for dirpath, _dirs, filenames in os.walk(base):
-            for filename in filenames:
-                full = Path(dirpath) / filename
-                files.append(("refs/" + full.relative_to(commondir / "logs" / "refs").as_posix(), full))
-    wt_base = commondir / "worktrees"
-    if wt_base.is_dir() and gitdir == commondir:
-        for entry in sorted(os.scandir(wt_base), key=lambda e: e.name):
-            files.append((f"worktrees/{entry.name}/HEAD", Path(entry.path) / "logs" / "HEAD"))
-    return [(ref, path) for ref, path in files if path.is_file()]
+        files.extend(sorted(_files_under(os.path.join(logs, sub), f"refs/{sub}/")))
+    if gitdir == commondir:
+        wt_base = os.path.join(commondir, "worktrees")
+        try:
+            names = sorted(e.name for e in os.scandir(wt_base) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(wt_base, name, "logs", "HEAD")
+            if os.path.isfile(path):
+                files.append((f"worktrees/{name}/HEAD", path))
+    return [(ref, Path(path)) for ref, path in files]
 
 
 def reflog_kind(message: str) -> str:

@@ -70,7 +70,20 @@ def _find_git() -> str:
 _GIT: str | None = None
 
 
+_ENV_CACHE: dict[tuple, dict[str, str]] = {}
+
+
 def _base_env() -> dict[str, str]:
+    """The hardened environment, rebuilt only when a variable git reads from outside GIT_* changes."""
+    key = tuple(os.environ.get(k) for k in ("HOME", "PATH", "XDG_CONFIG_HOME", "LANG", "TMPDIR"))
+    env = _ENV_CACHE.get(key)
+    if env is None:
+        _ENV_CACHE.clear()
+        env = _ENV_CACHE[key] = _build_env()
+    return env
+
+
+def _build_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
     env.update({
@@ -106,11 +119,11 @@ def run_git(cwd: str | os.PathLike[str], args: list[str], *, timeout: float = DE
     argv = git_command(cwd, args)
     env = _base_env()
     if extra_env:
-        env.update(extra_env)
+        env = {**env, **extra_env}
     try:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, process_group=0,
             close_fds=True,
         )
     except FileNotFoundError as exc:

@@ -22,7 +22,7 @@ from sqlite_utils import Database
 from fleet import gitfiles
 from fleet.discovery import Found
 from fleet.radar import attention
-from fleet.reader import iso
+from fleet.reader import iso, reflog_stats
 from fleet.schema import migrations
 
 BUSY_TIMEOUT_MS = 5000
@@ -120,6 +120,15 @@ class Index:
 
     def store_repo(self, found: Found, record: dict) -> int:
         """Upsert one repository record (and its branches, worktrees, ...) and append new reflog lines."""
+        return self.store_repos([(found, record)])[0]
+
+    def store_repos(self, items: list[tuple[Found, dict]]) -> list[int]:
+        """Store many records in one transaction (a scan writes in batches: far fewer commits)."""
+        with self.write() as conn:
+            gen = _next_generation(conn)
+            return [self._store(conn, found, record, gen) for found, record in items]
+
+    def _store(self, conn: sqlite3.Connection, found: Found, record: dict, gen: int) -> int:
         record = dict(record)
         record["name"] = repo_name(found.path, found.root)
         reasons = attention(record)
@@ -132,24 +141,22 @@ class Index:
                 row[col] = int(bool(row[col]))
         row["score"] = reasons[0]["score"] if reasons else 0
         row["reasons"] = json.dumps(reasons)
-        with self.write() as conn:
-            row["generation"] = _next_generation(conn)
-            existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
-            if existing:
-                repo_id = existing[0]
-                sets = ", ".join(f"{c} = ?" for c in row)
-                conn.execute(f"update repos set {sets}, gone = 0, gone_at = null where id = ?",
-                             (*row.values(), repo_id))
-            else:
-                row["first_seen"] = iso(time.time())
-                cols = ", ".join(row)
-                cur = conn.execute(f"insert into repos ({cols}) values ({', '.join('?' * len(row))})",
-                                   tuple(row.values()))
-                repo_id = cur.lastrowid
-            if "branches" in record:
-                self._replace_children(conn, repo_id, record)
-            if not record.get("vanished"):
-                self._ingest_reflogs(conn, repo_id, found)
+        row["generation"] = gen
+        existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
+        if existing:
+            repo_id = existing[0]
+            sets = ", ".join(f"{c} = ?" for c in row)
+            conn.execute(f"update repos set {sets}, gone = 0, gone_at = null where id = ?", (*row.values(), repo_id))
+        else:
+            row["first_seen"] = iso(time.time())
+            cols = ", ".join(row)
+            cur = conn.execute(f"insert into repos ({cols}) values ({', '.join('?' * len(row))})",
+                               tuple(row.values()))
+            repo_id = cur.lastrowid
+        if "branches" in record:
+            self._replace_children(conn, repo_id, record)
+        if not record.get("vanished"):
+            self._ingest_reflogs(conn, repo_id, found, record)
         return repo_id
 
     def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict) -> None:
@@ -173,21 +180,20 @@ class Index:
                 marks = ", ".join("?" * len(rows[0]))
                 conn.executemany(f"insert into {table} values ({marks})", rows)
 
-    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found) -> None:
+    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict) -> None:
         """Append reflog lines not seen before, reading only what was appended since the last read."""
+        stats = record.get("reflog_files")
+        if stats is None:
+            stats = reflog_stats(Path(found.gitdir), Path(found.commondir))
         known = {r[0]: (r[1], r[2]) for r in conn.execute(
             "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
-        seen: set[str] = set()
-        for ref, path in gitfiles.reflog_files(Path(found.gitdir), Path(found.commondir)):
-            seen.add(ref)
-            try:
-                st = path.stat()
-            except OSError:
+        rows: list[tuple] = []
+        files: list[tuple] = []
+        for ref, path, inode, size, _mtime in stats:
+            old_inode, old_size = known.get(ref, (None, None))
+            if old_inode == inode and old_size == size:
                 continue
-            inode, size = known.get(ref, (None, None))
-            if inode == st.st_ino and size == st.st_size:
-                continue
-            offset = size if inode == st.st_ino and size is not None and size < st.st_size else 0
+            offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
             try:
                 with open(path, "rb") as fh:
                     fh.seek(offset)
@@ -195,16 +201,20 @@ class Index:
             except OSError:
                 continue
             complete = data.rfind(b"\n") + 1
-            lines = gitfiles.parse_reflog(data[:complete])
+            rows.extend((repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
+                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data[:complete]))
+            files.append((repo_id, ref, inode, offset + complete))
+        if rows:
             conn.executemany(
                 "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
-                " values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
-                  gitfiles.reflog_kind(ln.message)) for ln in lines])
-            conn.execute("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
-                         (repo_id, ref, st.st_ino, offset + complete))
-        for ref in set(known) - seen:
-            conn.execute("delete from reflog_files where repo_id = ? and ref = ?", (repo_id, ref))
+                " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if files:
+            conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
+                             files)
+        vanished = set(known) - {s[0] for s in stats}
+        if vanished:
+            conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
+                             [(repo_id, ref) for ref in vanished])
 
     def mark_gone(self, paths: list[str]) -> int:
         """Flag repositories that disappeared from disk; their rows and history stay."""

@@ -70,7 +70,7 @@ def _read(found: Found) -> dict:
     if ahead and behind and current and current["upstream_ref"]:
         prediction = predict_merge(found.path, commondir, "HEAD", current["upstream_ref"])
     stashes = _stashes(commondir)
-    reflog = _reflog_tail_time(gitdir, commondir)
+    reflogs = reflog_stats(gitdir, commondir)
     lock = (gitdir / "index.lock").exists()
     record = {
         "branch": branch_name,
@@ -94,7 +94,8 @@ def _read(found: Found) -> dict:
         "worktrees": [] if found.gitdir != found.commondir else _worktrees(commondir, refs),
         "submodules": [] if found.bare else _submodules(found.path, commondir),
         "remotes": _remotes(cfg),
-        "last_activity": iso(_last_activity(found.path, status, reflog)),
+        "last_activity": iso(_last_activity(found.path, status, _ref_movement_time(gitdir, commondir, reflogs))),
+        "reflog_files": reflogs,
     }
     if lock:
         record["error"] = ("index.lock is present: another git process is writing this repository, "
@@ -181,14 +182,24 @@ def _stashes(commondir: Path) -> list[dict]:
             for i, line in enumerate(reversed(lines))]
 
 
-def _reflog_tail_time(gitdir: Path, commondir: Path) -> float | None:
-    """Newest ref movement: the latest mtime of any reflog file (cheaper than parsing them), or of the
-    ref files themselves in a repo that keeps no reflogs (a bare clone)."""
+def reflog_stats(gitdir: Path, commondir: Path) -> list[tuple[str, str, int, int, float]]:
+    """(ref, reflog path, inode, size, mtime) of every reflog: the index reads only what grew since last time."""
+    stats = []
+    for ref, path in gitfiles.reflog_files(gitdir, commondir):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stats.append((ref, str(path), st.st_ino, st.st_size, st.st_mtime))
+    return stats
+
+
+def _ref_movement_time(gitdir: Path, commondir: Path, stats: list[tuple]) -> float | None:
+    """Newest ref movement: the newest reflog mtime, or the ref files' own in a repo without reflogs."""
+    if stats:
+        return max(s[4] for s in stats)
     newest = None
-    files = [path for _ref, path in gitfiles.reflog_files(gitdir, commondir)]
-    if not files:
-        files = [gitdir / "HEAD", commondir / "packed-refs", commondir / "refs" / "heads"]
-    for path in files:
+    for path in (gitdir / "HEAD", commondir / "packed-refs", commondir / "refs" / "heads"):
         try:
             mtime = path.stat().st_mtime
         except OSError:

@@ -18,6 +18,7 @@ from fleet.index import Index
 from fleet.reader import read_repo
 
 Progress = Callable[[int, int, str], None]
+WRITE_BATCH = 64
 
 
 def default_workers() -> int:
@@ -64,12 +65,16 @@ def scan(index: Index, roots: list[str] | None = None, progress: Progress | None
     errors: list[dict] = []
     total = len(found)
     done = 0
+    batch: list[tuple[Found, dict]] = []
     with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
         for item, record in zip(found, pool.map(read_repo, found)):
-            index.store_repo(item, record)
+            batch.append((item, record))
             if record.get("error"):
                 errors.append({"path": item.path, "error": record["error"]})
             done += 1
+            if len(batch) >= WRITE_BATCH or done == total:
+                index.store_repos(batch)
+                batch = []
             if progress:
                 progress(done, total, item.path)
     present = {f.path for f in found}
