@@ -8,7 +8,6 @@ refs, the index, HEAD or the working tree. That is the only write any fleetdeck 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from fleet.caps import cap, check_int

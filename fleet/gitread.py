@@ -6,8 +6,6 @@ from fleet.errors import FleetError
 from fleet.gitrun import DEFAULT_MAX_BYTES, GitError, GitResult, run_git
 from fleet.scope import check_rev
 
-ZERO_OID = "0" * 40
-
 
 def run(repo: str, args: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
         ok_codes: tuple[int, ...] = (0,), input_bytes: bytes | None = None,

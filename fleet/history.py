@@ -130,7 +130,7 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
         raw = out(path, ["diff", *flags, parents[0], sha, "--"])
         info["diff_against"] = "first_parent" if len(parents) > 1 else "parent"
     else:
-        raw = out(path, ["diff-tree", "-r", "--root", *flags, sha, "--"])
+        raw = out(path, ["diff-tree", "-r", "--root", "--no-commit-id", *flags, sha, "--"])
         info["diff_against"] = "empty_tree"
     info["is_root"] = not parents
     info["is_merge"] = len(parents) > 1

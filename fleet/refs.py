@@ -12,7 +12,7 @@ from typing import Any
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.gitread import ZERO_OID, git_dirs, out, text
+from fleet.gitread import git_dirs, out, text
 from fleet.scope import check_rev
 
 REFLOG_READ_LIMIT = 32 * 1024 * 1024
