@@ -17,7 +17,7 @@ from fleet.scope import check_rel_path
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
 BINARY_SNIFF = 8000
-DIFF_FLAGS = ["-z", "--raw", "--patch", "--no-ext-diff", "--no-textconv", "--no-color"]
+DIFF_FLAGS = ["-z", "--raw", "--patch", *diffparse.PATCH_FLAGS]
 
 
 def _pathspec(path_filter: str | None) -> list[str]:

@@ -28,6 +28,33 @@ def _mode(value: str) -> str | None:
     return None if set(value) <= {"0"} else value
 
 
+# The flags every caller passes with --patch: fixed prefixes and submodule format whatever the user's
+# config says (diff.noprefix, diff.mnemonicPrefix, diff.submodule=log would change the section headers).
+PATCH_FLAGS = ["--no-ext-diff", "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
+               "--submodule=short", "--no-relative"]
+_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
+            0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+
+
+def quote_path(name: bytes, *, high: bool = False) -> bytes:
+    """A path as git prints it in patch headers: C-quoted only when needed; `high` quotes bytes >= 0x80 too
+    (core.quotePath=true, git's default, which our runner turns off)."""
+    def special(b: int) -> bool:
+        return b < 0x20 or b in (0x22, 0x5C, 0x7F) or (high and b >= 0x80)
+
+    if not any(special(b) for b in name):
+        return name
+    out = bytearray(b'"')
+    for b in name:
+        if b in _ESCAPES:
+            out += _ESCAPES[b]
+        elif special(b):
+            out += b"\\%03o" % b
+        else:
+            out.append(b)
+    return bytes(out + b'"')
+
+
 def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     """The raw entries at the start of `data` and the rest (the patch text, if any)."""
     entries: list[dict[str, Any]] = []
@@ -49,6 +76,8 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
             pos = nul + 1
         unmerged = combined or code == "U"
         entries.append({
+            "_headers": {b"diff --git " + quote_path(b"a/" + paths[0], high=high) + b" "
+                         + quote_path(b"b/" + paths[-1], high=high) for high in (False, True)},
             "path": _text(paths[-1]),
             "old_path": _text(paths[0]) if names == 2 else None,
             "status": "unmerged" if unmerged else STATUS.get(code, code.lower()),
@@ -117,8 +146,8 @@ def _fill(change: dict[str, Any], section: list[bytes]) -> None:
                 "lines": [],
             }
             change["hunks"].append(hunk)
-        elif hunk is not None and line[:1] in (b"+", b"-", b" ", b"\\"):
-            hunk["lines"].append(_text(line))
+        elif hunk is not None and line[:1] in (b"+", b"-", b" ", b"\\", b""):
+            hunk["lines"].append(_text(line) or " ")     # diff.suppressBlankEmpty prints "" for " "
             if line[:1] == b"+":
                 change["insertions"] += 1
             elif line[:1] == b"-":
@@ -130,23 +159,26 @@ def _fill(change: dict[str, Any], section: list[bytes]) -> None:
 
 
 def parse_diff(data: bytes) -> list[dict[str, Any]]:
-    """Change[] from `git diff -z --raw --patch` output (ids not yet assigned)."""
+    """Change[] from `git diff -z --raw --patch` output (ids not yet assigned).
+
+    A section is given to a raw entry only when its `diff --git` header names exactly that entry's paths,
+    so an entry git printed no patch for (or an unexpected section) can never shift hunks onto other files.
+    """
     entries, patch = parse_raw(data)
     sections = _sections(patch)
     k = 0
     for entry in entries:
-        wants_combined = entry["status"] == "unmerged"
-        if k < len(sections):
-            first = sections[k][0]
-            is_git = first.startswith(b"diff --git ")
-            if is_git != wants_combined:
-                _fill(entry, sections[k])
+        headers = entry.pop("_headers")
+        if entry["status"] == "unmerged":
+            if k < len(sections) and not sections[k][0].startswith(b"diff --git "):
                 k += 1
-                # A type change (file <-> symlink) is printed as a deletion followed by a creation.
-                if (entry["status"] == "type_changed" and k < len(sections)
-                        and any(line.startswith(b"deleted file mode") for line in sections[k - 1])):
-                    _fill(entry, sections[k])
-                    k += 1
+            continue
+        # A type change (file <-> symlink) is printed as a deletion then a creation, both with this header.
+        while k < len(sections) and sections[k][0] in headers:
+            _fill(entry, sections[k])
+            k += 1
+            if entry["status"] != "type_changed":
+                break
     return entries
 
 

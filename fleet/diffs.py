@@ -78,7 +78,7 @@ def diff_text(path: str, base: str | None = None, head: str | None = None, stage
     check_int(max_files, "max_files", 1, 5000)
     args, info = _text_args(path, base, head, staged)
     spec = _spec(path_filter)
-    flags = ["--no-ext-diff", "--no-textconv", "--no-color", "-M"]
+    flags = [*diffparse.PATCH_FLAGS, "-M"]
     patch = out(path, ["diff", "--patch", f"--unified={unified}", *flags, *args, *spec],
                 max_bytes=PATCH_READ_LIMIT)
     numstat = out(path, ["diff", "--numstat", "-z", *flags, *args, *spec])

@@ -17,7 +17,7 @@ from fleet.scope import check_rel_path
 _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",
                "committer_email", "committer_time", "subject")
 _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s"
-DIFF_FLAGS = ["-z", "--raw", "--patch", "-M", "--no-ext-diff", "--no-textconv", "--no-color"]
+DIFF_FLAGS = ["-z", "--raw", "--patch", "-M", *diffparse.PATCH_FLAGS]
 DEFAULT_DIFF_BYTES = 256 * 1024
 
 

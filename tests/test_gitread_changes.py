@@ -172,3 +172,22 @@ def test_status_in_merge_conflict(tmp_path: Path):
     assert {c["path"] for c in status["conflicted"]} == listed
     changes = {c["path"]: c for c in repo_changes(str(repo))["changes"]}
     assert changes["both.txt"]["status"] == "unmerged"
+
+
+def test_user_diff_config_cannot_skew_parsing(tmp_path: Path):
+    """diff.noprefix / mnemonicPrefix / submodule=log / suppressBlankEmpty change git's patch text; the
+    parser must still give every file its own hunks."""
+    sub = init_repo(tmp_path / "sub", commits=2)
+    repo = init_repo(tmp_path / "host")
+    git(repo, "submodule", "add", "-q", str(sub), "libs/sub")
+    commit_file(repo, "z.txt", "a\n\nb\n", "add submodule and z")
+    for key, value in (("diff.noprefix", "true"), ("diff.mnemonicPrefix", "true"),
+                       ("diff.submodule", "log"), ("diff.suppressBlankEmpty", "true"), ("diff.context", "0")):
+        git(repo, "config", key, value)
+    git(repo / "libs" / "sub", "checkout", "-q", "HEAD~1")
+    write(repo / "z.txt", "a\n\nB\n")
+    changes = {c["path"]: c for c in repo_changes(str(repo))["changes"]}
+    assert set(changes) == {"libs/sub", "z.txt"}
+    assert changes["libs/sub"]["hunks"][0]["lines"][0].startswith("-Subproject commit")
+    assert changes["z.txt"]["hunks"][0]["lines"] == [" a", " ", "-b", "+B"]
+    assert (changes["z.txt"]["insertions"], changes["z.txt"]["deletions"]) == (1, 1)

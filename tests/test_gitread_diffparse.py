@@ -113,3 +113,10 @@ def test_matches_git_on_real_history(tmp_path):
     typed = {c["path"]: c for c in parse_diff(git_bytes(repo, "diff", "-z", "--raw", "-p", "HEAD~1", "HEAD"))}
     assert typed["link"]["status"] == "type_changed"
     assert [h["lines"][0][0] for h in typed["link"]["hunks"]] == ["-", "+"]
+
+
+def test_entry_without_its_section_takes_no_hunks():
+    raw = (b":100644 100644 aaaaaaa 0000000 M\0a\0:100644 100644 aaaaaaa bbbbbbb M\0b\0\0"
+           b"diff --git a/b b/b\nindex aaaaaaa..bbbbbbb 100644\n--- a/b\n+++ b/b\n@@ -1 +1 @@\n-x\n+y\n")
+    a, b = parse_diff(raw)
+    assert a["hunks"] == [] and b["hunks"][0]["lines"] == ["-x", "+y"]
