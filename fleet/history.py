@@ -81,7 +81,7 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
             return {"ref": None, "head_sha": None, "commits": [], "next_cursor": None, "truncated": False,
                     "omitted_count": 0, "note": "repository has no commits yet"}
         tip, skip = resolve_commit(path, ref or "HEAD"), 0
-    args = ["log", "-z", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}"]
+    args = ["log", "-z", "--no-follow", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}"]
     if since:
         args.append(f"--since={since}")
     if until:

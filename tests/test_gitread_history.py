@@ -213,3 +213,14 @@ def test_refs(tmp_path: Path):
     assert capped["truncated"] and len(capped["branches"]) == 1
     assert capped["omitted_count"] == sum(n - 1 for n in capped["counts"].values() if n)
     assert redact_url("ssh://git@host/x") == "ssh://git@host/x"
+
+
+def test_history_ignores_log_follow_config(rich: Path):
+    git(rich, "config", "log.follow", "true")
+    try:
+        page = repo_history(str(rich), path_filter="src/main.py", limit=200)
+        assert [c["sha"] for c in page["commits"]] == \
+            git(rich, "log", "--no-follow", "--format=%H", "--", "src/main.py").split()
+        assert len(git(rich, "log", "--format=%H", "--", "src/main.py").split()) > len(page["commits"])
+    finally:
+        git(rich, "config", "--unset", "log.follow")
