@@ -7,13 +7,15 @@ hunk says which `side` it belongs to, because their line numbers are relative to
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from fleet import diffparse
 from fleet.caps import DEFAULT_CAP, cap, check_int
-from fleet.gitread import out, text
-from fleet.opstate import operation_state
+from fleet import gitfiles
+from fleet.gitread import git_dirs, out, text
 from fleet.scope import check_rel_path
+from fleet.status import STATUS_ARGS, Status, parse_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
 BINARY_SNIFF = 8000
@@ -126,75 +128,42 @@ CONFLICT_KIND = {"DD": "both_deleted", "AU": "added_by_us", "UD": "deleted_by_th
                  "UA": "added_by_them", "DU": "deleted_by_us", "AA": "both_added", "UU": "both_modified"}
 
 
-def _parse_porcelain(data: bytes) -> dict[str, Any]:
-    """Fields of `git status --porcelain=v2 --branch --show-stash -z`."""
-    state: dict[str, Any] = {"head": None, "branch": None, "upstream": None, "ab": None, "stashes": 0,
-                             "staged": [], "unstaged": [], "untracked": [], "conflicted": []}
-    records = data.split(b"\0")
-    i = 0
-    while i < len(records):
-        rec = records[i]
-        i += 1
-        if not rec:
-            continue
-        kind = rec[:1]
-        if kind == b"#":
-            key, _, value = text(rec[2:]).partition(" ")
-            if key == "branch.oid":
-                state["head"] = None if value == "(initial)" else value
-            elif key == "branch.head":
-                state["branch"] = None if value == "(detached)" else value
-            elif key == "branch.upstream":
-                state["upstream"] = value
-            elif key == "branch.ab":
-                ahead, behind = value.split(" ")
-                state["ab"] = (int(ahead), -int(behind))
-            elif key == "stash":
-                state["stashes"] = int(value)
-        elif kind in (b"1", b"2"):
-            fields = rec.split(b" ", 9 if kind == b"2" else 8)
-            xy = text(fields[1])
-            name = text(fields[-1])
-            old = None
-            if kind == b"2":
-                old = text(records[i])
-                i += 1
-            for side, letter in (("staged", xy[0]), ("unstaged", xy[1])):
+def _status_lists(status: Status) -> dict[str, list]:
+    """Porcelain v2 entries as labelled staged/unstaged/untracked/conflicted lists."""
+    lists: dict[str, list] = {"staged": [], "unstaged": [], "untracked": [], "conflicted": []}
+    for entry in status.entries:
+        if entry.kind == "?":
+            lists["untracked"].append(entry.path)
+        elif entry.kind == "u":
+            lists["conflicted"].append({"path": entry.path, "kind": CONFLICT_KIND.get(entry.xy, entry.xy)})
+        else:
+            for side, letter in (("staged", entry.xy[0]), ("unstaged", entry.xy[1])):
                 if letter != ".":
-                    entry = {"path": name, "old_path": old if letter in "RC" else None,
-                             "status": _LABEL.get(letter, letter)}
-                    if letter in "RC":
-                        entry["similarity"] = int(text(fields[8])[1:])
-                    state[side].append(entry)
-        elif kind == b"u":
-            fields = rec.split(b" ", 10)
-            xy = text(fields[1])
-            state["conflicted"].append({"path": text(fields[10]), "kind": CONFLICT_KIND.get(xy, xy)})
-        elif kind == b"?":
-            state["untracked"].append(text(rec[2:]))
-    return state
+                    lists[side].append({"path": entry.path,
+                                        "old_path": entry.orig_path if letter in "RC" else None,
+                                        "status": _LABEL.get(letter, letter)})
+    return lists
 
 
 def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
     """Branch, upstream, ahead/behind, operation, and capped staged/unstaged/untracked/conflicted lists."""
     check_int(max_entries, "max_entries", 1, 10000)
-    state = _parse_porcelain(out(path, ["status", "--porcelain=v2", "--branch", "--show-stash", "-z",
-                                        "--untracked-files=normal", "--ignore-submodules=none"]))
-    ops = operation_state(path)
-    upstream = state["upstream"]
-    gone = upstream is not None and state["ab"] is None
+    status = parse_status(out(path, STATUS_ARGS))
+    git_dir, _ = git_dirs(path)
+    operation, details = gitfiles.operation(Path(git_dir))
+    gone = status.upstream is not None and status.ahead is None
     result: dict[str, Any] = {
-        "branch": state["branch"], "detached": state["branch"] is None, "head": state["head"],
-        "upstream": None if gone else upstream, "upstream_gone": gone,
-        "gone_upstream_name": upstream if gone else None,
-        "ahead": state["ab"][0] if state["ab"] else None, "behind": state["ab"][1] if state["ab"] else None,
-        "stashes": state["stashes"], "operation": ops["operation"], "operations": ops["operations"],
+        "branch": status.head, "detached": status.head is None, "head": status.oid,
+        "upstream": None if gone else status.upstream, "upstream_gone": gone,
+        "gone_upstream_name": status.upstream if gone else None,
+        "ahead": status.ahead, "behind": status.behind, "stashes": status.stash,
+        "operation": operation, "operation_details": details,
     }
     counts: dict[str, int] = {}
     omitted = 0
-    for key in ("staged", "unstaged", "untracked", "conflicted"):
-        counts[key] = len(state[key])
-        result[key], info = cap(state[key], max_entries)
+    for key, items in _status_lists(status).items():
+        counts[key] = len(items)
+        result[key], info = cap(items, max_entries)
         omitted += info["omitted_count"]
     result["counts"] = counts
     result["clean"] = not any(counts.values())

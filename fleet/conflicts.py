@@ -8,12 +8,13 @@ refs, the index, HEAD or the working tree. That is the only write any fleetdeck 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from fleet.caps import cap, check_int
 from fleet.errors import FleetError
-from fleet.gitread import merge_base_of, out, resolve_commit, run, text
-from fleet.opstate import operation_state, read_marker
+from fleet import gitfiles
+from fleet.gitread import git_dirs, merge_base_of, out, resolve_commit, run, text
 from fleet.scope import check_rev, resolve_file_in_repo
 
 BINARY_SNIFF = 8000
@@ -200,8 +201,8 @@ def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20) -> dic
     """The conflict in progress: operation, ours/theirs, and per file its kind, sides and marker regions."""
     check_int(max_bytes, "max_bytes", 1, 1024 * 1024)
     check_int(max_files, "max_files", 1, 200)
-    state = operation_state(path)
-    operation = state["operation"]
+    git_dir, _ = git_dirs(path)
+    operation, details = gitfiles.operation(Path(git_dir))
     files = _unmerged(path)
     if not files and operation not in _THEIRS_HEAD:
         return {"in_conflict": False, "operation": operation, "files": [], "conflicted_file_count": 0,
@@ -211,14 +212,10 @@ def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20) -> dic
     result: dict[str, Any] = {
         "in_conflict": bool(files), "operation": op, "ours": _side(path, "HEAD"),
         "theirs": _side(path, theirs_head) if theirs_head and os.path.exists(
-            os.path.join(state["git_dir"], theirs_head)) else None,
+            os.path.join(git_dir, theirs_head)) else None,
         "ours_theirs_inverted": op == "rebase", "note": _NOTES.get(op, "no merge-like operation recorded"),
+        "operation_details": details,
     }
-    if op == "rebase":
-        rebase_dir = "rebase-merge" if os.path.isdir(os.path.join(state["git_dir"], "rebase-merge")) \
-            else "rebase-apply"
-        result["rebase"] = {"branch": read_marker(state["git_dir"], f"{rebase_dir}/head-name"),
-                            "onto": read_marker(state["git_dir"], f"{rebase_dir}/onto")}
     names, info = cap(sorted(files), max_files)
     shas = list(dict.fromkeys(st["sha"] for n in names for st in files[n].values()))
     blobs = _blobs(path, shas, max_bytes)

@@ -1,7 +1,8 @@
 """Refs of one repo: branches (with upstream state), tags (peeled), remotes, stashes, and reflogs.
 
-Reflog files are parsed here rather than through `git reflog`, because git's formats do not expose the old
-oid, and tolerantly: a line without a message (git writes those, e.g. on `worktree add`) is still an entry.
+Reflog files are read directly (with the tolerant `gitfiles.parse_reflog`) rather than through `git reflog`,
+whose formats do not expose the old oid; a line without a message (`worktree add`, `update-ref` without -m)
+is still an entry, and unreadable lines are counted, not fatal.
 """
 
 from __future__ import annotations
@@ -12,35 +13,12 @@ from typing import Any
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
+from fleet.gitfiles import parse_reflog
 from fleet.gitread import git_dirs, out, text
 from fleet.scope import check_rev
 
 REFLOG_READ_LIMIT = 32 * 1024 * 1024
-_LINE = re.compile(rb"^([0-9a-f]{40,64}) ([0-9a-f]{40,64}) (.*?) ?<([^>]*)> (\d+) ([+-]\d{4})(?:\t(.*))?$")
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@]*):[^/@]*@", re.IGNORECASE)
-
-
-def parse_reflog(data: bytes) -> tuple[list[dict[str, Any]], int]:
-    """Entries oldest first, and the number of lines that could not be read at all."""
-    entries: list[dict[str, Any]] = []
-    bad = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        match = _LINE.match(line)
-        if not match:
-            bad += 1
-            continue
-        old, new, name, email, at, tz, message = match.groups()
-        entries.append({
-            "old_sha": None if set(old) == {ord("0")} else old.decode(),
-            "new_sha": None if set(new) == {ord("0")} else new.decode(),
-            "name": text(name), "email": text(email),
-            "identity": f"{text(name)} <{text(email)}>",
-            "at": int(at), "tz": tz.decode(),
-            "message": text(message) if message is not None else "",
-        })
-    return entries, bad
 
 
 def _reflog_file(path: str, ref: str) -> tuple[str, str]:
@@ -75,8 +53,10 @@ def _read_reflog(file: str) -> tuple[list[dict[str, Any]], int, bool]:
         raise FleetError("GIT_FAILED", f"cannot read reflog: {exc.strerror}") from exc
     if clipped:
         data = data[data.find(b"\n") + 1:]
-    entries, bad = parse_reflog(data)
-    entries.reverse()
+    lines = parse_reflog(data)
+    bad = sum(1 for line in data.split(b"\n") if line) - len(lines)
+    entries = [{"old_sha": e.old_sha, "new_sha": e.new_sha, "identity": e.identity, "at": e.at, "tz": e.tz,
+                "message": e.message} for e in reversed(lines)]
     return entries, bad, clipped
 
 

@@ -103,8 +103,8 @@ def test_read_rebase_inverts_ours_and_theirs(tmp_path: Path):
     result = conflict_read(str(repo))
     assert result["operation"] == "rebase" and result["ours_theirs_inverted"] is True
     assert "ONTO" in result["note"]
-    assert result["rebase"]["branch"] == "refs/heads/feature"
-    assert result["rebase"]["onto"] == git(repo, "rev-parse", "main").strip()
+    assert result["operation_details"]["branch"] == "feature"
+    assert result["operation_details"]["onto"] == git(repo, "rev-parse", "main").strip()
     [f] = result["files"]
     assert f["sides"]["ours"]["content"] == "upstream\n"          # the branch being rebased onto
     assert f["sides"]["theirs"]["content"] == "feature\n"         # your own commit being replayed
