@@ -1,0 +1,26 @@
+"""Capping lists honestly: every cut list says `truncated` and how many items it left out."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from fleet.errors import FleetError
+
+T = TypeVar("T")
+
+DEFAULT_CAP = 200
+
+
+def cap(items: list[T], limit: int) -> tuple[list[T], dict[str, Any]]:
+    """The first `limit` items plus `{truncated, omitted_count}` describing what was left out."""
+    omitted = max(0, len(items) - limit)
+    return items[:limit], {"truncated": omitted > 0, "omitted_count": omitted}
+
+
+def check_int(value: Any, field: str, low: int, high: int) -> int:
+    """An integer argument within [low, high]; anything else is a BAD_ARGUMENT (bools are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FleetError("BAD_ARGUMENT", f"{field} must be an integer")
+    if not low <= value <= high:
+        raise FleetError("BAD_ARGUMENT", f"{field} must be between {low} and {high}, got {value}")
+    return value

@@ -1,0 +1,255 @@
+"""Parse `git diff -z --raw --patch` (and `--numstat -z`) output into Change dicts.
+
+Names come from the NUL-delimited raw part, never from the `diff --git a/... b/...` header, so quoted,
+space-containing or non-UTF-8 paths are exact. Patch sections follow the raw entries in the same order;
+hunk bodies are read by their line counts, so a deleted line `-- x` is never mistaken for a `---` header.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fleet.caps import cap
+
+STATUS = {
+    "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
+    "T": "type_changed", "U": "unmerged",
+}
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_SECTION_STARTS = (b"diff --git ", b"diff --cc ", b"diff --combined ", b"* Unmerged path ")
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _mode(value: str) -> str | None:
+    return None if set(value) <= {"0"} else value
+
+
+# The flags every caller passes with --patch: fixed prefixes and submodule format whatever the user's
+# config says (diff.noprefix, diff.mnemonicPrefix, diff.submodule=log would change the section headers).
+PATCH_FLAGS = ["--no-ext-diff", "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
+               "--submodule=short", "--no-relative"]
+_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
+            0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+
+
+def quote_path(name: bytes, *, high: bool = False) -> bytes:
+    """A path as git prints it in patch headers: C-quoted only when needed; `high` quotes bytes >= 0x80 too
+    (core.quotePath=true, git's default, which our runner turns off)."""
+    def special(b: int) -> bool:
+        return b < 0x20 or b in (0x22, 0x5C, 0x7F) or (high and b >= 0x80)
+
+    if not any(special(b) for b in name):
+        return name
+    out = bytearray(b'"')
+    for b in name:
+        if b in _ESCAPES:
+            out += _ESCAPES[b]
+        elif special(b):
+            out += b"\\%03o" % b
+        else:
+            out.append(b)
+    return bytes(out + b'"')
+
+
+def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """The raw entries at the start of `data` and the rest (the patch text, if any)."""
+    entries: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(data) and data[pos:pos + 1] == b":":
+        end = data.index(b"\0", pos)
+        header = _text(data[pos:end])
+        pos = end + 1
+        parents = len(header) - len(header.lstrip(":"))
+        combined = parents > 1
+        fields = header.lstrip(":").split(" ")
+        letters = fields[-1]
+        code = letters[0]
+        names = 2 if code in "RC" and not combined else 1
+        paths = []
+        for _ in range(names):
+            nul = data.index(b"\0", pos)
+            paths.append(data[pos:nul])
+            pos = nul + 1
+        unmerged = combined or code == "U"
+        entries.append({
+            "_headers": {b"diff --git " + quote_path(b"a/" + paths[0], high=high) + b" "
+                         + quote_path(b"b/" + paths[-1], high=high) for high in (False, True)},
+            "path": _text(paths[-1]),
+            "old_path": _text(paths[0]) if names == 2 else None,
+            "status": "unmerged" if unmerged else STATUS.get(code, code.lower()),
+            "similarity": int(letters[1:]) if code in "RC" and letters[1:].isdigit() else None,
+            "old_mode": _mode(fields[0]),
+            "new_mode": _mode(fields[parents]),
+            "binary": False,
+            "insertions": 0,
+            "deletions": 0,
+            "hunks": [],
+        })
+    if data[pos:pos + 1] == b"\0":
+        pos += 1
+    return entries, data[pos:]
+
+
+def _sections(patch: bytes) -> list[list[bytes]]:
+    """Split patch text into per-file sections (lists of lines without their newline)."""
+    sections: list[list[bytes]] = []
+    lines = patch.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith(_SECTION_STARTS):
+            sections.append([line])
+            i += 1
+            continue
+        if not sections:
+            i += 1
+            continue
+        sections[-1].append(line)
+        match = _HUNK.match(line)
+        i += 1
+        if match:
+            old_left = int(match.group(2)) if match.group(2) is not None else 1
+            new_left = int(match.group(4)) if match.group(4) is not None else 1
+            while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i].startswith(b"\\")):
+                body = lines[i]
+                tag = body[:1]
+                if tag == b"-":
+                    old_left -= 1
+                elif tag == b"+":
+                    new_left -= 1
+                elif tag != b"\\":
+                    old_left -= 1
+                    new_left -= 1
+                sections[-1].append(body)
+                i += 1
+    return sections
+
+
+def _fill(change: dict[str, Any], section: list[bytes]) -> None:
+    """Add the hunks, binary flag and counts found in one patch section to `change`."""
+    hunk: dict[str, Any] | None = None
+    for line in section[1:]:
+        match = _HUNK.match(line)
+        if match:
+            hunk = {
+                "old_start": int(match.group(1)),
+                "old_lines": int(match.group(2)) if match.group(2) is not None else 1,
+                "new_start": int(match.group(3)),
+                "new_lines": int(match.group(4)) if match.group(4) is not None else 1,
+                "header": _text(line),
+                "lines": [],
+            }
+            change["hunks"].append(hunk)
+        elif hunk is not None and line[:1] in (b"+", b"-", b" ", b"\\", b""):
+            hunk["lines"].append(_text(line) or " ")     # diff.suppressBlankEmpty prints "" for " "
+            if line[:1] == b"+":
+                change["insertions"] += 1
+            elif line[:1] == b"-":
+                change["deletions"] += 1
+        elif hunk is None and (line.startswith(b"Binary files ") or line == b"GIT binary patch"):
+            change["binary"] = True
+    if change["binary"]:
+        change["insertions"] = change["deletions"] = None
+
+
+def parse_diff(data: bytes) -> list[dict[str, Any]]:
+    """Change[] from `git diff -z --raw --patch` output (ids not yet assigned).
+
+    A section is given to a raw entry only when its `diff --git` header names exactly that entry's paths,
+    so an entry git printed no patch for (or an unexpected section) can never shift hunks onto other files.
+    """
+    entries, patch = parse_raw(data)
+    sections = _sections(patch)
+    k = 0
+    for entry in entries:
+        headers = entry.pop("_headers")
+        if entry["status"] == "unmerged":
+            if k < len(sections) and not sections[k][0].startswith(b"diff --git "):
+                k += 1
+            continue
+        # A type change (file <-> symlink) is printed as a deletion then a creation, both with this header.
+        while k < len(sections) and sections[k][0] in headers:
+            _fill(entry, sections[k])
+            k += 1
+            if entry["status"] != "type_changed":
+                break
+    return entries
+
+
+def parse_numstat(data: bytes) -> list[dict[str, Any]]:
+    """`git diff --numstat -z` records: `{path, old_path, insertions, deletions, binary}`."""
+    records: list[dict[str, Any]] = []
+    parts = data.split(b"\0")
+    i = 0
+    while i < len(parts) and parts[i]:
+        ins, dels, name = parts[i].split(b"\t", 2)
+        old = None
+        if name == b"":
+            old, name = parts[i + 1], parts[i + 2]
+            i += 3
+        else:
+            i += 1
+        binary = ins == b"-"
+        records.append({
+            "path": _text(name), "old_path": _text(old) if old is not None else None,
+            "insertions": None if binary else int(ins), "deletions": None if binary else int(dels),
+            "binary": binary,
+        })
+    return records
+
+
+def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sort by path (code-point order, which is git's byte order for UTF-8) and assign `change-N` ids."""
+    changes.sort(key=lambda c: (c["path"], c.get("old_path") or ""))
+    for n, change in enumerate(changes, 1):
+        change["id"] = f"change-{n}"
+    return changes
+
+
+def cap_change(change: dict[str, Any], max_hunks: int = 200, max_lines: int = 200) -> dict[str, Any]:
+    """Cap a change's hunks and each hunk's lines, recording `truncated`/`omitted_count` at each level."""
+    hunks, info = cap(change["hunks"], max_hunks)
+    for hunk in hunks:
+        hunk["lines"], hunk_info = cap(hunk["lines"], max_lines)
+        hunk.update(hunk_info)
+    change["hunks"] = hunks
+    change.update(info)
+    return change
+
+
+def summarize(change: dict[str, Any]) -> dict[str, Any]:
+    """The change without hunk bodies: counts only (for `summary_only`)."""
+    slim = {k: v for k, v in change.items() if k != "hunks"}
+    slim["hunk_count"] = len(change["hunks"])
+    return slim
+
+
+def budget(changes: list[dict[str, Any]], max_bytes: int) -> bool:
+    """Drop hunk bodies once their text passes `max_bytes` (later changes keep their metadata only).
+
+    Returns True when anything was dropped; each affected change says `truncated` and `omitted_count`.
+    """
+    used = 0
+    dropped = full = False
+    for change in changes:
+        keep: list[dict[str, Any]] = []
+        for hunk in change["hunks"]:
+            size = sum(len(line) + 1 for line in hunk["lines"]) + len(hunk["header"])
+            full = full or used + size > max_bytes
+            if full:
+                break
+            used += size
+            keep.append(hunk)
+        omitted = len(change["hunks"]) - len(keep)
+        if omitted:
+            dropped = True
+            change["hunks"] = keep
+            change["truncated"] = True
+            change["omitted_count"] = change.get("omitted_count", 0) + omitted
+    return dropped

@@ -1,0 +1,99 @@
+"""Repos in the states the per-repo read functions must handle, built with the real git CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.gitbuild import commit_file, git, init_repo, write
+
+
+def rich_repo(path: Path) -> Path:
+    """Root commit, renames, binary, mode change, symlink, odd names, a side branch merged with a merge commit,
+    an annotated and a lightweight tag."""
+    repo = init_repo(path, commits=1)
+    write(repo / "src" / "app.py", "".join(f"line {i}\n" for i in range(40)))
+    write(repo / "data.bin", b"\0\1\2binary")
+    write(repo / "sp ace dir" / "file name.txt", "hello\n")
+    write(repo / "ünï.txt", "héllo\n")
+    write(repo / "tool.sh", "echo hi\n")
+    write(repo / "nonl.txt", "no newline")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "add files\n\nA body line.\nAnother body line.")
+    git(repo, "tag", "-a", "v1", "-m", "release v1")
+    git(repo, "mv", "src/app.py", "src/main.py")
+    write(repo / "src" / "main.py", "".join(f"line {i}\n" for i in range(40)).replace("line 5\n", "LINE 5\n"))
+    write(repo / "data.bin", b"\0\1\2binary changed")
+    os.chmod(repo / "tool.sh", 0o755)
+    os.symlink("nonl.txt", repo / "link")
+    write(repo / "nonl.txt", "no newline either")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "rename and friends")
+    git(repo, "tag", "light")
+    git(repo, "checkout", "-q", "-b", "side", "HEAD~1")
+    commit_file(repo, "side.txt", "from side\n", "side work")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "README.md", "main again\n", "main work")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    return repo
+
+
+def diverged(path: Path, *, conflicting: bool) -> Path:
+    """`main` and `topic` both changed since their base; on `conflict.txt` too when `conflicting`."""
+    repo = init_repo(path, commits=1)
+    commit_file(repo, "conflict.txt", "a\nb\nc\n", "base")
+    git(repo, "checkout", "-q", "-b", "topic")
+    commit_file(repo, "conflict.txt" if conflicting else "topic.txt", "a\nTOPIC\nc\n", "topic change")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "conflict.txt", "a\nMAIN\nc\n", "main change")
+    return repo
+
+
+def merge_conflict(path: Path) -> Path:
+    """A merge stopped on both_modified, deleted_by_them, both_added and a binary conflict."""
+    repo = init_repo(path, commits=1)
+    write(repo / "both.txt", "one\ntwo\nthree\n")
+    write(repo / "gone.txt", "keep me\n")
+    write(repo / "img.bin", b"\0base")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo / "both.txt", "one\nOTHER\nthree\n")
+    (repo / "gone.txt").unlink()
+    write(repo / "new.txt", "other new\n")
+    write(repo / "img.bin", b"\0other")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "other side")
+    git(repo, "checkout", "-q", "main")
+    write(repo / "both.txt", "one\nMAIN\nthree\n")
+    write(repo / "gone.txt", "keep me, edited\n")
+    write(repo / "new.txt", "main new\n")
+    write(repo / "img.bin", b"\0main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "main side")
+    git(repo, "merge", "other", check=False)
+    return repo
+
+
+def rebase_conflict(path: Path) -> Path:
+    """`feature` rebased onto `main`, stopped on a conflict in f.txt."""
+    repo = init_repo(path, commits=1)
+    commit_file(repo, "f.txt", "base\n", "base")
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit_file(repo, "f.txt", "feature\n", "feature edit")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "f.txt", "upstream\n", "upstream edit")
+    git(repo, "checkout", "-q", "feature")
+    git(repo, "rebase", "main", check=False)
+    return repo
+
+
+def cherry_pick_conflict(path: Path) -> Path:
+    repo = init_repo(path, commits=1)
+    commit_file(repo, "f.txt", "base\n", "base")
+    git(repo, "checkout", "-q", "-b", "donor")
+    commit_file(repo, "f.txt", "donor\n", "donor edit")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "f.txt", "main\n", "main edit")
+    git(repo, "cherry-pick", "donor", check=False)
+    return repo

@@ -1,0 +1,86 @@
+"""repo_blame against `git blame --porcelain`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fleet.blame import repo_blame
+from fleet.errors import FleetError
+from tests.gitbuild import commit_file, git, init_repo, write
+
+
+def _code(fn, *args, **kwargs) -> str:
+    with pytest.raises(FleetError) as info:
+        fn(*args, **kwargs)
+    return info.value.code
+
+
+def _oracle(repo: Path, *args: str) -> list[str]:
+    """sha of each blamed line, from git's own porcelain output."""
+    out = git(repo, "blame", "--porcelain", *args)
+    return [line.split()[0] for line in out.splitlines()
+            if len(line.split()) >= 3 and len(line.split()[0]) == 40 and not line.startswith("\t")
+            and line.split()[1].isdigit()]
+
+
+@pytest.fixture(scope="module")
+def blamed(tmp_path_factory) -> Path:
+    repo = init_repo(tmp_path_factory.mktemp("blame") / "b")
+    commit_file(repo, "f name.txt", "".join(f"line {i}\n" for i in range(1, 11)), "ten lines")
+    text = (repo / "f name.txt").read_text().replace("line 3\n", "line three\n").replace("line 8\n", "  line 8\n")
+    commit_file(repo, "f name.txt", text, "edit 3 and 8")
+    commit_file(repo, "other.txt", "".join(f"moved {i}\n" for i in range(1, 6)), "other")
+    return repo
+
+
+def _flat(result: dict) -> list[str]:
+    return [r["sha"] for r in result["ranges"] for _ in range(r["end_line"] - r["start_line"] + 1)]
+
+
+def test_blame_matches_git(blamed: Path):
+    result = repo_blame(str(blamed), "f name.txt")
+    assert _flat(result) == _oracle(blamed, "--", "f name.txt")
+    assert result["line_count"] == 10 and result["truncated"] is False
+    edit = git(blamed, "rev-parse", "HEAD~1").strip()
+    three = next(r for r in result["ranges"] if r["start_line"] == 3)
+    assert three["sha"] == edit and three["lines"] == ["line three"]
+    commit = next(c for c in result["commits"] if c["sha"] == edit)
+    assert commit["summary"] == "edit 3 and 8" and commit["author"] == "Test Person"
+    assert commit["author_time"] == int(git(blamed, "log", "-1", "--format=%at", edit))
+    assert sum(r["end_line"] - r["start_line"] + 1 for r in result["ranges"]) == 10
+
+
+def test_blame_ranges_and_options(blamed: Path):
+    part = repo_blame(str(blamed), "f name.txt", start_line=2, end_line=4)
+    assert (part["start_line"], part["end_line"]) == (2, 4)
+    assert _flat(part) == _oracle(blamed, "-L2,4", "--", "f name.txt")
+    clamped = repo_blame(str(blamed), "f name.txt", start_line=9, end_line=500)
+    assert clamped["end_line"] == 10 and clamped["truncated"] is False
+    assert _code(repo_blame, str(blamed), "f name.txt", start_line=11) == "BAD_ARGUMENT"
+    assert _code(repo_blame, str(blamed), "f name.txt", start_line=5, end_line=4) == "BAD_ARGUMENT"
+    assert _code(repo_blame, str(blamed), "f name.txt", start_line=0) == "BAD_ARGUMENT"
+    capped = repo_blame(str(blamed), "f name.txt", max_lines=4)
+    assert capped["end_line"] == 4 and capped["truncated"] and capped["omitted_count"] == 6
+    at_ref = repo_blame(str(blamed), "f name.txt", ref="HEAD~2")
+    assert {r["sha"] for r in at_ref["ranges"]} == {git(blamed, "rev-parse", "HEAD~2").strip()}
+    ws = repo_blame(str(blamed), "f name.txt", ignore_whitespace=True)
+    assert _flat(ws) == _oracle(blamed, "-w", "--", "f name.txt")
+    assert _flat(ws)[7] != _flat(repo_blame(str(blamed), "f name.txt"))[7]
+    moves = repo_blame(str(blamed), "other.txt", detect_moves=True)
+    assert _flat(moves) == _oracle(blamed, "-M", "-C", "--", "other.txt")
+
+
+def test_blame_errors_and_uncommitted(blamed: Path, tmp_path: Path):
+    assert _code(repo_blame, str(blamed), "missing.txt") == "NOT_FOUND"
+    assert _code(repo_blame, str(blamed), "f name.txt", ref="HEAD~3") == "NOT_FOUND"
+    assert _code(repo_blame, str(blamed), "../outside") == "BAD_PATH"
+    assert _code(repo_blame, str(blamed), "/etc/passwd") == "BAD_PATH"
+    assert _code(repo_blame, str(blamed), "f name.txt", ref="nope") == "BAD_REF"
+    repo = init_repo(tmp_path / "u")
+    commit_file(repo, "a.txt", "one\ntwo\n")
+    write(repo / "a.txt", "one\nTWO\n")
+    result = repo_blame(str(repo), "a.txt")
+    assert [c["uncommitted"] for c in result["commits"]] == [False, True]
+    assert result["ranges"][1]["lines"] == ["TWO"]

@@ -1,0 +1,127 @@
+"""Conflict preflight (predicted, side-effect free) and conflict_read (a conflict in progress)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet.conflicts import conflict_preflight, conflict_read, marker_regions
+from fleet.errors import FleetError
+from tests.gitbuild import clone, commit_file, git, init_repo, with_upstream
+from tests.gitread_repos import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict
+
+
+def _snapshot(repo: Path) -> tuple:
+    """Everything a read must leave alone: refs, HEAD, index bytes, and the work tree."""
+    tree = {}
+    for top, dirs, files in os.walk(repo):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            full = os.path.join(top, name)
+            st = os.stat(full)
+            tree[full] = (hashlib.sha256(Path(full).read_bytes()).hexdigest(), st.st_mtime_ns)
+    index = (repo / ".git" / "index").read_bytes()
+    return (git(repo, "for-each-ref"), (repo / ".git" / "HEAD").read_text(), index, tree,
+            git(repo, "status", "--porcelain"))
+
+
+@pytest.mark.parametrize("conflicting", [True, False])
+def test_preflight_predicts_a_real_merge(tmp_path: Path, conflicting: bool):
+    repo = diverged(tmp_path / "d", conflicting=conflicting)
+    before = _snapshot(repo)
+    result = conflict_preflight(str(repo), target="topic")
+    assert _snapshot(repo) == before
+    assert result["merge_base"] == git(repo, "merge-base", "main", "topic").strip()
+    assert "loose objects" in result["side_effects"]
+    trial = clone(repo, tmp_path / "trial")            # the oracle: really merge, in a throwaway clone
+    git(trial, "merge", "-q", "origin/topic", "-m", "trial", check=False)
+    unmerged = sorted(set(git(trial, "diff", "--name-only", "--diff-filter=U").split()))
+    if conflicting:
+        assert result["result"] == "conflicts" and result["conflicted_paths"] == unmerged == ["conflict.txt"]
+        assert any("CONFLICT" in m["message"] for m in result["messages"])
+    else:
+        assert result["result"] == "clean" and result["conflicted_paths"] == unmerged == []
+        assert result["merge_tree"] == git(trial, "rev-parse", "HEAD^{tree}").strip()
+
+
+def test_preflight_up_to_date_fast_forward_and_upstream(tmp_path: Path):
+    repo = diverged(tmp_path / "d", conflicting=False)
+    assert conflict_preflight(str(repo), target="HEAD~1")["result"] == "up_to_date"
+    assert conflict_preflight(str(repo), target="main", source="HEAD~1")["result"] == "fast_forward"
+    with pytest.raises(FleetError) as info:
+        conflict_preflight(str(repo))
+    assert info.value.code == "BAD_ARGUMENT" and "upstream" in info.value.message
+    behind = with_upstream(tmp_path, "u", behind=2)
+    default = conflict_preflight(str(behind))
+    assert default["target"] == "refs/remotes/origin/main" and default["result"] == "fast_forward"
+    commit_file(behind, "mine.txt", "mine\n")
+    assert conflict_preflight(str(behind))["result"] == "clean"
+
+
+def test_preflight_unrelated_histories(tmp_path: Path):
+    repo = init_repo(tmp_path / "a")
+    git(repo, "checkout", "-q", "--orphan", "alone")
+    git(repo, "rm", "-q", "-rf", ".")
+    commit_file(repo, "other.txt", "x\n")
+    result = conflict_preflight(str(repo), target="main")
+    assert result["unrelated_histories"] and result["merge_base"] is None and result["result"] == "clean"
+
+
+def test_read_merge_conflict(tmp_path: Path):
+    repo = merge_conflict(tmp_path / "m")
+    before = _snapshot(repo)
+    result = conflict_read(str(repo))
+    assert _snapshot(repo) == before
+    assert result["in_conflict"] and result["operation"] == "merge" and not result["ours_theirs_inverted"]
+    assert result["theirs"]["sha"] == git(repo, "rev-parse", "MERGE_HEAD").strip()
+    assert result["ours"]["sha"] == git(repo, "rev-parse", "HEAD").strip()
+    files = {f["path"]: f for f in result["files"]}
+    assert {p: f["kind"] for p, f in files.items()} == {
+        "both.txt": "both_modified", "gone.txt": "deleted_by_them", "new.txt": "both_added",
+        "img.bin": "both_modified"}
+    both = files["both.txt"]["sides"]
+    assert both["base"]["content"] == "one\ntwo\nthree\n"
+    assert both["ours"]["content"] == "one\nMAIN\nthree\n" and both["theirs"]["content"] == "one\nOTHER\nthree\n"
+    assert both["ours"]["sha"] == git(repo, "rev-parse", ":2:both.txt").strip()
+    assert files["gone.txt"]["sides"]["theirs"] is None and files["new.txt"]["sides"]["base"] is None
+    assert files["img.bin"]["sides"]["ours"]["binary"] is True
+    [region] = files["both.txt"]["regions"]
+    lines = (repo / "both.txt").read_text().splitlines()
+    assert lines[region["start_line"] - 1].startswith("<<<<<<<")
+    assert lines[region["sep_line"] - 1] == "=======" and lines[region["end_line"] - 1].startswith(">>>>>>>")
+    small = conflict_read(str(repo), max_bytes=4, max_files=1)
+    assert small["truncated"] and small["omitted_count"] == 3 and small["conflicted_file_count"] == 4
+    side = small["files"][0]["sides"]["ours"]
+    assert side.get("binary") or (side["truncated"] and len(side["content"]) <= 4)
+
+
+def test_read_rebase_inverts_ours_and_theirs(tmp_path: Path):
+    repo = rebase_conflict(tmp_path / "r")
+    result = conflict_read(str(repo))
+    assert result["operation"] == "rebase" and result["ours_theirs_inverted"] is True
+    assert "ONTO" in result["note"]
+    assert result["operation_details"]["branch"] == "feature"
+    assert result["operation_details"]["onto"] == git(repo, "rev-parse", "main").strip()
+    [f] = result["files"]
+    assert f["sides"]["ours"]["content"] == "upstream\n"          # the branch being rebased onto
+    assert f["sides"]["theirs"]["content"] == "feature\n"         # your own commit being replayed
+    assert result["theirs"]["subject"] == "feature edit"
+
+
+def test_read_cherry_pick_and_nothing(tmp_path: Path):
+    repo = cherry_pick_conflict(tmp_path / "c")
+    result = conflict_read(str(repo))
+    assert result["operation"] == "cherry-pick"
+    assert result["theirs"]["sha"] == git(repo, "rev-parse", "donor").strip()
+    assert result["files"][0]["kind"] == "both_modified"
+    clean = init_repo(tmp_path / "clean")
+    assert conflict_read(str(clean)) == {"in_conflict": False, "operation": None, "files": [],
+                                         "conflicted_file_count": 0, "truncated": False, "omitted_count": 0}
+
+
+def test_marker_regions_diff3():
+    data = b"a\n<<<<<<< ours\nx\n||||||| base\nb\n=======\ny\n>>>>>>> theirs\nz\n<<<<<<< lone\n"
+    assert marker_regions(data) == [{"start_line": 2, "base_line": 4, "sep_line": 6, "end_line": 8}]
