@@ -130,6 +130,14 @@ def upstream_ref(cfg: ConfigFile, branch: str) -> str | None:
     return None
 
 
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@]*):[^/@]*@", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """Hide a password or token embedded in a remote URL (`https://user:secret@host` -> `user:***`)."""
+    return _USERINFO.sub(r"\1\2:***@", url)
+
+
 def short_ref(ref: str) -> str:
     for prefix in ("refs/heads/", "refs/remotes/", "refs/tags/"):
         if ref.startswith(prefix):

@@ -309,7 +309,7 @@ def _remotes(cfg: ConfigFile) -> list[dict]:
     for section in cfg.sections():
         if len(section) == 2 and section[0] == b"remote":
             try:
-                url = cfg.get(section, b"url").decode("utf-8", "replace")
+                url = gitfiles.redact_url(cfg.get(section, b"url").decode("utf-8", "replace"))
             except KeyError:
                 url = None
             rows.append({"name": section[1].decode("utf-8", "replace"), "url": url})

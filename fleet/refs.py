@@ -13,12 +13,11 @@ from typing import Any
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.gitfiles import parse_reflog
+from fleet.gitfiles import parse_reflog, redact_url
 from fleet.gitread import git_dirs, out, text
 from fleet.scope import check_rev
 
 REFLOG_READ_LIMIT = 32 * 1024 * 1024
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@]*):[^/@]*@", re.IGNORECASE)
 
 
 def _reflog_file(path: str, ref: str) -> tuple[str, str]:
@@ -86,11 +85,6 @@ def _track(value: str) -> tuple[int, int, bool]:
         return 0, 0, True
     counts = dict(part.split(" ") for part in value.split(", ") if part)
     return int(counts.get("ahead", 0)), int(counts.get("behind", 0)), False
-
-
-def redact_url(url: str) -> str:
-    """Hide a password or token embedded in a remote URL (`https://user:secret@host` -> `user:***`)."""
-    return _USERINFO.sub(r"\1\2:***@", url)
 
 
 def _remotes(path: str) -> list[dict[str, Any]]:

@@ -261,3 +261,13 @@ def test_a_repo_vanishing_mid_scan_yields_an_error_record(tmp_path: Path):
     shutil.rmtree(repo)
     record = read_repo(found)
     assert record["vanished"] is True and "vanished" in record["error"]
+
+
+def test_remote_credentials_never_reach_the_index(tmp_path: Path):
+    repo = init_repo(tmp_path / "root" / "secret", commits=1)
+    git(repo, "remote", "add", "origin", "https://me:hunter2-token@example.com/x.git")
+    index = open_index(tmp_path / "f.db")
+    scan(index, [str(tmp_path / "root")])
+    assert index.repo("secret")["remotes"] == [{"name": "origin", "url": "https://me:***@example.com/x.git"}]
+    index.close()
+    assert b"hunter2" not in (tmp_path / "f.db").read_bytes() + (tmp_path / "f.db-wal").read_bytes()
