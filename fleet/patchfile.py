@@ -187,6 +187,8 @@ def _file_name(rest: str, index: int) -> str | None:
         name = rest.split("\t", 1)[0]
     if name == "/dev/null":
         return None
+    if name.startswith("/"):
+        raise FleetError("BAD_PATH", f"patch line {index + 1}: {name!r} is an absolute path")
     if "/" not in name:
         raise _bad(index, f"file name {name!r} lacks the a/ or b/ prefix")
     return name.split("/", 1)[1]
