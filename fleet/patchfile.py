@@ -26,10 +26,8 @@ from fleet.textdiff import split_lines
 MAX_PATCH_BYTES = 16 * 1024 * 1024
 WRITE_MODES = ("append", "upsert", "overwrite", "create_only")
 PATCH_SUFFIXES = (".patch", ".diff")
-KINDS = ("modify", "create", "delete", "rename", "copy", "chmod")
 
 _HUNK_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_MODE_RE = re.compile(r"(?:old mode|new mode|deleted file mode|new file mode) (\d{6})\n")
 _C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, '"': 34, "\\": 92}
 
 
@@ -142,7 +140,7 @@ def _entry_paths(first: str, header: dict[str, str], old_name: str | None, new_n
                  git: bool, index: int) -> tuple[str, str | None, str]:
     """(path, old_path, kind) of an entry from its git header lines and `---`/`+++` names."""
     for key in ("old mode", "new mode", "deleted file mode", "new file mode"):
-        if key in header and not _MODE_RE.fullmatch(f"{key} {header[key]}\n"):
+        if key in header and not re.fullmatch(r"1[0-7]{5}", header[key]):
             raise _bad(index, f"malformed '{key}' line")
     if "rename from" in header or "copy from" in header:
         verb = "rename" if "rename from" in header else "copy"
@@ -162,8 +160,7 @@ def _entry_paths(first: str, header: dict[str, str], old_name: str | None, new_n
     if old_name is None and new_name is None:
         if not git:
             raise _bad(index, "entry names no file")
-        names = _git_names(first[len("diff --git "):].rstrip("\n"), index)
-        path = names
+        path = _git_names(first[len("diff --git "):].rstrip("\n"), index)
     else:
         path = new_name if new_name is not None else old_name
         if old_name is not None and new_name is not None and old_name != new_name:

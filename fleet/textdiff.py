@@ -1,21 +1,21 @@
 """Line diffs of text as unified-diff hunks that `git apply` accepts byte for byte.
 
 Lines end only at `\\n` (CR, form feed and U+2028 stay inside a line, as git sees them), so CRLF files keep
-their CRs and a final line without a newline gets git's `\\ No newline at end of file` marker. Matching uses
-difflib's SequenceMatcher on the part between the common prefix and suffix, which keeps everyday edits of
-large files fast; very large middles switch on difflib's popular-line heuristic, which can make a diff
-longer but never wrong.
+their CRs and a final line without a newline gets git's `\\ No newline at end of file` marker. Lines are
+aligned patience-style (unique lines first), with difflib's SequenceMatcher inside the remaining gaps; very
+large gaps switch on difflib's popular-line heuristic, which can make a diff longer but never wrong.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from dataclasses import dataclass
 
 NO_NEWLINE = "\\ No newline at end of file\n"
-# Above this many lines on either side of the changed middle, SequenceMatcher's worst case is quadratic
-# in repeated lines; autojunk bounds it.
-_EXACT_MATCH_LINES = 4000
+# Above this many lines on either side of a gap without unique lines, SequenceMatcher's worst case is
+# quadratic in repeated lines; autojunk bounds it.
+_EXACT_MATCH_LINES = 1000
 
 Opcode = tuple[str, int, int, int, int]
 
@@ -54,27 +54,88 @@ def _range(start: int, count: int) -> str:
 
 
 def opcodes(old: list[str], new: list[str]) -> list[Opcode]:
-    """difflib-style opcodes for the whole of `old` -> `new`."""
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
-    old_mid = old[prefix:len(old) - suffix]
-    new_mid = new[prefix:len(new) - suffix]
+    """difflib-style opcodes (equal/replace/delete/insert) for the whole of `old` -> `new`."""
     codes: list[Opcode] = []
-    if prefix:
-        codes.append(("equal", 0, prefix, 0, prefix))
-    if old_mid or new_mid:
-        big = max(len(old_mid), len(new_mid)) > _EXACT_MATCH_LINES
-        matcher = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=big)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            codes.append((tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix))
-    if suffix:
-        codes.append(("equal", len(old) - suffix, len(old), len(new) - suffix, len(new)))
+    i = j = 0
+    for bi, bj, size in _matching_blocks(old, new) + [(len(old), len(new), 0)]:
+        tag = "replace" if i < bi and j < bj else "delete" if i < bi else "insert" if j < bj else ""
+        if tag:
+            codes.append((tag, i, bi, j, bj))
+        if size:
+            codes.append(("equal", bi, bi + size, bj, bj + size))
+        i, j = bi + size, bj + size
     return codes
+
+
+def _matching_blocks(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
+    """Ascending, merged (i, j, size) runs of equal lines: patience anchoring, difflib inside the gaps.
+
+    Lines unique on both sides of a region are aligned by their longest increasing run (git's
+    --patience); regions without such anchors fall back to SequenceMatcher. This stays near n log n on
+    large files with scattered edits, where difflib alone goes quadratic.
+    """
+    found: list[tuple[int, int, int]] = []
+    stack = [(0, len(a), 0, len(b))]
+    while stack:
+        alo, ahi, blo, bhi = stack.pop()
+        while alo < ahi and blo < bhi and a[alo] == b[blo]:
+            found.append((alo, blo, 1))
+            alo, blo = alo + 1, blo + 1
+        while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+            ahi, bhi = ahi - 1, bhi - 1
+            found.append((ahi, bhi, 1))
+        if alo == ahi or blo == bhi:
+            continue
+        anchors = _unique_anchors(a, alo, ahi, b, blo, bhi)
+        if not anchors:
+            big = max(ahi - alo, bhi - blo) > _EXACT_MATCH_LINES
+            matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=big)
+            found.extend((alo + i, blo + j, n) for i, j, n in matcher.get_matching_blocks() if n)
+            continue
+        prev_i, prev_j = alo, blo
+        for i, j in anchors:
+            found.append((i, j, 1))
+            stack.append((prev_i, i, prev_j, j))
+            prev_i, prev_j = i + 1, j + 1
+        stack.append((prev_i, ahi, prev_j, bhi))
+    merged: list[tuple[int, int, int]] = []
+    for i, j, n in sorted(found):
+        if merged and merged[-1][0] + merged[-1][2] == i and merged[-1][1] + merged[-1][2] == j:
+            merged[-1] = (merged[-1][0], merged[-1][1], merged[-1][2] + n)
+        else:
+            merged.append((i, j, n))
+    return merged
+
+
+def _unique_anchors(a: list[str], alo: int, ahi: int, b: list[str], blo: int, bhi: int) -> list[tuple[int, int]]:
+    """Pairs (i, j) of lines occurring once in a[alo:ahi] and once in b[blo:bhi], longest run increasing in j."""
+    where_a: dict[str, int] = {}
+    for i in range(alo, ahi):
+        where_a[a[i]] = -1 if a[i] in where_a else i
+    where_b: dict[str, int] = {}
+    for j in range(blo, bhi):
+        where_b[b[j]] = -1 if b[j] in where_b else j
+    pairs = [(i, where_b[line]) for line, i in where_a.items() if i >= 0 and where_b.get(line, -1) >= 0]
+    pairs.sort()
+    # Patience sorting: tails[k] = index into pairs of the smallest j ending an increasing run of length k+1.
+    tails: list[int] = []
+    tail_js: list[int] = []
+    back: list[int] = []
+    for n, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(tail_js, j)
+        back.append(tails[k - 1] if k else -1)
+        if k == len(tails):
+            tails.append(n)
+            tail_js.append(j)
+        else:
+            tails[k] = n
+            tail_js[k] = j
+    run: list[tuple[int, int]] = []
+    n = tails[-1] if tails else -1
+    while n >= 0:
+        run.append(pairs[n])
+        n = back[n]
+    return run[::-1]
 
 
 def _groups(codes: list[Opcode], context: int) -> list[list[Opcode]]:

@@ -391,3 +391,15 @@ def test_generate_never_writes_the_work_tree(repo: Path) -> None:
         {"mode": "create_file", "path": "new.txt", "new_content": "n\n"})
     assert (repo / ".git/index").stat().st_mtime_ns == index_mtime
     assert git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all") == before
+
+
+def test_large_file_with_scattered_edits(repo: Path) -> None:
+    # Plain difflib goes quadratic here (about 20 s on the dev box); patience anchoring keeps it well under 1 s.
+    old = "".join(f"row {n}\n" for n in range(80_000))
+    new = "".join("changed\n" if n % 100 == 0 else f"row {n}\n" for n in range(80_000))
+    write(repo / "big.txt", old)
+    result = gen(repo, {"mode": "file_content", "path": "big.txt", "new_content": new})
+    assert result["entries"][0]["hunks"] == 800
+    assert (result["insertions"], result["deletions"]) == (800, 800)
+    apply(repo, result["patch"])
+    assert (repo / "big.txt").read_text() == new
