@@ -153,13 +153,14 @@ def _entry(root: Path, change: dict, n: int, context: int) -> PatchEntry:
 def _content(value: object, field: str) -> str:
     if not isinstance(value, str):
         raise FleetError("BAD_ARGUMENT", f"{field} must be a string")
-    size = len(value.encode("utf-8", "surrogatepass"))
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise FleetError("BAD_ARGUMENT", f"{field} contains lone surrogates: it is not valid Unicode text") from None
     if size > MAX_CONTENT_BYTES:
         raise FleetError("LIMIT", f"{field} is {size} bytes; the cap is {MAX_CONTENT_BYTES}")
     if "\0" in value:
         raise FleetError("BAD_ARGUMENT", f"{field} contains NUL: binary content is not supported")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
-        raise FleetError("BAD_ARGUMENT", f"{field} contains lone surrogates: it is not valid Unicode text")
     return value
 
 

@@ -340,6 +340,7 @@ def test_binary_refused(repo: Path) -> None:
     assert err.code == "BAD_ARGUMENT" and "NUL" in err.message
     write(repo / "latin1.txt", "caf\xe9\n".encode("latin-1"))
     assert "UTF-8" in error_of(repo, {"mode": "file_content", "path": "latin1.txt", "new_content": ""}).message
+    assert "surrogate" in error_of(repo, {"mode": "create_file", "path": "s.txt", "new_content": "a\ud800"}).message
 
 
 def test_size_caps(repo: Path) -> None:
