@@ -148,6 +148,59 @@ def cmd_roots(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_patch(args: argparse.Namespace) -> int:
+    """`patch generate|inspect|remove|validate`: the same JSON the MCP `patch.*` tools return."""
+    from fleet.patchfile import inspect_patch, remove_patch_entries, validate_patch
+    from fleet.patchgen import generate_patch
+
+    action = args.patch_command
+    if action == "generate":
+        try:
+            changes = json.loads(_read_input(args.changes, "changes"))
+        except json.JSONDecodeError as exc:
+            raise FleetError("BAD_ARGUMENT", f"changes are not valid JSON: {exc}") from None
+        if isinstance(changes, dict) and set(changes) == {"changes"}:
+            changes = changes["changes"]
+        result = generate_patch(os.path.abspath(args.repo), changes, context_lines=args.context_lines,
+                                patch_file=os.path.abspath(args.patch_file) if args.patch_file else None,
+                                write_mode=args.write_mode, check=not args.no_check)
+        if args.raw:
+            sys.stdout.write(result["patch"])
+            return 0
+    elif action == "inspect":
+        result = inspect_patch(os.path.abspath(args.patch_file))
+    elif action == "remove":
+        result = remove_patch_entries(os.path.abspath(args.patch_file), args.path or None, args.index or None)
+    else:
+        repo = os.path.abspath(args.repo) if args.repo else None
+        if args.patch_file == "-":
+            result = validate_patch(patch=_read_input("-", "patch"), repo=repo)
+        else:
+            result = validate_patch(patch_file=os.path.abspath(args.patch_file), repo=repo)
+    emit_json(result)
+    return 0 if result.get("valid", True) else 1
+
+
+def _read_input(source: str, what: str) -> str:
+    """UTF-8 text from a file or `-` (stdin), capped like a patch file."""
+    from fleet.patchfile import MAX_PATCH_BYTES
+
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_PATCH_BYTES + 1)
+        else:
+            with open(source, "rb") as fh:
+                data = fh.read(MAX_PATCH_BYTES + 1)
+    except OSError as exc:
+        raise FleetError("NOT_FOUND", f"cannot read {what} {source!r}: {exc.strerror}") from None
+    if len(data) > MAX_PATCH_BYTES:
+        raise FleetError("LIMIT", f"{what} is larger than {MAX_PATCH_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FleetError("BAD_ARGUMENT", f"{what} is not UTF-8 (byte {exc.start})") from None
+
+
 # --- parser ----------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,7 +234,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_roots)
+
+    _add_patch_parser(sub)
     return parser
+
+
+def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
+    from fleet.patchfile import WRITE_MODES
+
+    patch = sub.add_parser("patch", help="author unified diffs from structured changes (JSON in, JSON out)")
+    patch.set_defaults(func=cmd_patch)
+    actions = patch.add_subparsers(dest="patch_command", metavar="{generate,inspect,remove,validate}")
+    actions.required = True
+    p = actions.add_parser("generate", help="structured changes (JSON list) -> one unified diff")
+    p.add_argument("--repo", default=".", help="top of the git work tree (default: current directory)")
+    p.add_argument("--changes", default="-", help="JSON file with the list of changes, or - for stdin")
+    p.add_argument("--context-lines", type=int, default=3, help="lines of context, 1..20 (default 3)")
+    p.add_argument("--patch-file", help="also store the entries in this .patch/.diff file")
+    p.add_argument("--write-mode", choices=WRITE_MODES, default="append")
+    p.add_argument("--no-check", action="store_true", help="skip git apply --check")
+    p.add_argument("--raw", action="store_true", help="print only the patch text")
+    p = actions.add_parser("inspect", help="list a patch file's entries")
+    p.add_argument("patch_file")
+    p = actions.add_parser("remove", help="remove entries from a patch file")
+    p.add_argument("patch_file")
+    p.add_argument("--path", action="append", default=[], help="remove the entries holding PATH (repeatable)")
+    p.add_argument("--index", action="append", type=int, default=[], help="remove entry #N (repeatable)")
+    p = actions.add_parser("validate", help="parse a patch; with --repo also git apply --check it")
+    p.add_argument("patch_file", help="a .patch/.diff file, or - for stdin")
+    p.add_argument("--repo", help="work tree to run git apply --check in")
 
 
 def main(argv: list[str] | None = None) -> int:
