@@ -13,9 +13,9 @@ import time
 from typing import Iterable
 
 from fleet.errors import FleetError
-from fleet.presence.merge import iso
+from fleet.reader import iso
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, RepoMap, Sighting, Thresholds, relative_files
-from fleet.presence.store import immediate, read_row, upsert_row
+from fleet.presence.store import read_row, upsert_row
 
 ALIASES = {
     "claude": "claude-code", "claude-code": "claude-code", "codex": "codex", "gemini": "gemini",
@@ -52,14 +52,14 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     FleetError(REPO_NOT_IN_FLEET) when the path is in no indexed repo.
     """
     now = time.time() if now is None else now
-    records = index.repos()
+    records = index.summaries()
     repo = RepoMap([r["path"] for r in records]).find(os.path.abspath(repo_path) if repo_path else None)
     if repo is None:
         raise FleetError("REPO_NOT_IN_FLEET", f"not inside an indexed repo: {repo_path!r}")
     record = next(r for r in records if r["path"] == repo)
     agent, tool = agent_id(agent_name), _clean_tool(tool)
     touched = list(relative_files(repo, repo, files))
-    with immediate(index.db) as conn:
+    with index.write() as conn:
         old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ?", (agent, repo)).fetchone()
         kept = [f for f in _json_list(old[0] if old else None) if f not in touched]
         conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, tool, files, at) VALUES (?, ?, ?, ?, ?)",
@@ -77,10 +77,10 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     return row
 
 
-def sightings(db, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
+def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
     """What the bridge recorded within the recent window, as sightings; older evidence is deleted."""
     cutoff = now - thresholds.recent
-    with immediate(db) as conn:
+    with index.write() as conn:
         conn.execute("DELETE FROM presence_mcp WHERE at < ?", (cutoff,))
         rows = conn.execute("SELECT agent, repo, tool, files, at FROM presence_mcp").fetchall()
     known = RepoMap(repos)

@@ -9,16 +9,12 @@ process, a running tool) or activity within `thresholds.working` whose turn is n
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone
 from typing import Iterable
 
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Sighting, Thresholds
+from fleet.reader import iso
 
 STATE_ORDER = {"working": 0, "open": 1, "recent": 2}
-
-
-def iso(ts: float | None) -> str | None:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds") if ts is not None else None
 
 
 def state_of(sightings: list[Sighting], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str | None:

@@ -15,9 +15,10 @@ from typing import Callable, Mapping
 
 from fleet.presence import (amp, bridge, claude, cline, codex, continuedev, copilot, cursor, editors, gemini,
                             goose, opencode, procs, qwen, traces)
-from fleet.presence.merge import iso, merge
+from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
-from fleet.presence.store import create_presence_tables, read_rows, replace_rows
+from fleet.presence.store import read_rows, replace_rows
+from fleet.reader import iso
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,9 @@ def refresh_presence(index, now: float | None = None, home: Path | str | None = 
     home = Path(home) if home is not None else Path(environ.get("HOME") or Path.home())
     now = time.time() if now is None else now
     thresholds = thresholds or DEFAULT_THRESHOLDS
-    create_presence_tables(index.db)
-    records = {r["path"]: r for r in index.repos()}
+    records = {r["path"]: r for r in index.summaries()}
     repos = list(records)
-    found = detect_all(repos, now, home, environ, thresholds) + bridge.sightings(index.db, repos, now, thresholds)
+    found = detect_all(repos, now, home, environ, thresholds) + bridge.sightings(index, repos, now, thresholds)
     rows = merge(found, now, thresholds)
     for row in rows:
         record = records[row["repo"]]
@@ -60,11 +60,10 @@ def refresh_presence(index, now: float | None = None, home: Path | str | None = 
         row["repo_name"] = record.get("name")
         row["branch"] = row["branch"] or record.get("branch")
         row["refreshed_at"] = iso(now)
-    replace_rows(index.db, rows)
+    replace_rows(index, rows)
     return rows
 
 
 def presence(index, repo: str | None = None) -> list[dict]:
     """The stored presence rows (as of the last refresh), optionally of one repo path."""
-    create_presence_tables(index.db)
-    return read_rows(index.db, repo)
+    return read_rows(index, repo)
