@@ -142,18 +142,18 @@ def cmd_presence(args: argparse.Namespace) -> int:
         console().print("No coding agents seen in the fleet in the last 15 minutes.")
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False)
     for col in ("agent", "state", "repo", "branch", "tool", "files", "pid", "last activity", "seen by"):
         table.add_column(col)
     for r in rows:
         files = ", ".join(r["files"][:3]) + (" …" if len(r["files"]) > 3 else "")
-        table.add_row(r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
-                      files or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"]))
+        cells = (r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
+                 files or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"]))
+        table.add_row(*(Text(cell) for cell in cells))          # names and paths are not rich markup
     out = console()
     out.print(table)
-    from rich.text import Text
-
     for clash in clashes:
         out.print(Text.assemble(("collision", "bold red"),
                                 f" in {clash['repo']}: {clash['message']} — {clash['next_step']}"))
