@@ -110,7 +110,7 @@ def looks_like_mcp_server(argv: list[str]) -> bool:
     for name in names:
         if "modelcontextprotocol" in name.lower():
             return True
-        if "mcp" in re.split(r"[^a-z0-9]+", _base(name)):
+        if "mcp" in re.split(r"[^a-z0-9]+", name.lower()):
             return True
     return False
 
