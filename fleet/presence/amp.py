@@ -27,7 +27,7 @@ def _trees(path: Path) -> tuple[str, ...]:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     threads = xdg_dir(environ, "XDG_DATA_HOME", home, ".local/share") / "amp" / "threads"
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     out = []
     for path, st in recent_files(threads, "T-*.json", now - thresholds.recent):
         for folder in CACHE.get(path, st, _trees):

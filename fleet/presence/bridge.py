@@ -83,7 +83,7 @@ def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFA
     with index.write() as conn:
         conn.execute("DELETE FROM presence_mcp WHERE at < ?", (cutoff,))
         rows = conn.execute("SELECT agent, repo, tool, files, at FROM presence_mcp").fetchall()
-    known = RepoMap(repos)
+    known = RepoMap.of(repos)
     return [Sighting(agent=agent, repo=repo, source="mcp", last_activity=min(at, now), tool=tool,
                      files=tuple(_json_list(files)))
             for agent, repo, tool, files, at in rows if known.find(repo) == repo]

@@ -19,7 +19,8 @@ from fleet.presence.procs import classify, process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
 _FIRST_TRY = 64 * 1024
-_MAX_RECORDS = 400
+_MAX_RECORDS = 50
+_NEEDLES = (b'"cwd"', b"tool_use", b"functionCall")          # records worth decoding carry one of these
 
 
 def _blocks(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
@@ -43,7 +44,7 @@ def _blocks(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
 def _summarise(data: bytes) -> Activity:
     act = Activity()
     turn_known = False
-    for count, record in enumerate(json_lines_reversed(data)):
+    for count, record in enumerate(json_lines_reversed(data, _NEEDLES)):
         if act.cwd is None and isinstance(record.get("cwd"), str):
             act.cwd = record["cwd"]
             branch = record.get("gitBranch")
@@ -119,7 +120,7 @@ def _status_sighting(path: Path, repo_map: RepoMap, now: float, proc_root: Path)
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS, proc_root: Path = Path("/proc")) -> list[Sighting]:
     root = home_dir(environ, "CLAUDE_CONFIG_DIR", home, ".claude")
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = transcript_sightings("claude-code", recent_files(root / "projects", "*/*.jsonl", cutoff),
                                repo_map, now)

@@ -29,7 +29,7 @@ def _store(home: Path, environ: Mapping[str, str]) -> Path:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS, proc_root: Path = Path("/proc")) -> list[Sighting]:
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     with open_readonly(_store(home, environ), cutoff) as conn:
         rows = [] if conn is None else query(

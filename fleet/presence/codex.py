@@ -19,6 +19,7 @@ from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMa
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 _DONE = {"task_complete", "turn_complete", "turn_aborted"}
 _STARTED = {"task_started", "turn_started"}
+_NEEDLES = (b"turn_context", b"event_msg", b"_call")        # the only line kinds read below
 
 
 def _session_meta(path: Path) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def parse_rollout(path: Path) -> Activity:
                    branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
     newest_cwd = None
     turn_known = False
-    for record in json_lines_reversed(read_tail(path)):
+    for record in json_lines_reversed(read_tail(path), _NEEDLES):
         payload = record.get("payload")
         if not isinstance(payload, dict):
             continue
@@ -83,7 +84,7 @@ def parse_rollout(path: Path) -> Activity:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     root = home_dir(environ, "CODEX_HOME", home, ".codex")
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     out = []
     for path, st in recent_files(root / "sessions", "*/*/*/rollout-*.jsonl", now - thresholds.recent):
         act = CACHE.get(path, st, parse_rollout)

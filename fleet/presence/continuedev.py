@@ -19,7 +19,7 @@ def _workspace(path: Path) -> str | None:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     sessions = home_dir(environ, "CONTINUE_GLOBAL_DIR", home, ".continue") / "sessions"
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     out = []
     for path, st in recent_files(sessions, "*.json", now - thresholds.recent):
         if path.name == "sessions.json":

@@ -60,7 +60,7 @@ def _parse_by_events(path: Path) -> Activity:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     root = home_dir(environ, "COPILOT_HOME", home, ".copilot") / "session-state"
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     newest: dict[Path, tuple[Path, object]] = {}
     for path, st in recent_files(root, "*/workspace.yaml", cutoff) + recent_files(root, "*/events.jsonl", cutoff):

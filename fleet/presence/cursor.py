@@ -16,7 +16,7 @@ from fleet.presence.sqlite_ro import store_mtime
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     chats = home_dir(environ, "CURSOR_CONFIG_DIR", home, ".cursor") / "chats"
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     folders = {path.parent for pattern in ("*/*/meta.json", "*/*/store.db", "*/*/store.db-wal")
                for path, _ in recent_files(chats, pattern, cutoff)}

@@ -37,7 +37,7 @@ def _newest_chat(folder: Path) -> float | None:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     config = xdg_dir(environ, "XDG_CONFIG_HOME", home, ".config")
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = []
     for app, agent in APPS.items():

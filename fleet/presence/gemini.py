@@ -87,15 +87,14 @@ class _Owners:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = []
     for root in gemini_homes(home, environ):
         tmp = root / "tmp"
         owners = _Owners(root, repos)
-        found = []
-        for pattern in ("*/chats/*.jsonl", "*/chats/*/*.jsonl", "*/chats/*.json"):
-            found += recent_files(tmp, pattern, cutoff)
+        found = [(p, st) for p, st in recent_files(tmp, "*/chats/*", cutoff) if p.suffix in (".jsonl", ".json")]
+        found += recent_files(tmp, "*/chats/*/*.jsonl", cutoff)                 # subagent chats
         for path, st in found:
             folder = path.parent.parent if path.parent.name == "chats" else path.parent.parent.parent
             project = owners.owner(folder)

@@ -29,7 +29,7 @@ def _working_dir(path: Path) -> str | None:
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     sessions = _data_dir(home, environ) / "sessions"
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = []
     with open_readonly(sessions / "sessions.db", cutoff) as conn:

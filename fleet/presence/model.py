@@ -70,6 +70,19 @@ class RepoMap:
                 self._by_path[os.path.normpath(repo)] = repo
         self._real: dict[str, str] = {}
 
+    _last: tuple[tuple[str, ...], "RepoMap"] | None = None
+
+    @classmethod
+    def of(cls, repos: Iterable[str]) -> "RepoMap":
+        """The map for `repos`, reused while the repo list is unchanged (every detector of a refresh asks)."""
+        key = tuple(repos)
+        last = cls._last
+        if last is not None and last[0] == key:
+            return last[1]
+        made = cls(key)
+        cls._last = (key, made)
+        return made
+
     def __len__(self) -> int:
         return len(self._by_path)
 

@@ -82,7 +82,7 @@ def _legacy_session(path: Path) -> tuple[str | None, float | None, bool]:
 
 def _detect_agent(agent: str, repos: list[str], now: float, home: Path, environ: Mapping[str, str],
                   thresholds) -> list[Sighting]:
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = []
     for db in _stores(agent, home, environ):

@@ -192,7 +192,7 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
            thresholds=DEFAULT_THRESHOLDS, proc_root: Path = Path("/proc")) -> list[Sighting]:
     """Agent processes (and their children) whose working directory is inside a fleet repo."""
     del home, environ  # the process table does not depend on them
-    repo_map = RepoMap(repos)
+    repo_map = RepoMap.of(repos)
     table = process_table(proc_root)
     agents = {pid: agent for pid, proc in table.items() if (agent := classify(proc.argv))}
     if not agents:

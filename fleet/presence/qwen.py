@@ -14,4 +14,4 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     root = home_dir(environ, "QWEN_HOME", home, ".qwen")
     files = recent_files(root / "projects", "*/chats/*.jsonl", now - thresholds.recent)
-    return transcript_sightings("qwen", files, RepoMap(repos), now)
+    return transcript_sightings("qwen", files, RepoMap.of(repos), now)

@@ -31,21 +31,27 @@ def applied_edits(path: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     del home, environ  # traces live in the repos
     cutoff = now - thresholds.recent
     out = []
     for repo in repos:
-        history = Path(repo, AIDER_HISTORY)
-        try:
-            st = os.stat(history)
-        except OSError:
-            st = None
+        st = _stat(os.path.join(repo, AIDER_HISTORY))
         if st is not None and st.st_mtime >= cutoff:
+            history = Path(repo, AIDER_HISTORY)
             files = relative_files(repo, repo, CACHE.get(history, st, applied_edits))
             out.append(Sighting(agent="aider", repo=repo, source="repo-trace",
                                 last_activity=min(st.st_mtime, now), files=files))
+        if _stat(os.path.join(repo, ".crush")) is None:
+            continue
         crush = store_mtime(Path(repo, ".crush", "crush.db"))
         if crush is not None and crush >= cutoff:
             out.append(Sighting(agent="crush", repo=repo, source="repo-trace", last_activity=min(crush, now)))
