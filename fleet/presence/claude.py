@@ -20,7 +20,7 @@ from fleet.presence.procs import classify, process_start, read_proc
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
 _FIRST_TRY = 64 * 1024
 _MAX_RECORDS = 50
-_NEEDLES = (b'"cwd"', b"tool_use", b"functionCall")          # records worth decoding carry one of these
+_NEEDLES = (b'"cwd"', b"tool_use", b"functionCall")          # records worth decoding start with one of these
 
 
 def _blocks(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Callable, Iterator, TypeVar
 TAIL_BYTES = 256 * 1024
 HEAD_BYTES = 512 * 1024
 FUTURE_SLACK = 60.0
+NEEDLE_SPAN = 2048
 
 T = TypeVar("T")
 
@@ -87,13 +89,15 @@ def read_head(path: Path, limit: int = HEAD_BYTES) -> bytes:
 def json_lines_reversed(data: bytes, needles: tuple[bytes, ...] = ()) -> Iterator[dict[str, Any]]:
     """JSON objects from newline-delimited `data`, newest (last) first; bad lines are skipped.
 
-    With `needles`, lines containing none of them are skipped unparsed (a cheap byte search instead of
-    decoding megabytes of tool output that cannot matter)."""
+    With `needles`, lines whose first NEEDLE_SPAN bytes contain none of them are skipped unparsed (the
+    record kind and Claude's `cwd` sit at the start of a line; tool output that cannot matter is never
+    decoded)."""
+    wanted = re.compile(b"|".join(re.escape(n) for n in needles)).search if needles else None
     for line in reversed(data.split(b"\n")):
         line = line.strip()
         if not line or line[:1] != b"{":
             continue
-        if needles and not any(needle in line for needle in needles):
+        if wanted is not None and wanted(line, 0, NEEDLE_SPAN) is None:
             continue
         try:
             obj = json.loads(line)
