@@ -129,6 +129,37 @@ def cmd_radar(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_presence(args: argparse.Namespace) -> int:
+    from fleet.presence import collisions, refresh_presence
+
+    with index_for(args) as index:
+        rows = refresh_presence(index)
+    clashes = collisions(rows)
+    if args.json:
+        emit_json({"agents": rows, "collisions": clashes})
+        return 0
+    if not rows:
+        console().print("No coding agents seen in the fleet in the last 15 minutes.")
+        return 0
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("agent", "state", "repo", "branch", "tool", "files", "pid", "last activity", "seen by"):
+        table.add_column(col)
+    for r in rows:
+        files = ", ".join(r["files"][:3]) + (" …" if len(r["files"]) > 3 else "")
+        cells = (r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
+                 files or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"]))
+        table.add_row(*(Text(cell) for cell in cells))          # names and paths are not rich markup
+    out = console()
+    out.print(table)
+    for clash in clashes:
+        out.print(Text.assemble(("collision", "bold red"),
+                                f" in {clash['repo']}: {clash['message']} — {clash['next_step']}"))
+    return 0
+
+
 def cmd_roots(args: argparse.Namespace) -> int:
     with index_for(args) as index:
         if args.action == "add":
@@ -228,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--all", action="store_true", help="include clean repositories")
     p.set_defaults(func=cmd_radar)
+
+    p = sub.add_parser("presence", help="coding agents working in the fleet's repositories, and collisions")
+    p.add_argument("--json", action="store_true", help="print {agents: [...], collisions: [...]} as JSON")
+    p.set_defaults(func=cmd_presence)
 
     p = sub.add_parser("roots", help="list, add or remove the fleet's roots")
     p.add_argument("action", nargs="?", choices=["list", "add", "remove"], default="list")

@@ -53,3 +53,16 @@ def m001_core(db: Database) -> None:
     db["reflog_files"].create({"repo_id": int, "ref": str, "inode": int, "size": int},
                               pk=("repo_id", "ref"))
     db["meta"].create({"key": str, "value": str}, pk="key")
+
+
+@migrations()
+def m002_presence(db: Database) -> None:
+    """Agent presence: merged rows per (agent, repo), replaced on each refresh, and the MCP bridge's own
+    evidence (`presence_mcp`), kept across refreshes until it ages out."""
+    db["presence"].create({
+        "agent": str, "repo": str, "repo_id": int, "repo_name": str, "state": str, "sources": str,
+        "branch": str, "tool": str, "files": str, "pid": int, "pids": str, "last_activity": str,
+        "refreshed_at": str,
+    }, pk=("agent", "repo"), not_null={"agent", "repo", "state"})
+    db["presence_mcp"].create({"agent": str, "repo": str, "tool": str, "files": str, "at": float},
+                              pk=("agent", "repo"), not_null={"agent", "repo", "at"})

@@ -1,0 +1,97 @@
+"""Presence the agents declare themselves: fleetdeck's MCP bridge records each client's name and the repos
+its tool calls touched. No inference involved, so it is the most trustworthy source; the name is still
+self-declared, so it is mapped to a known agent id by its whole leading token (`codex-mcp-client` → codex,
+`codexample` stays itself) and otherwise sanitised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Iterable
+
+from fleet.errors import FleetError
+from fleet.reader import iso
+from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, RepoMap, Sighting, Thresholds, relative_files
+from fleet.presence.store import read_row, upsert_row
+
+ALIASES = {
+    "claude": "claude-code", "claude-code": "claude-code", "codex": "codex", "gemini": "gemini",
+    "qwen": "qwen", "copilot": "copilot", "github-copilot": "copilot", "opencode": "opencode", "kilo": "kilo",
+    "goose": "goose", "cline": "cline", "continue": "continue", "amp": "amp", "cursor": "cursor",
+    "cursor-agent": "cursor-agent", "windsurf": "windsurf", "vscode": "vscode", "visual-studio-code": "vscode",
+    "aider": "aider", "crush": "crush", "zed": "zed",
+}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def agent_id(client_name: str | None) -> str:
+    """A stable agent id from an MCP client's self-declared name."""
+    name = _CONTROL.sub("", (client_name or "").strip().lower())
+    if name in ALIASES:
+        return ALIASES[name]
+    lead = re.split(r"[^a-z0-9]+", name, maxsplit=1)[0]
+    if lead in ALIASES:
+        return ALIASES[lead]
+    clean = re.sub(r"[^a-z0-9._-]+", "-", name).strip("-")[:32]
+    return clean or "unknown"
+
+
+def _clean_tool(tool: str | None) -> str | None:
+    return _CONTROL.sub("", tool or "")[:64] or None
+
+
+def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: str | None,
+                           files: Iterable[str] = (), *, now: float | None = None) -> dict:
+    """Record that an MCP client called `tool` on `repo_path` (touching `files`) and return its presence row.
+
+    The evidence goes to `presence_mcp` (kept across refreshes); the (agent, repo) presence row is updated at
+    once to `working`, so the dashboard shows the caller without waiting for the next refresh. Raises
+    FleetError(REPO_NOT_IN_FLEET) when the path is in no indexed repo.
+    """
+    now = time.time() if now is None else now
+    records = index.summaries()
+    repo = RepoMap([r["path"] for r in records]).find(os.path.abspath(repo_path) if repo_path else None)
+    if repo is None:
+        raise FleetError("REPO_NOT_IN_FLEET", f"not inside an indexed repo: {repo_path!r}")
+    record = next(r for r in records if r["path"] == repo)
+    agent, tool = agent_id(agent_name), _clean_tool(tool)
+    touched = list(relative_files(repo, repo, files))
+    with index.write() as conn:
+        old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ?", (agent, repo)).fetchone()
+        kept = [f for f in _json_list(old[0] if old else None) if f not in touched]
+        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, tool, files, at) VALUES (?, ?, ?, ?, ?)",
+                     (agent, repo, tool, json.dumps((touched + kept)[:MAX_FILES]), now))
+        row = read_row(conn, agent, repo) or {"agent": agent, "repo": repo, "sources": [], "files": [], "pids": [],
+                                             "pid": None, "branch": None}
+        row.update({
+            "repo_id": record.get("id"), "repo_name": record.get("name"), "state": "working",
+            "sources": sorted(set(row["sources"]) | {"mcp"}), "tool": tool or row.get("tool"),
+            "files": (touched + [f for f in row["files"] if f not in touched])[:MAX_FILES],
+            "branch": row.get("branch") or record.get("branch"), "last_activity": iso(now),
+            "refreshed_at": iso(now),
+        })
+        upsert_row(conn, row)
+    return row
+
+
+def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
+    """What the bridge recorded within the recent window, as sightings; older evidence is deleted."""
+    cutoff = now - thresholds.recent
+    with index.write() as conn:
+        conn.execute("DELETE FROM presence_mcp WHERE at < ?", (cutoff,))
+        rows = conn.execute("SELECT agent, repo, tool, files, at FROM presence_mcp").fetchall()
+    known = RepoMap.of(repos)
+    return [Sighting(agent=agent, repo=repo, source="mcp", last_activity=min(at, now), tool=tool,
+                     files=tuple(_json_list(files)))
+            for agent, repo, tool, files, at in rows if known.find(repo) == repo]
+
+
+def _json_list(text: str | None) -> list[str]:
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

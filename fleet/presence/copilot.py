@@ -1,0 +1,78 @@
+"""GitHub Copilot CLI: `session-state/<id>/{workspace.yaml, events.jsonl}` under `$COPILOT_HOME` or `~/.copilot`.
+
+`workspace.yaml` is flat (`cwd`, `git_root`, `branch`, …; git fields may be missing on fresh sessions);
+`events.jsonl` lines are `{type, data, timestamp}`, where `assistant.turn_end` / `session.idle` end a turn
+and `tool.execution_start` names the tool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir, relative_files
+
+_ENDS = {"assistant.turn_end", "session.idle", "session.shutdown"}
+_STARTS = {"assistant.turn_start", "user.message", "tool.execution_start", "assistant.message"}
+FILE_KEYS = ("path", "file_path", "filePath")
+
+
+def read_flat_yaml(path: Path) -> dict[str, str]:
+    """Top-level `key: scalar` pairs of a small YAML file; nested or multi-line values are ignored."""
+    out = {}
+    for line in read_head(path, 64 * 1024).decode("utf-8", "replace").splitlines():
+        if not line or line[0] in " \t#-":
+            continue
+        key, sep, value = line.partition(":")
+        value = value.strip()
+        if sep and value and value[0] not in "|>[{&*":
+            out[key.strip()] = value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
+    return out
+
+
+def parse_session(folder: Path) -> Activity:
+    meta = read_flat_yaml(folder / "workspace.yaml")
+    branch = meta.get("branch")
+    act = Activity(cwd=meta.get("cwd") or meta.get("git_root"), branch=branch or None)
+    turn_known = False
+    for event in json_lines_reversed(read_tail(folder / "events.jsonl")):
+        kind = event.get("type")
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        if not turn_known and kind in _ENDS | _STARTS:
+            turn_known = True
+            act.idle = kind in _ENDS
+        if kind == "tool.execution_start":
+            if act.tool is None and isinstance(data.get("toolName"), str):
+                act.tool = data["toolName"]
+            args = data.get("arguments")
+            for key in FILE_KEYS if isinstance(args, dict) else ():
+                value = args.get(key)
+                if isinstance(value, str) and value not in act.files and len(act.files) < MAX_FILES:
+                    act.files.append(value)
+    return act
+
+
+def _parse_by_events(path: Path) -> Activity:
+    return parse_session(path.parent)
+
+
+def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
+           thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
+    root = home_dir(environ, "COPILOT_HOME", home, ".copilot") / "session-state"
+    repo_map = RepoMap.of(repos)
+    cutoff = now - thresholds.recent
+    newest: dict[Path, tuple[Path, object]] = {}
+    for path, st in recent_files(root, "*/workspace.yaml", cutoff) + recent_files(root, "*/events.jsonl", cutoff):
+        if path.parent not in newest or st.st_mtime > newest[path.parent][1].st_mtime:
+            newest[path.parent] = (path, st)
+    out = []
+    for folder, (path, st) in newest.items():
+        act = CACHE.get(path, st, _parse_by_events)
+        repo = repo_map.find(act.cwd)
+        if repo is None:
+            continue
+        out.append(Sighting(agent="copilot", repo=repo, source="session", last_activity=min(st.st_mtime, now),
+                            branch=act.branch, tool=act.tool, files=relative_files(repo, act.cwd, act.files),
+                            idle=act.idle))
+    return out

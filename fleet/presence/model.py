@@ -1,0 +1,167 @@
+"""What a presence detector reports, and how a path is mapped to the fleet repo that owns it.
+
+Every detector returns `Sighting`s: one observation of one agent in one repo from one source. The merge step
+(`fleet.presence.merge`) turns them into per-(agent, repo) rows with a state. A sighting carries only what
+may leave a detector: agent id, repo, source, times, branch, tool name, repo-relative paths and a pid.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+from urllib.parse import unquote, urlparse
+
+MAX_FILES = 8
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Seconds that separate the states (FluxGit's constants): working, recent, and a 'fresh' child process."""
+
+    working: float = 120.0
+    recent: float = 900.0
+    fresh_child: float = 600.0
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass(frozen=True)
+class Sighting:
+    agent: str
+    repo: str
+    source: str                      # process | session | repo-trace | ide | mcp
+    last_activity: float | None = None
+    branch: str | None = None
+    tool: str | None = None
+    files: tuple[str, ...] = ()
+    pid: int | None = None
+    alive: bool = False              # a live agent process is known to be in the repo
+    busy: bool = False               # positive evidence of work right now (busy status, fresh child, running tool)
+    idle: bool = False               # the agent's turn is known to be finished
+
+
+@dataclass
+class Activity:
+    """What one session file or record says, before it is mapped to a repo (cacheable: no `now` inside)."""
+
+    cwd: str | None = None
+    branch: str | None = None
+    tool: str | None = None
+    files: list[str] = field(default_factory=list)   # absolute, or relative to `cwd`; newest first
+    idle: bool = False
+    busy: bool = False
+    at: float | None = None
+
+
+class RepoMap:
+    """Longest-prefix mapping of paths to fleet repos, so a nested worktree or submodule wins over its parent.
+
+    Lookup walks up the path's parents with dict hits (O(depth)), so 500 repos cost nothing extra. Paths
+    that do not match as written are retried through `realpath` (symlinked homes), cached per map.
+    """
+
+    def __init__(self, repos: Iterable[str]) -> None:
+        self._by_path: dict[str, str] = {}
+        for repo in repos:
+            if repo and os.path.isabs(repo):
+                self._by_path[os.path.normpath(repo)] = repo
+        self._real: dict[str, str] = {}
+
+    _last: tuple[tuple[str, ...], "RepoMap"] | None = None
+
+    @classmethod
+    def of(cls, repos: Iterable[str]) -> "RepoMap":
+        """The map for `repos`, reused while the repo list is unchanged (every detector of a refresh asks)."""
+        key = tuple(repos)
+        last = cls._last
+        if last is not None and last[0] == key:
+            return last[1]
+        made = cls(key)
+        cls._last = (key, made)
+        return made
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+    @property
+    def repos(self) -> list[str]:
+        return list(self._by_path.values())
+
+    def _walk(self, path: str) -> str | None:
+        while True:
+            hit = self._by_path.get(path)
+            if hit is not None:
+                return hit
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+
+    def find(self, path: str | None) -> str | None:
+        """The repo containing `path` (absolute), or None."""
+        if not path or not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
+            return None
+        norm = os.path.normpath(path)
+        hit = self._walk(norm)
+        if hit is not None:
+            return hit
+        real = self._real.get(norm)
+        if real is None:
+            try:
+                real = os.path.realpath(norm)
+            except (OSError, ValueError):
+                real = norm
+            self._real[norm] = real
+        return self._walk(real) if real != norm else None
+
+
+def relative_files(repo: str, cwd: str | None, files: Iterable[str], limit: int = MAX_FILES) -> tuple[str, ...]:
+    """Repo-relative forms of `files` that lie inside `repo`; anything outside (e.g. /etc/hosts) is dropped."""
+    root = os.path.normpath(repo)
+    out: list[str] = []
+    for name in files:
+        if not isinstance(name, str) or not name or "\x00" in name:
+            continue
+        if name.startswith("file://"):
+            name = path_from_uri(name) or ""
+        if not os.path.isabs(name):
+            if not cwd:
+                continue
+            name = os.path.join(cwd, name)
+        rel = os.path.relpath(os.path.normpath(name), root)
+        if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
+            continue
+        if rel not in out:
+            out.append(rel)
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+def path_from_uri(value: str) -> str | None:
+    """A local path from a `file://` URI or a plain absolute path; remote URIs (vscode-remote://…) give None."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith("/"):
+        return value
+    parsed = urlparse(value)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parsed.path)
+    return path if path.startswith("/") else None
+
+
+def home_dir(environ: Mapping[str, str], env_var: str | None, home: Path, default: str) -> Path:
+    """An agent's home: its override variable when set to an absolute path, else `home/default`."""
+    value = environ.get(env_var) if env_var else None
+    if value and os.path.isabs(value):
+        return Path(value)
+    return home / default
+
+
+def xdg_dir(environ: Mapping[str, str], var: str, home: Path, default: str) -> Path:
+    value = environ.get(var)
+    return Path(value) if value and os.path.isabs(value) else home / default

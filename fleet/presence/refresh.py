@@ -1,0 +1,69 @@
+"""Run every presence detector over the fleet's repos and replace the index's presence rows.
+
+The watcher calls `refresh_presence` periodically, so a refresh must be cheap: detectors stat files and
+skip anything older than the recent window, read bounded tails, and reuse parses of unchanged files. A
+detector that fails (an unexpected format, a permission error) is logged and skipped; the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Callable, Mapping
+
+from fleet.presence import (amp, bridge, claude, cline, codex, continuedev, copilot, cursor, editors, gemini,
+                            goose, opencode, procs, qwen, traces)
+from fleet.presence.merge import merge
+from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
+from fleet.presence.store import read_rows, replace_rows
+from fleet.reader import iso
+
+log = logging.getLogger(__name__)
+
+Detector = Callable[..., list[Sighting]]
+DETECTORS: dict[str, Detector] = {
+    "procs": procs.detect, "claude": claude.detect, "codex": codex.detect, "gemini": gemini.detect,
+    "qwen": qwen.detect, "copilot": copilot.detect, "opencode": opencode.detect, "kilo": opencode.detect_kilo,
+    "goose": goose.detect, "cline": cline.detect, "continue": continuedev.detect, "amp": amp.detect,
+    "cursor": cursor.detect, "editors": editors.detect, "traces": traces.detect,
+}
+
+
+def detect_all(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
+               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
+    found: list[Sighting] = []
+    for name, detect in DETECTORS.items():
+        try:
+            found += detect(repos, now, home, environ, thresholds=thresholds)
+        except Exception:  # one broken store must not hide every other agent
+            log.warning("presence: detector %s failed", name, exc_info=True)
+    return found
+
+
+def refresh_presence(index, now: float | None = None, home: Path | str | None = None,
+                     environ: Mapping[str, str] | None = None,
+                     thresholds: Thresholds | None = None) -> list[dict]:
+    """Detect agents in every indexed repo, store the merged rows (replacing the old ones) and return them."""
+    environ = os.environ if environ is None else environ
+    home = Path(home) if home is not None else Path(environ.get("HOME") or Path.home())
+    now = time.time() if now is None else now
+    thresholds = thresholds or DEFAULT_THRESHOLDS
+    records = {r["path"]: r for r in index.summaries()}
+    repos = list(records)
+    found = detect_all(repos, now, home, environ, thresholds) + bridge.sightings(index, repos, now, thresholds)
+    rows = merge(found, now, thresholds)
+    for row in rows:
+        record = records[row["repo"]]
+        row["repo_id"] = record.get("id")
+        row["repo_name"] = record.get("name")
+        row["branch"] = row["branch"] or record.get("branch")
+        row["refreshed_at"] = iso(now)
+    replace_rows(index, rows)
+    return rows
+
+
+def presence(index, repo: str | None = None) -> list[dict]:
+    """The stored presence rows (as of the last refresh), optionally of one repo path."""
+    return read_rows(index, repo)
