@@ -238,11 +238,23 @@ class Index:
         return [r[0] for r in self.db.conn.execute("select id from repos where generation > ?", (gen,))]
 
     def summaries(self, include_gone: bool = False) -> list[dict]:
-        """Flat repo rows (no nested lists): the fast path for listings and the radar."""
-        where = "" if include_gone else "where gone = 0"
-        cur = self.db.conn.execute(f"select * from repos {where} order by path")
+        """Flat repo rows (no nested lists): the fast path for listings."""
+        return self.rows(where="" if include_gone else "gone = 0")
+
+    def rows(self, where: str = "", args: tuple | list = (), order: str = "path", limit: int | None = None,
+             offset: int = 0) -> list[dict]:
+        """Flat repo rows matching a trusted SQL `where` (values always bound through `args`)."""
+        sql = "select * from repos" + (f" where {where}" if where else "") + f" order by {order}"
+        params = list(args)
+        if limit is not None:
+            sql += " limit ? offset ?"
+            params += [limit, offset]
+        cur = self.db.conn.execute(sql, params)
         names = [d[0] for d in cur.description]
         return [_decode(dict(zip(names, row))) for row in cur.fetchall()]
+
+    def count(self, where: str = "gone = 0", args: tuple | list = ()) -> int:
+        return self.db.conn.execute(f"select count(*) from repos where {where}", list(args)).fetchone()[0]
 
     def repos(self, include_gone: bool = False) -> list[dict]:
         """Full repo records (DESIGN.md shape), with branches, worktrees, submodules and stashes."""

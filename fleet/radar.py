@@ -1,14 +1,14 @@
 """The attention queue: why each repository needs a person, ranked, each reason with a next step.
 
 `attention(record)` is a pure function over one repo record; the index stores its result with the record
-(so the queue is one indexed query), and `radar()` adds what changes outside the repo itself (agents,
-proposals) at query time through `extra_reasons` providers.
+(so the queue is one indexed query), and `radar()` adds what changes outside the repo itself (agent
+collisions, pending proposals) at query time from the sources in `extra_sources()`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Iterable
+from typing import Callable
 
 # The ladder (highest first). Scores leave room between rungs for reasons other modules add.
 SCORES = {
@@ -30,14 +30,14 @@ SCORES = {
 }
 STALE_STASH_AGE = timedelta(days=7)
 
-ExtraReasons = Callable[[list[dict]], dict[int, list[dict]]]
-_providers: list[ExtraReasons] = []
+ExtraReasons = Callable[[object], dict[str, list[dict]]]
 
 
-def register_reasons(provider: ExtraReasons) -> ExtraReasons:
-    """Let another module (presence, proposals) add reasons to repos at query time."""
-    _providers.append(provider)
-    return provider
+def extra_sources() -> list[ExtraReasons]:
+    """Reasons that live outside the repo record, each keyed by repo path (imported late: no cycles)."""
+    from fleet.presence.attention import collision_reasons
+
+    return [collision_reasons]
 
 
 def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
@@ -147,27 +147,34 @@ def _older_than(stamp: str | None, now: datetime, age: timedelta) -> bool:
 
 
 def radar(index, limit: int | None = None, include_clean: bool = False) -> list[dict]:
-    """The ranked queue from the index: one entry per repo that needs attention, most urgent first."""
-    rows = index.summaries()
-    extra: dict[int, list[dict]] = {}
-    for provider in _providers:
-        for repo_id, reasons in provider(rows).items():
-            extra.setdefault(repo_id, []).extend(reasons)
+    """The ranked queue from the index: one entry per repo that needs attention, most urgent first.
+
+    Ranking happens in SQL on the stored score; extra reasons can only raise a repo, so the top `limit`
+    is always within the stored top `limit + len(extra)` plus the repos that have extra reasons.
+    """
+    extra: dict[str, list[dict]] = {}
+    for source in extra_sources():
+        for path, reasons in source(index).items():
+            extra.setdefault(path, []).extend(reasons)
+    where = "gone = 0" if include_clean else "gone = 0 and score > 0"
+    fetch = None if limit is None else limit + len(extra)
+    rows = index.rows(where=where, order="score desc, last_activity desc, name", limit=fetch)
+    seen = {r["path"] for r in rows}
+    missing = [p for p in extra if p not in seen]
+    if missing:
+        rows += index.rows(where=f"gone = 0 and path in ({', '.join('?' * len(missing))})", args=missing)
     entries = []
     for row in rows:
-        reasons = [r for r in (row.get("reasons") or []) if r["code"] != "clean"] + extra.get(row["id"], [])
+        reasons = [r for r in (row.get("reasons") or []) if r["code"] != "clean"] + extra.get(row["path"], [])
         reasons.sort(key=lambda r: -r["score"])
         if not reasons:
-            if not include_clean:
-                continue
             reasons = [reason("clean", "clean and in sync", "nothing to do")]
         entries.append(_entry(row, reasons))
     entries.sort(key=lambda e: (-e["score"], _neg_time(e["last_activity"]), e["name"]))
     return entries[:limit] if limit else entries
 
 
-def _entry(row: dict, reasons: Iterable[dict]) -> dict:
-    reasons = list(reasons)
+def _entry(row: dict, reasons: list[dict]) -> dict:
     return {
         "id": row["id"], "name": row["name"], "path": row["path"], "root": row["root"],
         "branch": row["branch"], "head": row["head"], "score": reasons[0]["score"],

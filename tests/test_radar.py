@@ -77,3 +77,27 @@ def test_queue_orders_conflict_above_dirty_above_behind(tmp_path: Path):
     assert "d-synced" in [e["name"] for e in radar(index, include_clean=True)]
     assert radar(index, limit=1)[0]["name"] == "c-conflict"
     index.close()
+
+
+def test_agent_collisions_raise_a_repo_in_the_queue(tmp_path: Path):
+    from fleet.presence.store import replace_rows
+
+    root = tmp_path / "root"
+    init_repo(root / "calm", commits=1)
+    busy = init_repo(root / "busy", commits=1)
+    write(root / "calm" / "x.txt", "dirty\n")  # local changes: 80
+    index = open_index(tmp_path / "f.db")
+    scan(index, [str(root)])
+    assert [e["name"] for e in radar(index)][0] == "calm"
+    rec = index.repo("busy")
+    rows = [{"agent": agent, "repo": rec["path"], "repo_id": rec["id"], "repo_name": "busy", "state": "working",
+             "sources": ["process"], "branch": "main", "tool": "Edit", "files": ["src/app.py"], "pid": None,
+             "pids": [], "last_activity": "2026-01-01T00:00:00Z", "refreshed_at": "2026-01-01T00:00:00Z"}
+            for agent in ("claude", "codex")]
+    replace_rows(index, rows)
+    top = radar(index, limit=1)[0]
+    assert top["name"] == "busy" and top["status"] == "agent_collision"
+    assert top["reasons"][0]["details"]["agents"] == ["claude", "codex"]
+    assert top["reasons"][0]["details"]["paths"] == ["src/app.py"]
+    assert str(busy) in top["path"] or top["path"] == str(busy.resolve())
+    index.close()
