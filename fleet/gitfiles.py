@@ -227,32 +227,18 @@ def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
     return [(ref, Path(path)) for ref, path in files]
 
 
+# Reflog message prefixes (as git writes them) and the digest kind each means; first match wins.
+_KIND_PREFIXES = (
+    ("commit (amend)", "amend"), ("commit (merge)", "merge"), ("merge ", "merge"), ("commit", "commit"),
+    ("checkout:", "checkout"), ("pull", "pull"), ("reset:", "reset"), ("rebase", "rebase"),
+    ("cherry-pick", "cherry_pick"), ("revert", "revert"), ("branch:", "branch"), ("Branch: renamed", "branch"),
+    ("fetch", "fetch"),
+)
+
+
 def reflog_kind(message: str) -> str:
     """Classify a reflog message into the digest's event kinds."""
-    m = message
-    if m.startswith("commit (amend)"):
-        return "amend"
-    if m.startswith("commit (merge)") or m.startswith("merge "):
-        return "merge"
-    if m.startswith("commit"):
-        return "commit"
-    if m.startswith("checkout:"):
-        return "checkout"
-    if m.startswith("pull"):
-        return "pull"
-    if m.startswith("reset:"):
-        return "reset"
-    if m.startswith("rebase"):
-        return "rebase"
-    if m.startswith("cherry-pick"):
-        return "cherry_pick"
-    if m.startswith("revert"):
-        return "revert"
-    if m.startswith("branch:") or m.startswith("Branch: renamed"):
-        return "branch"
-    if m.startswith("fetch"):
-        return "fetch"
-    return "other"
+    return next((kind for prefix, kind in _KIND_PREFIXES if message.startswith(prefix)), "other")
 
 
 def operation(gitdir: Path) -> tuple[str | None, dict]:

@@ -8,7 +8,6 @@ is still an entry, and unreadable lines are counted, not fatal.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from fleet.caps import DEFAULT_CAP, cap, check_int

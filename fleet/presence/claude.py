@@ -55,13 +55,7 @@ def _summarise(data: bytes) -> Activity:
             act.idle = (record["type"] == "assistant" and isinstance(message, dict)
                         and message.get("stop_reason") == "end_turn")
         for name, args in _blocks(record):
-            if act.tool is None:
-                act.tool = name
-            if isinstance(args, dict) and len(act.files) < MAX_FILES:
-                for key in FILE_KEYS:
-                    value = args.get(key)
-                    if isinstance(value, str) and value not in act.files:
-                        act.files.append(value)
+            act.note_tool(name, args, FILE_KEYS)
         if act.cwd and act.tool and (len(act.files) >= MAX_FILES or count >= _MAX_RECORDS):
             break
     return act

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir, relative_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir, relative_files
 
 _ENDS = {"assistant.turn_end", "session.idle", "session.shutdown"}
 _STARTS = {"assistant.turn_start", "user.message", "tool.execution_start", "assistant.message"}
@@ -43,13 +43,8 @@ def parse_session(folder: Path) -> Activity:
             turn_known = True
             act.idle = kind in _ENDS
         if kind == "tool.execution_start":
-            if act.tool is None and isinstance(data.get("toolName"), str):
-                act.tool = data["toolName"]
-            args = data.get("arguments")
-            for key in FILE_KEYS if isinstance(args, dict) else ():
-                value = args.get(key)
-                if isinstance(value, str) and value not in act.files and len(act.files) < MAX_FILES:
-                    act.files.append(value)
+            if isinstance(data.get("toolName"), str):
+                act.note_tool(data["toolName"], data.get("arguments"), FILE_KEYS)
     return act
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fleet.presence.files import CACHE, json_lines_reversed, read_json, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, relative_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, relative_files
 
 FILE_KEYS = ("file_path", "absolute_path")
 
@@ -38,12 +38,7 @@ def _summarise(records: Iterable[dict[str, Any]]) -> Activity:
         for call in reversed(calls):
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 continue
-            act.tool = act.tool or call["name"]
-            args = call.get("args")
-            for key in FILE_KEYS if isinstance(args, dict) else ():
-                value = args.get(key)
-                if isinstance(value, str) and value not in act.files and len(act.files) < MAX_FILES:
-                    act.files.append(value)
+            act.note_tool(call["name"], call.get("args"), FILE_KEYS)
     return act
 
 

@@ -55,6 +55,17 @@ class Activity:
     busy: bool = False
     at: float | None = None
 
+    def note_tool(self, name: str, args: object, keys: Iterable[str]) -> None:
+        """Remember the newest tool name and the file paths its arguments name under `keys`."""
+        if self.tool is None:
+            self.tool = name
+        if not isinstance(args, dict):
+            return
+        for key in keys:
+            value = args.get(key)
+            if isinstance(value, str) and value not in self.files and len(self.files) < MAX_FILES:
+                self.files.append(value)
+
 
 class RepoMap:
     """Longest-prefix mapping of paths to fleet repos, so a nested worktree or submodule wins over its parent.
