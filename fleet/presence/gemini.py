@@ -16,6 +16,7 @@ from fleet.presence.files import CACHE, json_lines_reversed, read_json, read_tai
 from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, relative_files
 
 FILE_KEYS = ("file_path", "absolute_path")
+_NEEDLES = (b'"user"', b'"gemini"')                       # only these record types are read below
 
 
 def gemini_homes(home: Path, environ: Mapping[str, str]) -> list[Path]:
@@ -49,7 +50,7 @@ def parse_chat(path: Path) -> Activity:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return _summarise(reversed([m for m in messages if isinstance(m, dict)]) if isinstance(messages, list)
                           else [])
-    return _summarise(json_lines_reversed(read_tail(path)))
+    return _summarise(json_lines_reversed(read_tail(path), _NEEDLES))
 
 
 class _Owners:
