@@ -7,6 +7,8 @@ from no ref at all while its objects still exist (so it can be recovered: `git b
 
 from __future__ import annotations
 
+import os
+
 from fleet.gitrun import GitError, run_git
 from fleet.reader import iso
 
@@ -54,7 +56,7 @@ def reflog_timeline(index, repo: dict, limit: int = 60) -> list[dict]:
         events.append(row)
     events = events[:limit]
     path = repo["path"]
-    checks = 0
+    checks = 0 if os.path.isdir(path) else MAX_ANCESTRY_CHECKS  # a repo gone from disk keeps its history
     for event in events:
         event["when"] = iso(event["at"])
         event["rewrote"] = False
@@ -62,7 +64,7 @@ def reflog_timeline(index, repo: dict, limit: int = 60) -> list[dict]:
             checks += 1
             event["rewrote"] = rewrote(path, event["old_sha"], event["new_sha"])
     dropped = {e["old_sha"] for e in events if e["rewrote"]}
-    lost = unreachable(path, dropped) if repo.get("head") else set()
+    lost = unreachable(path, dropped)
     for event in events:
         event["recoverable"] = event["old_sha"] if event["rewrote"] and event["old_sha"] in lost else None
     return events
