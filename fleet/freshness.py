@@ -1,7 +1,8 @@
 """How fresh the index is, said honestly: when it was last written, and whether a watcher keeps it current.
 
 The watcher (in `serve` or `fleetdeck watch`, possibly another process) records its state under the `meta`
-key `watcher` as JSON; a heartbeat older than `STALE_AFTER` means it stopped without saying so.
+key `watcher` as JSON ({pid, mode, heartbeat_at, repos, backlog, stopped_at, ...}), beating every few
+seconds; a heartbeat older than `STALE_AFTER` means it died without saying so.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import time
 from datetime import datetime
 
-STALE_AFTER = 90.0
+STALE_AFTER = 30.0
 
 
 def _seconds(stamp: object) -> float | None:
@@ -25,28 +26,29 @@ def _seconds(stamp: object) -> float | None:
 
 
 def watcher_state(index, now: float | None = None) -> dict:
-    """`{state, mode, detail, heartbeat_age_s}`; state is `running`, `polling`, `stopped`, `stale` or `absent`."""
+    """`{state, mode, repos, backlog, heartbeat_age_s}` from the watcher's `meta` record.
+
+    `state`: `running` (file events), `polling` (inotify unavailable: slower), `stale` (no heartbeat for
+    `STALE_AFTER` seconds: it died without saying so), `stopped`, or `absent` (no watcher ever ran here).
+    """
     now = now or time.time()
     row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
-    if row is None:
-        return {"state": "absent", "mode": None, "detail": "no watcher has run on this index",
-                "heartbeat_age_s": None}
     try:
-        value = json.loads(row[0])
+        value = json.loads(row[0]) if row else None
     except (TypeError, ValueError):
-        value = {"state": str(row[0])}
+        value = None
     if not isinstance(value, dict):
-        value = {"state": str(value)}
-    beat = _seconds(value.get("heartbeat") or value.get("updated_at"))
-    age = None if beat is None else max(0.0, now - beat)
-    state = str(value.get("state") or "running")
-    mode = value.get("mode")
-    if state in ("running", "polling") and age is not None and age > STALE_AFTER:
+        return {"state": "absent", "mode": None, "repos": None, "backlog": None, "heartbeat_age_s": None}
+    beat = _seconds(value.get("heartbeat_at"))
+    age = None if beat is None else round(max(0.0, now - beat), 1)
+    if value.get("stopped_at"):
+        state = "stopped"
+    elif age is None or age > STALE_AFTER:
         state = "stale"
-    elif state == "running" and mode == "polling":
-        state = "polling"
-    return {"state": state, "mode": mode, "detail": value.get("detail") or value.get("reason"),
-            "heartbeat_age_s": None if age is None else round(age, 1)}
+    else:
+        state = "polling" if value.get("mode") == "polling" else "running"
+    return {"state": state, "mode": value.get("mode"), "repos": value.get("repos"),
+            "backlog": value.get("backlog"), "heartbeat_age_s": age}
 
 
 def freshness(index, now: float | None = None) -> dict:
