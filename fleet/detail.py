@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fleet.commits import recent_commits
+from fleet.errors import FleetError
 from fleet.gitrun import GitError
+from fleet.history import repo_history
 from fleet.timeline import reflog_timeline
 
 
@@ -13,15 +14,18 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
     record = index.repo(key)
     if record is None:
         return None
+    history: dict = {"commits": [], "truncated": False, "omitted_count": 0}
     history_error = None
-    try:
-        log = [] if record.get("gone") else recent_commits(record["path"], record.get("head"), commits)
-    except GitError as exc:
-        log, history_error = [], exc.message
+    if not record.get("gone"):
+        try:
+            history = repo_history(record["path"], limit=commits)
+        except (FleetError, GitError) as exc:
+            history_error = exc.message
     return {
         "repo": record,
         "reasons": record.get("reasons") or [],
-        "commits": log,
+        "commits": history["commits"],
+        "more_commits": history["omitted_count"],
         "timeline": reflog_timeline(index, record, events),
         "agents": [r for r in (presence_rows or []) if r["repo"] == record["path"]],
         "history_error": history_error,

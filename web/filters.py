@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 
 import jinja2
 
+from fleet.reader import iso
+
 SEVERITY = {
     "conflict": "critical", "broken": "critical", "predicted_conflict": "high", "agent_collision": "high",
     "diverged": "high", "operation": "op", "pending_proposal": "op", "local_changes": "medium",
@@ -59,5 +61,5 @@ def query(params: dict[str, str], **changes: object) -> str:
 
 
 def install(env: jinja2.Environment) -> None:
-    env.filters.update(ago=ago, short=short, num=num)
+    env.filters.update(ago=ago, short=short, num=num, iso=iso)
     env.globals.update(query=query, severity=SEVERITY, labels=LABELS)
