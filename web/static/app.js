@@ -99,7 +99,7 @@
     source.addEventListener("status", function (ev) {
       const data = JSON.parse(ev.data);
       const w = data.watcher || {};
-      setStatus("on", w.state === "running" ? "live" : "live · watcher " + w.state);
+      setStatus("on", w.state === "running" ? "live" : w.state === "absent" ? "live · no watcher" : "live · watcher " + w.state);
       document.querySelectorAll(".freshness time.ago").forEach(function (el) {
         if (live === "queue" && data.indexed_at) el.setAttribute("datetime", data.indexed_at);
       });
