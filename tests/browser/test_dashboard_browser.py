@@ -133,3 +133,7 @@ def test_a_post_without_csrf_is_refused(page, fleet) -> None:
         "u => fetch(u, {method: 'POST', headers: {Accept: 'application/json', 'X-CSRF-Token':"
         " document.querySelector('meta[name=csrf-token]').content}}).then(r => r.status)", url)
     assert with_token == 200
+
+
+def test_the_content_security_policy_is_enforced(page) -> None:
+    assert page.evaluate("() => { try { eval('1'); return 'ran'; } catch (e) { return e.name; } }") == "EvalError"
