@@ -136,4 +136,11 @@ def test_a_post_without_csrf_is_refused(page, fleet) -> None:
 
 
 def test_the_content_security_policy_is_enforced(page) -> None:
-    assert page.evaluate("() => { try { eval('1'); return 'ran'; } catch (e) { return e.name; } }") == "EvalError"
+    blocked = page.evaluate("""() => new Promise(resolve => {
+        document.addEventListener('securitypolicyviolation', e => resolve(e.violatedDirective));
+        const s = document.createElement('script');
+        s.textContent = 'window.__inlineRan = true';
+        document.head.appendChild(s);
+        setTimeout(() => resolve(window.__inlineRan ? 'ran' : 'silent'), 1000);
+    })""")
+    assert blocked.startswith("script-src")
