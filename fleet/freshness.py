@@ -52,13 +52,17 @@ def watcher_state(index, now: float | None = None) -> dict:
 
 
 def freshness(index, now: float | None = None) -> dict:
-    """When the index last changed (newest `scanned_at`), its change counter, and the watcher's state."""
+    """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, and how
+    many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos)."""
     now = now or time.time()
-    newest = index.db.conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
+    conn = index.db.conn
+    newest = conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
+    agents, presence_at = conn.execute("select count(*), max(refreshed_at) from presence").fetchone()
     when = _seconds(newest)
     return {
         "indexed_at": newest,
         "age_s": None if when is None else round(max(0.0, now - when), 1),
         "generation": index.generation(),
         "watcher": watcher_state(index, now),
+        "presence": {"agents": agents, "refreshed_at": presence_at},
     }

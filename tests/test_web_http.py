@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from fleet.presence.store import replace_rows
 from fleet.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
@@ -46,8 +47,8 @@ def repo_id(index, path: Path) -> int:
 
 # --- security ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/", "/repos/1", "/api/repos", "/api/repos/1", "/api/radar", "/api/events",
-                                  "/fragments/queue"])
+@pytest.mark.parametrize("path", ["/", "/repos/1", "/agents", "/api/repos", "/api/repos/1", "/api/radar",
+                                  "/api/presence", "/api/events", "/fragments/queue", "/fragments/agents"])
 def test_every_page_and_api_needs_the_token(client: TestClient, path: str) -> None:
     r = client.get(path)
     assert r.status_code == 401
@@ -252,3 +253,40 @@ def test_repo_page_shows_operation_and_next_step(authed: TestClient, fleet) -> N
     html = authed.get(f"/repos/{repo_id(index, repos['conflicted'])}").text
     assert "Merge in progress" in html and "git merge --abort" in html
     assert 'name="csrf_token"' in html
+
+
+# --- agents -------------------------------------------------------------------------------------------------
+
+def _present(index, repo: Path) -> None:
+    """Two agents on the same file of one repo, stored the way `refresh_presence` stores its rows."""
+    path = str(repo.resolve())
+    record = index.repo(path)
+    base = {"repo": path, "repo_id": record["id"], "repo_name": record["name"], "branch": "main", "tool": None,
+            "pid": None, "pids": [], "last_activity": "2026-01-01T00:00:00+00:00",
+            "refreshed_at": "2026-01-01T00:00:05+00:00"}
+    replace_rows(index, [{**base, "agent": "claude-code", "state": "working", "sources": ["claude"],
+                          "files": ["README.md"]},
+                         {**base, "agent": "codex", "state": "recent", "sources": ["codex"],
+                          "files": ["README.md", "new.txt"]}])
+
+
+def test_api_presence_mirrors_the_cli_shape_with_collisions(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    assert authed.get("/api/presence").json()["agents"] == []
+    _present(index, repos["dirty"])
+    data = authed.get("/api/presence").json()
+    assert [(a["agent"], a["state"]) for a in data["agents"]] == [("claude-code", "working"), ("codex", "recent")]
+    assert data["collisions"][0]["kind"] == "overlapping_files" and data["collisions"][0]["paths"] == ["README.md"]
+    assert data["freshness"]["presence"] == {"agents": 2, "refreshed_at": "2026-01-01T00:00:05+00:00"}
+
+
+def test_agents_show_on_the_agents_page_the_queue_and_the_repo_page(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    _present(index, repos["dirty"])
+    page = authed.get("/agents").text
+    assert "Collisions" in page and "claude-code, codex touched the same files: README.md" in page
+    queue = authed.get("/api/radar?agent=codex").json()
+    assert [e["name"] for e in queue["entries"]] == ["dirty"] and queue["counts"]["agents_working"] == 1
+    assert 'class="agent agent-working">claude-code<' in authed.get("/").text
+    detail = authed.get(f"/api/repos/{repo_id(index, repos['dirty'])}").json()
+    assert [a["agent"] for a in detail["agents"]] == ["claude-code", "codex"]

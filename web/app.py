@@ -29,6 +29,7 @@ import templates as templates_pkg
 from fleet.detail import repo_detail
 from fleet.freshness import freshness
 from fleet.index import Index, open_index
+from fleet.presence import collisions, presence
 from fleet.queue import QueueFilter, attention_queue
 from fleet.scan import refresh_repo
 from web import filters
@@ -37,7 +38,7 @@ from web.security import Guard, SecurityMiddleware, allowed_hosts_for
 POLL_SECONDS = 0.2
 STATUS_EVERY = 25  # polls between index freshness / watcher state events (~5 s)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-NAV_LINKS = [("/", "Queue")]
+NAV_LINKS = [("/", "Queue"), ("/agents", "Agents")]
 
 
 class Indexes:
@@ -85,12 +86,18 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
 
     def queue_context(request: Request) -> dict:
         index = indexes.get()
-        data = attention_queue(index, QueueFilter.from_params(dict(request.query_params)))
+        data = attention_queue(index, QueueFilter.from_params(dict(request.query_params)), presence(index))
         data["freshness"] = freshness(index)
         return data
 
+    def agents_context() -> dict:
+        index = indexes.get()
+        rows = presence(index)
+        return {"agents": rows, "collisions": collisions(rows), "freshness": freshness(index)}
+
     def detail_or_404(request: Request) -> dict:
-        detail = repo_detail(indexes.get(), request.path_params["repo_id"])
+        index = indexes.get()
+        detail = repo_detail(index, request.path_params["repo_id"], presence(index))
         if detail is None:
             raise HTTPException(404, f"no repository with id {request.path_params['repo_id']} in the index")
         return detail
@@ -106,6 +113,15 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
 
     def repo_fragment(request: Request) -> Response:
         return render(request, "_repo.html", detail_or_404(request))
+
+    def agents_page(request: Request) -> Response:
+        return render(request, "agents.html", agents_context())
+
+    def agents_fragment(request: Request) -> Response:
+        return render(request, "_agents.html", agents_context())
+
+    def api_presence(request: Request) -> Response:
+        return JSONResponse(agents_context())
 
     def api_repos(request: Request) -> Response:
         include_gone = request.query_params.get("all") in ("1", "true")
@@ -153,6 +169,9 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
         Route("/fragments/queue", queue_fragment),
         Route("/repos/{repo_id:int}", repo_page, name="repo"),
         Route("/fragments/repos/{repo_id:int}", repo_fragment),
+        Route("/agents", agents_page, name="agents"),
+        Route("/fragments/agents", agents_fragment),
+        Route("/api/presence", api_presence),
         Route("/api/repos", api_repos),
         Route("/api/repos/{repo_id:int}", api_repo),
         Route("/api/repos/{repo_id:int}/refresh", api_refresh, methods=["POST"]),

@@ -1,6 +1,7 @@
 // fleetdeck dashboard: progressive enhancement over server-rendered pages (everything works without it).
-// Live updates: the server pushes changed repo ids over SSE (/api/events); we re-fetch the page's HTML
-// fragment and patch it in place, keeping the filter form (and whatever the person typed) untouched.
+// Live updates: the server pushes changed repo ids over SSE (/api/events), and every few seconds a status
+// with the presence stamp; we re-fetch the page's HTML fragment and patch it in place, keeping the filter
+// form (and whatever the person typed) untouched.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -79,6 +80,7 @@
 
   // ---- server-sent events ----------------------------------------------------------------------------------
   let pollTimer = null;
+  let presenceSeen = null;
   function startPolling() {
     if (pollTimer || !region) return;
     pollTimer = setInterval(function () { patch(); }, 5000);
@@ -93,7 +95,7 @@
     source.addEventListener("change", function (ev) {
       const data = JSON.parse(ev.data);
       flash();
-      if (live === "queue") patch(data.ids);
+      if (live === "queue" || live === "agents") patch(data.ids);
       else if (live === "repo" && data.ids.indexOf(Number(main.dataset.repoId)) !== -1) patch(data.ids);
     });
     source.addEventListener("status", function (ev) {
@@ -104,6 +106,9 @@
         if (live === "queue" && data.indexed_at) el.setAttribute("datetime", data.indexed_at);
       });
       refreshTimes();
+      const stamp = JSON.stringify(data.presence || null);
+      if (presenceSeen !== null && stamp !== presenceSeen) patch();  // agents came, went or changed state
+      presenceSeen = stamp;
     });
     source.addEventListener("error", function () {
       setStatus("off", "reconnecting… (polling every 5 s)");
