@@ -232,6 +232,39 @@ def _read_input(source: str, what: str) -> str:
         raise FleetError("BAD_ARGUMENT", f"{what} is not UTF-8 (byte {exc.start})") from None
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from fleet.scan import scan
+    from web.server import serve
+
+    bad = [r for r in args.roots if not os.path.isdir(r)]
+    if bad:
+        raise FleetError("BAD_PATH", f"not a directory: {', '.join(bad)}")
+    with index_for(args) as index:
+        if args.roots or index.roots():
+            summary = scan(index, args.roots or None)
+            print(f"indexed {summary['repos']} repositories in {summary['elapsed_s']:.2f}s", file=sys.stderr)
+        db_path = index.path
+    serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from fleet.demo import build_demo_fleet
+
+    target = args.dir or tempfile.mkdtemp(prefix="fleetdeck-demo-")
+    try:
+        roots = build_demo_fleet(target)
+    except FileExistsError as exc:
+        raise FleetError("BAD_PATH", str(exc)) from exc
+    print(f"demo fleet built in {target}", file=sys.stderr)
+    args.roots = roots
+    if not args.db:  # never mix the demo into the person's own index
+        args.db = os.path.join(target, "fleet.db")
+    return cmd_serve(args)
+
+
 # --- parser ----------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,6 +296,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("presence", help="coding agents working in the fleet's repositories, and collisions")
     p.add_argument("--json", action="store_true", help="print {agents: [...], collisions: [...]} as JSON")
     p.set_defaults(func=cmd_presence)
+
+    for name, text in (("serve", "the dashboard (and watcher) on http://127.0.0.1:8765"),
+                       ("demo", "build a sample fleet in a temp dir and serve it")):
+        p = sub.add_parser(name, help=text)
+        if name == "serve":
+            p.add_argument("roots", nargs="*", metavar="ROOT", help="add and scan these roots first")
+            p.set_defaults(func=cmd_serve)
+        else:
+            p.add_argument("--dir", help="build the sample fleet here (an empty or new folder)")
+            p.set_defaults(func=cmd_demo)
+        p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+        p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+        p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+        p.add_argument("--open", action="store_true", help="open the dashboard in a browser")
 
     p = sub.add_parser("roots", help="list, add or remove the fleet's roots")
     p.add_argument("action", nargs="?", choices=["list", "add", "remove"], default="list")

@@ -99,7 +99,7 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
                           "push them or delete them if merged", branches=[b["name"] for b in others]))
     stale = [s for s in record.get("stash_list", []) if _older_than(s.get("at"), now, STALE_STASH_AGE)]
     if stale:
-        out.append(reason("stale_stash", f"{_plural(len(stale), 'stash')} older than a week",
+        out.append(reason("stale_stash", f"{len(stale)} stash{'' if len(stale) == 1 else 'es'} older than a week",
                           "git stash list; apply or drop them"))
     for wt in record.get("worktrees", []):
         if wt.get("prunable"):

@@ -1,0 +1,184 @@
+"""A sample fleet in every interesting state, built with the real git CLI (for `fleetdeck demo` and benchmarks).
+
+Layout under the target folder: `fleet/work` and `fleet/oss` are the two roots; bare remotes, seed clones and
+linked worktrees live beside them (outside the roots) so discovery finds only the repos a person would own.
+Commits use a fixed identity and a clock that walks through the past week, so the digest has days to chart.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from fleet.gitrun import run_git
+
+IDENTITY = ("Demo Developer", "demo@fleetdeck.invalid")
+DAY = 86_400
+
+
+class DemoBuilder:
+    """Runs git with a fixed identity and a monotonic fake clock (`GIT_*_DATE`)."""
+
+    def __init__(self, base: Path, start: float, end: float) -> None:
+        self.base = base
+        self.clock = int(start)
+        self.end = int(end)
+
+    def git(self, cwd: Path, *args: str, ok_codes: tuple[int, ...] = (0,), step: int = 300) -> str:
+        self.clock = min(self.clock + step, self.end)
+        stamp = f"@{self.clock} +0000"
+        env = {"GIT_AUTHOR_NAME": IDENTITY[0], "GIT_AUTHOR_EMAIL": IDENTITY[1],
+               "GIT_COMMITTER_NAME": IDENTITY[0], "GIT_COMMITTER_EMAIL": IDENTITY[1],
+               "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp, "GIT_EDITOR": "true"}
+        config = ["-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always",
+                  "-c", "advice.detachedHead=false", "-c", "commit.gpgsign=false",
+                  "-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
+        return run_git(cwd, config + list(args), ok_codes=ok_codes, extra_env=env).stdout.decode()
+
+    def write(self, path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def commit(self, repo: Path, name: str, text: str, message: str, step: int = 300) -> None:
+        self.write(repo / name, text)
+        self.git(repo, "add", "--", name)
+        self.git(repo, "commit", "-q", "-m", message, step=step)
+
+    def repo(self, path: Path, files: dict[str, str] | None = None) -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        self.git(path, "init", "-q", "-b", "main")
+        for name, text in (files or {"README.md": f"# {path.name}\n"}).items():
+            self.commit(path, name, text, f"add {name}")
+        return path
+
+    def tracked(self, name: str, root: Path, files: dict[str, str] | None = None) -> tuple[Path, Path]:
+        """A repo under `root` cloned from a bare remote, plus a seed clone that plays 'the teammates'."""
+        remote = self.base / "remotes" / f"{name}.git"
+        remote.mkdir(parents=True)
+        self.git(remote, "init", "-q", "--bare", "-b", "main")
+        seed = self.repo(self.base / "seeds" / name, files)
+        self.git(seed, "remote", "add", "origin", str(remote))
+        self.git(seed, "push", "-q", "-u", "origin", "main")
+        clone = root / name
+        self.git(root, "clone", "-q", str(remote), str(clone))
+        return clone, seed
+
+    def push_from(self, seed: Path, commits: list[tuple[str, str, str]]) -> None:
+        for name, text, message in commits:
+            self.commit(seed, name, text, message)
+        self.git(seed, "push", "-q", "origin", "main")
+
+
+def build_demo_fleet(target: str | os.PathLike[str], now: float | None = None) -> list[str]:
+    """Build the sample fleet under `target` (which must be empty or absent); return the two root paths."""
+    base = Path(target)
+    if base.exists() and any(base.iterdir()):
+        raise FileExistsError(f"{base} is not empty")
+    work, oss = base / "fleet" / "work", base / "fleet" / "oss"
+    work.mkdir(parents=True)
+    oss.mkdir(parents=True)
+    end = int(now or time.time()) - 60
+    b = DemoBuilder(base, end - 8 * DAY, end)
+    builders = [
+        lambda: _stale_stashes(b, oss), lambda: _clean(b, oss, "dotfiles"), lambda: _no_upstream(b, oss),
+        lambda: _clean(b, work, "design-system"), lambda: _submodule_drift(b, oss), lambda: _behind(b, oss),
+        lambda: _worktrees(b, work), lambda: _ahead_with_rewrites(b, work), lambda: _diverged(b, work),
+        lambda: _mid_rebase(b, work), lambda: _dirty(b, oss), lambda: _conflicted_merge(b, work),
+    ]
+    for build in builders:  # spread the fleet's history over the week, newest states last
+        build()
+        b.clock += 14 * 3600
+    return [str(work), str(oss)]
+
+
+def _conflicted_merge(b: DemoBuilder, root: Path) -> None:
+    repo, seed = b.tracked("api-server", root, {"app.py": "def handler():\n    return 200\n", "README.md": "# api\n"})
+    b.git(repo, "checkout", "-q", "-b", "feature/rate-limits")
+    b.commit(repo, "app.py", "def handler():\n    return 429  # rate limited\n", "rate-limit every handler")
+    b.git(repo, "checkout", "-q", "main")
+    b.commit(repo, "app.py", "def handler():\n    return 204\n", "handlers return no content")
+    b.git(repo, "merge", "-q", "feature/rate-limits", ok_codes=(0, 1))
+
+
+def _mid_rebase(b: DemoBuilder, root: Path) -> None:
+    repo, seed = b.tracked("web-frontend", root, {"index.html": "<h1>hi</h1>\n"})
+    b.git(repo, "checkout", "-q", "-b", "redesign")
+    for i in range(3):
+        b.commit(repo, f"styles/part{i}.css", f"body {{ margin: {i}px }}\n", f"redesign step {i + 1}")
+    b.git(repo, "-c", "sequence.editor=sed -i 2s/^pick/edit/", "rebase", "-q", "-i", "HEAD~3")
+
+
+def _diverged(b: DemoBuilder, root: Path) -> None:
+    repo, seed = b.tracked("billing", root, {"invoice.py": "TAX = 0.20\n", "README.md": "# billing\n"})
+    b.push_from(seed, [("invoice.py", "TAX = 0.21\n", "new tax rate"),
+                       ("docs.md", "how invoices work\n", "document invoices"),
+                       ("ci.yml", "steps: [test]\n", "add CI")])
+    b.commit(repo, "invoice.py", "TAX = 0.19\n", "discount tax for partners")
+    b.commit(repo, "export.py", "def export(): ...\n", "csv export")
+    b.git(repo, "fetch", "-q")
+
+
+def _dirty(b: DemoBuilder, root: Path) -> None:
+    repo, _ = b.tracked("mobile-app", root, {"App.tsx": "export default 1\n", "package.json": "{}\n"})
+    b.write(repo / "App.tsx", "export default 2\n")
+    b.write(repo / "package.json", '{"name": "mobile"}\n')
+    b.git(repo, "add", "--", "package.json")
+    b.write(repo / "screens/Login.tsx", "export const Login = 1\n")
+    b.write(repo / "notes.txt", "todo\n")
+
+
+def _ahead_with_rewrites(b: DemoBuilder, root: Path) -> None:
+    repo, _ = b.tracked("cli-tools", root, {"main.go": "package main\n"})
+    b.commit(repo, "flags.go", "package main // flags\n", "parse flags")
+    b.commit(repo, "flags.go", "package main // flags v2\n", "wip")
+    b.write(repo / "flags.go", "package main // flags v3\n")
+    b.git(repo, "commit", "-q", "-a", "--amend", "-m", "flags: support --json")
+    b.commit(repo, "experiment.go", "package main // risky\n", "experiment: rewrite parser")
+    b.git(repo, "reset", "-q", "--hard", "HEAD~1")
+    b.commit(repo, "help.go", "package main // help\n", "better --help text")
+
+
+def _behind(b: DemoBuilder, root: Path) -> None:
+    repo, seed = b.tracked("infra", root, {"main.tf": "provider \"aws\" {}\n"})
+    b.push_from(seed, [("vpc.tf", "resource \"vpc\" {}\n", "add VPC"), ("dns.tf", "resource \"dns\" {}\n", "add DNS")])
+    b.git(repo, "fetch", "-q")
+
+
+def _stale_stashes(b: DemoBuilder, root: Path) -> None:
+    repo, _ = b.tracked("ml-notebooks", root, {"train.py": "epochs = 10\n"})
+    b.write(repo / "train.py", "epochs = 50\n")
+    b.git(repo, "stash", "push", "-q", "-m", "try more epochs")
+    b.write(repo / "train.py", "epochs = 10\nlr = 0.01\n")
+    b.git(repo, "stash", "push", "-q", "-m", "learning-rate sweep")
+
+
+def _worktrees(b: DemoBuilder, root: Path) -> None:
+    repo, _ = b.tracked("platform", root, {"service.py": "VERSION = 1\n"})
+    outside = b.base / "worktrees"
+    b.git(repo, "worktree", "add", "-q", "-b", "hotfix/login", str(outside / "platform-hotfix"))
+    b.commit(outside / "platform-hotfix", "service.py", "VERSION = 2\n", "hotfix: login loop")
+    b.git(repo, "worktree", "add", "-q", "-b", "spike/grpc", str(outside / "platform-spike"))
+    b.git(repo, "worktree", "lock", "--reason", "agent experiment in progress", str(outside / "platform-spike"))
+    b.git(repo, "worktree", "add", "-q", "-b", "old/cleanup", str(outside / "platform-old"))
+    shutil.rmtree(outside / "platform-old")
+
+
+def _submodule_drift(b: DemoBuilder, root: Path) -> None:
+    lib = b.repo(b.base / "seeds" / "shared-lib", {"lib.py": "VERSION = 1\n"})
+    repo, _ = b.tracked("monorepo", root, {"README.md": "# monorepo\n"})
+    b.git(repo, "submodule", "add", "-q", str(lib), "vendor/shared-lib")
+    b.git(repo, "commit", "-q", "-m", "vendor shared-lib")
+    b.git(repo, "push", "-q", "origin", "main")
+    b.commit(lib, "lib.py", "VERSION = 2\n", "shared-lib v2")
+    b.git(repo / "vendor" / "shared-lib", "pull", "-q", "origin", "main")
+
+
+def _clean(b: DemoBuilder, root: Path, name: str) -> None:
+    b.tracked(name, root, {"README.md": f"# {name}\n", "LICENSE": "MIT\n"})
+
+
+def _no_upstream(b: DemoBuilder, root: Path) -> None:
+    repo = b.repo(root / "scratch", {"notes.md": "# ideas\n"})
+    b.commit(repo, "notes.md", "# ideas\n- a fleet dashboard\n", "more ideas")

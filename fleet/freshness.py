@@ -1,0 +1,68 @@
+"""How fresh the index is, said honestly: when it was last written, and whether a watcher keeps it current.
+
+The watcher (in `serve` or `fleetdeck watch`, possibly another process) records its state under the `meta`
+key `watcher` as JSON ({pid, mode, heartbeat_at, repos, backlog, stopped_at, ...}), beating every few
+seconds; a heartbeat older than `STALE_AFTER` means it died without saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+
+STALE_AFTER = 30.0
+
+
+def _seconds(stamp: object) -> float | None:
+    if isinstance(stamp, (int, float)):
+        return float(stamp)
+    if isinstance(stamp, str) and stamp:
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def watcher_state(index, now: float | None = None) -> dict:
+    """`{state, mode, repos, backlog, heartbeat_age_s}` from the watcher's `meta` record.
+
+    `state`: `running` (file events), `polling` (inotify unavailable: slower), `stale` (no heartbeat for
+    `STALE_AFTER` seconds: it died without saying so), `stopped`, or `absent` (no watcher ever ran here).
+    """
+    now = now or time.time()
+    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    try:
+        value = json.loads(row[0]) if row else None
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, dict):
+        return {"state": "absent", "mode": None, "repos": None, "backlog": None, "heartbeat_age_s": None}
+    beat = _seconds(value.get("heartbeat_at"))
+    age = None if beat is None else round(max(0.0, now - beat), 1)
+    if value.get("stopped_at"):
+        state = "stopped"
+    elif age is None or age > STALE_AFTER:
+        state = "stale"
+    else:
+        state = "polling" if value.get("mode") == "polling" else "running"
+    return {"state": state, "mode": value.get("mode"), "repos": value.get("repos"),
+            "backlog": value.get("backlog"), "heartbeat_age_s": age}
+
+
+def freshness(index, now: float | None = None) -> dict:
+    """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, and how
+    many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos)."""
+    now = now or time.time()
+    conn = index.db.conn
+    newest = conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
+    agents, presence_at = conn.execute("select count(*), max(refreshed_at) from presence").fetchone()
+    when = _seconds(newest)
+    return {
+        "indexed_at": newest,
+        "age_s": None if when is None else round(max(0.0, now - when), 1),
+        "generation": index.generation(),
+        "watcher": watcher_state(index, now),
+        "presence": {"agents": agents, "refreshed_at": presence_at},
+    }

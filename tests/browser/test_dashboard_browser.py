@@ -1,0 +1,146 @@
+"""The dashboard in a real browser (headless Chromium) over a real `fleetdeck serve` and real repos."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.index import open_index
+from fleet.scan import refresh_repo
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, Server
+from tests.dashboard_fleet import build_fleet
+from tests.gitbuild import commit_file, write
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    base = tmp_path_factory.mktemp("browser-fleet")
+    repos = build_fleet(base)
+    server = Server(base / "fleet.db", [repos["root"]])
+    index = open_index(base / "fleet.db")
+    yield server, index, repos
+    index.close()
+    server.stop()
+
+
+@pytest.fixture
+def page(browser, fleet):
+    server, _, _ = fleet
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.goto(server.url)  # the access link: sets the cookie, redirects to the clean URL
+    yield tab
+    context.close()
+
+
+def refresh(index, repo: Path) -> None:
+    """No watcher runs in this process tree yet, so the test re-reads the repo itself, as the watcher would."""
+    refresh_repo(index, str(repo.resolve()))
+
+
+def row_names(page) -> list[str]:
+    return page.locator("#queue-table tbody .repo-link").all_inner_texts()
+
+
+def test_queue_ranks_conflicted_above_dirty_above_clean(page, fleet) -> None:
+    assert page.url.endswith("/") and "token=" not in page.url
+    names = row_names(page)
+    assert names.index("conflicted") < names.index("dirty") < names.index("clean")
+    assert page.locator('tr[data-status="conflict"] .badge').inner_text() == "conflict"
+
+
+def test_repo_page_shows_branch_and_ahead_behind(page, fleet) -> None:
+    page.get_by_role("link", name="tracking", exact=True).click()
+    page.wait_for_url(re.compile(r"/repos/\d+$"))
+    assert page.get_by_role("heading", level=1).inner_text() == "tracking"
+    main_row = page.locator('#branches tr[data-branch="main"]')
+    assert main_row.locator("td.num").all_inner_texts() == ["2", "1"]
+    assert "current" in main_row.inner_text()
+    assert page.locator("#ahead-behind").inner_text() == "↑2 ↓1"
+
+
+def test_queue_updates_in_place_after_a_commit(page, fleet) -> None:
+    server, index, repos = fleet
+    page.evaluate("window.__notReloaded = true")
+    page.wait_for_selector("#live-status.on")
+    clean_row = page.locator("tr", has=page.get_by_role("link", name="clean", exact=True))
+    assert clean_row.get_attribute("data-status") == "clean"
+    commit_file(repos["clean"], "feature.txt", "new\n", "a local commit")
+    started = time.monotonic()
+    refresh(index, repos["clean"])
+    page.wait_for_function("() => document.querySelector('tr[data-status=\"ahead\"] .repo-link')?.textContent === 'clean'",
+                           timeout=5000)
+    assert time.monotonic() - started < 1.5
+    assert page.evaluate("window.__notReloaded") is True
+
+
+def test_filters_survive_a_live_update(page, fleet) -> None:
+    server, index, repos = fleet
+    page.wait_for_selector("#live-status.on")
+    page.select_option("#f-reason", "local_changes")
+    page.fill("#f-q", "dirty")
+    page.wait_for_function("() => location.search.includes('reason=local_changes') && location.search.includes('q=dirty')")
+    page.wait_for_function("() => document.querySelectorAll('#queue-table tbody tr').length === 1")
+    before = page.locator("#queue-table tbody .summary").inner_text()
+    page.evaluate("window.__patched = 0; document.addEventListener('fleetdeck:patched', () => window.__patched++)")
+    write(repos["dirty"] / "another.txt", "more\n")
+    refresh(index, repos["dirty"])
+    page.wait_for_function("() => window.__patched > 0", timeout=5000)
+    after = page.locator("#queue-table tbody .summary").inner_text()
+    assert after != before and "2 untracked" in after
+    assert row_names(page) == ["dirty"]
+    assert page.input_value("#f-q") == "dirty" and page.input_value("#f-reason") == "local_changes"
+
+
+def test_no_token_is_refused(browser, fleet) -> None:
+    server, _, _ = fleet
+    context = browser.new_context()
+    tab = context.new_page()
+    response = tab.goto(server.base + "/")
+    assert response.status == 401
+    assert "link printed by" in tab.content()
+    assert tab.goto(server.base + "/api/radar").status == 401
+    context.close()
+
+
+def test_a_foreign_host_is_refused_dns_rebinding(playwright_instance, fleet) -> None:
+    server, _, _ = fleet
+    port = server.base.rsplit(":", 1)[1]
+    rebinding = playwright_instance.chromium.launch(
+        executable_path=CHROMIUM, args=CHROMIUM_ARGS + ["--host-resolver-rules=MAP rebind.example 127.0.0.1"])
+    try:
+        tab = rebinding.new_page()
+        response = tab.goto(f"http://rebind.example:{port}/?token={server.token}")
+        assert response.status == 421
+        assert "not the address fleetdeck is bound to" in tab.content()
+    finally:
+        rebinding.close()
+
+
+def test_a_post_without_csrf_is_refused(page, fleet) -> None:
+    server, index, repos = fleet
+    rid = index.repo(str(repos["dirty"].resolve()))["id"]
+    url = f"/api/repos/{rid}/refresh"
+    bare = page.evaluate("u => fetch(u, {method: 'POST', headers: {Accept: 'application/json'}})"
+                         ".then(r => r.json().then(j => [r.status, j.error.code]))", url)
+    assert bare == [403, "CSRF_REFUSED"]
+    with_token = page.evaluate(
+        "u => fetch(u, {method: 'POST', headers: {Accept: 'application/json', 'X-CSRF-Token':"
+        " document.querySelector('meta[name=csrf-token]').content}}).then(r => r.status)", url)
+    assert with_token == 200
+
+
+def test_the_content_security_policy_is_enforced(page) -> None:
+    blocked = page.evaluate("""() => new Promise(resolve => {
+        document.addEventListener('securitypolicyviolation', e => resolve(e.violatedDirective));
+        const s = document.createElement('script');
+        s.textContent = 'window.__inlineRan = true';
+        document.head.appendChild(s);
+        setTimeout(() => resolve(window.__inlineRan ? 'ran' : 'silent'), 1000);
+    })""")
+    assert blocked.startswith("script-src")

@@ -1,0 +1,292 @@
+"""HTTP-level tests of the dashboard (Starlette TestClient over a real fleet): every API route and the
+security model (token, Host, Origin + CSRF, headers). Values are checked against the git CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from fleet.presence.store import replace_rows
+from fleet.scan import refresh_repo
+from tests.dashboard_fleet import indexed_fleet
+from tests.gitbuild import commit_file, git
+from web.app import create_app
+from web.security import COOKIE, csrf_for
+
+TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
+BASE = "http://127.0.0.1:8765"
+ORIGIN = {"Origin": BASE}
+
+
+@pytest.fixture
+def fleet(tmp_path: Path):
+    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
+    yield index, repos
+    index.close()
+
+
+@pytest.fixture
+def client(fleet, tmp_path: Path):
+    app = create_app(tmp_path / "fleet.db", TOKEN)
+    with TestClient(app, base_url=BASE, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture
+def authed(client: TestClient) -> TestClient:
+    client.cookies.set(COOKIE, TOKEN)
+    return client
+
+
+def repo_id(index, path: Path) -> int:
+    return index.repo(str(path))["id"]
+
+
+# --- security ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/", "/repos/1", "/agents", "/api/repos", "/api/repos/1", "/api/radar",
+                                  "/api/presence", "/api/events", "/fragments/queue", "/fragments/agents"])
+def test_every_page_and_api_needs_the_token(client: TestClient, path: str) -> None:
+    r = client.get(path)
+    assert r.status_code == 401
+    r = client.get(path, headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401
+
+
+def test_api_refusal_is_structured_json(client: TestClient) -> None:
+    r = client.get("/api/repos")
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_token_link_sets_a_strict_httponly_cookie_and_redirects_to_the_clean_url(client: TestClient) -> None:
+    r = client.get(f"/?q=dirty&token={TOKEN}")
+    assert r.status_code == 303
+    assert r.headers["location"] == "/?q=dirty"
+    cookie = r.headers["set-cookie"]
+    assert f"{COOKIE}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/").status_code == 200  # the cookie jar now carries the token
+
+
+def test_a_wrong_link_token_is_refused_and_sets_nothing(client: TestClient) -> None:
+    r = client.get("/?token=nope")
+    assert r.status_code == 401
+    assert "set-cookie" not in r.headers
+
+
+def test_the_redirect_never_leaves_this_server(client: TestClient) -> None:
+    r = client.get(f"//evil.example/?token={TOKEN}")
+    assert r.status_code == 303
+    assert r.headers["location"].startswith("/") and not r.headers["location"].startswith("//")
+
+
+def test_bearer_token_works_for_the_api(client: TestClient) -> None:
+    r = client.get("/api/repos", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "10.0.0.5"])
+def test_a_foreign_host_is_refused_even_with_the_token(client: TestClient, host: str) -> None:
+    r = client.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 421
+    assert r.json()["error"]["code"] == "HOST_REFUSED"
+
+
+@pytest.mark.parametrize("host", ["localhost:8765", "127.0.0.1:8765", "[::1]:8765"])
+def test_loopback_hosts_are_accepted(client: TestClient, host: str) -> None:
+    r = client.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200
+
+
+def test_security_headers_on_pages_and_api(authed: TestClient) -> None:
+    for path in ("/", "/api/radar", "/static/app.js"):
+        r = authed.get(path)
+        assert r.status_code == 200, path
+        csp = r.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
+        assert r.headers["x-frame-options"] == "DENY"
+        assert r.headers["referrer-policy"] == "no-referrer"
+        assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_pages_carry_no_inline_script(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    for path in ("/", f"/repos/{repo_id(index, repos['conflicted'])}"):
+        html = authed.get(path).text
+        assert "<script>" not in html and " on" + "click=" not in html
+        assert '<script src="http://127.0.0.1:8765/static/app.js" defer></script>' in html
+
+
+def test_post_without_csrf_is_refused(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["dirty"])
+    r = authed.post(f"/api/repos/{rid}/refresh", headers=ORIGIN)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "CSRF_REFUSED"
+
+
+def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["dirty"])
+    good = csrf_for(TOKEN)
+    assert authed.post(f"/api/repos/{rid}/refresh", headers={**ORIGIN, "X-CSRF-Token": "x" * 64}).status_code == 403
+    r = authed.post(f"/api/repos/{rid}/refresh", headers={"Origin": "http://evil.example", "X-CSRF-Token": good})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "ORIGIN_REFUSED"
+    assert authed.post(f"/api/repos/{rid}/refresh", headers={"X-CSRF-Token": good}).status_code == 403
+
+
+def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["clean"])
+    new_head = commit_file(repos["clean"], "later.txt", "later\n")
+    r = authed.post(f"/api/repos/{rid}/refresh",
+                    headers={**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN), "Accept": "application/json"})
+    assert r.status_code == 200 and r.json()["id"] == rid
+    assert authed.get(f"/api/repos/{rid}").json()["repo"]["head"] == new_head
+
+
+def test_plain_html_form_post_with_csrf_field_works_without_javascript(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["clean"])
+    r = authed.post(f"/api/repos/{rid}/refresh", data={"csrf_token": csrf_for(TOKEN)}, headers=ORIGIN)
+    assert r.status_code == 303 and r.headers["location"] == f"/repos/{rid}"
+
+
+def test_bearer_clients_post_without_csrf(client: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["clean"])
+    r = client.post(f"/api/repos/{rid}/refresh", headers={"Authorization": f"Bearer {TOKEN}",
+                                                          "Accept": "application/json"})
+    assert r.status_code == 200
+
+
+# --- API ----------------------------------------------------------------------------------------------------
+
+def test_api_repos_matches_git(authed: TestClient, fleet) -> None:
+    _, repos = fleet
+    records = {Path(r["path"]).name: r for r in authed.get("/api/repos").json()}
+    assert set(records) == {"conflicted", "dirty", "clean", "tracking"}
+    for name in records:
+        repo = repos[name]
+        assert records[name]["head"] == git(repo, "rev-parse", "HEAD").strip()
+        assert records[name]["branch"] == git(repo, "branch", "--show-current").strip()
+    behind, ahead = git(repos["tracking"], "rev-list", "--left-right", "--count", "@{u}...HEAD").split()
+    assert (records["tracking"]["ahead"], records["tracking"]["behind"]) == (int(ahead), int(behind))
+
+
+def test_api_repo_detail_matches_git(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    data = authed.get(f"/api/repos/{repo_id(index, repos['tracking'])}").json()
+    assert data["repo"]["name"] == "tracking"
+    assert [c["sha"] for c in data["commits"]] == git(repos["tracking"], "log", "--format=%H", "-n", "15").split()
+    main = next(b for b in data["repo"]["branches"] if b["name"] == "main")
+    assert (main["ahead"], main["behind"], main["current"]) == (2, 1, True)
+    assert data["reasons"][0]["code"] in ("predicted_conflict", "diverged")
+    assert data["timeline"] and all("rewrote" in e and "recoverable" in e for e in data["timeline"])
+
+
+def test_api_repo_unknown_id_is_a_structured_404(authed: TestClient) -> None:
+    r = authed.get("/api/repos/9999")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "NOT_FOUND"
+    assert authed.get("/repos/9999").status_code == 404
+
+
+def test_api_radar_ranks_conflict_then_diverged_then_dirty_then_clean(authed: TestClient) -> None:
+    data = authed.get("/api/radar").json()
+    assert [e["name"] for e in data["entries"]] == ["conflicted", "tracking", "dirty", "clean"]
+    assert data["counts"]["conflicts"] == 1 and data["counts"]["diverged"] == 1 and data["counts"]["repos"] == 4
+    assert data["freshness"]["watcher"]["state"] == "absent"
+
+
+def test_api_radar_filters_and_pages(authed: TestClient, fleet) -> None:
+    _, repos = fleet
+    assert [e["name"] for e in authed.get("/api/radar?reason=conflict").json()["entries"]] == ["conflicted"]
+    assert [e["name"] for e in authed.get("/api/radar?q=uncommitted").json()["entries"]] == ["dirty"]
+    assert "clean" not in [e["name"] for e in authed.get("/api/radar?attention=1").json()["entries"]]
+    assert authed.get("/api/radar?root=/nowhere").json()["matched"] == 0
+    root = str(repos["root"].resolve())
+    assert authed.get(f"/api/radar?root={root}").json()["matched"] == 4
+    page = authed.get("/api/radar?per_page=1&page=2").json()
+    assert [e["name"] for e in page["entries"]] == ["tracking"] and page["pages"] == 4
+    assert authed.get("/api/radar?reason=bogus&page=-3&per_page=x").json()["matched"] == 4
+
+
+def test_api_events_pushes_changed_repo_ids(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    rid = repo_id(index, repos["clean"])
+    with authed.stream("GET", "/api/events") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        lines = stream.iter_lines()
+        first = _next_event(lines)
+        assert first[0] == "status" and "generation" in first[1]
+        commit_file(repos["clean"], "pushed.txt", "x\n")
+        refresh_repo(index, str(repos["clean"].resolve()))
+        event, data = _next_event(lines)
+        assert event == "change" and data["ids"] == [rid]
+
+
+def _next_event(lines) -> tuple[str, dict]:
+    event = None
+    for line in lines:
+        if line.startswith("event:"):
+            event = line.split(":", 1)[1].strip()
+        elif line.startswith("data:") and event in ("status", "change"):
+            return event, json.loads(line.split(":", 1)[1])
+    raise AssertionError("stream ended")
+
+
+# --- pages -------------------------------------------------------------------------------------------------
+
+def test_queue_page_lists_repos_in_rank_order_with_filters_kept(authed: TestClient) -> None:
+    html = authed.get("/?q=c").text
+    link = 'class="repo-link">{}<'.format
+    assert html.index(link("conflicted")) < html.index(link("clean"))
+    assert 'value="c"' in html  # the search box keeps what was typed
+    frag = authed.get("/fragments/queue?reason=local_changes").text
+    assert link("dirty") in frag and link("conflicted") not in frag and "<html" not in frag
+
+
+def test_repo_page_shows_operation_and_next_step(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    html = authed.get(f"/repos/{repo_id(index, repos['conflicted'])}").text
+    assert "Merge in progress" in html and "git merge --abort" in html
+    assert 'name="csrf_token"' in html
+
+
+# --- agents -------------------------------------------------------------------------------------------------
+
+def _present(index, repo: Path) -> None:
+    """Two agents on the same file of one repo, stored the way `refresh_presence` stores its rows."""
+    path = str(repo.resolve())
+    record = index.repo(path)
+    base = {"repo": path, "repo_id": record["id"], "repo_name": record["name"], "branch": "main", "tool": None,
+            "pid": None, "pids": [], "last_activity": "2026-01-01T00:00:00+00:00",
+            "refreshed_at": "2026-01-01T00:00:05+00:00"}
+    replace_rows(index, [{**base, "agent": "claude-code", "state": "working", "sources": ["claude"],
+                          "files": ["README.md"]},
+                         {**base, "agent": "codex", "state": "recent", "sources": ["codex"],
+                          "files": ["README.md", "new.txt"]}])
+
+
+def test_api_presence_mirrors_the_cli_shape_with_collisions(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    assert authed.get("/api/presence").json()["agents"] == []
+    _present(index, repos["dirty"])
+    data = authed.get("/api/presence").json()
+    assert [(a["agent"], a["state"]) for a in data["agents"]] == [("claude-code", "working"), ("codex", "recent")]
+    assert data["collisions"][0]["kind"] == "overlapping_files" and data["collisions"][0]["paths"] == ["README.md"]
+    assert data["freshness"]["presence"] == {"agents": 2, "refreshed_at": "2026-01-01T00:00:05+00:00"}
+
+
+def test_agents_show_on_the_agents_page_the_queue_and_the_repo_page(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    _present(index, repos["dirty"])
+    page = authed.get("/agents").text
+    assert "Collisions" in page and "claude-code, codex touched the same files: README.md" in page
+    queue = authed.get("/api/radar?agent=codex").json()
+    assert [e["name"] for e in queue["entries"]] == ["dirty"] and queue["counts"]["agents_working"] == 1
+    assert 'class="agent agent-working">claude-code<' in authed.get("/").text
+    detail = authed.get(f"/api/repos/{repo_id(index, repos['dirty'])}").json()
+    assert [a["agent"] for a in detail["agents"]] == ["claude-code", "codex"]

@@ -1,0 +1,59 @@
+"""`fleetdeck serve`: bind the socket, print the access link, run uvicorn over the dashboard app.
+
+The socket is bound here (not by uvicorn) so the printed link carries the real port, even with `--port 0`.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import webbrowser
+from pathlib import Path
+
+import uvicorn
+
+from fleet.errors import FleetError
+from web.app import create_app
+from web.security import is_loopback, new_token
+
+log = logging.getLogger("fleetdeck.serve")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise FleetError("BAD_ARGUMENT", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def access_url(host: str, port: int, token: str) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
+    return f"http://{shown}:{port}/?token={token}"
+
+
+def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
+          open_browser: bool = False) -> None:
+    """Serve the dashboard until interrupted. A non-loopback host needs `allow_remote` (and says so)."""
+    if not is_loopback(host):
+        if not allow_remote:
+            raise FleetError("BAD_ARGUMENT", f"{host} is not a loopback address: pass --allow-remote to expose "
+                             "the dashboard (and your repositories' state) to the network")
+        print(f"fleetdeck: warning: listening on {host}: anyone who can reach this machine and has the token "
+              "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
+    sock = bind(host, port)
+    token = new_token()
+    url = access_url(host, sock.getsockname()[1], token)
+    app = create_app(db_path, token, bind_host=host)
+    print(f"fleetdeck dashboard: {url}", flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,174 @@
+// fleetdeck dashboard: progressive enhancement over server-rendered pages (everything works without it).
+// Live updates: the server pushes changed repo ids over SSE (/api/events), and every few seconds a status
+// with the presence stamp; we re-fetch the page's HTML fragment and patch it in place, keeping the filter
+// form (and whatever the person typed) untouched.
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+  const main = document.getElementById("main");
+  const live = main ? main.dataset.live : null;
+  const region = document.querySelector("[data-fragment]");
+  const statusEl = document.getElementById("live-status");
+  const form = document.getElementById("filters");
+  const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+
+  // ---- relative times ---------------------------------------------------------------------------------
+  function ago(iso) {
+    const t = Date.parse(iso);
+    if (!iso || isNaN(t)) return "—";
+    const s = Math.max(0, Math.floor((Date.now() - t) / 1000));
+    if (s >= 86400) return Math.floor(s / 86400) + " d ago";
+    if (s >= 3600) return Math.floor(s / 3600) + " h ago";
+    if (s >= 60) return Math.floor(s / 60) + " min ago";
+    return s < 5 ? "just now" : s + " s ago";
+  }
+  function refreshTimes(root) {
+    (root || document).querySelectorAll("time.ago[datetime]").forEach(function (el) {
+      el.textContent = ago(el.getAttribute("datetime"));
+    });
+  }
+  setInterval(refreshTimes, 10000);
+
+  // ---- status pill --------------------------------------------------------------------------------------
+  function setStatus(state, text) {
+    if (!statusEl) return;
+    statusEl.classList.remove("on", "off");
+    if (state) statusEl.classList.add(state);
+    statusEl.querySelector(".live-text").textContent = text;
+  }
+  function flash() {
+    if (!statusEl) return;
+    statusEl.classList.remove("flash");
+    void statusEl.offsetWidth;
+    statusEl.classList.add("flash");
+  }
+
+  // ---- fragment patching ---------------------------------------------------------------------------------
+  let inFlight = false;
+  let again = false;
+  function fragmentUrl() {
+    const base = region.dataset.fragment;
+    return live === "queue" ? base + window.location.search : base;
+  }
+  function patch(changedIds) {
+    if (!region) return;
+    if (inFlight) { again = true; return; }
+    inFlight = true;
+    const focusedId = document.activeElement && document.activeElement.closest
+      ? (document.activeElement.closest("[data-repo-id]") || {}).dataset : null;
+    fetch(fragmentUrl(), { headers: { Accept: "text/html" }, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) {
+        region.innerHTML = html;
+        refreshTimes(region);
+        (changedIds || []).forEach(function (id) {
+          const row = region.querySelector('tr[data-repo-id="' + id + '"]');
+          if (row) row.classList.add("updated");
+        });
+        if (focusedId && focusedId.repoId) {
+          const link = region.querySelector('tr[data-repo-id="' + focusedId.repoId + '"] a');
+          if (link) link.focus();
+        }
+        region.dispatchEvent(new CustomEvent("fleetdeck:patched", { bubbles: true }));
+      })
+      .catch(function () { setStatus("off", "update failed; retrying"); })
+      .finally(function () {
+        inFlight = false;
+        if (again) { again = false; patch(); }
+      });
+  }
+
+  // ---- server-sent events ----------------------------------------------------------------------------------
+  let pollTimer = null;
+  let presenceSeen = null;
+  function startPolling() {
+    if (pollTimer || !region) return;
+    pollTimer = setInterval(function () { patch(); }, 5000);
+  }
+  function connect() {
+    if (!window.EventSource || !live) { setStatus(null, "static page"); return; }
+    const source = new EventSource("/api/events");
+    source.addEventListener("open", function () {
+      setStatus("on", "live");
+      if (pollTimer) { clearInterval(pollTimer); pollTimer = null; patch(); }
+    });
+    source.addEventListener("change", function (ev) {
+      const data = JSON.parse(ev.data);
+      flash();
+      if (live === "queue" || live === "agents") patch(data.ids);
+      else if (live === "repo" && data.ids.indexOf(Number(main.dataset.repoId)) !== -1) patch(data.ids);
+    });
+    source.addEventListener("status", function (ev) {
+      const data = JSON.parse(ev.data);
+      const w = data.watcher || {};
+      setStatus("on", w.state === "running" ? "live" : w.state === "absent" ? "live · no watcher" : "live · watcher " + w.state);
+      document.querySelectorAll(".freshness time.ago").forEach(function (el) {
+        if (live === "queue" && data.indexed_at) el.setAttribute("datetime", data.indexed_at);
+      });
+      refreshTimes();
+      const stamp = JSON.stringify(data.presence || null);
+      if (presenceSeen !== null && stamp !== presenceSeen) patch();  // agents came, went or changed state
+      presenceSeen = stamp;
+    });
+    source.addEventListener("error", function () {
+      setStatus("off", "reconnecting… (polling every 5 s)");
+      startPolling();
+    });
+  }
+  connect();
+
+  // ---- queue filters: apply as you type, keep them in the URL -----------------------------------------------
+  if (form && live === "queue") {
+    let timer = null;
+    const apply = function () {
+      const params = new URLSearchParams();
+      new FormData(form).forEach(function (value, key) { if (value) params.set(key, value); });
+      const qs = params.toString();
+      history.replaceState(null, "", qs ? "?" + qs : window.location.pathname);
+      patch();
+    };
+    form.addEventListener("input", function (ev) {
+      clearTimeout(timer);
+      timer = setTimeout(apply, ev.target.type === "search" ? 200 : 0);
+    });
+    form.addEventListener("submit", function (ev) { ev.preventDefault(); clearTimeout(timer); apply(); });
+  }
+
+  // ---- "re-read now": POST with the CSRF header; the SSE change event brings the new data --------------------
+  document.addEventListener("submit", function (ev) {
+    const f = ev.target;
+    if (!f.matches || !f.matches('form[data-enhance="refresh"]')) return;
+    ev.preventDefault();
+    const button = f.querySelector("button");
+    button.disabled = true;
+    fetch(f.action, { method: "POST", credentials: "same-origin",
+                      headers: { "X-CSRF-Token": csrf, Accept: "application/json" } })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); patch([Number(main.dataset.repoId)]); })
+      .catch(function () { setStatus("off", "re-read failed"); })
+      .finally(function () { button.disabled = false; });
+  });
+
+  // ---- keyboard: / search, j/k move through repos, g back to the queue ----------------------------------------
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const tag = (ev.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "select" || tag === "textarea") {
+      if (ev.key === "Escape") ev.target.blur();
+      return;
+    }
+    if (ev.key === "/") {
+      const search = document.getElementById("f-q");
+      if (search) { ev.preventDefault(); search.focus(); search.select(); }
+    } else if (ev.key === "j" || ev.key === "k") {
+      const links = Array.prototype.slice.call(document.querySelectorAll(".queue .repo-link"));
+      if (!links.length) return;
+      const at = links.indexOf(document.activeElement);
+      const next = ev.key === "j" ? Math.min(links.length - 1, at + 1) : Math.max(0, at < 0 ? 0 : at - 1);
+      links[next].focus();
+      links[next].closest("tr").scrollIntoView({ block: "nearest" });
+      ev.preventDefault();
+    } else if (ev.key === "g" && window.location.pathname !== "/") {
+      window.location.href = "/";
+    }
+  });
+})();
