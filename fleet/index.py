@@ -21,6 +21,7 @@ from sqlite_utils import Database
 
 from fleet import gitfiles
 from fleet.discovery import Found
+from fleet.events import record_events
 from fleet.radar import attention
 from fleet.reader import iso, reflog_stats
 from fleet.schema import migrations
@@ -123,10 +124,15 @@ class Index:
         return self.store_repos([(found, record)])[0]
 
     def store_repos(self, items: list[tuple[Found, dict]]) -> list[int]:
-        """Store many records in one transaction (a scan writes in batches: far fewer commits)."""
+        """Store many records in one transaction (a scan writes in batches: far fewer commits), then turn
+        their new reflog lines into events (fleet.events; it asks git, so outside the transaction)."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            return [self._store(conn, found, record, gen) for found, record in items]
+            ids = [self._store(conn, found, record, gen) for found, record in items]
+        for repo_id, (found, record) in zip(ids, items):
+            if "branches" in record:
+                record_events(self, repo_id, found.path)
+        return ids
 
     def _store(self, conn: sqlite3.Connection, found: Found, record: dict, gen: int) -> int:
         record = dict(record)

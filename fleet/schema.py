@@ -66,3 +66,17 @@ def m002_presence(db: Database) -> None:
     }, pk=("agent", "repo"), not_null={"agent", "repo", "state"})
     db["presence_mcp"].create({"agent": str, "repo": str, "tool": str, "files": str, "at": float},
                               pk=("agent", "repo"), not_null={"agent", "repo", "at"})
+
+
+@migrations()
+def m003_events(db: Database) -> None:
+    """Reflog movements as digest events (see fleet/events.py for why a table and not a view)."""
+    db["events"].create({
+        "id": int, "repo_id": int, "ref": str, "kind": str, "old_sha": str, "new_sha": str, "at": int,
+        "identity": str, "message": str, "rewrote": int, "reflog_id": int,
+    }, pk="id", not_null={"repo_id", "ref", "kind", "at"})
+    db.execute("CREATE UNIQUE INDEX events_reflog ON events (reflog_id) WHERE reflog_id IS NOT NULL")
+    db["events"].create_index(["at"])
+    db["events"].create_index(["repo_id", "at"])
+    db["events"].create_index(["repo_id", "ref", "at"])
+    db["event_cursor"].create({"repo_id": int, "reflog_id": int}, pk="repo_id")

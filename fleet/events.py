@@ -1,0 +1,138 @@
+"""Fleet events: every movement of HEAD (per worktree), of every branch and remote-tracking branch, once.
+
+Events live in a table filled at ingest, right after the raw reflog lines are appended, and not in a view
+over `reflog`, because:
+- `rewrote` needs git (`merge-base --is-ancestor`) and must be answered while both commits still exist;
+  a view cannot run git, and after a gc the answer is gone for good.
+- git writes a commit on the checked-out branch twice (HEAD and the branch); de-duplicating once at ingest
+  keeps the digest a plain indexed range scan (100,000 events in a few milliseconds).
+- a deleted branch leaves no reflog at all (git deletes the log with the branch): only an ingest step that
+  notices the branch went away can record the deletion, and with it the tip that may now be lost.
+Events stay after git expires or deletes its reflogs; `prune_events` removes old ones only when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from fleet.gitrun import GitError, run_git
+
+if TYPE_CHECKING:
+    from fleet.index import Index
+
+log = logging.getLogger(__name__)
+
+KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert", "branch",
+         "fetch", "other")
+# Moves that may drop commits: `rewrote` is computed for these (other kinds only ever add commits).
+REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
+DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
+PRUNED_KEY = "events_pruned_before"
+
+
+def is_head_ref(ref: str) -> bool:
+    """HEAD of the main worktree (`HEAD`) or of a linked one (`worktrees/<id>/HEAD`)."""
+    return ref == "HEAD" or (ref.startswith("worktrees/") and ref.endswith("/HEAD"))
+
+
+def is_event_ref(ref: str) -> bool:
+    return is_head_ref(ref) or ref.startswith(("refs/heads/", "refs/remotes/"))
+
+
+def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | None:
+    """1 when the old tip is not an ancestor of the new one, 0 when it is (or the kind cannot drop commits),
+    None when git cannot tell (an object is already gone)."""
+    if kind not in REWRITE_KINDS or old is None or new is None or old == new:
+        return 0
+    try:
+        result = run_git(path, ["merge-base", "--is-ancestor", old, new], ok_codes=(0, 1), timeout=10)
+    except GitError:
+        return None
+    return int(result.returncode == 1)
+
+
+def record_events(index: "Index", repo_id: int, path: str) -> int:
+    """Turn this repo's reflog lines not yet seen into events; returns how many events were added.
+
+    Idempotent and safe to run from two processes: a per-repo cursor plus a unique reflog id.
+    """
+    conn = index.db.conn
+    row = conn.execute("select reflog_id from event_cursor where repo_id = ?", (repo_id,)).fetchone()
+    cursor = row[0] if row else 0
+    lines = conn.execute(
+        "select id, ref, old_sha, new_sha, at, identity, message, kind from reflog"
+        " where repo_id = ? and id > ? order by id", (repo_id, cursor)).fetchall()
+    pruned_before = _pruned_before(index)
+    fresh = [ln for ln in lines if is_event_ref(ln[1]) and ln[4] >= pruned_before]
+    verdicts = {ln[0]: rewrote(path, ln[2], ln[3], ln[7]) for ln in fresh}
+    added = 0
+    with index.write() as conn:
+        for rid, ref, old, new, at, identity, message, kind in fresh:
+            if is_head_ref(ref):
+                if conn.execute("select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
+                                " old_sha is ? and new_sha is ? and at = ? limit 1",
+                                (repo_id, old, new, at)).fetchone():
+                    continue  # the branch's own line says it (and names the branch)
+            else:
+                if ref.startswith("refs/heads/") and conn.execute(
+                        "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
+                        " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
+                        (repo_id, ref, old, new, at, message)).fetchone():
+                    continue  # history carried over by `git branch -m`: already recorded under the old name
+                conn.execute("delete from events where repo_id = ? and (ref = 'HEAD' or ref like 'worktrees/%/HEAD')"
+                             " and old_sha is ? and new_sha is ? and at = ?", (repo_id, old, new, at))
+            cur = conn.execute(
+                "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
+                " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (repo_id, ref, kind, old, new, at, identity, message, verdicts[rid], rid))
+            added += cur.rowcount
+        added += _record_deleted_branches(conn, repo_id)
+        if lines:
+            conn.execute("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)",
+                         (repo_id, max(cursor, lines[-1][0])))
+    return added
+
+
+def _record_deleted_branches(conn, repo_id: int) -> int:
+    """One `branch` event (new_sha null) for each branch with events that no longer exists."""
+    gone = conn.execute(
+        "select e.ref, e.new_sha, e.message from events e join"
+        " (select max(id) id from events where repo_id = ? and ref like 'refs/heads/%' group by ref) last"
+        " on last.id = e.id"
+        " where e.ref not in (select 'refs/heads/' || name from branches where repo_id = ?)",
+        (repo_id, repo_id)).fetchall()
+    now = int(time.time())
+    added = 0
+    for ref, tip, message in gone:
+        if message == DELETED_MESSAGE or tip is None:
+            continue
+        renamed = conn.execute("select 1 from reflog where repo_id = ? and message like ? limit 1",
+                               (repo_id, f"Branch: renamed {ref} to %")).fetchone()
+        if renamed:
+            continue
+        conn.execute("insert into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message, rewrote)"
+                     " values (?, ?, 'branch', ?, null, ?, null, ?, 0)", (repo_id, ref, tip, now, DELETED_MESSAGE))
+        added += 1
+    return added
+
+
+def _pruned_before(index: "Index") -> int:
+    row = index.db.conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
+    return int(json.loads(row[0])) if row else 0
+
+
+def prune_events(index: "Index", older_than_s: int, now: float | None = None) -> dict:
+    """Delete events and raw reflog lines older than `older_than_s` seconds: the only way events go away.
+
+    The cut-off is remembered, so lines git still holds (re-read after a reflog rewrite) do not come back.
+    """
+    cutoff = int((time.time() if now is None else now) - older_than_s)
+    with index.write() as conn:
+        events = conn.execute("delete from events where at < ?", (cutoff,)).rowcount
+        lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
+        conn.execute("insert or replace into meta (key, value) values (?, ?)",
+                     (PRUNED_KEY, json.dumps(max(cutoff, _pruned_before(index)))))
+    return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

@@ -1,0 +1,51 @@
+"""Points in time and durations as people and scripts write them: `90m`, `24h`, `7d`, ISO 8601, unix ms.
+
+One parser for the CLI, the dashboard and MCP, so `--since 24h` means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+
+from fleet.errors import FleetError
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in `90m`, `24h`, `7d`, `2w`, `30s`; FleetError BAD_ARGUMENT otherwise."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise FleetError("BAD_ARGUMENT", f"not a duration: {text!r} (use e.g. 90m, 24h, 7d, 2w)")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+def parse_since(value: str | int | float, now: float | None = None) -> float:
+    """A point in time as unix seconds, from a relative duration (`24h` ago), ISO 8601 or unix milliseconds.
+
+    An ISO timestamp without an offset is read in local time, as a person typing a date means it.
+    """
+    now = time.time() if now is None else now
+    if isinstance(value, bool):
+        raise FleetError("BAD_ARGUMENT", "since must be a duration, an ISO 8601 time or unix milliseconds")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise FleetError("BAD_ARGUMENT", f"since must not be negative: {value}")
+        return float(value) / 1000
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text) / 1000
+    if _DURATION.match(text):
+        return now - parse_duration(text)
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise FleetError("BAD_ARGUMENT",
+                         f"not a time: {value!r} (use 90m, 24h, 7d, an ISO 8601 time or unix milliseconds)") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.astimezone()
+    return stamp.timestamp()
+
