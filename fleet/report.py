@@ -1,0 +1,106 @@
+"""The digest for people: Markdown for mail and chat, a self-contained HTML page (inline CSS and SVG, no
+network) for a browser or an HTML mail. Both render `fleet.digest.report()`; neither computes anything."""
+
+from __future__ import annotations
+
+import jinja2
+
+SHORT = 10
+
+
+def _short(sha: str | None) -> str:
+    return sha[:SHORT] if sha else "∅"
+
+
+def _one_line(text: str | None, width: int = 100) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def render_markdown(data: dict) -> str:
+    body, fleet = data["digest"], data["fleet"]
+    out = [f"# Fleet digest since {body['since']}", "",
+           f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched."]
+    if not body["event_count"]:
+        out += ["", f"**No activity** in the fleet since {body['since']}."]
+    else:
+        repos = {e["repo"] for e in body["events"]}
+        shown = len(body["events"])
+        out += ["", f"**{body['event_count']} events** in {len(repos)} repositories"
+                + (f" (the newest {shown} are listed)." if body["truncated"] else ".")]
+        out += ["", "## Activity", "", "| repository | events |", "|---|---:|"]
+        out += [f"| {row['repo']} | {row['total']} |" for row in data["activity"]["rows"]]
+        out += ["", "## Events"]
+        for repo in sorted(repos):
+            out += ["", f"### {repo}", ""]
+            for ev in (e for e in body["events"] if e["repo"] == repo):
+                flag = " **rewrote history**" if ev["rewrote"] else ""
+                out.append(f"- {ev['at']} `{ev['kind']}` {ev['ref']} {_short(ev['old_sha'])} → "
+                           f"{_short(ev['new_sha'])}{flag} — {_one_line(ev['message'])}"
+                           + (f" ({ev['identity']})" if ev["identity"] else ""))
+    out += ["", "## The fleet now", ""]
+    out += _section("Unpushed commits", fleet["unpushed_count"], [
+        f"{u['repo']} `{u['branch']}`: {u['ahead']} ahead of {u['upstream']}" for u in fleet["unpushed"]])
+    out += _section("Uncommitted changes", fleet["dirty_count"], [
+        f"{d['repo']}: {d['staged'] or 0} staged, {d['unstaged'] or 0} modified, {d['untracked'] or 0} untracked"
+        + (f", {d['conflicted']} conflicted" if d["conflicted"] else "") for d in fleet["dirty"]])
+    out += _section("Stashes older than a week", fleet["stale_stash_count"], [
+        f"{s['repo']} stash@{{{s['index']}}} from {s['at']}: {_one_line(s['message'], 80)}"
+        for s in fleet["stale_stashes"]])
+    out += _section("History rewrites in this window", fleet["rewrite_count"], [
+        f"{r['repo']} {r['ref']} `{r['kind']}` at {r['at']}: {_short(r['old_sha'])} → {_short(r['new_sha'])}"
+        for r in fleet["rewrites"]])
+    out += _section("Recoverable commits (no ref reaches them)", fleet["recoverable_count"], [
+        f"{c['repo']} `{_short(c['sha'])}` {_one_line(c['subject'], 80)} — dropped by {c['dropped_by']} on "
+        f"{c['ref']} at {c['dropped_at']}; recover with `git -C {c['path']} branch recovered-{c['sha'][:8]} "
+        f"{c['sha']}`" for c in fleet["recoverable"]])
+    for err in data["digest"]["errors"] + fleet["errors"]:
+        out.append(f"- could not read {err['repo']}: {err['error']}")
+    return "\n".join(out) + "\n"
+
+
+def _section(title: str, count: int, lines: list[str]) -> list[str]:
+    if not count:
+        return [f"- **{title}:** none"]
+    more = [f"  - … and {count - len(lines)} more"] if count > len(lines) else []
+    return [f"- **{title}:** {count}"] + [f"  - {line}" for line in lines] + more
+
+
+_ENV: jinja2.Environment | None = None
+
+
+def environment() -> jinja2.Environment:
+    """Templates load from the installed `templates` package, so a wheel install renders too."""
+    global _ENV
+    if _ENV is None:
+        _ENV = jinja2.Environment(loader=jinja2.PackageLoader("templates", "."),
+                                  autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True,
+                                  lstrip_blocks=True)
+        _ENV.filters["short"] = _short
+        _ENV.filters["one_line"] = _one_line
+    return _ENV
+
+
+def render_html(data: dict) -> str:
+    return environment().get_template("digest.html").render(data=data, chart=chart_geometry(data["activity"]))
+
+
+CELL, GAP, LABEL_W, HEADER_H = 14, 2, 180, 34
+
+
+def chart_geometry(activity: dict) -> dict:
+    """Pixel layout of the events-per-repo-per-day heat map (the template only draws it)."""
+    days, rows = activity["days"], activity["rows"]
+    peak = activity["max"] or 1
+    cells = []
+    for y, row in enumerate(rows):
+        for x, count in enumerate(row["counts"]):
+            cells.append({"x": LABEL_W + x * (CELL + GAP), "y": HEADER_H + y * (CELL + GAP), "count": count,
+                          "day": days[x], "repo": row["repo"],
+                          "opacity": 0 if not count else round(0.2 + 0.8 * count / peak, 3)})
+    labels = [{"x": LABEL_W + x * (CELL + GAP), "text": day[5:]} for x, day in enumerate(days)
+              if x % max(1, len(days) // 8) == 0]
+    return {"width": LABEL_W + len(days) * (CELL + GAP) + 40, "height": HEADER_H + len(rows) * (CELL + GAP) + 4,
+            "cell": CELL, "cells": cells, "labels": labels, "header_h": HEADER_H,
+            "rows": [{"y": HEADER_H + y * (CELL + GAP) + CELL - 3, "repo": r["repo"], "total": r["total"]}
+                     for y, r in enumerate(rows)], "label_w": LABEL_W}
