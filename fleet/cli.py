@@ -15,6 +15,7 @@ from typing import Callable
 from fleet import __version__
 from fleet.errors import FleetError
 from fleet.index import Index, open_index
+from fleet.reader import iso
 
 log = logging.getLogger("fleetdeck")
 Handler = Callable[[argparse.Namespace], int]
@@ -232,13 +233,17 @@ def _read_input(source: str, what: str) -> str:
         raise FleetError("BAD_ARGUMENT", f"{what} is not UTF-8 (byte {exc.start})") from None
 
 
+def require_dirs(paths: list[str]) -> None:
+    bad = [p for p in paths if not os.path.isdir(p)]
+    if bad:
+        raise FleetError("BAD_PATH", f"not a directory: {', '.join(bad)}")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from fleet.scan import scan
     from web.server import serve
 
-    bad = [r for r in args.roots if not os.path.isdir(r)]
-    if bad:
-        raise FleetError("BAD_PATH", f"not a directory: {', '.join(bad)}")
+    require_dirs(args.roots)
     with index_for(args) as index:
         if args.roots or index.roots():
             summary = scan(index, args.roots or None)
@@ -263,6 +268,78 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.db:  # never mix the demo into the person's own index
         args.db = os.path.join(target, "fleet.db")
     return cmd_serve(args)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from fleet.watcher import Watcher
+
+    require_dirs(args.roots)
+    logging.getLogger("fleetdeck.watcher").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    with index_for(args) as index:
+        if not args.roots and not index.roots():
+            raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck watch PATH` or `fleetdeck roots add PATH`")
+        Watcher(index, args.roots or None, force_polling=args.poll).run_forever()
+    return 0
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    from fleet.digest import digest, report
+
+    kinds = [k for part in args.kinds for k in part.split(",") if k] or None
+    with index_for(args) as index:
+        if args.format == "json":
+            text = json.dumps(digest(index, args.since, repos=args.repo or None, kinds=kinds,
+                                     max_events=args.max_events), indent=2, ensure_ascii=False) + "\n"
+        else:
+            from fleet.report import render_html, render_markdown
+
+            data = report(index, args.since, repos=args.repo or None, kinds=kinds, max_events=args.max_events)
+            text = render_markdown(data) if args.format == "md" else render_html(data)
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise FleetError("BAD_PATH", f"cannot write {args.out}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_lost(args: argparse.Namespace) -> int:
+    from fleet.digest import resolve_repos
+    from fleet.lost import lost_commits
+    from fleet.timespec import parse_since
+
+    with index_for(args) as index:
+        found = lost_commits(index, since=parse_since(args.since) if args.since else None,
+                             repo_ids=resolve_repos(index, args.repo or None))
+    if args.json:
+        emit_json(found)
+        return 0
+    if not found["commits"]:
+        print("No recoverable commits: every dropped tip is still reachable from a ref (or already gone).")
+    for c in found["commits"]:
+        print(f"{c['repo']}  {c['sha'][:12]}  {c['subject']}\n    dropped by {c['dropped_by']} on {c['ref']} at "
+              f"{iso(c['dropped_at'])} ({c['message']})\n    recover: git -C {c['path']} branch "
+              f"recovered-{c['sha'][:8]} {c['sha']}")
+    for err in found["errors"]:
+        print(f"fleetdeck: could not check {err['repo']}: {err['error']}", file=sys.stderr)
+    return 0
+
+
+def cmd_prune_events(args: argparse.Namespace) -> int:
+    from fleet.events import prune_events
+    from fleet.timespec import parse_duration
+
+    with index_for(args) as index:
+        result = prune_events(index, parse_duration(args.older_than))
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"deleted {result['events_deleted']} events and {result['reflog_lines_deleted']} reflog lines "
+              f"older than {iso(result['cutoff'])}", file=sys.stderr)
+    return 0
 
 
 # --- parser ----------------------------------------------------------------------------------------------
@@ -318,6 +395,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_roots)
 
     _add_patch_parser(sub)
+
+    p = sub.add_parser("watch", help="watch the fleet and keep the index fresh (foreground; Ctrl-C stops)")
+    p.add_argument("roots", nargs="*", metavar="ROOT", help="roots to watch (saved); default: the saved roots")
+    p.add_argument("--poll", action="store_true", help="poll instead of using inotify")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("digest", help="what happened in the fleet since a point in time (for cron)")
+    p.add_argument("--since", default="24h", help="24h, 90m, 7d, an ISO 8601 time or unix ms (default 24h)")
+    p.add_argument("--format", choices=["md", "html", "json"], default="md")
+    p.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--repo", action="append", default=[], metavar="NAME", help="only this repository (repeatable)")
+    p.add_argument("--kind", dest="kinds", action="append", default=[], metavar="KIND",
+                   help="only these event kinds (repeatable or comma-separated)")
+    p.add_argument("--max-events", type=int, default=200, help="1..1000 (default 200)")
+    p.set_defaults(func=cmd_digest)
+
+    p = sub.add_parser("lost", help="recoverable commits: dropped tips no ref reaches any more")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--since", help="only drops since then (24h, 7d, ISO 8601, unix ms)")
+    p.add_argument("--repo", action="append", default=[], metavar="NAME")
+    p.set_defaults(func=cmd_lost)
+
+    p = sub.add_parser("prune-events", help="delete events (and raw reflog lines) older than a duration")
+    p.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 12w")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_prune_events)
     return parser
 
 
