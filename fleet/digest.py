@@ -144,18 +144,24 @@ def _local_day(stamp: str) -> date:
 
 def report(index: "Index", since: str | int | float, repos: list[str] | None = None,
            kinds: list[str] | None = None, max_events: int = 200) -> dict:
-    """The digest plus what a person reading it by mail wants: the activity chart and the fleet's state now."""
+    """The digest plus what a person reading it by mail wants: the activity chart and the fleet's state now.
+
+    The chart covers at most CHART_MAX_DAYS days: the end of the window, or up to its newest event.
+    """
     start, scope, kinds, max_events = _arguments(index, since, repos, kinds, max_events)
     body = _digest(index, start, scope, kinds, max_events)
     now = time.time()
-    chart_start = max(start, now - CHART_MAX_DAYS * 86400)
+    chart_end = now
+    if now - start > CHART_MAX_DAYS * 86400 and body["events"]:
+        chart_end = min(now, datetime.fromisoformat(body["events"][0]["at"]).timestamp())  # the newest event
+    chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
     where, args = _where(chart_start, scope, kinds)
     names = _names(index)
-    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)}
-             for rid, at in index.db.conn.execute(f"select e.repo_id, e.at from events e where {where}", args)]
+    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.db.conn.execute(
+        f"select e.repo_id, e.at from events e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
     return {
         "generated_at": iso(now), "digest": body,
-        "activity": activity_by_repo_day(every, start=chart_start, end=now),
+        "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
         "fleet": fleet_state(index, start, scope, now),
     }
 
