@@ -11,7 +11,8 @@ roots and marks vanished ones gone.
 Robustness: paths are checked before watching and the watch set is rebuilt (new notifier first, old one
 closed after, so nothing is missed) whenever a repo's set changes; a missing path never stops the watcher.
 When inotify runs out of watches or instances the watcher switches to polling, logs it and says so in the
-index (`meta` key `watcher`: {pid, started_at, mode, heartbeat_at, repos, watches, paths, backlog, ...}).
+index (polling compares mtimes in whole seconds: a second change to a file within the same second is only
+seen by the next sweep) (`meta` key `watcher`: {pid, started_at, mode, heartbeat_at, repos, watches, paths, backlog, ...}).
 One watcher per index: an fcntl lock on `<db>.watcher.lock`.
 
 Extension point: `register_periodic(fn, every_s)` for periodic work (agent presence, ...) that should run
@@ -149,12 +150,16 @@ class _Notifier:
 
 
 def _open_rust(paths: list[str], recursive: bool, polling: bool) -> RustNotify:
-    """RustNotify over the paths that exist; a path vanishing between the check and the call is retried."""
+    """RustNotify over the paths that exist and are readable; a path vanishing meanwhile is retried.
+
+    `ignore_permission_denied` stays False: with True, watchfiles also swallows "OS file watch limit
+    reached" and silently watches only part of the tree (observed with watchfiles 1.3).
+    """
     for _attempt in range(5):
-        live = [p for p in paths if os.path.exists(p)]
+        live = [p for p in paths if os.access(p, os.R_OK | os.X_OK)]
         try:
-            return RustNotify(live, False, polling, POLL_DELAY_MS, recursive, True)
-        except FileNotFoundError:
+            return RustNotify(live, False, polling, POLL_DELAY_MS, recursive, False)
+        except (FileNotFoundError, PermissionError):
             continue
     raise FleetError("BAD_PATH", "watched paths keep disappearing while the watch set is built")
 
@@ -288,6 +293,7 @@ class Watcher:
                 self.index.add_root(root)
         await self._discover(initial=True)
         await self._rebuild()
+        self._enqueue([p for p in self._watched if p not in self._new])  # catch up on unwatched time
         self._write_meta(self.status())
         log.info("watching %d repositories (%s)", len(self._watched), "polling" if self.polling else "inotify")
         async with asyncio.TaskGroup() as group:
@@ -494,13 +500,11 @@ class Watcher:
 
     async def _discover(self, initial: bool = False) -> None:
         """Find repos created under the roots and mark vanished ones gone."""
-        new, gone, known = await asyncio.to_thread(self._discover_sync)
+        new, gone = await asyncio.to_thread(self._discover_sync)
         now = time.monotonic()
         for found in new:
             self._new[found.path] = found
             self._due.setdefault(found.path, [now, now])
-        if initial:
-            self._enqueue(known)  # catch up on what happened while nobody watched
         if gone:
             ids = [r[0] for r in self.index.db.conn.execute(
                 f"select id from repos where path in ({', '.join('?' * len(gone))})", gone)]
@@ -509,7 +513,7 @@ class Watcher:
             self._rebuild_wanted.set()
         self._wake.set()
 
-    def _discover_sync(self) -> tuple[list[Found], list[str], list[str]]:
+    def _discover_sync(self) -> tuple[list[Found], list[str]]:
         index = self._thread_index()
         roots = self._roots()
         found = discover_all(index, roots)
@@ -518,7 +522,7 @@ class Watcher:
         gone = [p for p in known if p not in present and not os.path.exists(p)]
         index.mark_gone(gone)
         known_set = set(known)
-        return [f for f in found if f.path not in known_set], gone, [p for p in known if p not in gone]
+        return [f for f in found if f.path not in known_set], gone
 
     # --- the watch set ----------------------------------------------------------------------------------------
 
