@@ -199,7 +199,8 @@ class Watcher:
 
     def __init__(self, index: Index, roots: list[str] | None = None, *, on_change: OnChange | None = None,
                  force_polling: bool = False, workers: int = 2, quiet_s: float = 0.03, max_delay_s: float = 0.3,
-                 active_sweep_s: float = 10.0, active_window_s: float = 3600.0, full_sweep_s: float = 300.0,
+                 active_sweep_s: float = 10.0, active_window_s: float = 3600.0, active_limit: int = 50,
+                 full_sweep_s: float = 300.0,
                  discovery_s: float = 60.0, heartbeat_s: float = 5.0, rebuild_delay_s: float = 0.2) -> None:
         self.index = index
         self.roots = [os.path.realpath(r) for r in roots] if roots else None
@@ -207,7 +208,7 @@ class Watcher:
         self.polling = force_polling
         self.workers = max(2, workers)
         self.quiet_s, self.max_delay_s = quiet_s, max_delay_s
-        self.active_sweep_s, self.active_window_s = active_sweep_s, active_window_s
+        self.active_sweep_s, self.active_window_s, self.active_limit = active_sweep_s, active_window_s, active_limit
         self.full_sweep_s, self.discovery_s = full_sweep_s, discovery_s
         self.heartbeat_s, self.rebuild_delay_s = heartbeat_s, rebuild_delay_s
         self.started_at = time.time()
@@ -489,10 +490,12 @@ class Watcher:
                 if any(Path(p).is_relative_to(r) for r in roots)]
 
     async def _sweep_active(self) -> None:
-        """Re-read repos active in the last hour (working-tree edits never touch .git)."""
+        """Re-read the most recently active repos (working-tree edits never touch .git); the cap keeps a
+        freshly cloned fleet, where everything is "recent", from turning this into a constant full sweep."""
         cutoff = iso(time.time() - self.active_window_s)
         rows = self.index.db.conn.execute(
-            "select path from repos where gone = 0 and last_activity >= ?", (cutoff,)).fetchall()
+            "select path from repos where gone = 0 and last_activity >= ? order by last_activity desc limit ?",
+            (cutoff, self.active_limit)).fetchall()
         self._enqueue([p for (p,) in rows if p in self._watched])
 
     async def _sweep_all(self) -> None:
