@@ -14,7 +14,6 @@ Events stay after git expires or deletes its reflogs; `prune_events` removes old
 from __future__ import annotations
 
 import json
-import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -22,8 +21,6 @@ from fleet.gitrun import GitError, run_git
 
 if TYPE_CHECKING:
     from fleet.index import Index
-
-log = logging.getLogger(__name__)
 
 KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert", "branch",
          "fetch", "other")

@@ -43,7 +43,7 @@ from fleet.discovery import Found, common_dir
 from fleet.errors import FleetError
 from fleet.index import Index
 from fleet.reader import iso, read_repo
-from fleet.scan import discover_all, found_for, refresh_repo
+from fleet.scan import discover_all, refresh_repo
 
 log = logging.getLogger("fleetdeck.watcher")
 

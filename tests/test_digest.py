@@ -133,7 +133,7 @@ def test_cli_json_follows_the_contract(fleet, db_path: Path) -> None:
 
 def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "src"
-    ahead = with_upstream(root, "ahead", ahead=2)
+    with_upstream(root, "ahead", ahead=2)
     dirty = init_repo(root / "dirty", commits=1)
     (dirty / "README.md").write_text("changed\n")
     dropped = commit_file(dirty, "gone.txt", "x\n", "work that gets reset away")
