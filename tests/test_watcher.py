@@ -180,8 +180,7 @@ def test_rebase_reset_and_stash(fleet) -> None:
         (rid,)).fetchall() == [(1,)], "reset event with rewrote")
     (app / "README.md").write_text("dirty\n")
     git(app, "stash", "-q")
-    wait_for(lambda: record(index, app)["stashes"] == 1, "stash")
-    assert record(index, app)["unstaged"] == 0
+    wait_for(lambda: (record(index, app)["stashes"], record(index, app)["unstaged"]) == (1, 0), "stash")
 
 
 def test_worktree_add_and_remove(fleet, tmp_path: Path) -> None:
