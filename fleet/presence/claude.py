@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fleet.presence.files import CACHE, json_lines_reversed, parse_time, read_json, read_tail, recent_files
-from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
-                                  relative_files)
+from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir
 from fleet.presence.procs import classify, process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
@@ -77,9 +76,7 @@ def transcript_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]
         repo = repo_map.find(act.cwd)
         if repo is None:
             continue
-        out.append(Sighting(agent=agent, repo=repo, source="session", last_activity=min(st.st_mtime, now),
-                            branch=act.branch, tool=act.tool, files=relative_files(repo, act.cwd, act.files),
-                            idle=act.idle))
+        out.append(act.sighting(agent, repo, st.st_mtime, now))
     return out
 
 

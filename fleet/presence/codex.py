@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir, relative_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir
 
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 _DONE = {"task_complete", "turn_complete", "turn_aborted"}
@@ -91,7 +91,5 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
         repo = repo_map.find(act.cwd)
         if repo is None:
             continue
-        out.append(Sighting(agent="codex", repo=repo, source="session", last_activity=min(st.st_mtime, now),
-                            branch=act.branch, tool=act.tool, files=relative_files(repo, act.cwd, act.files),
-                            idle=act.idle))
+        out.append(act.sighting("codex", repo, st.st_mtime, now))
     return out

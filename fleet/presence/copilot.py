@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir, relative_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir
 
 _ENDS = {"assistant.turn_end", "session.idle", "session.shutdown"}
 _STARTS = {"assistant.turn_start", "user.message", "tool.execution_start", "assistant.message"}
@@ -67,7 +67,5 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
         repo = repo_map.find(act.cwd)
         if repo is None:
             continue
-        out.append(Sighting(agent="copilot", repo=repo, source="session", last_activity=min(st.st_mtime, now),
-                            branch=act.branch, tool=act.tool, files=relative_files(repo, act.cwd, act.files),
-                            idle=act.idle))
+        out.append(act.sighting("copilot", repo, st.st_mtime, now))
     return out

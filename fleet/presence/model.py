@@ -55,6 +55,11 @@ class Activity:
     busy: bool = False
     at: float | None = None
 
+    def sighting(self, agent: str, repo: str, mtime: float, now: float) -> "Sighting":
+        """This session file's evidence about `repo` (times in the future are clamped to `now`)."""
+        return Sighting(agent=agent, repo=repo, source="session", last_activity=min(mtime, now), branch=self.branch,
+                        tool=self.tool, files=relative_files(repo, self.cwd, self.files), idle=self.idle)
+
     def note_tool(self, name: str, args: object, keys: Iterable[str]) -> None:
         """Remember the newest tool name and the file paths its arguments name under `keys`."""
         if self.tool is None:
