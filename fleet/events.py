@@ -51,45 +51,63 @@ def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | Non
     return int(result.returncode == 1)
 
 
-def record_events(index: "Index", repo_id: int, path: str) -> int:
-    """Turn this repo's reflog lines not yet seen into events; returns how many events were added.
+def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
+    """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
 
-    Idempotent and safe to run from two processes: a per-repo cursor plus a unique reflog id.
+    Batched for scans: one read of all new lines, the `rewrote` checks (git) outside any transaction, then one
+    write transaction. Idempotent and safe to run from two processes: a per-repo cursor plus a unique reflog id.
     """
+    if not repos:
+        return 0
     conn = index.db.conn
-    row = conn.execute("select reflog_id from event_cursor where repo_id = ?", (repo_id,)).fetchone()
-    cursor = row[0] if row else 0
+    paths = dict(repos)
+    marks = ", ".join("?" * len(paths))
     lines = conn.execute(
-        "select id, ref, old_sha, new_sha, at, identity, message, kind from reflog"
-        " where repo_id = ? and id > ? order by id", (repo_id, cursor)).fetchall()
+        "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
+        f" where r.repo_id in ({marks}) and r.id > ifnull((select reflog_id from event_cursor c"
+        " where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
+    if not lines:
+        with index.write() as conn:
+            return sum(_record_deleted_branches(conn, repo_id) for repo_id in paths)
     pruned_before = _pruned_before(index)
-    fresh = [ln for ln in lines if is_event_ref(ln[1]) and ln[4] >= pruned_before]
-    verdicts = {ln[0]: rewrote(path, ln[2], ln[3], ln[7]) for ln in fresh}
-    added = 0
+    fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
+    verdicts = {ln[0]: rewrote(paths[ln[1]], ln[3], ln[4], ln[8]) for ln in fresh}
+    # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
+    branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
+    renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
+    inserts: list[tuple] = []
+    twins: list[tuple] = []
     with index.write() as conn:
-        for rid, ref, old, new, at, identity, message, kind in fresh:
+        before = conn.total_changes
+        for rid, repo_id, ref, old, new, at, identity, message, kind in fresh:
             if is_head_ref(ref):
-                if conn.execute("select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
-                                " old_sha is ? and new_sha is ? and at = ? limit 1",
-                                (repo_id, old, new, at)).fetchone():
+                if (repo_id, old, new, at) in branch_moves or conn.execute(
+                        "select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
+                        " old_sha is ? and new_sha is ? and at = ? limit 1", (repo_id, old, new, at)).fetchone():
                     continue  # the branch's own line says it (and names the branch)
-            else:
-                if ref.startswith("refs/heads/") and conn.execute(
+            elif ref.startswith("refs/heads/"):
+                if repo_id in renamed and conn.execute(
                         "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
                         " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
                         (repo_id, ref, old, new, at, message)).fetchone():
                     continue  # history carried over by `git branch -m`: already recorded under the old name
-                conn.execute("delete from events where repo_id = ? and (ref = 'HEAD' or ref like 'worktrees/%/HEAD')"
-                             " and old_sha is ? and new_sha is ? and at = ?", (repo_id, old, new, at))
-            cur = conn.execute(
-                "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
-                " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (repo_id, ref, kind, old, new, at, identity, message, verdicts[rid], rid))
-            added += cur.rowcount
-        added += _record_deleted_branches(conn, repo_id)
-        if lines:
-            conn.execute("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)",
-                         (repo_id, max(cursor, lines[-1][0])))
+                twins.append((repo_id, old, new, at))
+            inserts.append((repo_id, ref, kind, old, new, at, identity, message, verdicts[rid], rid))
+        # HEAD's twin may have been read first, in an earlier pass: the branch's line replaces it
+        conn.executemany("delete from events where repo_id = ? and (ref = 'HEAD' or ref like 'worktrees/%/HEAD')"
+                         " and old_sha is ? and new_sha is ? and at = ?", twins)
+        removed = conn.total_changes - before
+        conn.executemany(
+            "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
+            " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
+        added = conn.total_changes - before - removed
+        for repo_id in paths:
+            added += _record_deleted_branches(conn, repo_id)
+        last: dict[int, int] = {}
+        for ln in lines:
+            last[ln[1]] = ln[0]
+        conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)",
+                         list(last.items()))
     return added
 
 

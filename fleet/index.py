@@ -129,9 +129,8 @@ class Index:
         with self.write() as conn:
             gen = _next_generation(conn)
             ids = [self._store(conn, found, record, gen) for found, record in items]
-        for repo_id, (found, record) in zip(ids, items):
-            if "branches" in record:
-                record_events(self, repo_id, found.path)
+        record_events(self, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
+                             if "branches" in record])
         return ids
 
     def _store(self, conn: sqlite3.Connection, found: Found, record: dict, gen: int) -> int:
