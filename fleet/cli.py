@@ -240,16 +240,23 @@ def require_dirs(paths: list[str]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from fleet.scan import scan
+    """Add ROOTs to the saved roots and serve the dashboard. The watcher in the same process reads the
+    fleet as it starts (new repos first, then a catch-up sweep) and the pages fill in live; with
+    `--no-watch` nothing else would read it, so the saved roots are scanned once before serving."""
     from web.server import serve
 
     require_dirs(args.roots)
     with index_for(args) as index:
-        if args.roots or index.roots():
-            summary = scan(index, args.roots or None)
+        for root in args.roots:
+            index.add_root(root)
+        if args.no_watch and index.roots():
+            from fleet.scan import scan
+
+            summary = scan(index)
             print(f"indexed {summary['repos']} repositories in {summary['elapsed_s']:.2f}s", file=sys.stderr)
         db_path = index.path
-    serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open)
+    serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
+          watch=not args.no_watch)
     return 0
 
 
@@ -271,14 +278,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from fleet.watcher import Watcher
+    from fleet.watching import fleet_watcher
 
     require_dirs(args.roots)
     logging.getLogger("fleetdeck.watcher").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     with index_for(args) as index:
         if not args.roots and not index.roots():
             raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck watch PATH` or `fleetdeck roots add PATH`")
-        Watcher(index, args.roots or None, force_polling=args.poll).run_forever()
+        fleet_watcher(index, args.roots or None, force_polling=args.poll).run_forever()
     return 0
 
 
@@ -378,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("demo", "build a sample fleet in a temp dir and serve it")):
         p = sub.add_parser(name, help=text)
         if name == "serve":
-            p.add_argument("roots", nargs="*", metavar="ROOT", help="add and scan these roots first")
+            p.add_argument("roots", nargs="*", metavar="ROOT",
+                           help="add these roots to the saved ones (every saved root is watched and shown)")
             p.set_defaults(func=cmd_serve)
         else:
             p.add_argument("--dir", help="build the sample fleet here (an empty or new folder)")
@@ -387,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
         p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
         p.add_argument("--open", action="store_true", help="open the dashboard in a browser")
+        p.add_argument("--no-watch", action="store_true",
+                       help="no watcher in this process: scan once at start (another `fleetdeck watch` may "
+                            "keep the index fresh)")
 
     p = sub.add_parser("roots", help="list, add or remove the fleet's roots")
     p.add_argument("action", nargs="?", choices=["list", "add", "remove"], default="list")

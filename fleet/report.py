@@ -12,7 +12,7 @@ def _short(sha: str | None) -> str:
     return sha[:SHORT] if sha else "∅"
 
 
-def _one_line(text: str | None, width: int = 100) -> str:
+def one_line(text: str | None, width: int = 100) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[:width - 1] + "…"
 
@@ -36,7 +36,7 @@ def render_markdown(data: dict) -> str:
             for ev in (e for e in body["events"] if e["repo"] == repo):
                 flag = " **rewrote history**" if ev["rewrote"] else ""
                 out.append(f"- {ev['at']} `{ev['kind']}` {ev['ref']} {_short(ev['old_sha'])} → "
-                           f"{_short(ev['new_sha'])}{flag} — {_one_line(ev['message'])}"
+                           f"{_short(ev['new_sha'])}{flag} — {one_line(ev['message'])}"
                            + (f" ({ev['identity']})" if ev["identity"] else ""))
     out += ["", "## The fleet now", ""]
     out += _section("Unpushed commits", fleet["unpushed_count"], [
@@ -45,13 +45,13 @@ def render_markdown(data: dict) -> str:
         f"{d['repo']}: {d['staged'] or 0} staged, {d['unstaged'] or 0} modified, {d['untracked'] or 0} untracked"
         + (f", {d['conflicted']} conflicted" if d["conflicted"] else "") for d in fleet["dirty"]])
     out += _section("Stashes older than a week", fleet["stale_stash_count"], [
-        f"{s['repo']} stash@{{{s['index']}}} from {s['at']}: {_one_line(s['message'], 80)}"
+        f"{s['repo']} stash@{{{s['index']}}} from {s['at']}: {one_line(s['message'], 80)}"
         for s in fleet["stale_stashes"]])
     out += _section("History rewrites in this window", fleet["rewrite_count"], [
         f"{r['repo']} {r['ref']} `{r['kind']}` at {r['at']}: {_short(r['old_sha'])} → {_short(r['new_sha'])}"
         for r in fleet["rewrites"]])
     out += _section("Recoverable commits (no ref reaches them)", fleet["recoverable_count"], [
-        f"{c['repo']} `{_short(c['sha'])}` {_one_line(c['subject'], 80)} — dropped by {c['dropped_by']} on "
+        f"{c['repo']} `{_short(c['sha'])}` {one_line(c['subject'], 80)} — dropped by {c['dropped_by']} on "
         f"{c['ref']} at {c['dropped_at']}; recover with `git -C {c['path']} branch recovered-{c['sha'][:8]} "
         f"{c['sha']}`" for c in fleet["recoverable"]])
     for err in data["digest"]["errors"] + fleet["errors"]:
@@ -77,7 +77,7 @@ def environment() -> jinja2.Environment:
                                   autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True,
                                   lstrip_blocks=True)
         _ENV.filters["short"] = _short
-        _ENV.filters["one_line"] = _one_line
+        _ENV.filters["one_line"] = one_line
     return _ENV
 
 

@@ -11,7 +11,7 @@ import contextlib
 import json
 import threading
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable, Sequence
 
 import anyio
 import jinja2
@@ -21,16 +21,20 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 import templates as templates_pkg
 from fleet.detail import repo_detail
+from fleet.digest import digest, report
+from fleet.errors import FleetError
+from fleet.events import KINDS
 from fleet.freshness import freshness
 from fleet.index import Index, open_index
 from fleet.presence import collisions, presence
 from fleet.queue import QueueFilter, attention_queue
+from fleet.report import chart_geometry
 from fleet.scan import refresh_repo
 from web import filters
 from web.security import Guard, SecurityMiddleware, allowed_hosts_for
@@ -38,7 +42,9 @@ from web.security import Guard, SecurityMiddleware, allowed_hosts_for
 POLL_SECONDS = 0.2
 STATUS_EVERY = 25  # polls between index freshness / watcher state events (~5 s)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-NAV_LINKS = [("/", "Queue"), ("/agents", "Agents")]
+NAV_LINKS = [("/", "Queue"), ("/digest", "Digest"), ("/agents", "Agents")]
+# Something to run for the app's whole life (the watcher, an MCP session manager): entered in the lifespan.
+Service = Callable[[], contextlib.AbstractAsyncContextManager]
 
 
 class Indexes:
@@ -74,8 +80,15 @@ def _templates() -> Jinja2Templates:
     return Jinja2Templates(env=env)
 
 
-def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") -> Starlette:
-    """The whole dashboard as one ASGI app, wrapped in the security middleware."""
+def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
+               services: Sequence[Service] = (), mounts: Sequence[BaseRoute] = ()) -> Starlette:
+    """The whole dashboard as one ASGI app, wrapped in the security middleware.
+
+    The two extension points, so `fleetdeck serve` can host more than the dashboard in one process:
+    `services` are async context managers entered (in order) for the app's lifetime — the watcher, or an MCP
+    session manager (mounted apps' own lifespans never run); `mounts` are extra routes placed after the
+    dashboard's own, behind the same token/Host/CSRF checks — e.g. `Mount("/", app=mcp_app)` for `/mcp`.
+    """
     indexes = Indexes(db_path)
     guard = Guard(token, allowed_hosts_for(bind_host))
     views = _templates()
@@ -120,6 +133,42 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
     def agents_fragment(request: Request) -> Response:
         return render(request, "_agents.html", agents_context())
 
+    def digest_context(request: Request) -> tuple[dict, int]:
+        """The digest page's data for the form in the query string; a bad form is a 400 with its message."""
+        index = indexes.get()
+        form = digest_form(request)
+        repo_ids = {r["name"]: r["id"] for r in sorted(index.summaries(), key=lambda r: r["name"])}
+        context = {"form": form, "kinds": KINDS, "repo_names": list(repo_ids), "repo_ids": repo_ids,
+                   "freshness": freshness(index), "data": None, "error": None}
+        if form["since"] == "custom" and not form["custom"]:
+            return dict(context, error="choose the start of the custom window (an ISO 8601 time)"), 400
+        try:
+            data = report(index, form["effective_since"], repos=form["repos"] or None,
+                          kinds=form["kinds"] or None, max_events=form["max_events"])
+        except FleetError as exc:
+            return dict(context, error=exc.message), 400
+        lost = {(c["repo"], c["sha"]) for c in data["fleet"]["recoverable"]}
+        return dict(context, data=data, chart=chart_geometry(data["activity"]), recoverable=lost), 200
+
+    def digest_page(request: Request) -> Response:
+        context, status = digest_context(request)
+        return render(request, "digest_page.html", context, status)
+
+    def digest_fragment(request: Request) -> Response:
+        context, status = digest_context(request)
+        return render(request, "_digest.html", context, status)
+
+    def api_digest(request: Request) -> Response:
+        """Exactly `fleet.digest.digest()` (the MCP tool's contract); a bad argument is a 400."""
+        params = request.query_params
+        try:
+            body = digest(indexes.get(), params.get("since") or DEFAULT_SINCE,
+                          repos=params.getlist("repos") or None, kinds=split_list(params.getlist("kinds")) or None,
+                          max_events=int_param(params.get("max_events"), "max_events", 200))
+        except FleetError as exc:
+            return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=400)
+        return JSONResponse(body)
+
     def api_presence(request: Request) -> Response:
         return JSONResponse(agents_context())
 
@@ -159,7 +208,10 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.poll_index = open_index(db_path)
         try:
-            yield
+            async with contextlib.AsyncExitStack() as running:
+                for service in services:
+                    await running.enter_async_context(service())
+                yield
         finally:
             app.state.poll_index.close()
             indexes.close()
@@ -169,6 +221,8 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
         Route("/fragments/queue", queue_fragment),
         Route("/repos/{repo_id:int}", repo_page, name="repo"),
         Route("/fragments/repos/{repo_id:int}", repo_fragment),
+        Route("/digest", digest_page, name="digest"),
+        Route("/fragments/digest", digest_fragment),
         Route("/agents", agents_page, name="agents"),
         Route("/fragments/agents", agents_fragment),
         Route("/api/presence", api_presence),
@@ -176,11 +230,49 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1") ->
         Route("/api/repos/{repo_id:int}", api_repo),
         Route("/api/repos/{repo_id:int}/refresh", api_refresh, methods=["POST"]),
         Route("/api/radar", api_radar),
+        Route("/api/digest", api_digest),
         Route("/api/events", api_events),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+        *mounts,
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found},
                      middleware=[Middleware(SecurityMiddleware, guard=guard)])
+
+
+DEFAULT_SINCE = "24h"
+SINCE_PRESETS = (("90m", "last 90 minutes"), ("24h", "last 24 hours"), ("7d", "last 7 days"))
+
+
+def split_list(values: list[str]) -> list[str]:
+    """`kinds=commit,amend&kinds=reset` -> ['commit', 'amend', 'reset']."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def int_param(value: str | None, name: str, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise FleetError("BAD_ARGUMENT", f"{name} must be an integer, not {value!r}") from None
+
+
+def digest_form(request: Request) -> dict:
+    """The digest page's form as given: a preset (`90m`, `24h`, `7d`) or `custom` with an ISO time in
+    `custom`; any other `since` (a link with an ISO time or unix ms) shows up as a custom value."""
+    params = request.query_params
+    since = params.get("since") or DEFAULT_SINCE
+    custom = params.get("custom", "").strip()
+    if since != "custom" and since not in dict(SINCE_PRESETS):
+        since, custom = "custom", since
+    try:
+        max_events = int_param(params.get("max_events"), "max_events", 200)
+    except FleetError:
+        max_events = 0  # refused with the library's own message by fleet.digest
+    return {"since": since, "custom": custom, "effective_since": custom if since == "custom" else since,
+            "presets": SINCE_PRESETS, "repos": [r for r in params.getlist("repos") if r],
+            "kinds": split_list(params.getlist("kinds")), "max_events": max_events,
+            "query": str(request.query_params)}
 
 
 async def _changes(index: Index) -> AsyncIterator[ServerSentEvent]:

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import jinja2
 
 from fleet.reader import iso
+from fleet.report import one_line
 
 SEVERITY = {
     "conflict": "critical", "broken": "critical", "predicted_conflict": "high", "agent_collision": "high",
@@ -61,5 +62,5 @@ def query(params: dict[str, str], **changes: object) -> str:
 
 
 def install(env: jinja2.Environment) -> None:
-    env.filters.update(ago=ago, short=short, num=num, iso=iso)
+    env.filters.update(ago=ago, short=short, num=num, iso=iso, one_line=one_line)
     env.globals.update(query=query, severity=SEVERITY, labels=LABELS)

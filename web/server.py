@@ -1,19 +1,25 @@
-"""`fleetdeck serve`: bind the socket, print the access link, run uvicorn over the dashboard app.
+"""`fleetdeck serve`: bind the socket, print the access link, run uvicorn over the dashboard app, with the
+fleet watcher in the same process (started and stopped by the app's lifespan).
 
 The socket is bound here (not by uvicorn) so the printed link carries the real port, even with `--port 0`.
+SIGINT and SIGTERM are a normal way to stop a server: uvicorn shuts down gracefully (the lifespan stops the
+watcher, which records that it stopped) and the process exits 0.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 import webbrowser
+from functools import partial
 from pathlib import Path
 
 import uvicorn
 
 from fleet.errors import FleetError
+from fleet.watching import watching
 from web.app import create_app
 from web.security import is_loopback, new_token
 
@@ -39,9 +45,20 @@ def access_url(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/?token={token}"
 
 
+class Stopped(Exception):
+    """SIGINT or SIGTERM asked the server to stop."""
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
 def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
-          open_browser: bool = False) -> None:
-    """Serve the dashboard until interrupted. A non-loopback host needs `allow_remote` (and says so)."""
+          open_browser: bool = False, watch: bool = True) -> None:
+    """Serve the dashboard (and, with `watch`, the watcher over the saved roots) until SIGINT or SIGTERM.
+
+    A non-loopback host needs `allow_remote` (and says so).
+    """
     if not is_loopback(host):
         if not allow_remote:
             raise FleetError("BAD_ARGUMENT", f"{host} is not a loopback address: pass --allow-remote to expose "
@@ -51,9 +68,20 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     sock = bind(host, port)
     token = new_token()
     url = access_url(host, sock.getsockname()[1], token)
-    app = create_app(db_path, token, bind_host=host)
+    services = [partial(watching, db_path)] if watch else []
+    app = create_app(db_path, token, bind_host=host, services=services)
     print(f"fleetdeck dashboard: {url}", flush=True)
     if open_browser:
         webbrowser.open(url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn traps both signals while it runs, shuts down gracefully, then re-raises the signal it caught
+    # with the handler that was there before: ours turns that into a normal return instead of a kill.
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except Stopped as stopped:
+        log.info("stopped by %s", stopped)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sock.close()

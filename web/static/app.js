@@ -1,7 +1,8 @@
 // fleetdeck dashboard: progressive enhancement over server-rendered pages (everything works without it).
 // Live updates: the server pushes changed repo ids over SSE (/api/events), and every few seconds a status
 // with the presence stamp; we re-fetch the page's HTML fragment and patch it in place, keeping the filter
-// form (and whatever the person typed) untouched.
+// form (and whatever the person typed) untouched. Rows that carry a `data-key` and were not there before a
+// patch (new digest events) are marked as new.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -46,9 +47,15 @@
   // ---- fragment patching ---------------------------------------------------------------------------------
   let inFlight = false;
   let again = false;
+  const filtered = live === "queue" || live === "digest";  // pages whose fragment follows the URL's filters
   function fragmentUrl() {
     const base = region.dataset.fragment;
-    return live === "queue" ? base + window.location.search : base;
+    return filtered ? base + window.location.search : base;
+  }
+  function keys(root) {
+    const found = new Set();
+    root.querySelectorAll("[data-key]").forEach(function (el) { found.add(el.dataset.key); });
+    return found;
   }
   function patch(changedIds) {
     if (!region) return;
@@ -59,7 +66,13 @@
     fetch(fragmentUrl(), { headers: { Accept: "text/html" }, credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
       .then(function (html) {
+        const before = keys(region);
         region.innerHTML = html;
+        if (before.size) {
+          region.querySelectorAll("[data-key]").forEach(function (el) {
+            if (!before.has(el.dataset.key)) el.classList.add("updated");
+          });
+        }
         refreshTimes(region);
         (changedIds || []).forEach(function (id) {
           const row = region.querySelector('tr[data-repo-id="' + id + '"]');
@@ -95,7 +108,7 @@
     source.addEventListener("change", function (ev) {
       const data = JSON.parse(ev.data);
       flash();
-      if (live === "queue" || live === "agents") patch(data.ids);
+      if (live === "queue" || live === "agents" || live === "digest") patch(data.ids);
       else if (live === "repo" && data.ids.indexOf(Number(main.dataset.repoId)) !== -1) patch(data.ids);
     });
     source.addEventListener("status", function (ev) {
@@ -103,7 +116,7 @@
       const w = data.watcher || {};
       setStatus("on", w.state === "running" ? "live" : w.state === "absent" ? "live · no watcher" : "live · watcher " + w.state);
       document.querySelectorAll(".freshness time.ago").forEach(function (el) {
-        if (live === "queue" && data.indexed_at) el.setAttribute("datetime", data.indexed_at);
+        if (filtered && data.indexed_at) el.setAttribute("datetime", data.indexed_at);
       });
       refreshTimes();
       const stamp = JSON.stringify(data.presence || null);
@@ -117,8 +130,8 @@
   }
   connect();
 
-  // ---- queue filters: apply as you type, keep them in the URL -----------------------------------------------
-  if (form && live === "queue") {
+  // ---- filters: the queue applies as you type, the digest on each change; both keep them in the URL ----------
+  if (form && filtered) {
     let timer = null;
     const apply = function () {
       const params = new URLSearchParams();
@@ -127,7 +140,8 @@
       history.replaceState(null, "", qs ? "?" + qs : window.location.pathname);
       patch();
     };
-    form.addEventListener("input", function (ev) {
+    // the digest's custom time is applied when complete (change), not at every keystroke
+    form.addEventListener(live === "queue" ? "input" : "change", function (ev) {
       clearTimeout(timer);
       timer = setTimeout(apply, ev.target.type === "search" ? 200 : 0);
     });
