@@ -111,6 +111,15 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     return added
 
 
+def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
+    """One repo's newest `limit` events, newest first (`at` in unix seconds, `rewrote` None when unknown)."""
+    rows = index.db.conn.execute(
+        "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
+        " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
+    return [{"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5], "identity": r[6],
+             "message": r[7], "rewrote": None if r[8] is None else bool(r[8])} for r in rows]
+
+
 def _record_deleted_branches(conn, repo_id: int) -> int:
     """One `branch` event (new_sha null) for each branch with events that no longer exists."""
     gone = conn.execute(

@@ -16,7 +16,7 @@ from fleet.index import open_index
 from fleet.queue import MAX_PER_PAGE, QueueFilter, attention_queue
 from fleet.reader import iso
 from fleet.scan import refresh_repo, scan
-from fleet.timeline import reflog_timeline
+from fleet.detail import timeline
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git, init_repo
@@ -107,9 +107,9 @@ def test_freshness_reports_the_newest_scan_and_the_change_counter(fleet) -> None
     assert after["indexed_at"] == index.db.conn.execute("select max(scanned_at) from repos").fetchone()[0]
 
 
-# --- reflog timeline ----------------------------------------------------------------------------------------
+# --- event timeline -----------------------------------------------------------------------------------------
 
-def test_timeline_flags_rewrites_and_recoverable_commits_like_git(tmp_path: Path) -> None:
+def test_timeline_reads_events_and_flags_rewrites_and_recoverable_commits_like_git(tmp_path: Path) -> None:
     root = tmp_path / "root"
     repo = init_repo(root / "r", commits=2)
     commit_file(repo, "a.txt", "a\n", "to be amended")
@@ -120,18 +120,24 @@ def test_timeline_flags_rewrites_and_recoverable_commits_like_git(tmp_path: Path
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     with open_index(tmp_path / "f.db") as index:
         scan(index, [str(root)])
-        record = index.repo("r")
-        events = reflog_timeline(index, record)
+        repo_id = index.repo("r")["id"]
+        events = timeline(index, repo_id)
+        # one event per move: git's HEAD reflog, newest first, each move named by the branch it moved
+        head_log = git(repo, "reflog", "show", "--format=%H %gs", "HEAD").splitlines()
+        assert [f"{e['new_sha']} {e['message']}" for e in events] == head_log
+        assert {e["ref"] for e in events} == {"refs/heads/main"}
         rewrites = {e["old_sha"] for e in events if e["rewrote"]}
         assert rewrites == {amended_away, reset_away}
         for sha in rewrites:  # the oracle: git says the old tips are not ancestors of HEAD
             assert git(repo, "merge-base", "--is-ancestor", sha, "HEAD", check=False) == ""
-        assert {e["recoverable"] for e in events if e["recoverable"]} == {amended_away, reset_away}
-        assert all(len(e["refs"]) == 2 for e in events if e["rewrote"])  # HEAD + branch shown once
+        unreachable = set(git(repo, "rev-list", amended_away, reset_away, "--not", "--all").split())
+        assert {e["recoverable"] for e in events if e["recoverable"]} == unreachable == {amended_away, reset_away}
         git(repo, "branch", "rescue", reset_away)
-        again = reflog_timeline(index, record)
+        again = timeline(index, repo_id)
         assert {e["recoverable"] for e in again if e["recoverable"]} == {amended_away}
         assert {e["old_sha"] for e in again if e["rewrote"]} == rewrites
+        git(repo, "reflog", "expire", "--expire=now", "--all")
+        assert timeline(index, repo_id) == again  # the index remembers what git forgot
 
 
 # --- demo fleet ---------------------------------------------------------------------------------------------
@@ -150,8 +156,8 @@ def test_demo_fleet_has_every_interesting_state(tmp_path: Path) -> None:
         assert "stale_stash" in codes["ml-notebooks"] and "worktree" in codes["platform"]
         assert "submodule" in codes["monorepo"] and codes["scratch"] == {"no_upstream"}
         assert codes["design-system"] == {"clean"} and codes["dotfiles"] == {"clean"}
-        timeline = reflog_timeline(index, index.repo("cli-tools"))
-        assert len([e for e in timeline if e["recoverable"]]) == 2
+        events = timeline(index, index.repo("cli-tools")["id"])
+        assert len([e for e in events if e["recoverable"]]) == 2
     api = Path(roots[0]) / "api-server"
     assert git(api, "diff", "--name-only", "--diff-filter=U").split() == ["app.py"]
     rebase = Path(roots[0]) / "web-frontend" / ".git" / "rebase-merge"
