@@ -47,8 +47,9 @@ def repo_id(index, path: Path) -> int:
 
 # --- security ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/", "/repos/1", "/agents", "/api/repos", "/api/repos/1", "/api/radar",
-                                  "/api/presence", "/api/events", "/fragments/queue", "/fragments/agents"])
+@pytest.mark.parametrize("path", ["/", "/repos/1", "/agents", "/digest", "/api/repos", "/api/repos/1", "/api/radar",
+                                  "/api/presence", "/api/digest", "/api/events", "/fragments/queue",
+                                  "/fragments/agents", "/fragments/digest"])
 def test_every_page_and_api_needs_the_token(client: TestClient, path: str) -> None:
     r = client.get(path)
     assert r.status_code == 401
@@ -114,7 +115,7 @@ def test_security_headers_on_pages_and_api(authed: TestClient) -> None:
 
 def test_pages_carry_no_inline_script(authed: TestClient, fleet) -> None:
     index, repos = fleet
-    for path in ("/", f"/repos/{repo_id(index, repos['conflicted'])}"):
+    for path in ("/", f"/repos/{repo_id(index, repos['conflicted'])}", "/digest?since=0"):
         html = authed.get(path).text
         assert "<script>" not in html and " on" + "click=" not in html
         assert '<script src="http://127.0.0.1:8765/static/app.js" defer></script>' in html

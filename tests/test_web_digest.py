@@ -1,0 +1,142 @@
+"""The dashboard's digest: `/api/digest` is exactly `fleet.digest.digest()`, `/digest` shows the same events
+with the shared chart, rewrites and recoverable commits marked. Events are checked against `git reflog`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from fleet.digest import digest
+from fleet.scan import refresh_repo
+from tests.dashboard_fleet import indexed_fleet
+from tests.gitbuild import commit_file, git
+from web.app import create_app
+from web.security import COOKIE
+
+TOKEN = "test-token-digest-0123456789abcdefghijklmnop"
+BASE = "http://127.0.0.1:8765"
+SINCE = "2025-01-01T00:00:00+00:00"  # tests/gitbuild.py's clock starts in October 2025
+EVENT_FIELDS = {"repo", "ref", "kind", "old_sha", "new_sha", "at", "identity", "message", "rewrote"}
+
+
+@pytest.fixture
+def fleet(tmp_path: Path):
+    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
+    yield index, repos
+    index.close()
+
+
+@pytest.fixture
+def authed(fleet, tmp_path: Path):
+    with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
+        c.cookies.set(COOKIE, TOKEN)
+        yield c
+
+
+def rewrite_history(index, repo: Path) -> tuple[str, str]:
+    """Amend one commit and reset another away; returns (amended-away sha, reset-away sha)."""
+    commit_file(repo, "a.txt", "a\n", "to be amended")
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--amend", "-m", "amended")
+    commit_file(repo, "b.txt", "b\n", "to be reset away")
+    reset = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "branch", "keep-amended", amended)  # reachable again: rewritten, but not lost
+    refresh_repo(index, str(repo.resolve()))
+    return amended, reset
+
+
+# --- /api/digest ----------------------------------------------------------------------------------------------
+
+def test_api_digest_is_exactly_the_library_contract(authed: TestClient, fleet) -> None:
+    index, _repos = fleet
+    body = authed.get("/api/digest", params={"since": SINCE}).json()
+    assert body == digest(index, SINCE)
+    assert set(body) == {"since", "events", "event_count", "truncated", "repos_scanned", "errors"}
+    assert body["events"] and all(set(e) == EVENT_FIELDS for e in body["events"])
+    assert body["repos_scanned"] == 4 and body["truncated"] is False
+    stamps = [e["at"] for e in body["events"]]
+    assert stamps == sorted(stamps, reverse=True)
+
+
+def test_api_digest_events_match_git_reflog(authed: TestClient, fleet) -> None:
+    _index, repos = fleet
+    body = authed.get("/api/digest", params={"since": SINCE, "repos": "dirty"}).json()
+    assert {e["repo"] for e in body["events"]} == {"dirty"}
+    head_log = git(repos["dirty"], "reflog", "show", "--format=%H %gs", "HEAD").splitlines()
+    assert [f"{e['new_sha']} {e['message']}" for e in body["events"]] == head_log
+
+
+def test_api_digest_filters_by_repo_kind_and_caps_the_list(authed: TestClient, fleet) -> None:
+    index, repos = fleet
+    amended, reset = rewrite_history(index, repos["clean"])
+    two = authed.get("/api/digest", params=[("since", SINCE), ("repos", "clean"), ("repos", "dirty")]).json()
+    assert {e["repo"] for e in two["events"]} == {"clean", "dirty"}
+    kinds = authed.get("/api/digest", params={"since": SINCE, "kinds": "amend,reset"}).json()
+    assert {(e["kind"], e["old_sha"], e["rewrote"]) for e in kinds["events"]} == {("amend", amended, True),
+                                                                                  ("reset", reset, True)}
+    assert authed.get("/api/digest", params=[("since", SINCE), ("kinds", "amend"), ("kinds", "reset")]).json() == kinds
+    capped = authed.get("/api/digest", params={"since": SINCE, "max_events": "2"}).json()
+    assert len(capped["events"]) == 2 and capped["truncated"] is True and capped["event_count"] > 2
+    assert authed.get("/api/digest").json()["since"] > SINCE  # default: the last 24 hours
+
+
+@pytest.mark.parametrize("params, code", [
+    ({"since": "yesterday"}, "BAD_ARGUMENT"), ({"since": "-5"}, "BAD_ARGUMENT"),
+    ({"kinds": "commit,teleport"}, "BAD_ARGUMENT"), ({"max_events": "0"}, "BAD_ARGUMENT"),
+    ({"max_events": "1001"}, "BAD_ARGUMENT"), ({"max_events": "many"}, "BAD_ARGUMENT"),
+    ({"repos": "not-a-repo"}, "REPO_NOT_IN_FLEET"),
+])
+def test_api_digest_bad_arguments_are_structured_400s(authed: TestClient, params: dict, code: str) -> None:
+    r = authed.get("/api/digest", params=params)
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["code"] == code and error["message"]
+
+
+# --- /digest ----------------------------------------------------------------------------------------------------
+
+def test_digest_page_lists_events_with_the_chart_and_marks_rewrites_and_recoverable_commits(authed, fleet) -> None:
+    index, repos = fleet
+    amended, reset = rewrite_history(index, repos["clean"])
+    r = authed.get("/digest", params={"since": "custom", "custom": SINCE})
+    assert r.status_code == 200
+    html = r.text
+    assert html.count('<svg class="chart"') == 1 and "events per repository per day" in html
+    body = digest(index, SINCE)
+    assert html.count('<tr class="ev ') == len(body["events"])
+    rows = html.split('<tr class="ev ')[1:]
+    amend_row, = [row for row in rows if row.startswith("kind-amend")]
+    reset_row, = [row for row in rows if row.startswith("kind-reset")]
+    assert amend_row.startswith('kind-amend rewrite"') and f'title="{amended}"' in amend_row  # still reachable
+    assert reset_row.startswith('kind-reset rewrite recover"') and f'title="{reset}"' in reset_row  # lost
+    assert f"git branch rescue-{reset[:8]} {reset}" in reset_row
+    assert len([row for row in rows if " recover\"" in row.split(">", 1)[0]]) == 1
+    assert "The fleet now" in html and "Recoverable commits</strong> (no ref reaches them): 1" in html
+    assert '<a href="/digest" aria-current="page">Digest</a>' in html
+
+
+def test_digest_page_filters_and_keeps_the_form(authed: TestClient, fleet) -> None:
+    index, _repos = fleet
+    html = authed.get("/digest", params={"since": SINCE, "repos": "dirty", "kinds": "commit"}).text
+    body = digest(index, SINCE, repos=["dirty"], kinds=["commit"])
+    assert html.count('<tr class="ev kind-commit') == len(body["events"]) == body["event_count"] > 0
+    assert '<option value="custom" selected>' in html and f'value="{SINCE}"' in html  # an ISO since is custom
+    assert '<option value="dirty" selected>' in html and '<option value="commit" selected>' in html
+
+
+def test_digest_page_with_no_activity_says_so(authed: TestClient) -> None:
+    html = authed.get("/digest", params={"since": "90m"}).text
+    assert "<strong>No activity</strong>" in html and '<option value="90m" selected>' in html
+    assert '<svg class="chart"' not in html and "The fleet now" in html
+
+
+@pytest.mark.parametrize("params", [{"since": "custom", "custom": "not a date"}, {"since": "custom"},
+                                    {"since": "24h", "kinds": "teleport"}])
+def test_digest_page_bad_form_is_a_400_with_the_message(authed: TestClient, params: dict) -> None:
+    r = authed.get("/digest", params=params)
+    assert r.status_code == 400
+    assert 'id="digest-error"' in r.text and 'id="filters"' in r.text
+    assert authed.get("/fragments/digest", params=params).status_code == 400
