@@ -1,7 +1,11 @@
-"""The dashboard in a real browser (headless Chromium) over a real `fleetdeck serve` and real repos."""
+"""The dashboard in a real browser (headless Chromium) over a real `fleetdeck serve` and real repos.
+
+Nothing here re-reads a repo by hand: the watcher inside `fleetdeck serve` sees every git operation the
+tests make and the page updates over SSE, as it does for a person."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -9,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from fleet.index import open_index
-from fleet.scan import refresh_repo
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, Server
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.dashboard_fleet import build_fleet
-from tests.gitbuild import commit_file, write
+from tests.gitbuild import commit_file, git, write
+from tests.serving import Server, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -23,6 +27,7 @@ def fleet(tmp_path_factory):
     repos = build_fleet(base)
     server = Server(base / "fleet.db", [repos["root"]])
     index = open_index(base / "fleet.db")
+    wait_for(lambda: len(index.repos()) == 4 and watcher_backlog(index) == 0, "the watcher's first read", 30)
     yield server, index, repos
     index.close()
     server.stop()
@@ -38,9 +43,9 @@ def page(browser, fleet):
     context.close()
 
 
-def refresh(index, repo: Path) -> None:
-    """No watcher runs in this process tree yet, so the test re-reads the repo itself, as the watcher would."""
-    refresh_repo(index, str(repo.resolve()))
+def watcher_backlog(index) -> int | None:
+    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    return json.loads(row[0]).get("backlog") if row else None
 
 
 def row_names(page) -> list[str]:
@@ -72,10 +77,9 @@ def test_queue_updates_in_place_after_a_commit(page, fleet) -> None:
     assert clean_row.get_attribute("data-status") == "clean"
     commit_file(repos["clean"], "feature.txt", "new\n", "a local commit")
     started = time.monotonic()
-    refresh(index, repos["clean"])
     page.wait_for_function("() => document.querySelector('tr[data-status=\"ahead\"] .repo-link')?.textContent === 'clean'",
                            timeout=5000)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 1.5  # commit -> watcher -> index -> SSE -> fragment patched
     assert page.evaluate("window.__notReloaded") is True
 
 
@@ -89,10 +93,10 @@ def test_filters_survive_a_live_update(page, fleet) -> None:
     before = page.locator("#queue-table tbody .summary").inner_text()
     page.evaluate("window.__patched = 0; document.addEventListener('fleetdeck:patched', () => window.__patched++)")
     write(repos["dirty"] / "another.txt", "more\n")
-    refresh(index, repos["dirty"])
+    git(repos["dirty"], "add", "another.txt")  # touches .git/index: the watcher sees it at once
     page.wait_for_function("() => window.__patched > 0", timeout=5000)
     after = page.locator("#queue-table tbody .summary").inner_text()
-    assert after != before and "2 untracked" in after
+    assert after != before and "1 staged" in after
     assert row_names(page) == ["dirty"]
     assert page.input_value("#f-q") == "dirty" and page.input_value("#f-reason") == "local_changes"
 
@@ -144,3 +148,23 @@ def test_the_content_security_policy_is_enforced(page) -> None:
         setTimeout(() => resolve(window.__inlineRan ? 'ran' : 'silent'), 1000);
     })""")
     assert blocked.startswith("script-src")
+
+
+def test_digest_page_charts_activity_and_shows_new_events_live(page, fleet) -> None:
+    server, _index, repos = fleet
+    page.goto(server.base + "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00")  # gitbuild's clock
+    assert page.get_by_role("link", name="Digest").get_attribute("aria-current") == "page"
+    chart = page.locator("svg.chart")
+    assert chart.get_attribute("aria-label") == "events per repository per day"
+    assert chart.locator("rect.cell").count() > 0
+    page.evaluate("window.__notReloaded = true")
+    page.wait_for_selector("#live-status.on")
+    commit_file(repos["tracking"], "digest.txt", "seen live\n", "a commit for the digest page")
+    git(repos["tracking"], "commit", "-q", "--amend", "-m", "the same commit, amended")
+    amended = page.locator("#digest-events tr.kind-amend", has_text="the same commit, amended")
+    amended.wait_for(timeout=5000)
+    assert "rewrite" in amended.get_attribute("class") and "updated" in amended.get_attribute("class")
+    commit = page.locator("#digest-events tr.kind-commit", has_text="a commit for the digest page")
+    assert commit.count() == 1 and "rewrite" not in commit.get_attribute("class")
+    assert page.evaluate("window.__notReloaded") is True
+    assert page.input_value("#d-custom") == "2025-01-01T00:00:00+00:00"  # the form survives the update

@@ -1,0 +1,125 @@
+"""`fleetdeck serve` as a person runs it: the watcher inside the same process keeps the dashboard fresh
+(commits, new repos, agent presence) with nobody calling refresh, and SIGTERM/SIGINT stop it cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fleet.index import open_index
+from fleet.watcher import _periodic
+from fleet.watching import fleet_watcher
+from tests.dashboard_fleet import build_fleet
+from tests.gitbuild import commit_file, git
+from tests.serving import Server, wait_for
+
+
+def watcher_meta(index) -> dict:
+    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    return json.loads(row[0]) if row else {}
+
+
+def head_of(index, path: Path) -> str | None:
+    record = index.repo(str(path.resolve()))
+    return record and record["head"]
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> dict[str, Path]:
+    return build_fleet(tmp_path)
+
+
+def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, tmp_path: Path) -> None:
+    db = tmp_path / "fleet.db"
+    server = Server(db, [fleet["root"]])  # a fresh index: the watcher itself reads the fleet
+    try:
+        with open_index(db) as index:
+            wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's heartbeat")
+            wait_for(lambda: len(index.repos()) == 4 and watcher_meta(index).get("backlog") == 0,
+                     "the watcher's initial read of the fleet")
+            assert watcher_meta(index)["mode"] == "inotify"
+            radar = httpx.get(server.base + "/api/radar", headers=server.auth).json()
+            assert radar["freshness"]["watcher"]["state"] == "running"
+            page = httpx.get(server.base + "/", headers=server.auth).text
+            assert "watcher live (inotify) on 4 repos" in page
+
+            commit_file(fleet["clean"], "new.txt", "new\n", "made while serving")
+            wanted = git(fleet["clean"], "rev-parse", "HEAD").strip()
+            wait_for(lambda: head_of(index, fleet["clean"]) == wanted, "the commit, through the watcher", 5)
+
+            trace = fleet["dirty"] / ".aider.chat.history.md"
+            trace.write_text("> Applied edit to README.md\n")
+            agents = wait_for(lambda: httpx.get(server.base + "/api/presence", headers=server.auth).json()["agents"],
+                              "agent presence refreshed by the periodic hook inside serve", 15)
+            assert [(a["agent"], a["repo"], a["files"]) for a in agents] == [
+                ("aider", str(fleet["dirty"].resolve()), ["README.md"])]
+
+            code, took, err = server.signal_and_wait(signal.SIGTERM)
+            assert code == 0 and took < 5, err
+            assert "Traceback" not in err
+            final = watcher_meta(index)
+            assert final["pid"] == server.proc.pid and final["stopped_at"] is not None
+    finally:
+        server.stop()
+
+
+def test_sigint_also_exits_0(fleet, tmp_path: Path) -> None:
+    server = Server(tmp_path / "fleet.db", [fleet["root"]])
+    try:
+        with open_index(tmp_path / "fleet.db") as index:
+            wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's heartbeat")
+        code, took, err = server.signal_and_wait(signal.SIGINT)
+        assert code == 0 and took < 5, err
+        assert "Traceback" not in err
+    finally:
+        server.stop()
+
+
+def test_no_watch_scans_once_and_says_there_is_no_watcher(fleet, tmp_path: Path) -> None:
+    db = tmp_path / "fleet.db"
+    server = Server(db, [fleet["root"]], ["--no-watch"])
+    try:
+        with open_index(db) as index:
+            assert len(index.repos()) == 4  # scanned before the link was printed
+            assert watcher_meta(index) == {}
+        radar = httpx.get(server.base + "/api/radar", headers=server.auth).json()
+        assert radar["freshness"]["watcher"]["state"] == "absent"
+        assert "no watcher: showing the last scan" in httpx.get(server.base + "/", headers=server.auth).text
+        code, _took, err = server.signal_and_wait(signal.SIGTERM)
+        assert code == 0, err
+    finally:
+        server.stop()
+
+
+def test_a_second_serve_on_the_same_index_serves_without_a_second_watcher(fleet, tmp_path: Path) -> None:
+    db = tmp_path / "fleet.db"
+    first = Server(db, [fleet["root"]])
+    second = None
+    try:
+        with open_index(db) as index:
+            wait_for(lambda: watcher_meta(index).get("pid") == first.proc.pid, "the first watcher")
+        second = Server(db, [])
+        radar = httpx.get(second.base + "/api/radar", headers=second.auth).json()
+        assert radar["freshness"]["watcher"]["state"] == "running"  # the first one's, honestly reported
+        code, _took, err = second.signal_and_wait(signal.SIGTERM)
+        assert code == 0 and f"another watcher (pid {first.proc.pid})" in err
+        assert "serving without a watcher of our own" in err
+        with open_index(db) as index:
+            assert watcher_meta(index)["stopped_at"] is None  # the second one never touched the first's record
+        assert first.signal_and_wait(signal.SIGTERM)[0] == 0
+    finally:
+        first.stop()
+        if second:
+            second.stop()
+
+
+def test_fleet_watcher_registers_the_presence_hook_once(tmp_path: Path) -> None:
+    with open_index(tmp_path / "fleet.db") as index:
+        fleet_watcher(index, [str(tmp_path)])
+        fleet_watcher(index, [str(tmp_path)])
+    hooks = [p for p in _periodic if p.name == "presence"]
+    assert len(hooks) == 1 and hooks[0].every_s <= 10
