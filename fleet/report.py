@@ -86,6 +86,7 @@ def render_html(data: dict) -> str:
 
 
 CELL, GAP, LABEL_W, HEADER_H = 14, 2, 180, 34
+MIN_LABEL_EVERY = 3
 
 
 def chart_geometry(activity: dict) -> dict:
@@ -98,8 +99,8 @@ def chart_geometry(activity: dict) -> dict:
             cells.append({"x": LABEL_W + x * (CELL + GAP), "y": HEADER_H + y * (CELL + GAP), "count": count,
                           "day": days[x], "repo": row["repo"],
                           "opacity": 0 if not count else round(0.2 + 0.8 * count / peak, 3)})
-    labels = [{"x": LABEL_W + x * (CELL + GAP), "text": day[5:]} for x, day in enumerate(days)
-              if x % max(1, len(days) // 8) == 0]
+    every = max(MIN_LABEL_EVERY, len(days) // 8)  # a "MM-DD" label is about three cells wide
+    labels = [{"x": LABEL_W + x * (CELL + GAP), "text": day[5:]} for x, day in enumerate(days) if x % every == 0]
     return {"width": LABEL_W + len(days) * (CELL + GAP) + 40, "height": HEADER_H + len(rows) * (CELL + GAP) + 4,
             "cell": CELL, "cells": cells, "labels": labels, "header_h": HEADER_H,
             "rows": [{"y": HEADER_H + y * (CELL + GAP) + CELL - 3, "repo": r["repo"], "total": r["total"]}
