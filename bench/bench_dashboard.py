@@ -1,35 +1,43 @@
-"""Dashboard benchmark: server-side render time of `/` and `/api/radar`, and index change → browser update.
+"""Dashboard benchmark: server-side render time of `/` and `/api/radar`, and change → browser update.
 
     python bench/bench_dashboard.py [--repos 1000] [--runs 15] [--latency-runs 9] [--screenshot PNG]
 
-Prints one JSON object (medians of several runs, plus every run). The index is filled with synthetic records
-(copies of one real repo's record with varied state, `bench_scan.synthetic_index`) for speed. Render time is
+Prints one JSON object (medians of several runs, plus every run). Render time uses an index filled with
+synthetic records (copies of one real repo's record with varied state, `bench_scan.synthetic_index`),
 measured in-process through Starlette's TestClient (the whole ASGI stack, security middleware included, no
-socket); latency is measured end to end: a repo record is stored in the index, the server's SSE poller
-notices the new generation, the page in headless Chromium re-fetches its fragment and patches the DOM.
-`--screenshot` also saves the queue over the demo fleet (`fleetdeck demo`'s builder) as a PNG.
+socket). Latency is measured end to end the way a person sees it, over `--repos` real repositories
+(`bench/fleetgen.py`): `fleetdeck serve` runs as a child process with its watcher; the bench commits in a
+repo with the git CLI, and the clock stops when the queue page in headless Chromium shows the new ahead
+count (watcher → index → SSE → fragment fetch → DOM patch). `--screenshot` also saves the queue over the
+demo fleet (`fleetdeck demo`'s builder), served the same way, as a PNG.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import socket
+import os
+import select
+import signal
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
 
-import uvicorn  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from bench.bench_scan import synthetic_index  # noqa: E402
+from bench.fleetgen import ENV as GIT_ENV  # noqa: E402
+from bench.fleetgen import generate  # noqa: E402
 from fleet.demo import build_demo_fleet  # noqa: E402
-from fleet.discovery import Found  # noqa: E402
 from fleet.index import open_index  # noqa: E402
 from fleet.scan import scan  # noqa: E402
 from web.app import create_app  # noqa: E402
@@ -62,54 +70,80 @@ def bench_render(db: Path, runs: int) -> dict:
     return out
 
 
-class ThreadedServer:
-    """uvicorn in a background thread, on a free loopback port."""
-
-    def __init__(self, app) -> None:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self.sock = sock
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-
-    def __enter__(self) -> "ThreadedServer":
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
+def watcher_meta(db: Path) -> dict:
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+        row = conn.execute("select value from meta where key = 'watcher'").fetchone()
+    return json.loads(row[0]) if row else {}
 
 
-def bench_latency(db: Path, runs: int, size: int) -> dict:
+def wait(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise SystemExit(f"bench: timed out waiting for {what}")
+
+
+@contextlib.contextmanager
+def served(db: Path, roots: list[str]) -> Iterator[str]:
+    """`fleetdeck serve ROOTS` (watcher included) as a child process, until its watcher has caught up;
+    yields the access link. Stopped with SIGTERM (it must exit 0)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", *roots, "--port", "0"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline() if ready else ""
+        if "http://" not in line:
+            raise SystemExit(f"bench: serve did not start: {line!r}")
+        wait(lambda: watcher_meta(db).get("pid") == proc.pid and watcher_meta(db).get("backlog") == 0, 900,
+             "the watcher inside serve to catch up")
+        yield line.split()[-1]
+        proc.send_signal(signal.SIGTERM)
+        if proc.wait(timeout=30) != 0:
+            raise SystemExit(f"bench: serve exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def bench_latency(work: Path, runs: int, size: int) -> dict:
+    """Commit in an ahead-of-upstream repo; time until the queue row in the browser shows the new count."""
     from playwright.sync_api import sync_playwright
 
-    token = new_token()
-    index = open_index(db)
-    target = index.repo("r00000")
-    found = Found(target["path"], f"{target['path']}/.git", f"{target['path']}/.git", False, target["root"])
+    root = work / "fleet"
+    repos = generate(root, size)
+    db = work / "latency.db"
+    started = time.perf_counter()
+    with open_index(db) as index:
+        scan(index, [str(root)])
+    scanned_s = time.perf_counter() - started
+    target = repos[4]  # fleetgen: every fifth repo tracks an upstream it is 1 commit ahead of
     samples = []
-    with ThreadedServer(create_app(db, token)) as server, sync_playwright() as pw:
+    with served(db, [str(root)]) as url, sync_playwright() as pw:
+        with open_index(db) as index:
+            repo_id = index.repo(str(target))["id"]
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{server.port}/?token={token}")
+        page.goto(url)
+        page.goto(url.split("/?")[0] + f"/?q={target.name}")
         page.wait_for_selector("#live-status.on")
-        row = f'tr[data-repo-id="{target["id"]}"] .summary'
+        cell = f'tr[data-repo-id="{repo_id}"] .ahead'
+        ahead = int(page.inner_text(cell).lstrip("↑"))
         for i in range(runs):
-            record = dict(target, conflicted=10 + i)
+            (target / "src" / "module3.py").write_text(f"run {i}\n")
+            subprocess.run(["git", "-C", str(target), "commit", "-q", "-am", f"bench {i}"], check=True, env=GIT_ENV)
             start = time.perf_counter()
-            index.store_repo(found, record)
-            page.wait_for_function(f"() => document.querySelector('{row}')?.textContent.includes('{10 + i} conflicted')",
+            ahead += 1
+            page.wait_for_function(f"() => document.querySelector('{cell}')?.textContent === '↑{ahead}'",
                                    timeout=10000, polling="raf")
             samples.append((time.perf_counter() - start) * 1000)
-            time.sleep(0.3)
+            time.sleep(0.5)
         browser.close()
-    index.close()
-    return {"repos": size, "rows_on_page": 100, **median_ms(samples)}
+    return {"repos": size, "real_repos_watched": True, "initial_scan_s": round(scanned_s, 2), **median_ms(samples)}
 
 
 def screenshot(path: Path, workdir: Path) -> None:
@@ -117,14 +151,10 @@ def screenshot(path: Path, workdir: Path) -> None:
 
     demo = workdir / "demo"
     roots = build_demo_fleet(demo)
-    db = demo / "fleet.db"
-    with open_index(db) as index:
-        scan(index, roots)
-    token = new_token()
-    with ThreadedServer(create_app(db, token)) as server, sync_playwright() as pw:
+    with served(demo / "fleet.db", roots) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
-        page.goto(f"http://127.0.0.1:{server.port}/?token={token}")
+        page.goto(url)
         page.wait_for_selector("#live-status.on")
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path), full_page=True)
@@ -146,7 +176,7 @@ def main() -> None:
         result = {
             "repos": args.repos,
             "render": bench_render(db, args.runs),
-            "update_latency": bench_latency(db, args.latency_runs, args.repos),
+            "update_latency": bench_latency(work, args.latency_runs, args.repos),
             "targets": {"render_ms": 100, "update_latency_ms": 1000},
         }
         if args.screenshot:
