@@ -99,7 +99,7 @@ def record(index: Index, repo: Path) -> dict:
 
 def head_is(index: Index, repo: Path) -> Callable[[], bool]:
     expected = git(repo, "rev-parse", "HEAD").strip()
-    return lambda: record(index, repo)["head"] == expected
+    return lambda: (record(index, repo) or {}).get("head") == expected  # None until its first read
 
 
 def event_messages(index: Index, repo: Path, ref: str) -> list[str]:
