@@ -300,20 +300,6 @@ class Index:
             out[table] = grouped
         return out
 
-    def reflog(self, repo_id: int | None = None, since: int | None = None, limit: int = 200) -> list[dict]:
-        clauses, args = [], []
-        if repo_id is not None:
-            clauses.append("repo_id = ?")
-            args.append(repo_id)
-        if since is not None:
-            clauses.append("at >= ?")
-            args.append(since)
-        where = ("where " + " and ".join(clauses)) if clauses else ""
-        cur = self.db.conn.execute(f"select * from reflog {where} order by at desc, id desc limit ?",
-                                   (*args, limit))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
-
     def known_paths(self) -> list[str]:
         return [r[0] for r in self.db.conn.execute("select path from repos where gone = 0")]
 
