@@ -271,8 +271,7 @@ def digest_form(request: Request) -> dict:
         max_events = 0  # refused with the library's own message by fleet.digest
     return {"since": since, "custom": custom, "effective_since": custom if since == "custom" else since,
             "presets": SINCE_PRESETS, "repos": [r for r in params.getlist("repos") if r],
-            "kinds": split_list(params.getlist("kinds")), "max_events": max_events,
-            "query": str(request.query_params)}
+            "kinds": split_list(params.getlist("kinds")), "max_events": max_events}
 
 
 async def _changes(index: Index) -> AsyncIterator[ServerSentEvent]:
