@@ -349,6 +349,14 @@ def cmd_prune_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """MCP on stdio: stdout carries JSON-RPC only, so everything else (logs included) goes to stderr."""
+    from mcp_bridge.server import run_stdio
+
+    run_stdio(args.db)
+    return 0
+
+
 # --- parser ----------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -432,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 12w")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_prune_events)
+
+    p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
+    p.set_defaults(func=cmd_mcp)
     return parser
 
 

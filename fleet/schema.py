@@ -80,3 +80,18 @@ def m003_events(db: Database) -> None:
     db["events"].create_index(["repo_id", "at"])
     db["events"].create_index(["repo_id", "ref", "at"])
     db["event_cursor"].create({"repo_id": int, "reflog_id": int}, pk="repo_id")
+
+
+@migrations()
+def m004_reflog_search(db: Database) -> None:
+    """Substring search over reflog messages (fleet search): a trigram FTS5 index kept in step by triggers."""
+    db.execute("CREATE VIRTUAL TABLE reflog_search USING fts5(message, content='reflog', content_rowid='id', "
+               "tokenize='trigram')")
+    db.execute("INSERT INTO reflog_search (rowid, message) SELECT id, message FROM reflog")
+    db.execute("CREATE TRIGGER reflog_search_ai AFTER INSERT ON reflog BEGIN "
+               "INSERT INTO reflog_search (rowid, message) VALUES (new.id, new.message); END")
+    db.execute("CREATE TRIGGER reflog_search_ad AFTER DELETE ON reflog BEGIN "
+               "INSERT INTO reflog_search (reflog_search, rowid, message) VALUES ('delete', old.id, old.message); END")
+    db.execute("CREATE TRIGGER reflog_search_au AFTER UPDATE ON reflog BEGIN "
+               "INSERT INTO reflog_search (reflog_search, rowid, message) VALUES ('delete', old.id, old.message); "
+               "INSERT INTO reflog_search (rowid, message) VALUES (new.id, new.message); END")

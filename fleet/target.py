@@ -1,0 +1,42 @@
+"""Which repository a caller means by `repo`: a fleet name or an absolute path inside a fleet root.
+
+Scoping is always on: the path is canonicalised (symlinks resolved) and must lie component-wise inside a
+saved root (fleet.scope). It then names the repository that contains it, found the way git finds one (the
+nearest `.git` or bare repo at or above it) but never above the root, so a linked worktree or a
+subdirectory of a repo works while a folder that is no repository is refused.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fleet.discovery import Found
+from fleet.errors import FleetError
+from fleet.index import Index
+from fleet.scan import found_for
+from fleet.scope import resolve_repo_path
+
+
+def _root_of(path: str, roots: list[str]) -> str:
+    inside = [r for r in (os.path.realpath(x) for x in roots)
+              if os.path.commonpath([path, r]) == r]
+    return max(inside, key=len)
+
+
+def resolve_target(index: Index, repo: str) -> Found:
+    """The repository `repo` names, or a FleetError (REPO_NOT_IN_FLEET, BAD_PATH) saying why not."""
+    roots = index.roots()
+    if not roots:
+        raise FleetError("REPO_NOT_IN_FLEET", "the fleet has no roots yet: run `fleetdeck scan PATH` first")
+    names = {name: path for name, path in index.db.conn.execute("select name, path from repos where gone = 0")}
+    real = resolve_repo_path(repo, roots, names)
+    root = _root_of(real, roots)
+    folder = real
+    while True:
+        found = found_for(folder, root)
+        if found is not None:
+            return found
+        if folder == root:
+            break
+        folder = os.path.dirname(folder)
+    raise FleetError("REPO_NOT_IN_FLEET", f"{repo!r} is inside a fleet root but in no git repository")

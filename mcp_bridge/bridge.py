@@ -1,0 +1,39 @@
+"""What every tool call shares: the index (one connection per worker thread) and the repos it touched.
+
+Sync tools run in AnyIO worker threads; SQLite connections are not shared between them. The repos a call
+resolves are collected in a context variable the server reads after the call (agent presence).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+from fleet.discovery import Found
+from fleet.index import Index, open_index
+from fleet.target import resolve_target
+
+touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
+
+
+class Bridge:
+    """The bridge's view of the fleet: an index path and per-thread handles on it."""
+
+    def __init__(self, db_path: str | None = None) -> None:
+        self.db_path = db_path
+        self._local = threading.local()
+        open_index(db_path).close()  # create and migrate once, up front, not inside a tool call
+
+    def index(self) -> Index:
+        idx = getattr(self._local, "index", None)
+        if idx is None:
+            idx = self._local.index = open_index(self.db_path)
+        return idx
+
+    def resolve(self, repo: str) -> Found:
+        """The repository `repo` names (scoped to the fleet); remembered for the call's presence record."""
+        found = resolve_target(self.index(), repo)
+        seen = touched.get()
+        if seen is not None and found.path not in seen:
+            seen.append(found.path)
+        return found

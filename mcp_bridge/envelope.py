@@ -1,0 +1,61 @@
+"""How every tool answers: structured content mirrored as compact JSON text, failures as `isError` results.
+
+A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.CODES plus the bridge's own
+`UNKNOWN_TOOL` and `INTERNAL`), built here rather than by the SDK so clients can branch on the code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, ConfigDict
+
+from fleet.errors import FleetError
+from fleet.gitrun import GitError
+
+log = logging.getLogger("fleetdeck.mcp")
+
+
+class Out(BaseModel):
+    """Base of every tool's output model: the listed fields are the contract, fleet/ may add more."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResult(BaseModel):
+    error: ErrorBody
+
+
+def compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def success(data: dict) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=compact(data))], structured_content=data)
+
+
+def failure(code: str, message: str) -> CallToolResult:
+    body = {"error": {"code": code, "message": message}}
+    return CallToolResult(content=[TextContent(type="text", text=compact(body))], structured_content=body,
+                          is_error=True)
+
+
+def failure_from(exc: BaseException, tool: str) -> CallToolResult:
+    """The error result for an exception raised by a tool body; unexpected ones are logged, not echoed."""
+    if isinstance(exc, FleetError):
+        return failure(exc.code, exc.message)
+    if isinstance(exc, GitError):
+        return failure(exc.code, exc.message)
+    if isinstance(exc, ValueError):
+        return failure("BAD_ARGUMENT", str(exc))
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return failure("NOT_FOUND", f"{tool}: {exc.strerror or exc}")
+    log.exception("tool %s failed unexpectedly", tool)
+    return failure("INTERNAL", f"{tool} failed unexpectedly ({exc.__class__.__name__}); see the server log")

@@ -1,0 +1,93 @@
+"""The fleetdeck MCP server: one `MCPServer` over the fleet index, served on stdio or mounted over HTTP.
+
+Tools live in small modules (`tools_*.py`), each with a `register(kit)` function listed in TOOL_MODULES.
+This module adds what the SDK leaves to us: unknown tools and invalid or unknown arguments answered with
+the same `{error: {code, message}}` result as every other failure, and a presence record of the repos each
+call touched under the client's self-declared name.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult
+from pydantic import ValidationError
+
+from fleet import __version__
+from mcp_bridge import tools_fleet
+from mcp_bridge.bridge import Bridge, touched
+from mcp_bridge.envelope import failure
+from mcp_bridge.toolkit import Toolkit
+
+log = logging.getLogger("fleetdeck.mcp")
+
+TOOL_MODULES = (tools_fleet,)
+
+INSTRUCTIONS = """\
+fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
+Start with fleet.radar (what needs attention, fleet-wide) or repo.brief (one repository in one small call).
+Every per-repo tool takes `repo`: a fleet name (from fleet.repos) or an absolute path inside a fleet root.
+All tools here only read. Changes are proposals a person approves on the fleetdeck dashboard; never assume a
+proposal ran until its status says so. Lists are capped and say `truncated` and `omitted_count`; failures
+are isError results with `error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH, BAD_ARGUMENT, GIT_FAILED, ...).
+"""
+
+
+class FleetServer(MCPServer):
+    """MCPServer with fleetdeck's error envelope around every call."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        super().__init__("fleetdeck", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.bridge = bridge
+        self.kit = Toolkit(self, bridge)
+        for module in TOOL_MODULES:
+            module.register(self.kit)
+
+    async def list_tools(self):
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.input_schema["additionalProperties"] = False
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None) -> CallToolResult:
+        allowed = self.kit.params.get(name)
+        if allowed is None:
+            return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
+        unknown = sorted(set(arguments) - allowed)
+        if unknown:
+            return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "
+                                           f"it takes {', '.join(sorted(allowed)) or 'no arguments'}")
+        token = touched.set([])
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            log.error("tool %s failed unexpectedly", name, exc_info=exc.__cause__ or exc)
+            return failure("INTERNAL", f"{name} failed unexpectedly; see the server log")
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return failure("BAD_ARGUMENT", f"{name}: {_describe(exc.__cause__)}")
+            return failure("BAD_ARGUMENT", f"{name}: {exc}")
+        finally:
+            touched.reset(token)
+        return result
+
+
+def _describe(exc: ValidationError) -> str:
+    """Which arguments are wrong and why, without echoing the (possibly huge) values back."""
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def build_server(db_path: str | None = None) -> FleetServer:
+    return FleetServer(Bridge(db_path))
+
+
+def run_stdio(db_path: str | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe."""
+    build_server(db_path).run()

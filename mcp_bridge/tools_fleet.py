@@ -1,0 +1,66 @@
+"""Fleet-wide tools: the same index queries as `fleetdeck repos`, `radar` and the dashboard."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from fleet.radar import radar
+from fleet.repolist import list_repos
+from fleet.search import search
+from mcp_bridge import models
+from mcp_bridge.toolkit import Toolkit
+
+State = Literal["dirty", "clean", "ahead", "behind", "diverged", "conflicted", "operation", "detached",
+                "no_upstream", "stashes", "error", "gone"]
+SearchKind = Literal["branch", "commit", "reflog"]
+Limit = Annotated[int, Field(ge=1, le=1000, description="page size (1..1000)")]
+
+
+def register(kit: Toolkit) -> None:
+    bridge = kit.bridge
+
+    @kit.tool("fleet.repos", models.RepoPage, "Repositories in the fleet")
+    def fleet_repos(
+        root: Annotated[str | None, Field(max_length=4096, description="only repos under this fleet root")] = None,
+        name_contains: Annotated[str | None, Field(max_length=512, description="case-insensitive part of the fleet name")] = None,
+        state: Annotated[State | None, Field(description="only repos in this state")] = None,
+        cursor: Annotated[str | None, Field(max_length=32, description="next_cursor of the previous page")] = None,
+        limit: Limit = 200,
+    ) -> dict:
+        """List indexed repositories (the fleet's repo records), filtered and paged.
+
+        Records come from the index the watcher keeps fresh; use repo.brief for a live view of one repo.
+        """
+        return list_repos(bridge.index(), root=root, name_contains=name_contains, state=state, cursor=cursor,
+                          limit=limit, include_gone=state == "gone")
+
+    @kit.tool("fleet.radar", models.Radar, "Fleet attention queue")
+    def fleet_radar(
+        limit: Limit = 200,
+        include_clean: Annotated[bool, Field(description="also list repos that need nothing")] = False,
+    ) -> dict:
+        """The repositories that need attention, most urgent first, each with its reasons and a next step.
+
+        Start here for the fleet: conflicts, predicted conflicts, diverged branches, operations in progress,
+        uncommitted work, unpushed or unpulled commits, stale stashes, worktree and submodule trouble.
+        """
+        entries = radar(bridge.index(), include_clean=include_clean)
+        omitted = max(0, len(entries) - limit)
+        return {"entries": entries[:limit], "total": len(entries), "truncated": omitted > 0,
+                "omitted_count": omitted}
+
+    @kit.tool("fleet.search", models.SearchResult, "Search branches, commits and reflogs")
+    def fleet_search(
+        query: Annotated[str, Field(min_length=1, max_length=200, description="case-insensitive substring")],
+        kinds: Annotated[list[SearchKind] | None, Field(max_length=3, description="branch, commit and/or reflog (default all)")] = None,
+        repos: Annotated[list[Annotated[str, Field(max_length=4096)]] | None, Field(max_length=500, description="fleet names or paths to search in (default all)")] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> dict:
+        """Find branch names, commit subjects and reflog messages across the whole fleet.
+
+        Searches the index's memory, which keeps reflog events after git expires them, so it also finds
+        dropped commits and deleted branches' history.
+        """
+        return search(bridge.index(), query, kinds=kinds, repos=repos, limit=limit)
