@@ -96,6 +96,11 @@ def _events(conn, query: str, kind: str, ids: list[int] | None, limit: int) -> t
     where, args = _in_repos(ids, "r.repo_id")
     marks = ", ".join("?" * len(COMMIT_KINDS))
     kind_clause = f"r.kind in ({marks})" if kind == "commit" else f"r.kind not in ({marks})"
+    subject_args: list[str] = []
+    if kind == "commit":  # match the subject, not git's `commit (initial): ` prefix
+        kind_clause += (" and instr(lower(case when r.message like 'commit%: %' then "
+                        "substr(r.message, instr(r.message, ': ') + 2) else r.message end), lower(?)) > 0")
+        subject_args = [query]
     if len(query) >= 3:
         source = "reflog r join reflog_search s on s.rowid = r.id"
         match, match_args = "reflog_search match ?", [_fts_phrase(query)]
@@ -105,7 +110,7 @@ def _events(conn, query: str, kind: str, ids: list[int] | None, limit: int) -> t
     grouped = (f"select r.repo_id, max(r.ref) as ref, r.old_sha, r.new_sha, r.at, r.message, r.kind, "
                f"r.identity from {source} where {match} and {kind_clause}{where} "
                f"group by r.repo_id, ifnull(r.old_sha, ''), ifnull(r.new_sha, ''), r.at, r.message")
-    params = [*match_args, *COMMIT_KINDS, *args]
+    params = [*match_args, *COMMIT_KINDS, *subject_args, *args]
     count = conn.execute(f"select count(*) from ({grouped})", params).fetchone()[0]
     rows = conn.execute(f"{grouped} order by r.at desc, r.repo_id limit ?", [*params, limit]).fetchall() \
         if limit else []

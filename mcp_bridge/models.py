@@ -110,3 +110,100 @@ class SearchResult(Capped):
     query: str
     matches: list[SearchMatch]
     match_count: int
+
+
+# --- one repository ---------------------------------------------------------------------------------------
+
+class BriefHead(Out):
+    branch: str | None
+    detached: bool
+    sha: str | None
+    unborn: bool
+    upstream: str | None
+    upstream_gone: bool
+    ahead: int | None
+    behind: int | None
+
+
+class WorkingTree(Out):
+    clean: bool
+    staged: int
+    unstaged: int
+    untracked: int
+    conflicted: int
+
+
+class BriefSubmodules(Out):
+    total: int
+    clean: int
+    drifted: int
+    uninitialized: int
+    conflict: int
+    attention: list[dict]
+    attention_truncated: bool
+
+
+class BriefCommit(Out):
+    sha: str
+    at: str | None
+    subject: str | None
+
+
+class Brief(Out):
+    path: str | None
+    head: BriefHead
+    operation: dict | None
+    working_tree: WorkingTree | None
+    stashes: int
+    submodules: BriefSubmodules
+    worktrees: int
+    recent_commits: list[BriefCommit]
+    hints: list[str]
+    error: str | None
+
+
+class Worktree(Out):
+    path: str
+    head: str | None
+    branch: str | None
+    detached: bool
+    bare: bool
+    locked: bool
+    lock_reason: str | None
+    prunable: bool
+    prunable_reason: str | None
+    is_main: bool
+    current: bool
+
+
+class WorktreeList(Capped):
+    worktrees: list[Worktree]
+    count: int
+
+
+class Submodule(Out):
+    path: str
+    name: str | None
+    url: str | None
+    recorded: str | None
+    checked_out: str | None
+    state: str
+
+
+class SubmoduleStatus(Capped):
+    submodules: list[Submodule]
+    count: int
+    counts: dict[str, int]
+
+
+class Stash(Out):
+    index: int
+    selector: str
+    sha: str | None
+    message: str | None
+    at: str | None
+
+
+class StashList(Capped):
+    stashes: list[Stash]
+    count: int
