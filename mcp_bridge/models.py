@@ -207,3 +207,174 @@ class Stash(Out):
 class StashList(Capped):
     stashes: list[Stash]
     count: int
+
+
+# --- git reads (fleet.changes, history, diffs, refs, blame, conflicts) --------------------------------------
+
+class Hunk(Out):
+    header: str
+    old_start: int
+    old_lines: int
+    new_start: int
+    new_lines: int
+    lines: list[str]
+
+
+class Change(Out):
+    id: str
+    path: str
+    old_path: str | None
+    status: str
+    binary: bool
+    insertions: int | None
+    deletions: int | None
+    hunks: list[Hunk] | None = None
+
+
+class Status(Capped):
+    branch: str | None
+    detached: bool
+    head: str | None
+    upstream: str | None
+    upstream_gone: bool
+    ahead: int | None
+    behind: int | None
+    stashes: int
+    operation: str | None
+    staged: list[dict]
+    unstaged: list[dict]
+    untracked: list[str]
+    conflicted: list[dict]
+    counts: dict[str, int]
+    clean: bool
+
+
+class Changes(Capped):
+    changes: list[Change]
+    change_count: int
+    staged_count: int
+    unstaged_count: int
+    untracked_count: int
+    summary_only: bool
+
+
+class Commit(Out):
+    sha: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    author_time: int
+    committer_name: str
+    committer_email: str
+    committer_time: int
+    subject: str
+    is_merge: bool
+
+
+class History(Capped):
+    ref: str | None
+    head_sha: str | None
+    commits: list[Commit]
+    next_cursor: str | None
+
+
+class ReflogEntry(Out):
+    index: int
+    selector: str
+    old_sha: str | None
+    new_sha: str | None
+    identity: str
+    at: int
+    message: str
+
+
+class Reflog(Capped):
+    ref: str
+    full_ref: str
+    entries: list[ReflogEntry]
+    entry_count: int
+
+
+class Refs(Capped):
+    head_ref: str | None
+    detached: bool
+    branches: list[dict]
+    remote_branches: list[dict]
+    tags: list[dict]
+    remotes: list[dict]
+    stashes: list[dict]
+    counts: dict[str, int]
+
+
+class CommitDetails(Capped):
+    sha: str
+    tree: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    author_time: int
+    committer_name: str
+    committer_email: str
+    committer_time: int
+    message: str
+    subject: str
+    diff_against: str
+    is_root: bool
+    is_merge: bool
+    changes: list[Change]
+    file_count: int
+    hunks_omitted_count: int
+
+
+class DiffRefs(Capped):
+    base: str
+    head: str
+    base_sha: str
+    head_sha: str
+    merge_base: str | None
+    diff_from: str
+    changes: list[Change]
+    file_count: int
+    hunks_omitted_count: int
+
+
+class DiffText(Capped):
+    mode: str
+    patch: str
+    patch_truncated: bool
+    total_bytes: int
+    total_lines: int
+    returned_bytes: int
+    returned_lines: int
+    files: list[dict]
+    files_truncated: bool
+
+
+class Blame(Capped):
+    file: str
+    ref: str | None
+    ref_sha: str | None
+    line_count: int
+    start_line: int
+    end_line: int | None
+    ranges: list[dict]
+    commits: list[dict]
+
+
+class Preflight(Capped):
+    source: str
+    target: str
+    source_sha: str
+    target_sha: str
+    merge_base: str | None
+    result: str
+    unrelated_histories: bool
+    conflicted_paths: list[str]
+    conflict_count: int
+
+
+class ConflictRead(Capped):
+    in_conflict: bool
+    operation: str | None
+    files: list[dict]
+    conflicted_file_count: int

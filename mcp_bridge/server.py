@@ -17,14 +17,14 @@ from mcp.types import CallToolResult
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import tools_fleet, tools_repo
+from mcp_bridge import tools_fleet, tools_git, tools_repo
 from mcp_bridge.bridge import Bridge, touched
 from mcp_bridge.envelope import failure
 from mcp_bridge.toolkit import Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
-TOOL_MODULES = (tools_fleet, tools_repo)
+TOOL_MODULES = (tools_fleet, tools_repo, tools_git)
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.

@@ -1,0 +1,166 @@
+"""Per-repo MCP tools on real repositories, checked against the git CLI (conflict, rebase, detached, empty,
+renames, binary, non-ASCII names, worktrees, submodules)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fleet.changes import repo_changes
+from fleet.history import commit_details
+from mcp_bridge.server import build_server
+from tests.gitbuild import git
+from tests.mcpfleet import build_fleet, call, error_of, ok
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    return build_fleet(tmp_path_factory.mktemp("mcprepo"))
+
+
+@pytest.fixture(scope="module")
+def server(fleet):
+    return build_server(str(fleet["_db"]))
+
+
+def porcelain(repo) -> list[str]:
+    return [line for line in git(repo, "status", "--porcelain=v1", "-z").split("\0") if line]
+
+
+async def test_brief_in_every_state(server, fleet):
+    for name in ("alpha", "beta", "dirty", "conflicted", "rebasing", "detached", "empty", "super", "evil"):
+        result = await call(server, "repo.brief", {"repo": name})
+        assert len(result.content[0].text) < 2500, name
+        brief = ok(result)
+        repo = fleet[name]
+        head = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
+        assert brief["head"]["sha"] == (head[:12] or None), name
+        branch = git(repo, "symbolic-ref", "-q", "--short", "HEAD", check=False).strip()
+        assert brief["head"]["branch"] == (branch if head and branch else brief["head"]["branch"]), name
+        lines = porcelain(repo)
+        assert brief["working_tree"]["untracked"] == sum(1 for ln in lines if ln.startswith("??")), name
+        assert brief["working_tree"]["conflicted"] == sum(1 for ln in lines if ln[:2] in
+                                                          ("UU", "AA", "DD", "AU", "UA", "DU", "UD")), name
+        assert len(brief["hints"]) <= 3
+        expected = git(repo, "log", "-n5", "--format=%h", "--abbrev=12", check=False).split() if head else []
+        assert [c["sha"] for c in brief["recent_commits"]] == expected, name
+    empty = ok(await call(server, "repo.brief", {"repo": "empty"}))
+    assert empty["head"]["unborn"] is True and empty["recent_commits"] == []
+    rebasing = ok(await call(server, "repo.brief", {"repo": "rebasing"}))
+    assert rebasing["operation"]["name"] == "rebase" and rebasing["head"]["branch"] is None
+    assert any("conflict.read" in h for h in rebasing["hints"])
+    detached = ok(await call(server, "repo.brief", {"repo": str(fleet["detached"])}))
+    assert detached["head"]["detached"] is True and "detached" in detached["hints"][0]
+    sub = ok(await call(server, "repo.brief", {"repo": "super"}))
+    assert sub["submodules"]["drifted"] == 1 and sub["submodules"]["attention"] == [
+        {"path": "libs/alpha", "state": "drifted"}]
+
+
+async def test_status_and_changes_match_git(server, fleet):
+    status = ok(await call(server, "repo.status", {"repo": "dirty"}))
+    assert status["head"] == git(fleet["dirty"], "rev-parse", "HEAD").strip()
+    staged = {(e["status"], e["path"], e["old_path"]) for e in status["staged"]}
+    assert staged == {("renamed", "new name.txt", "old name.txt"), ("added", "café.txt", None)}
+    assert status["untracked"] == ["notes.txt"]
+    assert {e["path"] for e in status["unstaged"]} == {"README.md", "logo.bin"}
+
+    result = await call(server, "repo.changes", {"repo": "dirty"})
+    data = ok(result)
+    assert data == json.loads(json.dumps(repo_changes(str(fleet["dirty"]))))
+    by_path = {c["path"]: c for c in data["changes"]}
+    assert by_path["logo.bin"]["binary"] is True
+    assert by_path["new name.txt"]["old_path"] == "old name.txt"
+    assert "café.txt" in by_path and "notes.txt" in by_path
+    readme = by_path["README.md"]
+    assert "+changed" in readme["hunks"][0]["lines"]
+    summary = ok(await call(server, "repo.changes", {"repo": "dirty", "summary_only": True}))
+    assert all("hunks" not in c for c in summary["changes"])
+    one = ok(await call(server, "repo.changes", {"repo": "dirty", "path_filter": "café.txt"}))
+    assert [c["path"] for c in one["changes"]] == ["café.txt"]
+
+
+async def test_history_reflog_refs_and_commit(server, fleet):
+    alpha = fleet["alpha"]
+    hist = ok(await call(server, "repo.history", {"repo": "alpha", "limit": 2}))
+    assert [c["sha"] for c in hist["commits"]] == git(alpha, "log", "-n2", "--format=%H").split()
+    assert hist["truncated"] is True and hist["omitted_count"] == int(git(alpha, "rev-list", "--count", "HEAD")) - 2
+    page2 = ok(await call(server, "repo.history", {"repo": "alpha", "limit": 2, "cursor": hist["next_cursor"]}))
+    assert [c["sha"] for c in page2["commits"]] == git(alpha, "log", "-n2", "--skip=2", "--format=%H").split()
+
+    reflog = ok(await call(server, "repo.reflog", {"repo": "rebasing"}))
+    assert [e["new_sha"] for e in reflog["entries"]] == git(fleet["rebasing"], "reflog", "--format=%H").split()
+
+    refs = ok(await call(server, "repo.refs", {"repo": "alpha"}))
+    assert {b["name"] for b in refs["branches"]} == set(git(alpha, "branch", "--format=%(refname:short)").split())
+    assert [t["name"] for t in refs["tags"]] == ["v1"] and refs["tags"][0]["annotated"] is True
+
+    root_sha = git(alpha, "rev-list", "--max-parents=0", "HEAD").strip()
+    root = ok(await call(server, "commit.details", {"repo": "alpha", "rev": root_sha}))
+    assert root["is_root"] is True and root["diff_against"] == "empty_tree"
+    head = ok(await call(server, "commit.details", {"repo": "alpha", "rev": "HEAD"}))
+    assert head == json.loads(json.dumps(commit_details(str(alpha), "HEAD")))
+    assert head["subject"] == "feat: add app" and [c["path"] for c in head["changes"]] == ["src/app.py"]
+
+
+async def test_diffs_blame_and_conflicts(server, fleet):
+    beta = fleet["beta"]
+    diff = ok(await call(server, "diff.refs", {"repo": "beta", "base": "origin/main...HEAD"}))
+    assert [c["path"] for c in diff["changes"]] == git(beta, "diff", "--name-only", "origin/main...HEAD").split()
+    text = ok(await call(server, "diff.text", {"repo": "beta", "base": "HEAD", "head": "origin/main"}))
+    assert text["patch"] == git(beta, "diff", "-M", "HEAD", "origin/main")
+    small = ok(await call(server, "diff.text", {"repo": "beta", "base": "HEAD", "head": "origin/main",
+                                                "max_lines": 3}))
+    assert small["returned_lines"] == 3 and small["truncated"] is True
+
+    blame = ok(await call(server, "repo.blame", {"repo": "alpha", "file": "README.md"}))
+    oracle = git(fleet["alpha"], "blame", "--porcelain", "README.md")
+    assert {r["sha"] for r in blame["ranges"]} == {ln.split()[0] for ln in oracle.splitlines()
+                                                   if len(ln.split()[0]) == 40 and not ln.startswith("\t")}
+
+    pre = ok(await call(server, "repo.conflict_preflight", {"repo": "beta"}))
+    assert pre["target"] == "refs/remotes/origin/main" and pre["result"] in ("clean", "conflicts")
+
+    merge = ok(await call(server, "conflict.read", {"repo": "conflicted"}))
+    assert merge["in_conflict"] is True and merge["operation"] == "merge"
+    assert [f["path"] for f in merge["files"]] == git(fleet["conflicted"], "diff", "--name-only",
+                                                      "--diff-filter=U").split()
+    rebase = ok(await call(server, "conflict.read", {"repo": "rebasing"}))
+    assert rebase["operation"] == "rebase" and rebase["ours_theirs_inverted"] is True
+    clean = ok(await call(server, "conflict.read", {"repo": "alpha"}))
+    assert clean["in_conflict"] is False
+
+
+async def test_worktrees_submodules_stashes(server, fleet):
+    wts = ok(await call(server, "worktree.list", {"repo": "alpha"}))
+    oracle = [ln.split(" ", 1)[1] for ln in git(fleet["alpha"], "worktree", "list", "--porcelain").splitlines()
+              if ln.startswith("worktree ")]
+    assert [w["path"] for w in wts["worktrees"]] == oracle
+    assert wts["worktrees"][0]["is_main"] and wts["worktrees"][0]["current"]
+    assert wts["worktrees"][1]["branch"] == "feature/login"
+    # a linked worktree is addressable by path even though the index lists only its repository
+    linked = ok(await call(server, "worktree.list", {"repo": str(fleet["_root"] / "alpha-wt")}))
+    assert [w["current"] for w in linked["worktrees"]] == [False, True]
+    brief = ok(await call(server, "repo.brief", {"repo": str(fleet["_root"] / "alpha-wt")}))
+    assert brief["head"]["branch"] == "feature/login"
+
+    subs = ok(await call(server, "submodule.status", {"repo": "super"}))
+    (sub,) = subs["submodules"]
+    assert sub["state"] == "drifted"
+    assert sub["recorded"] == git(fleet["super"], "ls-tree", "HEAD", "libs/alpha").split()[2]
+    assert sub["checked_out"] == git(fleet["super"] / "libs" / "alpha", "rev-parse", "HEAD").strip()
+    assert git(fleet["super"], "submodule", "status").startswith("+")
+
+    stashes = ok(await call(server, "stash.list", {"repo": "dirty"}))
+    assert [(s["selector"], s["sha"]) for s in stashes["stashes"]] == [
+        tuple(ln.split(" ", 1)) for ln in git(fleet["dirty"], "stash", "list", "--format=%gd %H").splitlines()]
+    assert stashes["stashes"][0]["message"].endswith("wip: first idea")
+
+
+async def test_subdirectory_and_missing_things(server, fleet):
+    assert ok(await call(server, "repo.status", {"repo": str(fleet["alpha"] / "src")}))["head"]
+    code, _ = error_of(await call(server, "commit.details", {"repo": "alpha", "rev": "no-such-branch"}))
+    assert code == "BAD_REF"
+    code, _ = error_of(await call(server, "repo.blame", {"repo": "alpha", "file": "missing.txt"}))
+    assert code == "NOT_FOUND"
+    assert ok(await call(server, "repo.history", {"repo": "empty"}))["commits"] == []
