@@ -6,17 +6,13 @@ caller named); submodules and stashes from the same live read as the index recor
 
 from __future__ import annotations
 
+from fleet.caps import cap
 from fleet.discovery import Found
 from fleet.errors import FleetError
 from fleet.gitrun import GitError, run_git
 from fleet.reader import read_repo
 
 DEFAULT_LIMIT = 200
-
-
-def _capped(items: list[dict], limit: int) -> tuple[list[dict], dict]:
-    omitted = max(0, len(items) - limit)
-    return items[:limit], {"truncated": omitted > 0, "omitted_count": omitted}
 
 
 def _git(path: str, args: list[str]) -> bytes:
@@ -58,7 +54,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     rows = parse_worktrees(_git(found.path, ["worktree", "list", "--porcelain", "-z"]))
     for row in rows:
         row["current"] = row["path"] == found.path
-    items, info = _capped(rows, limit)
+    items, info = cap(rows, limit)
     return {"worktrees": items, "count": len(rows), **info}
 
 
@@ -67,7 +63,7 @@ def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     subs = read_repo(found).get("submodules") or []
     counts = {state: sum(1 for s in subs if s.get("state") == state)
               for state in ("clean", "drifted", "uninitialized", "conflict")}
-    items, info = _capped(subs, limit)
+    items, info = cap(subs, limit)
     return {"submodules": items, "count": len(subs), "counts": counts, **info}
 
 
@@ -76,5 +72,5 @@ def stash_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     stashes = read_repo(found).get("stash_list") or []
     rows = [{"index": s["index"], "selector": f"stash@{{{s['index']}}}", "sha": s["sha"],
              "message": s["message"], "at": s["at"]} for s in stashes]
-    items, info = _capped(rows, limit)
+    items, info = cap(rows, limit)
     return {"stashes": items, "count": len(rows), **info}

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from fleet.caps import cap
 from fleet.radar import radar
 from fleet.repolist import list_repos
 from fleet.search import search
@@ -47,9 +48,8 @@ def register(kit: Toolkit) -> None:
         uncommitted work, unpushed or unpulled commits, stale stashes, worktree and submodule trouble.
         """
         entries = radar(bridge.index(), include_clean=include_clean)
-        omitted = max(0, len(entries) - limit)
-        return {"entries": entries[:limit], "total": len(entries), "truncated": omitted > 0,
-                "omitted_count": omitted}
+        kept, info = cap(entries, limit)
+        return {"entries": kept, "total": len(entries), **info}
 
     @kit.tool("fleet.search", models.SearchResult, "Search branches, commits and reflogs")
     def fleet_search(
