@@ -86,8 +86,7 @@ def list_repos(index: Index, *, root: str | None = None, name_contains: str | No
     if state is not None:
         rows = [r for r in rows if STATES[state](r)]
     page = rows[offset:offset + limit]
-    full = {r["id"]: r for r in index.repos(include_gone=True)} if page else {}
-    records = [public_record(full[r["id"]]) for r in page if r["id"] in full]
+    records = [public_record(full) for full in (index.repo(r["id"]) for r in page) if full is not None]
     end = offset + len(page)
     omitted = max(0, len(rows) - end)
     return {

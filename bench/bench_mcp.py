@@ -1,0 +1,203 @@
+"""Benchmark the MCP bridge: per-call overhead over the git commands a tool runs, stdio connect time, and
+fleet-wide tool latency at 1,000 repos.
+
+    python bench/bench_mcp.py [--runs 15] [--fleet-size 1000] [--connect-runs 5] [--workdir DIR]
+
+Per-call overhead: each tool is called in-process through the server's own call path
+(`FleetServer.call_tool`: argument validation, repo resolution, fleet/ parsing, output validation, the
+JSON envelope); the git subprocesses it started are recorded and then replayed bare (same argv, env and
+cwd), and `overhead_ms` = median(tool) - median(replay). Prints one JSON object of medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_scan import synthetic_index  # noqa: E402
+from bench.fleetgen import generate  # noqa: E402
+from fleet.index import open_index  # noqa: E402
+from fleet.scan import scan  # noqa: E402
+from mcp_bridge.server import build_server  # noqa: E402
+
+CALLS = [
+    ("repo.status", {}),
+    ("repo.reflog", {"limit": 20}),
+    ("repo.history", {"limit": 20}),
+    ("commit.details", {"rev": "HEAD"}),
+    ("diff.text", {}),
+    ("repo.brief", {}),
+]
+
+
+def median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+class GitRecorder:
+    """Collects the git subprocesses started while it is active (argv and Popen options) to replay them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], dict]] = []
+        self._original = subprocess.Popen
+
+    def __enter__(self) -> "GitRecorder":
+        recorder = self
+
+        class Recording(self._original):  # type: ignore[misc, valid-type]
+            def __init__(self, args, *a, **kw):
+                if isinstance(args, list) and args and os.path.basename(str(args[0])) == "git":
+                    recorder.calls.append((list(args), dict(kw)))
+                super().__init__(args, *a, **kw)
+
+        subprocess.Popen = Recording  # type: ignore[misc]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.Popen = self._original  # type: ignore[misc]
+
+
+def replay(calls: list[tuple[list[str], dict]]) -> None:
+    """The same git processes with the same Popen options, output read to the end: git's own cost."""
+    for argv, options in calls:
+        options = {**options, "stdin": subprocess.DEVNULL}
+        with subprocess.Popen(argv, **options) as proc:
+            proc.communicate()
+
+
+async def per_call(server, repo: str, runs: int) -> list[dict]:
+    out = []
+    for name, args in CALLS:
+        args = {"repo": repo, **args}
+        with GitRecorder() as rec:
+            first = await server.call_tool(name, args)
+        assert not first.is_error, first.content[0].text
+        tool, bare = [], []
+        for _ in range(runs):  # alternate so machine noise hits both alike
+            start = time.perf_counter()
+            await server.call_tool(name, args)
+            tool.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            replay(rec.calls)
+            bare.append(time.perf_counter() - start)
+        out.append({"tool": name, "git_commands": len(rec.calls), "tool_ms": median_ms(tool),
+                    "bare_git_ms": median_ms(bare), "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)})
+    return out
+
+
+async def client_call(server, repo: str, runs: int) -> dict:
+    """The same call through the official in-memory client (modern direct dispatcher), for comparison."""
+    from mcp import Client
+
+    samples = []
+    async with Client(server) as client:
+        for _ in range(runs):
+            start = time.perf_counter()
+            await client.call_tool("repo.status", {"repo": repo})
+            samples.append(time.perf_counter() - start)
+    return {"tool": "repo.status", "in_memory_client_ms": median_ms(samples)}
+
+
+def connect_times(db: Path, runs: int) -> dict:
+    from mcp import Client, StdioServerParameters
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLEETDECK_DB": str(db)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fleet", "mcp"], env=env)
+    result = {}
+    for mode in ("auto", "legacy"):
+        samples = []
+        for _ in range(runs):
+            async def once() -> float:
+                start = time.perf_counter()
+                async with Client(params, mode=mode) as client:
+                    elapsed = time.perf_counter() - start
+                    await client.call_tool("fleet.radar", {"limit": 1})
+                return elapsed
+            samples.append(asyncio.run(once()))
+        result[f"stdio_connect_{mode}_ms"] = median_ms(samples)
+    imports = []
+    for _ in range(runs):
+        code = ("import time; t = time.perf_counter(); import fleet.cli, mcp_bridge.server; "
+                "print(time.perf_counter() - t)")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**env, "PYTHONPATH": str(ROOT)})
+        imports.append(float(proc.stdout))
+    result["import_ms"] = median_ms(imports)
+    return result
+
+
+def add_reflog(db: Path, events_per_repo: int) -> None:
+    """Synthetic reflog rows (commits and checkouts over the last week) for every repo in the index."""
+    index = open_index(db)
+    now = int(time.time())
+    ids = [r["id"] for r in index.summaries()]
+    rows = []
+    for rid in ids:
+        for n in range(events_per_repo):
+            kind = "commit" if n % 3 else "checkout"
+            message = f"commit: change {n} in repo {rid}" if kind == "commit" else "checkout: moving from a to b"
+            rows.append((rid, "HEAD", f"{n:040x}", f"{n + 1:040x}", now - n * 3600 - rid, "+0000",
+                         "Bench <bench@example.com>", message, kind))
+    with index.write() as conn:
+        conn.executemany("insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, "
+                         "message, kind) values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    index.close()
+
+
+async def fleet_latency(db: Path, runs: int) -> dict:
+    server = build_server(str(db))
+    calls = [("fleet.radar", {}), ("fleet.radar", {"limit": 50}), ("fleet.repos", {"limit": 200}),
+             ("fleet.search", {"query": "change 7"})]
+    if "fleet.digest" in server.kit.params:
+        calls.append(("fleet.digest", {"since": "7d"}))
+    out = {}
+    for name, args in calls:
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            result = await server.call_tool(name, args)
+            samples.append(time.perf_counter() - start)
+            assert not result.is_error, result.content[0].text
+        out[f"{name} {json.dumps(args, separators=(',', ':'))}"] = median_ms(samples)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--connect-runs", type=int, default=5)
+    parser.add_argument("--fleet-size", type=int, default=1000)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="fleetdeck-bench-mcp-"))
+    work.mkdir(parents=True, exist_ok=True)
+    repos = generate(work / "fleet", 4)
+    sample = repos[2]
+    db = work / "small.db"
+    with open_index(db) as index:
+        scan(index, [str(work / "fleet")])
+    server = build_server(str(db))
+    result: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
+    result["per_call"] = asyncio.run(per_call(server, str(sample), args.runs))
+    result["client_path"] = asyncio.run(client_call(server, str(sample), args.runs))
+    result["startup"] = connect_times(db, args.connect_runs)
+    big = work / f"fleet-{args.fleet_size}.db"
+    synthetic_index(big, args.fleet_size, sample)
+    add_reflog(big, 20)
+    result[f"fleet_tools_at_{args.fleet_size}_repos_ms"] = asyncio.run(fleet_latency(big, args.runs))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
