@@ -17,10 +17,10 @@ from fleet.scan import found_for
 from fleet.scope import resolve_repo_path
 
 
-def _root_of(path: str, roots: list[str]) -> str:
+def _root_of(path: str, roots: list[str]) -> str | None:
     inside = [r for r in (os.path.realpath(x) for x in roots)
               if os.path.commonpath([path, r]) == r]
-    return max(inside, key=len)
+    return max(inside, key=len) if inside else None
 
 
 def resolve_target(index: Index, repo: str) -> Found:
@@ -40,3 +40,17 @@ def resolve_target(index: Index, repo: str) -> Found:
             break
         folder = os.path.dirname(folder)
     raise FleetError("REPO_NOT_IN_FLEET", f"{repo!r} is inside a fleet root but in no git repository")
+
+
+def scoped_patch_file(index: Index, patch_file: str) -> str:
+    """A patch file path an agent may read or write: absolute, in a folder inside a fleet root.
+
+    The folder is canonicalised (a symlinked folder pointing out of the fleet is refused); the file name
+    itself is checked by fleet.patchfile (`.patch`/`.diff`, not a symlink).
+    """
+    if not isinstance(patch_file, str) or not os.path.isabs(patch_file) or "\0" in patch_file:
+        raise FleetError("BAD_PATH", "patch_file must be an absolute path")
+    folder = os.path.realpath(os.path.dirname(patch_file))
+    if _root_of(folder, index.roots()) is None:
+        raise FleetError("BAD_PATH", f"patch_file {patch_file!r} is not inside a fleet root")
+    return os.path.join(folder, os.path.basename(patch_file))

@@ -1,7 +1,8 @@
 """What every tool call shares: the index (one connection per worker thread) and the repos it touched.
 
 Sync tools run in AnyIO worker threads; SQLite connections are not shared between them. The repos a call
-resolves are collected in a context variable the server reads after the call (agent presence).
+resolves are collected in a context variable the server reads after the call (agent presence), next to the
+client's self-declared name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from fleet.index import Index, open_index
 from fleet.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
+caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)
 
 
 class Bridge:

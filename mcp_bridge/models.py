@@ -378,3 +378,68 @@ class ConflictRead(Capped):
     operation: str | None
     files: list[dict]
     conflicted_file_count: int
+
+
+# --- agents -------------------------------------------------------------------------------------------------
+
+class AgentRow(Out):
+    agent: str
+    repo: str
+    repo_name: str | None
+    state: str
+    sources: list[str]
+    branch: str | None
+    tool: str | None
+    files: list[str]
+    last_activity: str | None
+    same_agent_as_caller: bool
+
+
+class Presence(Capped):
+    repo: str | None
+    agents: list[AgentRow]
+    agent_count: int
+    collisions: list[dict]
+    caller: dict
+
+
+# --- patch authoring ------------------------------------------------------------------------------------------
+
+class PatchGenerated(Out):
+    patch: str
+    entries: list[dict]
+    unchanged: list[str]
+    files_changed: int
+    insertions: int
+    deletions: int
+    bytes: int
+    git_check: dict | None
+    patch_file: dict | None
+
+
+class PatchInspected(Out):
+    patch_file: str
+    entries: list[dict]
+    entry_count: int
+    duplicate_paths: list[str]
+    insertions: int
+    deletions: int
+    bytes: int
+
+
+class PatchRemoved(Out):
+    patch_file: str
+    removed: list[dict]
+    removed_count: int
+    entries_before: int
+    entries_after: int
+
+
+class PatchValidated(Out):
+    valid: bool
+    entries: list[dict]
+    entry_count: int
+    total_hunks: int
+    duplicate_paths: list[str]
+    error: dict | None
+    git_check: dict | None

@@ -11,20 +11,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
+
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import tools_fleet, tools_git, tools_repo
-from mcp_bridge.bridge import Bridge, touched
+from mcp_bridge import tools_agents, tools_fleet, tools_git, tools_patch, tools_repo
+from fleet.errors import FleetError
+from fleet.presence import record_bridge_activity
+from mcp_bridge.bridge import Bridge, caller, touched
 from mcp_bridge.envelope import failure
 from mcp_bridge.toolkit import Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
-TOOL_MODULES = (tools_fleet, tools_repo, tools_git)
+TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_patch)
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
@@ -60,9 +64,11 @@ class FleetServer(MCPServer):
         if unknown:
             return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "
                                            f"it takes {', '.join(sorted(allowed)) or 'no arguments'}")
-        token = touched.set([])
+        client = _client_name(context)
+        token, who = touched.set([]), caller.set(client)
         try:
             result = await super().call_tool(name, arguments, context)
+            paths = touched.get() or []
         except UnexpectedToolError as exc:
             log.error("tool %s failed unexpectedly", name, exc_info=exc.__cause__ or exc)
             return failure("INTERNAL", f"{name} failed unexpectedly; see the server log")
@@ -72,7 +78,29 @@ class FleetServer(MCPServer):
             return failure("BAD_ARGUMENT", f"{name}: {exc}")
         finally:
             touched.reset(token)
+            caller.reset(who)
+        if paths and not result.is_error:
+            files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
+            await anyio.to_thread.run_sync(self._record, client, paths, name, files)
         return result
+
+    def _record(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> None:
+        """Tell presence which repos (and files) this client just worked on; never fails the call."""
+        index = self.bridge.index()
+        for path in paths:
+            try:
+                record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files])
+            except FleetError as exc:  # e.g. a repo not indexed yet
+                log.debug("presence not recorded for %s: %s", path, exc.message)
+
+
+def _client_name(context) -> str | None:
+    """The client's self-declared name (initialize's clientInfo, or the 2026 request envelope)."""
+    try:
+        params = context.request_context.session.client_params
+    except (AttributeError, LookupError, ValueError):
+        return None
+    return params.client_info.name if params is not None else None
 
 
 def _describe(exc: ValidationError) -> str:

@@ -1,0 +1,52 @@
+"""The bridge records its client's self-declared name and the repos (and files) its calls touched, and
+agents.presence reports them (fleet-wide or per repo), in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from mcp import Client
+from mcp.types import Implementation
+
+from mcp_bridge.server import build_server
+from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests.gitbuild import init_repo
+from fleet.index import open_index
+from fleet.scan import scan
+from tests.mcpfleet import error_of, ok
+
+
+@pytest.fixture
+def small_fleet(tmp_path):
+    root = tmp_path / "fleet"
+    alpha = init_repo(root / "alpha", commits=2)
+    beta = init_repo(root / "beta", commits=1)
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(root)])
+    return {"alpha": alpha, "beta": beta, "db": db}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_bridge_records_client_and_repos(small_fleet, mode):
+    server = build_server(str(small_fleet["db"]))
+    me = Implementation(name="codex-mcp-client", version="1.0")
+    async with Client(server, mode=mode, client_info=me) as client:
+        ok(await client.call_tool("repo.blame", {"repo": "alpha", "file": "README.md"}))
+        error_of(await client.call_tool("repo.blame", {"repo": "beta", "file": "nope.txt"}))  # failed: not recorded
+        data = ok(await client.call_tool("agents.presence", {"repo": "alpha"}))
+        assert data["caller"] == {"client_name": "codex-mcp-client", "agent": "codex"}
+        (row,) = data["agents"]
+        assert (row["agent"], row["repo"], row["state"], row["tool"]) == ("codex", str(small_fleet["alpha"]),
+                                                                          "working", "repo.blame")
+        assert "mcp" in row["sources"] and row["files"] == ["README.md"]
+        assert row["same_agent_as_caller"] is True
+        fleet_wide = ok(await client.call_tool("agents.presence", {"refresh": False}))
+        assert {r["repo"] for r in fleet_wide["agents"]} == {str(small_fleet["alpha"])}
+        assert error_of(await client.call_tool("agents.presence", {"repo": "/etc"}))[0] == "REPO_NOT_IN_FLEET"
+    cli = subprocess.run(fleetdeck_argv("presence", "--json"), capture_output=True, check=True,
+                         env=fleetdeck_env(FLEETDECK_DB=str(small_fleet["db"])))
+    assert [(r["agent"], r["repo"]) for r in json.loads(cli.stdout)["agents"]] == [
+        ("codex", str(small_fleet["alpha"]))]
