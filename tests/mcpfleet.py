@@ -74,6 +74,17 @@ def build_fleet(base: Path) -> dict[str, Path]:
     for name in ("--output=evil.txt", "--orphan=evil", "-p"):
         write(evil / ".git" / "refs" / "heads" / name, sha + "\n")
 
+    latin = repos["latin"] = init_repo(root / "latin", commits=1)
+    write(latin / "menu.txt", b"caf\xe9 cr\xe8me\n")
+    git(latin, "add", "menu.txt")
+    tree = git(latin, "write-tree").strip()
+    parent = git(latin, "rev-parse", "HEAD").strip()
+    raw = (f"tree {tree}\nparent {parent}\nauthor T <t@example.com> 1760000000 +0000\n"
+           f"committer T <t@example.com> 1760000000 +0000\n\n").encode() + b"caf\xe9: latin-1 subject\n"
+    sha = git(latin, "hash-object", "-t", "commit", "-w", "--stdin", input=raw).strip()  # git commit would re-encode
+    git(latin, "update-ref", "-m", "commit: raw latin-1 message", "refs/heads/main", sha)
+    write(latin / "menu.txt", b"caf\xe9 cr\xe8me br\xfbl\xe9e\n")
+
     db = base / "fleet.db"
     with open_index(db) as index:
         scan(index, [str(root)])

@@ -75,9 +75,10 @@ async def test_repos_filters(server, fleet):
     assert [r["name"] for r in (await page({"state": "operation"}))["repos"]] == ["conflicted", "rebasing"]
     assert [r["name"] for r in (await page({"state": "detached"}))["repos"]] == ["detached", "rebasing"]
     dirty = [r["name"] for r in (await page({"state": "dirty"}))["repos"]]
-    assert dirty == sorted(n for n in ("dirty", "super", "conflicted", "rebasing")
-                           if git(fleet[n], "status", "--porcelain").strip()
-                           and any(not ln.startswith("UU") for ln in git(fleet[n], "status", "--porcelain").splitlines()))
+    unmerged = ("UU", "AA", "DD", "AU", "UA", "DU", "UD")
+    oracle = sorted(n for n, path in fleet.items() if not n.startswith("_")
+                    and any(ln[:2] not in unmerged for ln in git(path, "status", "--porcelain").splitlines()))
+    assert dirty == oracle and "dirty" in oracle
     assert [r["name"] for r in (await page({"name_contains": "ALP"}))["repos"]] == ["alpha"]
     assert (await page({"root": str(fleet["_root"]), "name_contains": "beta"}))["total"] == 3
     assert (await page({"root": "/nowhere"}))["total"] == 0

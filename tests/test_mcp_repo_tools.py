@@ -164,3 +164,16 @@ async def test_subdirectory_and_missing_things(server, fleet):
     code, _ = error_of(await call(server, "repo.blame", {"repo": "alpha", "file": "missing.txt"}))
     assert code == "NOT_FOUND"
     assert ok(await call(server, "repo.history", {"repo": "empty"}))["commits"] == []
+
+
+async def test_non_utf8_bytes_become_replacement_characters(server, fleet):
+    brief = ok(await call(server, "repo.brief", {"repo": "latin"}))
+    assert brief["recent_commits"][0]["subject"] == "caf\ufffd: latin-1 subject"
+    hist = ok(await call(server, "repo.history", {"repo": "latin", "limit": 1}))
+    assert hist["commits"][0]["subject"] == "caf\ufffd: latin-1 subject"
+    text = ok(await call(server, "diff.text", {"repo": "latin"}))
+    assert "+caf\ufffd cr\ufffdme br\ufffdl\ufffde" in text["patch"].splitlines()
+    changes = ok(await call(server, "repo.changes", {"repo": "latin"}))
+    assert changes["changes"][0]["path"] == "menu.txt"
+    details = ok(await call(server, "commit.details", {"repo": "latin", "rev": "HEAD"}))
+    assert details["changes"][0]["hunks"][0]["lines"] == ["+caf\ufffd cr\ufffdme"]
