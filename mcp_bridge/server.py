@@ -9,6 +9,7 @@ call touched under the client's self-declared name.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import anyio
@@ -28,6 +29,7 @@ from mcp_bridge.toolkit import Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
+RECORD_EVERY = 15.0
 TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_patch)
 
 INSTRUCTIONS = """\
@@ -47,6 +49,7 @@ class FleetServer(MCPServer):
         super().__init__("fleetdeck", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.bridge = bridge
         self.kit = Toolkit(self, bridge)
+        self._recorded: dict[tuple, float] = {}
         for module in TOOL_MODULES:
             module.register(self.kit)
 
@@ -81,8 +84,26 @@ class FleetServer(MCPServer):
             caller.reset(who)
         if paths and not result.is_error:
             files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
-            await anyio.to_thread.run_sync(self._record, client, paths, name, files)
+            due = self._due(client, paths, name, files)
+            if due:
+                await anyio.to_thread.run_sync(self._record, client, due, name, files)
         return result
+
+    def _due(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> list[str]:
+        """The repos whose presence record for this (client, tool, files) is older than RECORD_EVERY.
+
+        Presence counts an agent as working for minutes; a write per call would cost more than the call.
+        """
+        now = time.monotonic()
+        if len(self._recorded) > 4096:
+            self._recorded.clear()
+        due = []
+        for path in paths:
+            key = (client, path, tool, tuple(files))
+            if key not in self._recorded or now - self._recorded[key] >= RECORD_EVERY:
+                self._recorded[key] = now
+                due.append(path)
+        return due
 
     def _record(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> None:
         """Tell presence which repos (and files) this client just worked on; never fails the call."""

@@ -50,3 +50,19 @@ async def test_bridge_records_client_and_repos(small_fleet, mode):
                          env=fleetdeck_env(FLEETDECK_DB=str(small_fleet["db"])))
     assert [(r["agent"], r["repo"]) for r in json.loads(cli.stdout)["agents"]] == [
         ("codex", str(small_fleet["alpha"]))]
+
+
+async def test_presence_writes_are_throttled_per_client_repo_and_tool(small_fleet):
+    server = build_server(str(small_fleet["db"]))
+
+    def stamps():
+        with open_index(small_fleet["db"]) as index:
+            return index.db.conn.execute("select tool, at from presence_mcp").fetchall()
+
+    async with Client(server, client_info=Implementation(name="claude-code", version="2")) as client:
+        ok(await client.call_tool("repo.status", {"repo": "alpha"}))
+        first = stamps()
+        ok(await client.call_tool("repo.status", {"repo": "alpha"}))
+        assert stamps() == first  # same client, repo and tool within RECORD_EVERY: no second write
+        ok(await client.call_tool("repo.history", {"repo": "alpha"}))
+        assert [tool for tool, _ in stamps()] == ["repo.history"]
