@@ -138,7 +138,7 @@ def connect_times(db: Path, runs: int) -> dict:
 
 
 def add_reflog(db: Path, events_per_repo: int) -> None:
-    """Synthetic reflog rows (commits and checkouts over the last week) for every repo in the index."""
+    """Synthetic reflog lines and their digest events (commits and checkouts, hourly) for every repo."""
     index = open_index(db)
     now = int(time.time())
     ids = [r["id"] for r in index.summaries()]
@@ -152,6 +152,9 @@ def add_reflog(db: Path, events_per_repo: int) -> None:
     with index.write() as conn:
         conn.executemany("insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, "
                          "message, kind) values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany("insert into events (repo_id, ref, old_sha, new_sha, at, identity, message, kind, "
+                         "rewrote) values (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                         [(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8]) for r in rows])
     index.close()
 
 
@@ -159,8 +162,7 @@ async def fleet_latency(db: Path, runs: int) -> dict:
     server = build_server(str(db))
     calls = [("fleet.radar", {}), ("fleet.radar", {"limit": 50}), ("fleet.repos", {"limit": 200}),
              ("fleet.search", {"query": "change 7"})]
-    if "fleet.digest" in server.kit.params:
-        calls.append(("fleet.digest", {"since": "7d"}))
+    calls += [("fleet.digest", {"since": "7d"}), ("fleet.digest", {"since": "24h", "max_events": 1000})]
     out = {}
     for name, args in calls:
         samples = []

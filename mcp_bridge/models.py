@@ -96,6 +96,26 @@ class Radar(Capped):
     total: int
 
 
+class DigestEvent(Out):
+    repo: str
+    ref: str
+    kind: str
+    old_sha: str | None
+    new_sha: str | None
+    at: str | None
+    identity: str | None
+    message: str | None
+    rewrote: bool | None
+
+
+class Digest(Capped):
+    since: str | None
+    events: list[DigestEvent]
+    event_count: int
+    repos_scanned: int
+    errors: list[dict]
+
+
 class SearchMatch(Out):
     kind: str
     repo: str | None

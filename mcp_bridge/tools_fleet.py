@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fleet.caps import cap
+from fleet.digest import digest
 from fleet.radar import radar
 from fleet.repolist import list_repos
 from fleet.search import search
@@ -16,6 +17,8 @@ from mcp_bridge.toolkit import Toolkit
 State = Literal["dirty", "clean", "ahead", "behind", "diverged", "conflicted", "operation", "detached",
                 "no_upstream", "stashes", "error", "gone"]
 SearchKind = Literal["branch", "commit", "reflog"]
+EventKind = Literal["commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert",
+                    "branch", "fetch", "other"]
 Limit = Annotated[int, Field(ge=1, le=1000, description="page size (1..1000)")]
 
 
@@ -64,3 +67,18 @@ def register(kit: Toolkit) -> None:
         dropped commits and deleted branches' history.
         """
         return search(bridge.index(), query, kinds=kinds, repos=repos, limit=limit)
+
+    @kit.tool("fleet.digest", models.Digest, "What changed across the fleet")
+    def fleet_digest(
+        since: Annotated[Annotated[str, Field(max_length=100)] | Annotated[int, Field(ge=0, le=2**53)], Field(description="ISO 8601 time, unix milliseconds, or a duration ago: "
+                                                      "90m, 24h, 7d")] = "24h",
+        repos: Annotated[list[Annotated[str, Field(max_length=4096)]] | None, Field(max_length=500, description="fleet names or paths (default all)")] = None,
+        kinds: Annotated[list[EventKind] | None, Field(max_length=12)] = None,
+        max_events: Annotated[int, Field(ge=1, le=1000)] = 200,
+    ) -> dict:
+        """Everything that moved in the fleet since a time, newest first: commits, amends, merges, checkouts,
+        pulls, resets, rebases, cherry-picks, reverts, branch and fetch events, each saying whether it
+        rewrote history (the old tip is no longer an ancestor of the new one). From the index's reflog
+        memory, which outlives git's own reflog expiry."""
+        result = digest(bridge.index(), since, repos=repos, kinds=kinds, max_events=max_events)
+        return {**result, "omitted_count": result["event_count"] - len(result["events"])}

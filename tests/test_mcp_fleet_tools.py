@@ -153,3 +153,24 @@ async def test_errors_are_structured(server, mode):
     code, message = error_of(await call(server, "fleet.search", {"query": "x" * 100_000}, mode))
     assert code == "BAD_ARGUMENT" and len(message) < 300
     assert ok(await call(server, "fleet.radar", {"limit": 1}, mode))["entries"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_digest_is_the_cli_digest(server, fleet, mode):
+    from fleet.digest import digest
+
+    data = ok(await call(server, "fleet.digest", {"since": 0}, mode))
+    with open_index(fleet["_db"]) as index:
+        expected = digest(index, 0)
+    assert {k: v for k, v in data.items() if k != "omitted_count"} == json.loads(json.dumps(expected))
+    cli = subprocess.run(fleetdeck_argv("digest", "--since", "0", "--format", "json"), capture_output=True,
+                         check=True, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+    assert data["events"] == json.loads(cli.stdout)["events"]
+    heads = {e["new_sha"] for e in data["events"] if e["repo"] == "alpha" and e["kind"] == "commit"}
+    assert git(fleet["alpha"], "rev-parse", "main").strip() in heads
+    few = ok(await call(server, "fleet.digest", {"since": "3650d", "max_events": 2, "kinds": ["commit"]}, mode))
+    assert len(few["events"]) == 2 and few["truncated"] is True
+    assert few["omitted_count"] == few["event_count"] - 2 and {e["kind"] for e in few["events"]} == {"commit"}
+    assert error_of(await call(server, "fleet.digest", {"since": "yesterday-ish"}, mode))[0] == "BAD_ARGUMENT"
+    assert error_of(await call(server, "fleet.digest", {"since": "9" * 1000}, mode))[0] == "BAD_ARGUMENT"
+    assert error_of(await call(server, "fleet.digest", {"repos": ["nope"]}, mode))[0] == "REPO_NOT_IN_FLEET"
