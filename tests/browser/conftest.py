@@ -24,8 +24,10 @@ def _require_chromium() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright_instance():
+    """Package-scoped: Playwright's sync API keeps an asyncio loop running on the main thread until it stops,
+    which would break every asyncio test (the MCP ones) collected after this package."""
     _require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -33,7 +35,7 @@ def playwright_instance():
         yield pw
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright_instance):
     instance = playwright_instance.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     yield instance
