@@ -123,3 +123,26 @@ def test_fleet_watcher_registers_the_presence_hook_once(tmp_path: Path) -> None:
         fleet_watcher(index, [str(tmp_path)])
     hooks = [p for p in _periodic if p.name == "presence"]
     assert len(hooks) == 1 and hooks[0].every_s <= 10
+
+
+async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_path: Path) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = Server(tmp_path / "fleet.db", [fleet["root"]], ["--no-watch"])
+    try:
+        url = server.base + "/mcp"
+        assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        for mode, version in (("auto", "2026-07-28"), ("legacy", "2025-11-25")):
+            async with httpx2.AsyncClient(headers=server.auth, timeout=30) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                    assert client.protocol_version == version
+                    result = await client.call_tool("fleet.radar", {})
+                    assert not result.is_error
+                    names = {e["name"] for e in result.structured_content["entries"]}
+                    assert "dirty" in names
+    finally:
+        server.stop()

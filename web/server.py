@@ -1,5 +1,6 @@
 """`fleetdeck serve`: bind the socket, print the access link, run uvicorn over the dashboard app, with the
-fleet watcher in the same process (started and stopped by the app's lifespan).
+fleet watcher in the same process (started and stopped by the app's lifespan) and the MCP bridge over
+streamable HTTP at `/mcp`, behind the same token, Host and CSRF checks as every page.
 
 The socket is bound here (not by uvicorn) so the printed link carries the real port, even with `--port 0`.
 SIGINT and SIGTERM are a normal way to stop a server: uvicorn shuts down gracefully (the lifespan stops the
@@ -17,11 +18,12 @@ from functools import partial
 from pathlib import Path
 
 import uvicorn
+from starlette.routing import Mount
 
 from fleet.errors import FleetError
 from fleet.watching import watching
 from web.app import create_app
-from web.security import is_loopback, new_token
+from web.security import allowed_hosts_for, is_loopback, new_token
 
 log = logging.getLogger("fleetdeck.serve")
 
@@ -49,6 +51,18 @@ class Stopped(Exception):
     """SIGINT or SIGTERM asked the server to stop."""
 
 
+def mcp_endpoint(db_path: str | Path, host: str, port: int):
+    """The MCP bridge at `/mcp`; the dashboard's middleware authenticates, the SDK re-checks Host/Origin."""
+    from mcp_bridge.http import http_endpoint  # the mcp SDK costs ~0.7 s to import: only when serving
+    from mcp_bridge.server import build_server
+
+    hosts = sorted(allowed_hosts_for(host))
+    names = [f"[{h}]" if ":" in h else h for h in hosts]
+    return http_endpoint(build_server(str(db_path)), token=None,
+                         allowed_hosts=[form for n in names for form in (n, f"{n}:{port}")],
+                         allowed_origins=[f"http://{n}:{port}" for n in names])
+
+
 def _stop(signum: int, _frame: object) -> None:
     raise Stopped(signal.Signals(signum).name)
 
@@ -69,7 +83,9 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     token = new_token()
     url = access_url(host, sock.getsockname()[1], token)
     services = [partial(watching, db_path)] if watch else []
-    app = create_app(db_path, token, bind_host=host, services=services)
+    mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
+    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run],
+                     mounts=[Mount("/", app=mcp.app)])
     print(f"fleetdeck dashboard: {url}", flush=True)
     if open_browser:
         webbrowser.open(url)
