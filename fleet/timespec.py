@@ -23,6 +23,11 @@ def parse_duration(text: str) -> int:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
+# A `since` outside this range is a typo (or an attack on the integer columns), not a point in time.
+EARLIEST = 0.0
+LATEST = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
 def parse_since(value: str | int | float, now: float | None = None) -> float:
     """A point in time as unix seconds, from a relative duration (`24h` ago), ISO 8601 or unix milliseconds.
 
@@ -32,20 +37,25 @@ def parse_since(value: str | int | float, now: float | None = None) -> float:
     if isinstance(value, bool):
         raise FleetError("BAD_ARGUMENT", "since must be a duration, an ISO 8601 time or unix milliseconds")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise FleetError("BAD_ARGUMENT", f"since must not be negative: {value}")
-        return float(value) / 1000
+        return _in_range(float(value) / 1000, value)
     text = str(value).strip()
     if text.isdigit():
-        return int(text) / 1000
+        return _in_range(int(text) / 1000, value)
     if _DURATION.match(text):
-        return now - parse_duration(text)
+        return _in_range(now - parse_duration(text), value)
     try:
         stamp = datetime.fromisoformat(text)
-    except ValueError:
+        if stamp.tzinfo is None:
+            stamp = stamp.astimezone()
+        seconds = stamp.timestamp()
+    except (ValueError, OverflowError):
         raise FleetError("BAD_ARGUMENT",
                          f"not a time: {value!r} (use 90m, 24h, 7d, an ISO 8601 time or unix milliseconds)") from None
-    if stamp.tzinfo is None:
-        stamp = stamp.astimezone()
-    return stamp.timestamp()
+    return _in_range(seconds, value)
+
+
+def _in_range(seconds: float, given: object) -> float:
+    if not EARLIEST <= seconds <= LATEST:
+        raise FleetError("BAD_ARGUMENT", f"since is out of range (1970 to 9999): {given!r}")
+    return seconds
 

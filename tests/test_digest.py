@@ -186,3 +186,18 @@ def test_events_of_a_repo_read_after_new_work_show_up(fleet) -> None:
     newest = digest(index, EPOCH, max_events=1)
     assert newest["event_count"] == before + 1
     assert newest["events"][0]["message"] == "commit: new work"
+
+
+@pytest.mark.parametrize("since", ["99999999999999999999999999999999", "99999999999999999999999999d",
+                                   "0001-01-01", "-5", "9999-99-99", 10**40])
+def test_absurd_since_values_are_clear_errors(since):
+    with pytest.raises(FleetError) as err:
+        parse_since(since)
+    assert err.value.code == "BAD_ARGUMENT"
+
+
+def test_absurd_since_on_the_cli_exits_1_without_a_traceback(tmp_path):
+    proc = subprocess.run(fleetdeck_argv("--db", str(tmp_path / "f.db"), "digest", "--since",
+                                         "99999999999999999999999999999999"),
+                          capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
+    assert proc.returncode == 1 and "BAD_ARGUMENT" in proc.stderr and "Traceback" not in proc.stderr
