@@ -1,8 +1,7 @@
 """Conflicts: predicted (`conflict_preflight`) and in progress (`conflict_read`).
 
-The preflight runs `git merge-tree --write-tree`, which computes the merge entirely in the object
-database: it may write new loose blob/tree objects (unreferenced, later pruned by gc) but never touches
-refs, the index, HEAD or the working tree. That is the only write any fleetdeck read path makes.
+The preflight runs `git merge-tree --write-tree` through `fleet.mergetree`, whose objects go to a throwaway
+directory: the repository (objects, refs, HEAD, index, work tree) is left byte for byte as it was.
 """
 
 from __future__ import annotations
@@ -15,13 +14,15 @@ from fleet.caps import cap, check_int
 from fleet.errors import FleetError
 from fleet import gitfiles
 from fleet.gitread import git_dirs, merge_base_of, out, resolve_commit, run, text
+from fleet.gitrun import GitError
+from fleet.mergetree import merge_tree
 from fleet.scope import check_rev, resolve_file_in_repo
 
 BINARY_SNIFF = 8000
 BLOB_READ_LIMIT = 8 * 1024 * 1024
 MARKER_SCAN_LIMIT = 8 * 1024 * 1024
-SIDE_EFFECTS = ("git merge-tree --write-tree may add unreferenced loose objects to the object database; "
-                "refs, HEAD, the index and the working tree are never touched")
+SIDE_EFFECTS = ("none: git merge-tree wrote its objects to a throwaway directory; the repository's objects, refs, "
+                "HEAD, index and working tree are untouched")
 
 
 def _is_ancestor(path: str, a: str, b: str) -> bool:
@@ -70,10 +71,13 @@ def conflict_preflight(path: str, target: str | None = None, source: str = "HEAD
     if base is not None and _is_ancestor(path, source_sha, target_sha):
         result["result"] = "fast_forward"
         return result
-    args = ["merge-tree", "--write-tree", "--name-only", "-z", "--messages"]
+    args = ["--name-only", "-z", "--messages"]
     if base is None:
         args.append("--allow-unrelated-histories")
-    res = run(path, [*args, source_sha, target_sha], ok_codes=(0, 1))
+    try:
+        res = merge_tree(path, git_dirs(path)[1], [*args, source_sha, target_sha])
+    except GitError as exc:
+        raise FleetError.from_git(exc) from exc
     head, _, info = res.stdout.partition(b"\0\0")
     names = head.split(b"\0")
     paths = list(dict.fromkeys(text(p) for p in names[1:] if p))

@@ -8,7 +8,6 @@ Nothing here writes to the repository (no optional locks, merge-tree objects go 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +18,7 @@ from fleet import gitfiles
 from fleet.discovery import Found, common_dir, read_gitfile
 from fleet.gitfiles import BrokenRepo, short_ref
 from fleet.gitrun import GitError, run_git
+from fleet.mergetree import merge_tree
 from fleet.status import Status, read_status
 
 MAX_ACTIVITY_STATS = 64
@@ -153,19 +153,11 @@ def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
 
 
 def predict_merge(path: str, commondir: Path, ours: str, theirs: str) -> dict | None:
-    """What merging `theirs` into `ours` would do, via `git merge-tree`, without writing to the repo.
-
-    merge-tree writes the merged tree's objects; pointing GIT_OBJECT_DIRECTORY at a throwaway dir (with the
-    real store as an alternate) keeps the repository byte-for-byte untouched.
-    """
-    with tempfile.TemporaryDirectory(prefix="fleetdeck-mt-") as tmp:
-        env = {"GIT_OBJECT_DIRECTORY": tmp,
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(commondir / "objects")}
-        try:
-            result = run_git(path, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
-                                    ours, theirs], ok_codes=(0, 1), extra_env=env, timeout=20)
-        except GitError:
-            return None
+    """What merging `theirs` into `ours` would do (`git merge-tree`, nothing written to the repo)."""
+    try:
+        result = merge_tree(path, commondir, ["--name-only", "-z", "--no-messages", ours, theirs])
+    except GitError:
+        return None
     parts = [p.decode("utf-8", "replace") for p in result.stdout.split(b"\0") if p]
     paths = sorted(set(parts[1:])) if result.returncode == 1 else []
     return {"clean": result.returncode == 0, "paths": paths}

@@ -15,7 +15,7 @@ from tests.gitread_repos import cherry_pick_conflict, diverged, merge_conflict, 
 
 
 def _snapshot(repo: Path) -> tuple:
-    """Everything a read must leave alone: refs, HEAD, index bytes, and the work tree."""
+    """Everything a read must leave alone: refs, HEAD, index bytes, the object store, and the work tree."""
     tree = {}
     for top, dirs, files in os.walk(repo):
         dirs[:] = [d for d in dirs if d != ".git"]
@@ -24,8 +24,9 @@ def _snapshot(repo: Path) -> tuple:
             st = os.stat(full)
             tree[full] = (hashlib.sha256(Path(full).read_bytes()).hexdigest(), st.st_mtime_ns)
     index = (repo / ".git" / "index").read_bytes()
+    objects = sorted(str(p.relative_to(repo)) for p in (repo / ".git" / "objects").rglob("*"))
     return (git(repo, "for-each-ref"), (repo / ".git" / "HEAD").read_text(), index, tree,
-            git(repo, "status", "--porcelain"))
+            git(repo, "status", "--porcelain"), objects)
 
 
 @pytest.mark.parametrize("conflicting", [True, False])
@@ -35,7 +36,7 @@ def test_preflight_predicts_a_real_merge(tmp_path: Path, conflicting: bool):
     result = conflict_preflight(str(repo), target="topic")
     assert _snapshot(repo) == before
     assert result["merge_base"] == git(repo, "merge-base", "main", "topic").strip()
-    assert "loose objects" in result["side_effects"]
+    assert result["side_effects"].startswith("none")
     trial = clone(repo, tmp_path / "trial")            # the oracle: really merge, in a throwaway clone
     git(trial, "merge", "-q", "origin/topic", "-m", "trial", check=False)
     unmerged = sorted(set(git(trial, "diff", "--name-only", "--diff-filter=U").split()))
