@@ -46,7 +46,7 @@ def _arguments(index: "Index", since: str | int | float, repos: list[str] | None
 def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[str] | None,
             max_events: int) -> dict:
     where, args = _where(start, scope, kinds)
-    conn = index.db.conn
+    conn = index.conn
     total = conn.execute(f"select count(*) from events e where {where}", args).fetchone()[0]
     rows = conn.execute(
         "select e.repo_id, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.identity, e.message, e.rewrote"
@@ -71,7 +71,7 @@ def resolve_repos(index: "Index", repos: list[str] | None) -> list[int] | None:
         raise FleetError("BAD_ARGUMENT", "repos must be a list of fleet names or absolute paths")
     ids = []
     for key in repos:
-        row = index.db.conn.execute("select id from repos where path = ? or name = ? order by gone, id limit 1",
+        row = index.conn.execute("select id from repos where path = ? or name = ? order by gone, id limit 1",
                                     (key.rstrip("/") or key, key)).fetchone()
         if row is None:
             raise FleetError("REPO_NOT_IN_FLEET", f"not a repository in the fleet: {key}")
@@ -99,14 +99,14 @@ def _where(start: float, scope: list[int] | None, kinds: list[str] | None) -> tu
 
 
 def _names(index: "Index") -> dict[int, str]:
-    return dict(index.db.conn.execute("select id, name from repos"))
+    return dict(index.conn.execute("select id, name from repos"))
 
 
 def _scanned(index: "Index", scope: list[int] | None) -> list[tuple[str, str | None]]:
     if scope is None:
-        return index.db.conn.execute("select name, error from repos where gone = 0").fetchall()
+        return index.conn.execute("select name, error from repos where gone = 0").fetchall()
     marks = ", ".join("?" * len(scope))
-    return index.db.conn.execute(f"select name, error from repos where id in ({marks})", scope).fetchall()
+    return index.conn.execute(f"select name, error from repos where id in ({marks})", scope).fetchall()
 
 
 def activity_by_repo_day(events: Iterable[dict], start: float | None = None, end: float | None = None,
@@ -157,7 +157,7 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
     where, args = _where(chart_start, scope, kinds)
     names = _names(index)
-    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.db.conn.execute(
+    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.conn.execute(
         f"select e.repo_id, e.at from events e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
     return {
         "generated_at": iso(now), "digest": body,
@@ -168,7 +168,7 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
 
 def fleet_state(index: "Index", start: float, scope: list[int] | None, now: float) -> dict:
     """The fleet at the end of the window: what a person should still act on."""
-    conn = index.db.conn
+    conn = index.conn
     in_scope = "" if scope is None else f" and r.id in ({', '.join('?' * len(scope))})"
     args = [] if scope is None else list(scope)
     unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in conn.execute(

@@ -59,7 +59,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     """
     if not repos:
         return 0
-    conn = index.db.conn
+    conn = index.conn
     paths = dict(repos)
     marks = ", ".join("?" * len(paths))
     lines = conn.execute(
@@ -68,7 +68,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
         " where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
     if not lines:
         with index.write() as conn:
-            return sum(_record_deleted_branches(conn, repo_id) for repo_id in paths)
+            return _record_deleted_branches(conn, list(paths))
     pruned_before = _pruned_before(index)
     fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
     verdicts = {ln[0]: rewrote(paths[ln[1]], ln[3], ln[4], ln[8]) for ln in fresh}
@@ -101,8 +101,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
             "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
             " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
         added = conn.total_changes - before - removed
-        for repo_id in paths:
-            added += _record_deleted_branches(conn, repo_id)
+        added += _record_deleted_branches(conn, list(paths))
         last: dict[int, int] = {}
         for ln in lines:
             last[ln[1]] = ln[0]
@@ -113,24 +112,25 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
 
 def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
     """One repo's newest `limit` events, newest first (`at` in unix seconds, `rewrote` None when unknown)."""
-    rows = index.db.conn.execute(
+    rows = index.conn.execute(
         "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
         " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
     return [{"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5], "identity": r[6],
              "message": r[7], "rewrote": None if r[8] is None else bool(r[8])} for r in rows]
 
 
-def _record_deleted_branches(conn, repo_id: int) -> int:
+def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
     """One `branch` event (new_sha null) for each branch with events that no longer exists."""
+    marks = ", ".join("?" * len(repo_ids))
     gone = conn.execute(
-        "select e.ref, e.new_sha, e.message from events e join"
-        " (select max(id) id from events where repo_id = ? and ref like 'refs/heads/%' group by ref) last"
-        " on last.id = e.id"
-        " where e.ref not in (select 'refs/heads/' || name from branches where repo_id = ?)",
-        (repo_id, repo_id)).fetchall()
+        "select e.repo_id, e.ref, e.new_sha, e.message from events e join"
+        f" (select max(id) id from events where repo_id in ({marks}) and ref like 'refs/heads/%'"
+        " group by repo_id, ref) last on last.id = e.id"
+        " where not exists (select 1 from branches b where b.repo_id = e.repo_id and 'refs/heads/' || b.name = e.ref)",
+        list(repo_ids)).fetchall()
     now = int(time.time())
     added = 0
-    for ref, tip, message in gone:
+    for repo_id, ref, tip, message in gone:
         if message == DELETED_MESSAGE or tip is None:
             continue
         renamed = conn.execute("select 1 from reflog where repo_id = ? and message like ? limit 1",
@@ -144,7 +144,7 @@ def _record_deleted_branches(conn, repo_id: int) -> int:
 
 
 def _pruned_before(index: "Index") -> int:
-    row = index.db.conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
+    row = index.conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
     return int(json.loads(row[0])) if row else 0
 
 

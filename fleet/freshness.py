@@ -32,7 +32,7 @@ def watcher_state(index, now: float | None = None) -> dict:
     `STALE_AFTER` seconds: it died without saying so), `stopped`, or `absent` (no watcher ever ran here).
     """
     now = now or time.time()
-    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
     try:
         value = json.loads(row[0]) if row else None
     except (TypeError, ValueError):
@@ -55,7 +55,7 @@ def freshness(index, now: float | None = None) -> dict:
     """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, and how
     many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos)."""
     now = now or time.time()
-    conn = index.db.conn
+    conn = index.conn
     newest = conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
     agents, presence_at = conn.execute("select count(*), max(refreshed_at) from presence").fetchone()
     when = _seconds(newest)

@@ -30,8 +30,9 @@ _CONFIG = (
     "log.showSignature=false",
     "core.quotePath=false",
 )
-_DROP_ENV_PREFIXES = ("GIT_", "GCM_", "SSH_ASKPASS")
-_DROP_ENV = {"PAGER", "LESS", "LV", "LD_PRELOAD", "LD_LIBRARY_PATH"}
+# The only inherited variables git gets: where it finds itself, the user's config and a temp dir. Everything
+# else (GIT_*, pagers, LD_PRELOAD, credential helpers' variables...) stays out.
+_KEEP_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME")
 
 
 class GitError(Exception):
@@ -75,7 +76,7 @@ _ENV_CACHE: dict[tuple, dict[str, str]] = {}
 
 def _base_env() -> dict[str, str]:
     """The hardened environment, rebuilt only when a variable git reads from outside GIT_* changes."""
-    key = tuple(os.environ.get(k) for k in ("HOME", "PATH", "XDG_CONFIG_HOME", "LANG", "TMPDIR"))
+    key = tuple(os.environ.get(k) for k in _KEEP_ENV)
     env = _ENV_CACHE.get(key)
     if env is None:
         _ENV_CACHE.clear()
@@ -84,8 +85,7 @@ def _base_env() -> dict[str, str]:
 
 
 def _build_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
+    env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
     env.update({
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_TERMINAL_PROMPT": "0",

@@ -14,19 +14,23 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from sqlite_utils import Database
 
 from fleet import gitfiles
 from fleet.discovery import Found
 from fleet.events import record_events
 from fleet.radar import attention
 from fleet.reader import iso, reflog_stats
-from fleet.schema import migrations
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 5000
+# The number of migrations in fleet/schema.py; an index at this version opens without loading them.
+SCHEMA_VERSION = 4
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -50,7 +54,11 @@ def open_index(db_path: str | os.PathLike[str] | None = None) -> "Index":
 
 
 class Index:
-    """A handle on the index database; safe to share between threads of one process."""
+    """A handle on the index database; safe to share between threads of one process.
+
+    `conn` is the sqlite3 connection everything uses; `db` wraps it in sqlite-utils for the migrations
+    (imported only when the schema is behind: it costs more start-up time than the rest of a CLI call).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -58,28 +66,37 @@ class Index:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
                                isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.db = Database(conn)
+        self.conn = conn
         self.lock = threading.RLock()
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = OFF")
-        self._migrate()
+        if self.schema_version != SCHEMA_VERSION:
+            self._migrate()
+
+    @cached_property
+    def db(self) -> "Database":
+        from sqlite_utils import Database
+
+        return Database(self.conn)
 
     def _migrate(self) -> None:
-        if not migrations.pending(self.db):
-            return
+        from fleet.schema import migrations
+
         with open(str(self.path) + ".migrate.lock", "w") as lockfile:
             fcntl.flock(lockfile, fcntl.LOCK_EX)
             if migrations.pending(self.db):
                 migrations.apply(self.db)
+            self.conn.execute(f"PRAGMA user_version = {len(migrations.applied(self.db))}")
 
     @property
     def schema_version(self) -> int:
-        return len(migrations.applied(self.db))
+        """How many migrations this index has applied (kept in `PRAGMA user_version`)."""
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     def close(self) -> None:
-        self.db.conn.close()
+        self.conn.close()
 
     def __enter__(self) -> "Index":
         return self
@@ -91,7 +108,7 @@ class Index:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken with BEGIN IMMEDIATE (no read-to-write upgrade failures)."""
         with self.lock:
-            conn = self.db.conn
+            conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -103,7 +120,7 @@ class Index:
     # --- roots ---------------------------------------------------------------------------------
 
     def roots(self) -> list[str]:
-        return [r["path"] for r in self.db.query("select path from roots order by path")]
+        return [r[0] for r in self.conn.execute("select path from roots order by path")]
 
     def add_root(self, path: str | os.PathLike[str]) -> str:
         real = os.path.realpath(path)
@@ -148,6 +165,7 @@ class Index:
         row["reasons"] = json.dumps(reasons)
         row["generation"] = gen
         existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
+        new = existing is None
         if existing:
             repo_id = existing[0]
             sets = ", ".join(f"{c} = ?" for c in row)
@@ -159,12 +177,12 @@ class Index:
                                tuple(row.values()))
             repo_id = cur.lastrowid
         if "branches" in record:
-            self._replace_children(conn, repo_id, record)
+            self._replace_children(conn, repo_id, record, new)
         if not record.get("vanished"):
-            self._ingest_reflogs(conn, repo_id, found, record)
+            self._ingest_reflogs(conn, repo_id, found, record, new)
         return repo_id
 
-    def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict) -> None:
+    def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool) -> None:
         tables = {
             "branches": [(repo_id, b["name"], b["head"], b["upstream"], b["upstream_ref"],
                           int(b["upstream_gone"]), b["ahead"], b["behind"], int(b["current"]))
@@ -180,17 +198,19 @@ class Index:
             "remotes": [(repo_id, r["name"], r["url"]) for r in record.get("remotes", [])],
         }
         for table, rows in tables.items():
-            conn.execute(f"delete from {table} where repo_id = ?", (repo_id,))
+            if not new:  # a repo stored for the first time has no old rows (a cold scan saves 5 statements)
+                conn.execute(f"delete from {table} where repo_id = ?", (repo_id,))
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
                 conn.executemany(f"insert into {table} values ({marks})", rows)
 
-    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict) -> None:
+    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict,
+                        new: bool) -> None:
         """Append reflog lines not seen before, reading only what was appended since the last read."""
         stats = record.get("reflog_files")
         if stats is None:
             stats = reflog_stats(Path(found.gitdir), Path(found.commondir))
-        known = {r[0]: (r[1], r[2]) for r in conn.execute(
+        known = {} if new else {r[0]: (r[1], r[2]) for r in conn.execute(
             "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
         rows: list[tuple] = []
         files: list[tuple] = []
@@ -236,11 +256,11 @@ class Index:
 
     def generation(self) -> int:
         """The newest change counter value; it grows with every repo write."""
-        return self.db.conn.execute("select ifnull(max(generation), 0) from repos").fetchone()[0]
+        return self.conn.execute("select ifnull(max(generation), 0) from repos").fetchone()[0]
 
     def changed_since(self, gen: int) -> list[int]:
         """Ids of repos written after change counter `gen` (see `generation()`)."""
-        return [r[0] for r in self.db.conn.execute("select id from repos where generation > ?", (gen,))]
+        return [r[0] for r in self.conn.execute("select id from repos where generation > ?", (gen,))]
 
     def summaries(self, include_gone: bool = False) -> list[dict]:
         """Flat repo rows (no nested lists): the fast path for listings."""
@@ -254,12 +274,12 @@ class Index:
         if limit is not None:
             sql += " limit ? offset ?"
             params += [limit, offset]
-        cur = self.db.conn.execute(sql, params)
+        cur = self.conn.execute(sql, params)
         names = [d[0] for d in cur.description]
         return [_decode(dict(zip(names, row))) for row in cur.fetchall()]
 
     def count(self, where: str = "gone = 0", args: tuple | list = ()) -> int:
-        return self.db.conn.execute(f"select count(*) from repos where {where}", list(args)).fetchone()[0]
+        return self.conn.execute(f"select count(*) from repos where {where}", list(args)).fetchone()[0]
 
     def repos(self, include_gone: bool = False) -> list[dict]:
         """Full repo records (DESIGN.md shape), with branches, worktrees, submodules and stashes."""
@@ -269,7 +289,7 @@ class Index:
 
     def repo(self, key: int | str) -> dict | None:
         """One full record by id, fleet name, or path."""
-        conn = self.db.conn
+        conn = self.conn
         if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
             cur = conn.execute("select * from repos where id = ?", (int(key),))
         else:
@@ -282,7 +302,7 @@ class Index:
         return _full(record, self._children([record["id"]]))
 
     def _children(self, ids: list[int] | None) -> dict[str, dict[int, list[dict]]]:
-        conn = self.db.conn
+        conn = self.conn
         out: dict[str, dict[int, list[dict]]] = {}
         for table, order in (("branches", "name"), ("worktrees", "path"), ("submodules", "path"),
                              ("stashes", "idx"), ("remotes", "name")):
@@ -301,7 +321,7 @@ class Index:
         return out
 
     def known_paths(self) -> list[str]:
-        return [r[0] for r in self.db.conn.execute("select path from repos where gone = 0")]
+        return [r[0] for r in self.conn.execute("select path from repos where gone = 0")]
 
 
 def _next_generation(conn: sqlite3.Connection) -> int:

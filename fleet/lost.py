@@ -31,7 +31,7 @@ def lost_commits(index: "Index", since: float | None = None, repo_ids: list[int]
     if repo_ids is not None:
         clauses.append(f"e.repo_id in ({', '.join('?' * len(repo_ids))})")
         args.extend(repo_ids)
-    rows = index.db.conn.execute(
+    rows = index.conn.execute(
         "select r.id, r.name, r.path, e.old_sha, e.at, e.kind, e.ref, e.message, e.identity"
         " from events e join repos r on r.id = e.repo_id"
         f" where {' and '.join(clauses)} order by e.at desc, e.id desc", args).fetchall()

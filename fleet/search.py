@@ -19,6 +19,28 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 
+SEARCH_UPTO_KEY = "reflog_search_upto"
+
+
+def sync_search_index(index: Index) -> int:
+    """Index the reflog lines appended since the last search (one bulk insert); returns how many."""
+    conn = index.conn
+    top = conn.execute("select ifnull(max(id), 0) from reflog").fetchone()[0]
+    if top <= _indexed_upto(conn):
+        return 0
+    with index.write() as conn:
+        upto = _indexed_upto(conn)  # re-read under the write lock: another process may have caught up
+        cur = conn.execute("insert into reflog_search (rowid, message) select id, message from reflog"
+                           " where id > ? and id <= ?", (upto, top))
+        conn.execute("insert or replace into meta (key, value) values (?, ?)", (SEARCH_UPTO_KEY, str(top)))
+    return cur.rowcount
+
+
+def _indexed_upto(conn) -> int:
+    row = conn.execute("select value from meta where key = ?", (SEARCH_UPTO_KEY,)).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _fts_phrase(query: str) -> str:
     return '"' + query.replace('"', '""') + '"'
 
@@ -57,7 +79,9 @@ def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: l
     if bad:
         raise FleetError("BAD_ARGUMENT", f"unknown kind {bad[0]!r}; expected some of {', '.join(KINDS)}")
     ids = _repo_ids(index, repos)
-    conn = index.db.conn
+    if len(query) >= 3 and ("commit" in wanted or "reflog" in wanted):
+        sync_search_index(index)
+    conn = index.conn
     names = {row[0]: (row[1], row[2]) for row in conn.execute("select id, name, path from repos")}
     matches: list[dict] = []
     total = 0

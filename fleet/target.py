@@ -28,7 +28,7 @@ def resolve_target(index: Index, repo: str) -> Found:
     roots = index.roots()
     if not roots:
         raise FleetError("REPO_NOT_IN_FLEET", "the fleet has no roots yet: run `fleetdeck scan PATH` first")
-    named = index.db.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
+    named = index.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
                                   (repo,)).fetchone() if isinstance(repo, str) else None
     real = resolve_repo_path(repo, roots, {repo: named[0]} if named else {})
     root = _root_of(real, roots)

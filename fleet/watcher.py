@@ -453,7 +453,7 @@ class Watcher:
             gitdir = found.gitdir
         else:
             refresh_repo(index, repo)
-            row = index.db.conn.execute("select id, gitdir, gone from repos where path = ?", (repo,)).fetchone()
+            row = index.conn.execute("select id, gitdir, gone from repos where path = ?", (repo,)).fetchone()
             if row is None:
                 return [], False
             repo_id, gitdir, gone = row
@@ -486,14 +486,14 @@ class Watcher:
     def _known(self, index: Index) -> list[tuple[str, str]]:
         """(path, gitdir) of the repos in scope that are not gone."""
         roots = self._roots()
-        return [(p, g) for p, g in index.db.conn.execute("select path, gitdir from repos where gone = 0")
+        return [(p, g) for p, g in index.conn.execute("select path, gitdir from repos where gone = 0")
                 if any(Path(p).is_relative_to(r) for r in roots)]
 
     async def _sweep_active(self) -> None:
         """Re-read the most recently active repos (working-tree edits never touch .git); the cap keeps a
         freshly cloned fleet, where everything is "recent", from turning this into a constant full sweep."""
         cutoff = iso(time.time() - self.active_window_s)
-        rows = self.index.db.conn.execute(
+        rows = self.index.conn.execute(
             "select path from repos where gone = 0 and last_activity >= ? order by last_activity desc limit ?",
             (cutoff, self.active_limit)).fetchall()
         self._enqueue([p for (p,) in rows if p in self._watched])
@@ -509,7 +509,7 @@ class Watcher:
             self._new[found.path] = found
             self._due.setdefault(found.path, [now, now])
         if gone:
-            ids = [r[0] for r in self.index.db.conn.execute(
+            ids = [r[0] for r in self.index.conn.execute(
                 f"select id from repos where path in ({', '.join('?' * len(gone))})", gone)]
             await self._notify(ids)
         if (new or gone) and not initial:

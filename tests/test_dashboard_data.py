@@ -104,7 +104,7 @@ def test_freshness_reports_the_newest_scan_and_the_change_counter(fleet) -> None
     after = freshness(index)
     assert after["generation"] > before["generation"]
     assert after["indexed_at"] > before["indexed_at"]
-    assert after["indexed_at"] == index.db.conn.execute("select max(scanned_at) from repos").fetchone()[0]
+    assert after["indexed_at"] == index.conn.execute("select max(scanned_at) from repos").fetchone()[0]
 
 
 # --- event timeline -----------------------------------------------------------------------------------------

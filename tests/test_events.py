@@ -17,7 +17,7 @@ from tests.gitbuild import commit_file, git, init_repo
 
 def events(index, ref: str | None = None) -> list[dict]:
     clause, args = ("where ref = ?", [ref]) if ref else ("", [])
-    cur = index.db.conn.execute(f"select * from events {clause} order by at, id", args)
+    cur = index.conn.execute(f"select * from events {clause} order by at, id", args)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
 

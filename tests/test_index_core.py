@@ -163,17 +163,17 @@ def test_reflogs_are_indexed_line_for_line(fleet):
     index = fleet["index"]
     for state in ("history", "worktrees", "clean", "rebasing"):
         rec = record_of(fleet, state)
-        rows = index.db.conn.execute("select count(*) from reflog where repo_id = ? and ref = 'HEAD'",
+        rows = index.conn.execute("select count(*) from reflog where repo_id = ? and ref = 'HEAD'",
                                      (rec["id"],)).fetchone()[0]
         assert rows == oracle.reflog_count(fleet["repos"][state], "HEAD"), state
     hist = record_of(fleet, "history")
-    kinds = {r[0] for r in index.db.conn.execute("select kind from reflog where repo_id = ?", (hist["id"],))}
+    kinds = {r[0] for r in index.conn.execute("select kind from reflog where repo_id = ?", (hist["id"],))}
     assert {"commit", "amend", "reset"} <= kinds
     # the message-less line written by update-ref is kept, with an empty message
-    assert index.db.conn.execute("select count(*) from reflog where repo_id = ? and ref = ? and message = ''",
+    assert index.conn.execute("select count(*) from reflog where repo_id = ? and ref = ? and message = ''",
                                  (hist["id"], "refs/heads/no-message")).fetchone()[0] == 1
     wt = record_of(fleet, "worktrees")
-    wt_refs = {r[0] for r in index.db.conn.execute("select distinct ref from reflog where repo_id = ?", (wt["id"],))}
+    wt_refs = {r[0] for r in index.conn.execute("select distinct ref from reflog where repo_id = ?", (wt["id"],))}
     assert any(ref.startswith("worktrees/") and ref.endswith("/HEAD") for ref in wt_refs)
 
 
@@ -214,10 +214,10 @@ def test_rescan_updates_in_place_and_keeps_history(tmp_path: Path):
     index = open_index(tmp_path / "fleet.db")
     scan(index, [str(tmp_path / "root")])
     ids = {r["path"]: r["id"] for r in index.repos()}
-    events = index.db.conn.execute("select count(*) from reflog").fetchone()[0]
+    events = index.conn.execute("select count(*) from reflog").fetchone()[0]
     scan(index)
     assert {r["path"]: r["id"] for r in index.repos()} == ids
-    assert index.db.conn.execute("select count(*) from reflog").fetchone()[0] == events  # no duplicates
+    assert index.conn.execute("select count(*) from reflog").fetchone()[0] == events  # no duplicates
 
     history = repos["history"]
     commit_file(history, "later.txt", "x\n", "later work")
@@ -225,7 +225,7 @@ def test_rescan_updates_in_place_and_keeps_history(tmp_path: Path):
     scan(index)
     rec = index.repo(str(history))
     assert rec["head"] == git(history, "rev-parse", "HEAD").strip()
-    kept = index.db.conn.execute("select count(*) from reflog where repo_id = ?", (rec["id"],)).fetchone()[0]
+    kept = index.conn.execute("select count(*) from reflog where repo_id = ?", (rec["id"],)).fetchone()[0]
     assert kept >= 6  # the expired lines stay in the index
     assert oracle.reflog_count(history, "HEAD") == 0
 
@@ -246,7 +246,7 @@ def test_schema_is_versioned_and_reopens(tmp_path: Path):
     index.close()
     again = open_index(tmp_path / "f.db")
     assert again.schema_version == version
-    assert again.db.conn.execute("pragma journal_mode").fetchone()[0] == "wal"
+    assert again.conn.execute("pragma journal_mode").fetchone()[0] == "wal"
     again.close()
 
 
@@ -271,4 +271,14 @@ def test_remote_credentials_never_reach_the_index(tmp_path: Path):
     assert index.repo("secret")["remotes"] == [{"name": "origin", "url": "https://me:***@example.com/x.git"}]
     files = [p for p in tmp_path.iterdir() if p.name.startswith("f.db")]
     assert b"hunter2" not in b"".join(p.read_bytes() for p in files)
+    index.close()
+
+
+def test_schema_version_constant_matches_the_migrations(tmp_path: Path):
+    from fleet.index import SCHEMA_VERSION
+    from fleet.schema import migrations
+
+    index = open_index(tmp_path / "f.db")
+    assert index.schema_version == SCHEMA_VERSION == len(migrations.applied(index.db))
+    assert migrations.pending(index.db) == []
     index.close()

@@ -57,7 +57,7 @@ async def test_presence_writes_are_throttled_per_client_repo_and_tool(small_flee
 
     def stamps():
         with open_index(small_fleet["db"]) as index:
-            return index.db.conn.execute("select tool, at from presence_mcp").fetchall()
+            return index.conn.execute("select tool, at from presence_mcp").fetchall()
 
     async with Client(server, client_info=Implementation(name="claude-code", version="2")) as client:
         ok(await client.call_tool("repo.status", {"repo": "alpha"}))

@@ -19,7 +19,7 @@ from tests.serving import Server, wait_for
 
 
 def watcher_meta(index) -> dict:
-    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
     return json.loads(row[0]) if row else {}
 
 

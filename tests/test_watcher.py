@@ -74,7 +74,7 @@ class RunningWatcher:
 
 
 def meta(index: Index) -> dict | None:
-    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
     return json.loads(row[0]) if row else None
 
 
@@ -104,7 +104,7 @@ def head_is(index: Index, repo: Path) -> Callable[[], bool]:
 
 def event_messages(index: Index, repo: Path, ref: str) -> list[str]:
     rid = record(index, repo)["id"]
-    return [r[0] for r in index.db.conn.execute(
+    return [r[0] for r in index.conn.execute(
         "select message from events where repo_id = ? and ref = ? order by at, id", (rid, ref))]
 
 
@@ -131,7 +131,7 @@ def test_commit_amend_and_reflog_rows_match_git(fleet) -> None:
     wait_for(lambda: event_messages(index, app, "refs/heads/main") == git_reflog_messages(app, "refs/heads/main"),
              "branch events equal to git reflog")
     rid = record(index, app)["id"]
-    amend = index.db.conn.execute("select rewrote, new_sha from events where repo_id = ? and kind = 'amend'",
+    amend = index.conn.execute("select rewrote, new_sha from events where repo_id = ? and kind = 'amend'",
                                   (rid,)).fetchall()
     assert amend == [(1, git(app, "rev-parse", "HEAD").strip())]
     head_only = event_messages(index, app, "HEAD")
@@ -170,12 +170,12 @@ def test_rebase_reset_and_stash(fleet) -> None:
     wait_for(lambda: any(m.startswith("rebase (finish): refs/heads/topic")
                          for m in event_messages(index, app, "refs/heads/topic")), "rebase event")
     rid = record(index, app)["id"]
-    [(rewrote,)] = index.db.conn.execute(
+    [(rewrote,)] = index.conn.execute(
         "select rewrote from events where repo_id = ? and ref = 'refs/heads/topic' and kind = 'rebase'", (rid,))
     assert rewrote == 1
     git(app, "reset", "-q", "--hard", "HEAD~1")
     wait_for(head_is(index, app), "reset --hard")
-    wait_for(lambda: index.db.conn.execute(
+    wait_for(lambda: index.conn.execute(
         "select rewrote from events where repo_id = ? and kind = 'reset' and ref = 'refs/heads/topic'",
         (rid,)).fetchall() == [(1,)], "reset event with rewrote")
     (app / "README.md").write_text("dirty\n")

@@ -49,7 +49,7 @@ def upsert_row(conn: sqlite3.Connection, row: dict) -> None:
 def read_rows(index, repo: str | None = None) -> list[dict]:
     """Stored presence rows (optionally of one repo path), working first, newest first."""
     where, params = ("WHERE repo = ?", [repo]) if repo else ("", [])
-    cur = index.db.conn.execute(f"SELECT * FROM presence {where}", params)
+    cur = index.conn.execute(f"SELECT * FROM presence {where}", params)
     names = [d[0] for d in cur.description]
     rows = [_decode(dict(zip(names, r))) for r in cur.fetchall()]
     rows.sort(key=lambda r: r["last_activity"] or "", reverse=True)

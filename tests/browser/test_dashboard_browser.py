@@ -43,7 +43,7 @@ def page(browser, fleet):
 
 
 def watcher_backlog(index) -> int | None:
-    row = index.db.conn.execute("select value from meta where key = 'watcher'").fetchone()
+    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
     return json.loads(row[0]).get("backlog") if row else None
 
 

@@ -1,0 +1,57 @@
+"""Run every fleetdeck benchmark, one after another, and print the README's performance table.
+
+    python bench/run_all.py [--quick] [--out bench/results.json]
+
+Each script runs in its own process (so one's caches and threads never touch another's numbers) and prints
+JSON; this collects them into one file and renders the Markdown rows the README carries. `--quick` runs
+fewer repetitions (for a smoke check, not for the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+SCRIPTS = {
+    "scan": (["bench_scan.py", "--sizes", "100,1000", "--query-sizes", "1000,10000", "--runs", "5"],
+             ["--runs", "2", "--sizes", "100", "--query-sizes", "1000"]),
+    "watcher": (["bench_watcher.py", "--rounds", "3"], ["--rounds", "1", "--repos", "200"]),
+    "presence": (["bench_presence.py", "--runs", "7"], ["--runs", "3"]),
+    "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
+                  ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
+    "mcp": (["bench_mcp.py", "--runs", "15", "--connect-runs", "5"], ["--runs", "3", "--connect-runs", "2"]),
+}
+
+
+def run(name: str, quick: bool) -> dict:
+    argv, quick_args = SCRIPTS[name]
+    cmd = [sys.executable, str(HERE / argv[0]), *argv[1:], *(quick_args if quick else [])]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} benchmark failed:\n{proc.stderr[-4000:]}")
+    text = proc.stdout.strip()
+    result = json.loads(text[text.index("{"):])
+    print(f"{name}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", action="append", choices=sorted(SCRIPTS))
+    parser.add_argument("--out", type=Path, default=HERE / "results.json")
+    args = parser.parse_args()
+    results = {name: run(name, args.quick) for name in (args.only or SCRIPTS)}
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
