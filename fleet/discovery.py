@@ -11,6 +11,7 @@ import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 DEFAULT_SKIP = (
     "node_modules", ".venv", "venv", ".tox", "vendor", "target", "dist", "build", ".cache",
@@ -70,16 +71,23 @@ def _skipped(name: str, rel: str, names: frozenset[str], patterns: tuple[str, ..
 def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
              extra_skip: tuple[str, ...] = ()) -> list[Found]:
     """Every repository under `root`, at any depth, in path order."""
+    return sorted(iter_discover(root, skip, extra_skip), key=lambda f: f.path)
+
+
+def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
+                  extra_skip: tuple[str, ...] = ()) -> Iterator[Found]:
+    """Repositories under `root` as the walk finds them (a scan starts reading before the walk ends);
+    `.git` files come last, once it is known whether the repo that owns them is in the fleet."""
     root_path = Path(os.path.realpath(root))
     names = frozenset(skip)
     patterns = tuple(extra_skip)
-    found: list[Found] = []
+    owned: set[str] = set()
     gitfile_repos: list[Found] = []
     stack = [root_path]
     while stack:
         folder = stack.pop()
         if folder == root_path and is_bare_repo(folder):
-            found.append(Found(str(folder), str(folder), str(folder), True, str(root_path)))
+            yield Found(str(folder), str(folder), str(folder), True, str(root_path))
             continue
         try:
             entries = list(os.scandir(folder))
@@ -90,7 +98,9 @@ def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
             if entry.name == ".git":
                 dotgit = Path(entry.path)
                 if entry.is_dir(follow_symlinks=False):
-                    found.append(Found(str(folder), str(dotgit), str(common_dir(dotgit)), False, str(root_path)))
+                    item = Found(str(folder), str(dotgit), str(common_dir(dotgit)), False, str(root_path))
+                    owned.add(os.path.normpath(item.commondir))
+                    yield item
                 elif entry.is_file(follow_symlinks=False):
                     gitdir = read_gitfile(dotgit)
                     if gitdir is not None and gitdir.is_dir():
@@ -104,16 +114,14 @@ def discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_SKIP,
                 continue
             sub = Path(entry.path)
             if is_bare_repo(sub):
-                found.append(Found(str(sub), str(sub), str(sub), True, str(root_path)))
+                owned.add(os.path.normpath(sub))
+                yield Found(str(sub), str(sub), str(sub), True, str(root_path))
                 continue
             subdirs.append(sub)
         stack.extend(sorted(subdirs, reverse=True))
-    owned = {os.path.normpath(f.commondir) for f in found}
     for item in gitfile_repos:
-        if _owned_elsewhere(item, owned):
-            continue
-        found.append(item)
-    return sorted(found, key=lambda f: f.path)
+        if not _owned_elsewhere(item, owned):
+            yield item
 
 
 def _owned_elsewhere(item: Found, owned: set[str]) -> bool:

@@ -16,23 +16,18 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from fleet.discovery import Found, common_dir, discover, is_bare_repo, read_gitfile
+from fleet.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile
 from fleet.index import Index
 from fleet.reader import read_repo
 
 Progress = Callable[[int, int, str], None]
-WRITE_BATCH = 64
+CHUNK = 24  # repos a worker reads, then stores in one transaction
 
 
 def default_workers() -> int:
-    return max(2, min(8, (os.cpu_count() or 2) + 1))
-
-
-def chunk_size(total: int, workers: int) -> int:
-    """Big enough to amortize a write transaction, small enough that every worker gets several."""
-    return max(4, min(64, total // (workers * 4)))
+    return max(2, min(8, os.cpu_count() or 2))
 
 
 def skip_patterns(index: Index) -> tuple[str, ...]:
@@ -47,17 +42,20 @@ def set_skip_patterns(index: Index, patterns: list[str]) -> None:
 
 
 def discover_all(index: Index, roots: list[str]) -> list[Found]:
+    return list(iter_discover_all(index, roots))
+
+
+def iter_discover_all(index: Index, roots: list[str]) -> Iterator[Found]:
+    """Every repo under every root, once (roots may nest), as the walks find them."""
     extra = skip_patterns(index)
-    found: list[Found] = []
     seen: set[str] = set()
     for root in roots:
         if not os.path.isdir(root):
             continue
-        for item in discover(root, extra_skip=extra):
+        for item in iter_discover(root, extra_skip=extra):
             if item.path not in seen:
                 seen.add(item.path)
-                found.append(item)
-    return found
+                yield item
 
 
 def scan(index: Index, roots: list[str] | None = None, progress: Progress | None = None,
@@ -71,43 +69,60 @@ def scan(index: Index, roots: list[str] | None = None, progress: Progress | None
     else:
         targets = index.roots()
     missing_roots = [r for r in targets if not os.path.isdir(r)]
-    found = discover_all(index, targets)
+    found: list[Found] = []
+
+    def discovered() -> Iterator[Found]:
+        for item in iter_discover_all(index, targets):
+            found.append(item)
+            yield item
+
     errors: list[dict] = []
-    total = len(found)
     done = 0
-    for chunk, chunk_errors in _read_and_store(index, found, workers or default_workers()):
+    for chunk, chunk_errors in _read_and_store(index, discovered(), workers or default_workers()):
         errors += chunk_errors
         done += len(chunk)
         if progress:
-            progress(done, total, chunk[-1].path)
+            progress(done, len(found), chunk[-1].path)
     present = {f.path for f in found}
     gone = [p for p in index.known_paths()
             if any(_inside(p, r) for r in targets) and p not in present and not os.path.exists(p)]
     index.mark_gone(gone)
     return {
-        "roots": targets, "missing_roots": missing_roots, "repos": total, "errors": errors,
+        "roots": targets, "missing_roots": missing_roots, "repos": len(found), "errors": errors,
         "error_count": len(errors), "gone": gone, "elapsed_s": round(time.perf_counter() - started, 3),
     }
 
 
-def _read_and_store(index: Index, found: list[Found], workers: int) -> Iterator[tuple[list[Found], list[dict]]]:
-    """Read and store every repo; yields (chunk, its errors) as chunks complete."""
-    size = chunk_size(len(found), workers)
-    chunks = [found[i:i + size] for i in range(0, len(found), size)]
-    if len(chunks) > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+def _chunks(items: Iterable[Found]) -> Iterator[list[Found]]:
+    chunk: list[Found] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Iterator[tuple[list[Found], list[dict]]]:
+    """Read and store every repo (`found` may still be growing: discovery streams in); yields (chunk, its
+    errors) as chunks complete."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        numbered: dict[int, list[Found]] = {}
+
+        def tasks() -> Iterator[tuple[int, list[Found]]]:
+            for number, chunk in enumerate(_chunks(found)):
+                numbered[number] = chunk
+                yield number, chunk
+
         with multiprocessing.get_context("fork").Pool(workers, _worker_init, (str(index.path),)) as pool:
-            for number, errors in pool.imap_unordered(_worker_chunk, enumerate(chunks)):
-                yield chunks[number], errors
+            for number, errors in pool.imap_unordered(_worker_chunk, tasks()):
+                yield numbered.pop(number), errors
         return
-    batch: list[tuple[Found, dict]] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        records = iter(pool.map(read_repo, found))
-        for chunk in chunks:
-            items = [(item, next(records)) for item in chunk]
-            batch += items
-            if len(batch) >= WRITE_BATCH or chunk is chunks[-1]:
-                index.store_repos(batch)
-                batch = []
+        for chunk in _chunks(found):
+            items = list(zip(chunk, pool.map(read_repo, chunk)))
+            index.store_repos(items)
             yield chunk, _errors(items)
 
 
