@@ -5,8 +5,8 @@ fleet-wide tool latency at 1,000 repos.
 
 Per-call overhead: each tool is called in-process through the server's own call path
 (`FleetServer.call_tool`: argument validation, repo resolution, fleet/ parsing, output validation, the
-JSON envelope); the git subprocesses it started are recorded and then replayed bare (same argv, env and
-cwd), and `overhead_ms` = median(tool) - median(replay). Prints one JSON object of medians.
+JSON envelope); the git subprocesses it started are recorded and then replayed bare (same argv and
+environment, through subprocess), and `overhead_ms` = median(tool) - median(replay). Prints one JSON object of medians.
 """
 
 from __future__ import annotations
@@ -46,34 +46,32 @@ def median_ms(samples: list[float]) -> float:
 
 
 class GitRecorder:
-    """Collects the git subprocesses started while it is active (argv and Popen options) to replay them."""
+    """Collects the git processes started while it is active (argv and environment) to replay them.
+
+    fleet/gitrun.py starts git with `os.posix_spawn`; the recorder wraps it.
+    """
 
     def __init__(self) -> None:
         self.calls: list[tuple[list[str], dict]] = []
-        self._original = subprocess.Popen
+        self._original = os.posix_spawn
 
     def __enter__(self) -> "GitRecorder":
-        recorder = self
+        def recording(path, argv, env, **kw):
+            if os.path.basename(str(path)) == "git":
+                self.calls.append((list(argv), dict(env)))
+            return self._original(path, argv, env, **kw)
 
-        class Recording(self._original):  # type: ignore[misc, valid-type]
-            def __init__(self, args, *a, **kw):
-                if isinstance(args, list) and args and os.path.basename(str(args[0])) == "git":
-                    recorder.calls.append((list(args), dict(kw)))
-                super().__init__(args, *a, **kw)
-
-        subprocess.Popen = Recording  # type: ignore[misc]
+        os.posix_spawn = recording
         return self
 
     def __exit__(self, *exc: object) -> None:
-        subprocess.Popen = self._original  # type: ignore[misc]
+        os.posix_spawn = self._original
 
 
 def replay(calls: list[tuple[list[str], dict]]) -> None:
-    """The same git processes with the same Popen options, output read to the end: git's own cost."""
-    for argv, options in calls:
-        options = {**options, "stdin": subprocess.DEVNULL}
-        with subprocess.Popen(argv, **options) as proc:
-            proc.communicate()
+    """The same git commands run the plain way (subprocess, output read to the end): git's own cost."""
+    for argv, env in calls:
+        subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 async def per_call(server, repo: str, runs: int) -> list[dict]:

@@ -45,10 +45,12 @@ def run(name: str, quick: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", action="append", choices=sorted(SCRIPTS))
+    parser.add_argument("--only", action="append", choices=sorted(SCRIPTS),
+                        help="run just these (their results replace the same keys in --out)")
     parser.add_argument("--out", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
-    results = {name: run(name, args.quick) for name in (args.only or SCRIPTS)}
+    results = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
+    results.update({name: run(name, args.quick) for name in (args.only or SCRIPTS)})
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
