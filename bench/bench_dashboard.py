@@ -20,7 +20,6 @@ import json
 import os
 import select
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ sys.path.insert(0, str(PROJECT))
 from starlette.testclient import TestClient  # noqa: E402
 
 from bench.bench_scan import synthetic_index  # noqa: E402
+from bench.common import wait, watcher_meta  # noqa: E402
 from bench.fleetgen import ENV as GIT_ENV  # noqa: E402
 from bench.fleetgen import generate  # noqa: E402
 from fleet.demo import build_demo_fleet  # noqa: E402
@@ -70,20 +70,8 @@ def bench_render(db: Path, runs: int) -> dict:
     return out
 
 
-def watcher_meta(db: Path) -> dict:
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
-        row = conn.execute("select value from meta where key = 'watcher'").fetchone()
-    return json.loads(row[0]) if row else {}
 
 
-def wait(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise SystemExit(f"bench: timed out waiting for {what}")
 
 
 @contextlib.contextmanager

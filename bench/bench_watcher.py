@@ -31,6 +31,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+from bench.common import wait, watcher_meta  # noqa: E402
 from fleet.digest import digest  # noqa: E402
 from fleet.index import open_index  # noqa: E402
 from fleet.scan import scan  # noqa: E402
@@ -63,20 +64,8 @@ def make_fleet(base: Path, count: int, env: dict[str, str]) -> list[Path]:
     return repos
 
 
-def meta(db: Path) -> dict | None:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-        row = conn.execute("select value from meta where key = 'watcher'").fetchone()
-    return json.loads(row[0]) if row else None
 
 
-def wait(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise SystemExit(f"bench: timed out waiting for {what}")
 
 
 def latency_round(db: Path, repos: list[Path], commits: int, env: dict[str, str], rng: random.Random) -> dict:
@@ -173,9 +162,9 @@ def main() -> None:
         start = time.perf_counter()
         watcher = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "watch", str(base / "fleet")],
                                    env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        wait(lambda: (meta(db) or {}).get("pid") == watcher.pid, 120, "the watcher to start")
+        wait(lambda: watcher_meta(db).get("pid") == watcher.pid, 120, "the watcher to start")
         result["watcher_watching_s"] = round(time.perf_counter() - start, 2)
-        wait(lambda: (meta(db) or {}).get("backlog") == 0, 600, "the watcher's catch-up sweep")
+        wait(lambda: watcher_meta(db).get("backlog") == 0, 600, "the watcher's catch-up sweep")
         result["watcher_caught_up_s"] = round(time.perf_counter() - start, 2)
 
         rng = random.Random(42)
@@ -187,7 +176,7 @@ def main() -> None:
         result["watcher_rss_mb"] = rss_mb(watcher.pid)
         result["inotify_watches"] = watches
         result["watches_per_repo"] = round(watches / opts.repos, 2)
-        result["watcher_mode"] = (meta(db) or {}).get("mode")
+        result["watcher_mode"] = watcher_meta(db).get("mode")
         watcher.send_signal(signal.SIGTERM)
         result["watcher_exit"] = watcher.wait(timeout=30)
         result["digest"] = digest_bench(base, opts.events, opts.repos, opts.digest_runs)
