@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import selectors
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -61,10 +60,11 @@ def _find_git() -> str:
     for candidate in ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git"):
         if os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which("git")
-    if not found:
-        raise GitError("NO_GIT", "git is not installed or not on PATH")
-    return found
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(folder, "git")
+        if os.path.isabs(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise GitError("NO_GIT", "git is not installed or not on PATH")
 
 
 _GIT: str | None = None
