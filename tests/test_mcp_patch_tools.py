@@ -56,7 +56,7 @@ async def test_generate_every_mode_and_git_accepts_it(fleet):
 
 
 async def test_patch_file_store_inside_the_fleet_only(fleet):
-    server, root, repo = fleet["server"], fleet["root"], fleet["repo"]
+    server, root = fleet["server"], fleet["root"]
     target = str(root / "work.patch")
     made = ok(await call(server, "patch.generate", {"repo": "app", "patch_file": target, "changes": [
         {"mode": "file_content", "path": "src/main.py", "new_content": "def main():\n    return 3\n"},
