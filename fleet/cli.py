@@ -67,16 +67,18 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _scan_with_progress(index: Index, roots: list[str] | None) -> dict:
+    """A progress bar on stderr, redrawn from the scan's own callback: a refresh thread would keep the scan
+    from forking its worker processes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fleet.scan import scan
 
     with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), transient=True) as bar:
+                  TextColumn("{task.description}"), transient=True, auto_refresh=False) as bar:
         task = bar.add_task("", total=None)
 
         def tick(done: int, total: int, path: str) -> None:
-            bar.update(task, completed=done, total=total, description=os.path.basename(path))
+            bar.update(task, completed=done, total=total, description=os.path.basename(path), refresh=True)
 
         return scan(index, roots, progress=tick)
 

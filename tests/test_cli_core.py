@@ -105,3 +105,34 @@ def test_symlinked_folders_are_not_followed(tmp_path: Path):
 def test_python_dash_m_fleet_is_the_same_cli(tmp_path: Path):
     proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
     assert proc.returncode == 0 and "scan" in proc.stdout and "radar" in proc.stdout
+
+
+def test_scan_on_a_terminal_shows_progress_and_still_forks_its_workers(small_fleet: Path, tmp_path: Path):
+    """The progress bar must not start a thread: with one, the scan falls back from processes to threads."""
+    import pty
+
+    db = tmp_path / "tty.db"
+    code = ("import threading, fleet.scan as s, fleet.cli as c; real = s._read_and_store\n"
+            "def spy(*a, **k):\n"
+            "    print('threads-at-scan', threading.active_count(), file=open(%r, 'w'))\n"
+            "    return real(*a, **k)\n"
+            "s._read_and_store = spy\n"
+            "raise SystemExit(c.main(['--db', %r, 'scan', %r]))") % (str(tmp_path / "threads.txt"), str(db),
+                                                                   str(small_fleet))
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(fleetdeck_env())
+        os.execv(fleetdeck_argv()[0], [fleetdeck_argv()[0], "-c", code])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, output
+    assert b"scanning" in output and b"indexed 3 repositories" in output
+    assert (tmp_path / "threads.txt").read_text().split() == ["threads-at-scan", "1"]
