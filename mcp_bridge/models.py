@@ -291,6 +291,7 @@ class Commit(Out):
     is_merge: bool
 
 
+
 class History(Capped):
     ref: str | None
     head_sha: str | None
@@ -326,21 +327,11 @@ class Refs(Capped):
     counts: dict[str, int]
 
 
-class CommitDetails(Capped):
-    sha: str
+class CommitDetails(Capped, Commit):
     tree: str
-    parents: list[str]
-    author_name: str
-    author_email: str
-    author_time: int
-    committer_name: str
-    committer_email: str
-    committer_time: int
     message: str
-    subject: str
     diff_against: str
     is_root: bool
-    is_merge: bool
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int

@@ -19,21 +19,15 @@ from fleet.index import Index, open_index
 from fleet.scan import scan
 from fleet.watcher import Watcher, _periodic, register_periodic, repo_watch
 from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests import serving
 from tests.gitbuild import commit_file, git, init_repo
 
 WAIT_S = 5.0
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT_S) -> object:
-    """Poll `check` until it returns something truthy, up to `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not seen within {timeout}s: {what}")
-        time.sleep(0.05)
+    """The shared poller with this file's bound: every change must reach the index within WAIT_S."""
+    return serving.wait_for(check, what, timeout)
 
 
 class RunningWatcher:
