@@ -211,8 +211,10 @@ def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
     if os.path.isfile(head):
         files.append(("HEAD", head))
     logs = os.path.join(commondir, "logs", "refs")
-    for sub in ("heads", "remotes"):
-        files.extend(sorted(_files_under(os.path.join(logs, sub), f"refs/{sub}/")))
+    files.extend(sorted(_files_under(os.path.join(logs, "heads"), "refs/heads/")))
+    # refs/remotes/<remote>/HEAD only names the remote's default branch: its log repeats the clone line
+    files.extend(sorted((ref, path) for ref, path in _files_under(os.path.join(logs, "remotes"), "refs/remotes/")
+                        if not ref.endswith("/HEAD")))
     if gitdir == commondir:
         wt_base = os.path.join(commondir, "worktrees")
         try:

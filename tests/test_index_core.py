@@ -282,3 +282,15 @@ def test_schema_version_constant_matches_the_migrations(tmp_path: Path):
     assert index.schema_version == SCHEMA_VERSION == len(migrations.applied(index.db))
     assert migrations.pending(index.db) == []
     index.close()
+
+
+def test_a_remote_s_head_symref_log_is_not_an_event_source(tmp_path: Path):
+    from tests.gitbuild import with_upstream
+
+    repo = with_upstream(tmp_path / "side", "cloned", behind=1)  # the fetch writes origin/main's log
+    assert (repo / ".git" / "logs" / "refs" / "remotes" / "origin" / "HEAD").is_file()
+    index = open_index(tmp_path / "f.db")
+    scan(index, [str(repo)])
+    refs = {r[0] for r in index.conn.execute("select distinct ref from reflog")}
+    assert "refs/remotes/origin/main" in refs and "refs/remotes/origin/HEAD" not in refs
+    index.close()
