@@ -15,6 +15,7 @@ from pathlib import Path
 from dulwich.config import ConfigFile
 
 ZERO_OID = "0" * 40
+StrPath = str | os.PathLike[str]
 _SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -46,7 +47,7 @@ class BrokenRepo(Exception):
     """The repository's own files are unreadable or malformed (a corrupt HEAD, for instance)."""
 
 
-def read_head(gitdir: Path, refs: dict[str, str]) -> Head:
+def read_head(gitdir: StrPath, refs: dict[str, str]) -> Head:
     head = os.path.join(gitdir, "HEAD")
     text = read_text(head)
     if text is None:
@@ -62,7 +63,7 @@ def read_head(gitdir: Path, refs: dict[str, str]) -> Head:
     raise BrokenRepo(f"HEAD is not a ref or a commit id: {text[:60]!r}")
 
 
-def read_refs(commondir: Path) -> dict[str, str]:
+def read_refs(commondir: StrPath) -> dict[str, str]:
     """All refs under refs/ (loose files override packed-refs), as {full name: sha}."""
     refs: dict[str, str] = {}
     packed = read_text(os.path.join(commondir, "packed-refs"))
@@ -80,7 +81,7 @@ def read_refs(commondir: Path) -> dict[str, str]:
     return refs
 
 
-def read_config(commondir: Path) -> ConfigFile:
+def read_config(commondir: StrPath) -> ConfigFile:
     """The repository's own config file (where branch upstreams and remotes live).
 
     Most of a scan's Python time went to parsing configs that hold neither: those are skipped unparsed.
@@ -204,7 +205,7 @@ def _files_under(base: str, prefix: str) -> list[tuple[str, str]]:
     return out
 
 
-def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
+def reflog_files(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str]]:
     """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes."""
     files: list[tuple[str, str]] = []
     head = os.path.join(gitdir, "logs", "HEAD")
@@ -225,7 +226,7 @@ def reflog_files(gitdir: Path, commondir: Path) -> list[tuple[str, Path]]:
             path = os.path.join(wt_base, name, "logs", "HEAD")
             if os.path.isfile(path):
                 files.append((f"worktrees/{name}/HEAD", path))
-    return [(ref, Path(path)) for ref, path in files]
+    return files
 
 
 # Reflog message prefixes (as git writes them) and the digest kind each means; first match wins.
@@ -235,14 +236,17 @@ _KIND_PREFIXES = (
     ("cherry-pick", "cherry_pick"), ("revert", "revert"), ("branch:", "branch"), ("Branch: renamed", "branch"),
     ("fetch", "fetch"),
 )
+# One alternation, tried in the table's order: a scan classifies every reflog line of the fleet.
+_KIND_RE = re.compile("|".join(f"(?P<k{i}>{re.escape(prefix)})" for i, (prefix, _) in enumerate(_KIND_PREFIXES)))
 
 
 def reflog_kind(message: str) -> str:
     """Classify a reflog message into the digest's event kinds."""
-    return next((kind for prefix, kind in _KIND_PREFIXES if message.startswith(prefix)), "other")
+    match = _KIND_RE.match(message)
+    return _KIND_PREFIXES[int(match.lastgroup[1:])][1] if match else "other"
 
 
-def operation(gitdir: Path) -> tuple[str | None, dict]:
+def operation(gitdir: StrPath) -> tuple[str | None, dict]:
     """The operation in progress in this worktree's git dir, with the details a person needs to finish it."""
     def exists(name: str) -> bool:
         return os.path.exists(os.path.join(gitdir, name))
@@ -290,9 +294,9 @@ class LinkedWorktree:
     prunable_reason: str | None
 
 
-def linked_worktrees(commondir: Path) -> list[LinkedWorktree]:
-    base = commondir / "worktrees"
-    if not base.is_dir():
+def linked_worktrees(commondir: StrPath) -> list[LinkedWorktree]:
+    base = os.path.join(commondir, "worktrees")
+    if not os.path.isdir(base):
         return []
     result: list[LinkedWorktree] = []
     for entry in sorted(os.scandir(base), key=lambda e: e.name):

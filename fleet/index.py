@@ -209,7 +209,7 @@ class Index:
         """Append reflog lines not seen before, reading only what was appended since the last read."""
         stats = record.get("reflog_files")
         if stats is None:
-            stats = reflog_stats(Path(found.gitdir), Path(found.commondir))
+            stats = reflog_stats(found.gitdir, found.commondir)
         known = {} if new else {r[0]: (r[1], r[2]) for r in conn.execute(
             "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
         rows: list[tuple] = []

@@ -16,7 +16,7 @@ from dulwich.config import ConfigFile, parse_submodules
 
 from fleet import gitfiles
 from fleet.discovery import Found, common_dir, read_gitfile
-from fleet.gitfiles import BrokenRepo, short_ref
+from fleet.gitfiles import BrokenRepo, StrPath, short_ref
 from fleet.gitrun import GitError, run_git
 from fleet.mergetree import merge_tree
 from fleet.status import Status, read_status
@@ -48,7 +48,7 @@ def read_repo(found: Found) -> dict:
 
 
 def _read(found: Found) -> dict:
-    gitdir, commondir = Path(found.gitdir), Path(found.commondir)
+    gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
     refs = gitfiles.read_refs(commondir)
     head = gitfiles.read_head(gitdir, refs)
     cfg = gitfiles.read_config(commondir)
@@ -71,7 +71,7 @@ def _read(found: Found) -> dict:
         prediction = predict_merge(found.path, commondir, "HEAD", current["upstream_ref"])
     stashes = _stashes(commondir)
     reflogs = reflog_stats(gitdir, commondir)
-    lock = (gitdir / "index.lock").exists()
+    lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
         "branch": branch_name,
         "detached": head_sha is not None and branch_name is None,
@@ -152,7 +152,7 @@ def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
         row["ahead"], row["behind"] = ahead, behind
 
 
-def predict_merge(path: str, commondir: Path, ours: str, theirs: str) -> dict | None:
+def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str) -> dict | None:
     """What merging `theirs` into `ours` would do (`git merge-tree`, nothing written to the repo)."""
     try:
         result = merge_tree(path, commondir, ["--name-only", "-z", "--no-messages", ours, theirs])
@@ -163,10 +163,11 @@ def predict_merge(path: str, commondir: Path, ours: str, theirs: str) -> dict | 
     return {"clean": result.returncode == 0, "paths": paths}
 
 
-def _stashes(commondir: Path) -> list[dict]:
+def _stashes(commondir: StrPath) -> list[dict]:
     """Stash entries, newest first (stash@{0}), from the stash reflog."""
     try:
-        data = (commondir / "logs" / "refs" / "stash").read_bytes()
+        with open(os.path.join(commondir, "logs", "refs", "stash"), "rb") as fh:
+            data = fh.read()
     except OSError:
         return []
     lines = gitfiles.parse_reflog(data)
@@ -174,7 +175,7 @@ def _stashes(commondir: Path) -> list[dict]:
             for i, line in enumerate(reversed(lines))]
 
 
-def reflog_stats(gitdir: Path, commondir: Path) -> list[tuple[str, str, int, int, float]]:
+def reflog_stats(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str, int, int, float]]:
     """(ref, reflog path, inode, size, mtime) of every reflog: the index reads only what grew since last time."""
     stats = []
     for ref, path in gitfiles.reflog_files(gitdir, commondir):
@@ -182,18 +183,19 @@ def reflog_stats(gitdir: Path, commondir: Path) -> list[tuple[str, str, int, int
             st = os.stat(path)
         except OSError:
             continue
-        stats.append((ref, str(path), st.st_ino, st.st_size, st.st_mtime))
+        stats.append((ref, path, st.st_ino, st.st_size, st.st_mtime))
     return stats
 
 
-def _ref_movement_time(gitdir: Path, commondir: Path, stats: list[tuple]) -> float | None:
+def _ref_movement_time(gitdir: StrPath, commondir: StrPath, stats: list[tuple]) -> float | None:
     """Newest ref movement: the newest reflog mtime, or the ref files' own in a repo without reflogs."""
     if stats:
         return max(s[4] for s in stats)
     newest = None
-    for path in (gitdir / "HEAD", commondir / "packed-refs", commondir / "refs" / "heads"):
+    for path in (os.path.join(gitdir, "HEAD"), os.path.join(commondir, "packed-refs"),
+                 os.path.join(commondir, "refs", "heads")):
         try:
-            mtime = path.stat().st_mtime
+            mtime = os.stat(path).st_mtime
         except OSError:
             continue
         newest = mtime if newest is None else max(newest, mtime)
@@ -212,7 +214,7 @@ def _last_activity(path: str, status: Status | None, reflog_time: float | None) 
     return newest
 
 
-def _worktrees(commondir: Path, refs: dict[str, str]) -> list[dict]:
+def _worktrees(commondir: StrPath, refs: dict[str, str]) -> list[dict]:
     rows = []
     for wt in gitfiles.linked_worktrees(commondir):
         try:
@@ -239,9 +241,9 @@ def _worktrees(commondir: Path, refs: dict[str, str]) -> list[dict]:
     return rows
 
 
-def _submodules(path: str, commondir: Path) -> list[dict]:
-    gitmodules = Path(path) / ".gitmodules"
-    if not gitmodules.is_file():
+def _submodules(path: str, commondir: StrPath) -> list[dict]:
+    gitmodules = os.path.join(path, ".gitmodules")
+    if not os.path.isfile(gitmodules):
         return []
     try:
         entries = list(parse_submodules(ConfigFile.from_path(str(gitmodules))))
