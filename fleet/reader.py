@@ -69,7 +69,7 @@ def _read(found: Found) -> dict:
     prediction = None
     if ahead and behind and current and current["upstream_ref"]:
         prediction = predict_merge(found.path, commondir, "HEAD", current["upstream_ref"])
-    stashes = _stashes(commondir)
+    stashes = read_stashes(commondir)
     reflogs = reflog_stats(gitdir, commondir)
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
@@ -92,7 +92,7 @@ def _read(found: Found) -> dict:
         "predicted_conflicts": prediction,
         "branches": branches,
         "worktrees": [] if found.gitdir != found.commondir else _worktrees(commondir, refs),
-        "submodules": [] if found.bare else _submodules(found.path, commondir),
+        "submodules": [] if found.bare else read_submodules(found.path, commondir),
         "remotes": _remotes(cfg),
         "last_activity": iso(_last_activity(found.path, status, _ref_movement_time(gitdir, commondir, reflogs))),
         "reflog_files": reflogs,
@@ -163,7 +163,7 @@ def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str) -> dict
     return {"clean": result.returncode == 0, "paths": paths}
 
 
-def _stashes(commondir: StrPath) -> list[dict]:
+def read_stashes(commondir: StrPath) -> list[dict]:
     """Stash entries, newest first (stash@{0}), from the stash reflog."""
     try:
         with open(os.path.join(commondir, "logs", "refs", "stash"), "rb") as fh:
@@ -241,12 +241,12 @@ def _worktrees(commondir: StrPath, refs: dict[str, str]) -> list[dict]:
     return rows
 
 
-def _submodules(path: str, commondir: StrPath) -> list[dict]:
+def read_submodules(path: str, commondir: StrPath) -> list[dict]:
     gitmodules = os.path.join(path, ".gitmodules")
     if not os.path.isfile(gitmodules):
         return []
     try:
-        entries = list(parse_submodules(ConfigFile.from_path(str(gitmodules))))
+        entries = list(parse_submodules(ConfigFile.from_path(gitmodules)))
     except Exception as exc:  # a malformed .gitmodules must not fail the whole repo
         return [{"path": ".gitmodules", "name": None, "url": None, "recorded": None, "checked_out": None,
                  "state": "error", "error": f"unreadable .gitmodules: {exc}"}]

@@ -1,7 +1,8 @@
 """A repository's satellites: its worktrees, submodules and stashes, as lists a caller can page through.
 
 Worktrees come from `git worktree list --porcelain -z` (the main worktree included, whichever worktree the
-caller named); submodules and stashes from the same live read as the index record, so they agree with it.
+caller named); submodules and stashes from the same readers as the index record (fleet.reader), so they
+agree with it, without paying for a whole repository read.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from fleet.caps import cap
 from fleet.discovery import Found
 from fleet.errors import FleetError
 from fleet.gitrun import GitError, run_git
-from fleet.reader import read_repo
+from fleet.reader import read_stashes, read_submodules
 
 DEFAULT_LIMIT = 200
 
@@ -60,7 +61,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
 
 def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     """Each submodule's recorded and checked-out commit and its state (clean/drifted/uninitialized/conflict)."""
-    subs = read_repo(found).get("submodules") or []
+    subs = [] if found.bare else read_submodules(found.path, found.commondir)
     counts = {state: sum(1 for s in subs if s.get("state") == state)
               for state in ("clean", "drifted", "uninitialized", "conflict")}
     items, info = cap(subs, limit)
@@ -69,7 +70,7 @@ def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
 
 def stash_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     """Stash entries newest first (`stash@{0}` first), each with its commit, message and time."""
-    stashes = read_repo(found).get("stash_list") or []
+    stashes = read_stashes(found.commondir)
     rows = [{"index": s["index"], "selector": f"stash@{{{s['index']}}}", "sha": s["sha"],
              "message": s["message"], "at": s["at"]} for s in stashes]
     items, info = cap(rows, limit)
