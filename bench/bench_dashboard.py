@@ -38,8 +38,8 @@ from bench.common import wait, watcher_meta  # noqa: E402
 from bench.fleetgen import ENV as GIT_ENV  # noqa: E402
 from bench.fleetgen import generate  # noqa: E402
 from fleet.demo import build_demo_fleet  # noqa: E402
-from fleet.index import open_index  # noqa: E402
-from fleet.scan import scan  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
 from web.app import create_app  # noqa: E402
 from web.security import COOKIE, new_token  # noqa: E402
 

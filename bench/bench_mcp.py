@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_scan import synthetic_index  # noqa: E402
 from bench.fleetgen import generate  # noqa: E402
-from fleet.index import open_index  # noqa: E402
-from fleet.scan import scan  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
 
 CALLS = [

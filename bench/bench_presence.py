@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fleet.index import open_index  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
 from fleet.presence import refresh_presence  # noqa: E402
 from fleet.presence.files import CACHE  # noqa: E402
-from fleet.scan import scan  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
 
 FILLER = json.dumps({"type": "progress", "data": "x" * 2000})
 

@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fleetgen import generate  # noqa: E402
-from fleet.discovery import Found  # noqa: E402
-from fleet.index import open_index  # noqa: E402
-from fleet.radar import radar  # noqa: E402
-from fleet.reader import read_repo  # noqa: E402
+from fleet.index.discovery import Found  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from fleet.views.radar import radar  # noqa: E402
+from fleet.repo.record import read_repo  # noqa: E402
 
 
 def time_scan(fleet: Path, tmp: Path) -> float:

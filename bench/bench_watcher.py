@@ -4,7 +4,7 @@
     /work/venv/bin/python bench/bench_watcher.py [--repos 1000] [--commits 50] [--rounds 3]
 
 - fleet: one template repo (`git init` + one commit) copied N times (a few seconds for 1,000 repos),
-  indexed with `fleet.scan.scan`, then `fleetdeck watch` runs as a subprocess over it.
+  indexed with `fleet.index.scan.scan`, then `fleetdeck watch` runs as a subprocess over it.
 - latency: commits spread over random repos, one at a time; time from `git commit` exiting until the
   repo's `head` in the index is the new commit (the db polled every 2 ms). p50/p95 per round, medians of rounds.
 - watcher RSS (VmRSS) and inotify watches (`inotify wd:` lines in /proc/PID/fdinfo/*).
@@ -32,10 +32,10 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bench.common import wait, watcher_meta  # noqa: E402
-from fleet.digest import digest  # noqa: E402
-from fleet.index import open_index  # noqa: E402
-from fleet.scan import scan  # noqa: E402
-from fleet.watcher import inotify_watch_count  # noqa: E402
+from fleet.views.digest import digest  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
+from fleet.watch.watcher import inotify_watch_count  # noqa: E402
 
 
 def git_env(home: Path) -> dict[str, str]:

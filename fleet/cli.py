@@ -14,8 +14,8 @@ from typing import Callable
 
 from fleet import __version__
 from fleet.errors import FleetError
-from fleet.index import Index, open_index
-from fleet.reader import iso
+from fleet.index.store import Index, open_index
+from fleet.repo.record import iso
 
 log = logging.getLogger("fleetdeck")
 Handler = Callable[[argparse.Namespace], int]
@@ -40,7 +40,7 @@ def index_for(args: argparse.Namespace) -> Index:
 # --- commands ------------------------------------------------------------------------------------------
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from fleet.scan import scan, set_skip_patterns, skip_patterns
+    from fleet.index.scan import scan, set_skip_patterns, skip_patterns
 
     with index_for(args) as index:
         if args.skip:
@@ -71,7 +71,7 @@ def _scan_with_progress(index: Index, roots: list[str] | None) -> dict:
     from forking its worker processes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from fleet.scan import scan
+    from fleet.index.scan import scan
 
     with Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), transient=True, auto_refresh=False) as bar:
@@ -108,7 +108,7 @@ def _num(value: int | None) -> str:
 
 
 def cmd_radar(args: argparse.Namespace) -> int:
-    from fleet.radar import radar
+    from fleet.views.radar import radar
 
     with index_for(args) as index:
         entries = radar(index, limit=args.limit, include_clean=args.all)
@@ -184,8 +184,8 @@ def cmd_roots(args: argparse.Namespace) -> int:
 
 def cmd_patch(args: argparse.Namespace) -> int:
     """`patch generate|inspect|remove|validate`: the same JSON the MCP `patch.*` tools return."""
-    from fleet.patchfile import inspect_patch, remove_patch_entries, validate_patch
-    from fleet.patchgen import generate_patch
+    from fleet.patch.file import inspect_patch, remove_patch_entries, validate_patch
+    from fleet.patch.generate import generate_patch
 
     action = args.patch_command
     if action == "generate":
@@ -217,7 +217,7 @@ def cmd_patch(args: argparse.Namespace) -> int:
 
 def _read_input(source: str, what: str) -> str:
     """UTF-8 text from a file or `-` (stdin), capped like a patch file."""
-    from fleet.patchfile import MAX_PATCH_BYTES
+    from fleet.patch.file import MAX_PATCH_BYTES
 
     try:
         if source == "-":
@@ -252,7 +252,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for root in args.roots:
             index.add_root(root)
         if args.no_watch and index.roots():
-            from fleet.scan import scan
+            from fleet.index.scan import scan
 
             summary = scan(index)
             print(f"indexed {summary['repos']} repositories in {summary['elapsed_s']:.2f}s", file=sys.stderr)
@@ -280,7 +280,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from fleet.watching import fleet_watcher
+    from fleet.watch.service import fleet_watcher
 
     require_dirs(args.roots)
     logging.getLogger("fleetdeck.watcher").setLevel(logging.DEBUG if args.verbose else logging.INFO)
@@ -292,7 +292,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
-    from fleet.digest import digest, report
+    from fleet.views.digest import digest, report
 
     kinds = [k for part in args.kinds for k in part.split(",") if k] or None
     with index_for(args) as index:
@@ -300,7 +300,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
             text = json.dumps(digest(index, args.since, repos=args.repo or None, kinds=kinds,
                                      max_events=args.max_events), indent=2, ensure_ascii=False) + "\n"
         else:
-            from fleet.report import render_html, render_markdown
+            from fleet.views.report import render_html, render_markdown
 
             data = report(index, args.since, repos=args.repo or None, kinds=kinds, max_events=args.max_events)
             text = render_markdown(data) if args.format == "md" else render_html(data)
@@ -316,8 +316,8 @@ def cmd_digest(args: argparse.Namespace) -> int:
 
 
 def cmd_lost(args: argparse.Namespace) -> int:
-    from fleet.digest import resolve_repos
-    from fleet.lost import lost_commits
+    from fleet.views.digest import resolve_repos
+    from fleet.index.lost import lost_commits
     from fleet.timespec import parse_since
 
     with index_for(args) as index:
@@ -338,7 +338,7 @@ def cmd_lost(args: argparse.Namespace) -> int:
 
 
 def cmd_prune_events(args: argparse.Namespace) -> int:
-    from fleet.events import prune_events
+    from fleet.index.events import prune_events
     from fleet.timespec import parse_duration
 
     with index_for(args) as index:
@@ -449,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
-    from fleet.patchfile import WRITE_MODES
+    from fleet.patch.file import WRITE_MODES
 
     patch = sub.add_parser("patch", help="author unified diffs from structured changes (JSON in, JSON out)")
     patch.set_defaults(func=cmd_patch)

@@ -12,7 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
-from fleet.gitrun import run_git
+from fleet.git.run import run_git
 
 IDENTITY = ("Demo Developer", "demo@fleetdeck.invalid")
 DAY = 86_400

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextvars
 import threading
 
-from fleet.discovery import Found
-from fleet.index import Index, open_index
-from fleet.target import resolve_target
+from fleet.index.discovery import Found
+from fleet.index.store import Index, open_index
+from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
 caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)

@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError
-from fleet.gitrun import GitError
+from fleet.git.run import GitError
 
 log = logging.getLogger("fleetdeck.mcp")
 

@@ -229,7 +229,7 @@ class StashList(Capped):
     count: int
 
 
-# --- git reads (fleet.changes, history, diffs, refs, blame, conflicts) --------------------------------------
+# --- git reads (fleet.repo.changes, history, diffs, refs, blame, conflicts) --------------------------------------
 
 class Hunk(Out):
     header: str

@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fleet.caps import cap
-from fleet.digest import digest
-from fleet.radar import radar
-from fleet.repolist import list_repos
-from fleet.search import search
+from fleet.views.digest import digest
+from fleet.views.radar import radar
+from fleet.views.repos import list_repos
+from fleet.index.search import search
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
 

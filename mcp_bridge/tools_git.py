@@ -10,12 +10,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from fleet.blame import repo_blame
-from fleet.changes import repo_changes, repo_status
-from fleet.conflicts import conflict_preflight, conflict_read
-from fleet.diffs import diff_refs, diff_text
-from fleet.history import DEFAULT_DIFF_BYTES, commit_details, repo_history
-from fleet.refs import repo_refs, repo_reflog
+from fleet.repo.blame import repo_blame
+from fleet.repo.changes import repo_changes, repo_status
+from fleet.repo.conflicts import conflict_preflight, conflict_read
+from fleet.repo.diffs import diff_refs, diff_text
+from fleet.repo.history import DEFAULT_DIFF_BYTES, commit_details, repo_history
+from fleet.repo.refs import repo_refs, repo_reflog
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
 from mcp_bridge.tools_repo import Repo

@@ -1,5 +1,5 @@
-"""Patch authoring: structured changes in, a unified diff `git apply --check` accepts out (fleet.patchgen),
-plus a patch-file store (fleet.patchfile). These never touch a repository; with `patch_file` they write that
+"""Patch authoring: structured changes in, a unified diff `git apply --check` accepts out (fleet.patch.generate),
+plus a patch-file store (fleet.patch.file). These never touch a repository; with `patch_file` they write that
 one `.patch`/`.diff` file, which must lie inside a fleet root. Applying a patch is a proposal
 (`operation.preview.patch`) a person approves."""
 
@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from mcp.types import ToolAnnotations
 
-from fleet.patchfile import MAX_PATCH_BYTES, inspect_patch, remove_patch_entries, validate_patch
-from fleet.patchgen import MAX_CHANGES, generate_patch
-from fleet.target import scoped_patch_file
+from fleet.patch.file import MAX_PATCH_BYTES, inspect_patch, remove_patch_entries, validate_patch
+from fleet.patch.generate import MAX_CHANGES, generate_patch
+from fleet.repo.target import scoped_patch_file
 from mcp_bridge import models
 from mcp_bridge.toolkit import READ_ONLY, Toolkit
 from mcp_bridge.tools_repo import Repo

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from fleet.brief import MAX_COMMITS, repo_brief
-from fleet.repoparts import stash_list, submodule_status, worktree_list
+from fleet.repo.brief import MAX_COMMITS, repo_brief
+from fleet.repo.parts import stash_list, submodule_status, worktree_list
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
 

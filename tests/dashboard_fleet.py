@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet.index import Index, open_index
-from fleet.scan import scan
+from fleet.index.store import Index, open_index
+from fleet.index.scan import scan
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
 
 

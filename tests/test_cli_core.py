@@ -112,7 +112,7 @@ def test_scan_on_a_terminal_shows_progress_and_still_forks_its_workers(small_fle
     import pty
 
     db = tmp_path / "tty.db"
-    code = ("import threading, fleet.scan as s, fleet.cli as c; real = s._read_and_store\n"
+    code = ("import threading, fleet.index.scan as s, fleet.cli as c; real = s._read_and_store\n"
             "def spy(*a, **k):\n"
             "    print('threads-at-scan', threading.active_count(), file=open(%r, 'w'))\n"
             "    return real(*a, **k)\n"

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from fleet.demo import build_demo_fleet
-from fleet.freshness import STALE_AFTER, freshness, watcher_state
-from fleet.index import open_index
-from fleet.queue import MAX_PER_PAGE, QueueFilter, attention_queue
-from fleet.reader import iso
-from fleet.scan import refresh_repo, scan
-from fleet.detail import timeline
+from fleet.index.freshness import STALE_AFTER, freshness, watcher_state
+from fleet.index.store import open_index
+from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
+from fleet.repo.record import iso
+from fleet.index.scan import refresh_repo, scan
+from fleet.repo.detail import timeline
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git, init_repo

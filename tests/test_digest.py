@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.digest import activity_by_repo_day, digest, report
+from fleet.views.digest import activity_by_repo_day, digest, report
 from fleet.errors import FleetError
-from fleet.index import open_index
-from fleet.scan import refresh_repo, scan
+from fleet.index.store import open_index
+from fleet.index.scan import refresh_repo, scan
 from fleet.timespec import parse_since
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import commit_file, git, init_repo, with_upstream

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.events import DELETED_MESSAGE, prune_events
-from fleet.index import open_index
-from fleet.lost import lost_commits
-from fleet.scan import refresh_repo, scan
+from fleet.index.events import DELETED_MESSAGE, prune_events
+from fleet.index.store import open_index
+from fleet.index.lost import lost_commits
+from fleet.index.scan import refresh_repo, scan
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import commit_file, git, init_repo
 

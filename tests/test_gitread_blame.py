@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.blame import repo_blame
+from fleet.repo.blame import repo_blame
 from fleet.errors import FleetError
 from tests.gitbuild import commit_file, git, init_repo, write
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.changes import repo_changes, repo_status
+from fleet.repo.changes import repo_changes, repo_status
 from fleet.errors import FleetError
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.gitread_repos import merge_conflict

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.conflicts import conflict_preflight, conflict_read, marker_regions
+from fleet.repo.conflicts import conflict_preflight, conflict_read, marker_regions
 from fleet.errors import FleetError
 from tests.gitbuild import clone, commit_file, git, init_repo, with_upstream
 from tests.gitread_repos import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict

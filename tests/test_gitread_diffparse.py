@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from fleet.diffparse import parse_diff, parse_numstat
+from fleet.git.diffparse import parse_diff, parse_numstat
 from tests.gitbuild import git, write
 from tests.gitread_repos import rich_repo
 

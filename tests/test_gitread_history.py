@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.diffs import diff_refs, diff_text
+from fleet.repo.diffs import diff_refs, diff_text
 from fleet.errors import FleetError
-from fleet.history import commit_details, repo_history
-from fleet.refs import redact_url, repo_reflog, repo_refs
+from fleet.repo.history import commit_details, repo_history
+from fleet.repo.refs import redact_url, repo_reflog, repo_refs
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.gitread_repos import rich_repo
 

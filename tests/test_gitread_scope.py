@@ -7,9 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from fleet import blame, changes, conflicts, diffs, history, refs
+from fleet.repo import blame
+
+from fleet.repo import changes
+
+from fleet.repo import conflicts
+
+from fleet.repo import diffs
+
+from fleet.repo import history
+
+from fleet.repo import refs
 from fleet.errors import FleetError
-from fleet.scope import check_rev, resolve_file_in_repo, resolve_repo_path
+from fleet.repo.scope import check_rev, resolve_file_in_repo, resolve_repo_path
 from tests.gitbuild import commit_file, git, init_repo
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.gitrun import GitError, check_ref, run_git
+from fleet.git.run import GitError, check_ref, run_git
 from tests.gitbuild import init_repo
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.index import open_index
-from fleet.scan import scan
+from fleet.index.store import open_index
+from fleet.index.scan import scan
 from tests import oracle
 from tests.fleetstates import build_fleet
 from tests.gitbuild import commit_file, git, init_repo
@@ -253,8 +253,8 @@ def test_schema_is_versioned_and_reopens(tmp_path: Path):
 def test_a_repo_vanishing_mid_scan_yields_an_error_record(tmp_path: Path):
     import shutil
 
-    from fleet.discovery import discover
-    from fleet.reader import read_repo
+    from fleet.index.discovery import discover
+    from fleet.repo.record import read_repo
 
     repo = init_repo(tmp_path / "root" / "short-lived", commits=1)
     found = discover(tmp_path / "root")[0]
@@ -275,8 +275,8 @@ def test_remote_credentials_never_reach_the_index(tmp_path: Path):
 
 
 def test_schema_version_constant_matches_the_migrations(tmp_path: Path):
-    from fleet.index import SCHEMA_VERSION
-    from fleet.schema import migrations
+    from fleet.index.store import SCHEMA_VERSION
+    from fleet.index.schema import migrations
 
     index = open_index(tmp_path / "f.db")
     assert index.schema_version == SCHEMA_VERSION == len(migrations.applied(index.db))

@@ -9,9 +9,9 @@ import subprocess
 import pytest
 from mcp import Client
 
-from fleet.index import open_index
-from fleet.radar import radar
-from fleet.repolist import public_record
+from fleet.index.store import open_index
+from fleet.views.radar import radar
+from fleet.views.repos import public_record
 from mcp_bridge.server import build_server
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import git
@@ -157,7 +157,7 @@ async def test_errors_are_structured(server, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_digest_is_the_cli_digest(server, fleet, mode):
-    from fleet.digest import digest
+    from fleet.views.digest import digest
 
     data = ok(await call(server, "fleet.digest", {"since": 0}, mode))
     with open_index(fleet["_db"]) as index:

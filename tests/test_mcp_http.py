@@ -15,8 +15,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_bridge.http import standalone_app
 from mcp_bridge.server import build_server
 from tests.gitbuild import git, init_repo
-from fleet.index import open_index
-from fleet.scan import scan
+from fleet.index.store import open_index
+from fleet.index.scan import scan
 
 TOKEN = "s3cret-token"
 

@@ -8,8 +8,8 @@ import pytest
 
 from mcp_bridge.server import build_server
 from tests.gitbuild import commit_file, git, init_repo
-from fleet.index import open_index
-from fleet.scan import scan
+from fleet.index.store import open_index
+from fleet.index.scan import scan
 from tests.mcpfleet import call, error_of, ok
 
 

@@ -13,8 +13,8 @@ from mcp.types import Implementation
 from mcp_bridge.server import build_server
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import init_repo
-from fleet.index import open_index
-from fleet.scan import scan
+from fleet.index.store import open_index
+from fleet.index.scan import scan
 from tests.mcpfleet import error_of, ok
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from fleet.changes import repo_changes
-from fleet.history import commit_details
+from fleet.repo.changes import repo_changes
+from fleet.repo.history import commit_details
 from mcp_bridge.server import build_server
 from tests.gitbuild import git
 from tests.mcpfleet import build_fleet, call, error_of, ok

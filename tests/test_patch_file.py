@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import FleetError
-from fleet.patchfile import (MAX_PATCH_BYTES, inspect_patch, parse_patch, remove_patch_entries,
+from fleet.patch.file import (MAX_PATCH_BYTES, inspect_patch, parse_patch, remove_patch_entries,
                              validate_patch, write_entries)
-from fleet.patchgen import generate_patch
+from fleet.patch.generate import generate_patch
 from tests.gitbuild import commit_file, git, init_repo, write
 
 
@@ -141,7 +141,7 @@ def test_failed_write_cleans_temp_and_keeps_old_file(repo: Path, pf: Path, monke
     def disk_full(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("fleet.patchfile.os.replace", disk_full)
+    monkeypatch.setattr("fleet.patch.file.os.replace", disk_full)
     with pytest.raises(FleetError) as info:
         store(repo, pf, "upsert", edit("a.txt", "AA\n"))
     assert info.value.code == "BAD_PATH" and "No space left" in info.value.message

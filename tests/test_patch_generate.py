@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import FleetError
-from fleet.patchfile import parse_patch
-from fleet.patchgen import MAX_CONTENT_BYTES, generate_patch
+from fleet.patch.file import parse_patch
+from fleet.patch.generate import MAX_CONTENT_BYTES, generate_patch
 from tests.gitbuild import commit_file, git, init_repo, write
 
 

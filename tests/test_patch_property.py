@@ -16,9 +16,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleet.patchfile import inspect_patch, parse_patch
-from fleet.patchgen import generate_patch
-from fleet.textdiff import split_lines
+from fleet.patch.file import inspect_patch, parse_patch
+from fleet.patch.generate import generate_patch
+from fleet.patch.textdiff import split_lines
 from tests.gitbuild import git, write
 
 TRICKY = ["", "a", "b", "x = 1", "--- a/f", "+++ b/f", "@@ -1 +1 @@", "@@", "\\ No newline at end of file",

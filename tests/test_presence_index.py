@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import FleetError
-from fleet.index import open_index
+from fleet.index.store import open_index
 from fleet.presence import collisions, presence, record_bridge_activity, refresh_presence
-from fleet.scan import scan
+from fleet.index.scan import scan
 from tests import presence_fixtures as fx
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import git, init_repo

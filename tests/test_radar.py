@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from fleet.index import open_index
-from fleet.radar import SCORES, attention, radar
-from fleet.scan import scan
+from fleet.index.store import open_index
+from fleet.views.radar import SCORES, attention, radar
+from fleet.index.scan import scan
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet.events import prune_events
-from fleet.index import open_index
-from fleet.scan import refresh_repo, scan
-from fleet.search import search, sync_search_index
+from fleet.index.events import prune_events
+from fleet.index.store import open_index
+from fleet.index.scan import refresh_repo, scan
+from fleet.index.search import search, sync_search_index
 from tests.gitbuild import commit_file, git, init_repo
 
 

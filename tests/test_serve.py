@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fleet.index import open_index
-from fleet.watcher import _periodic
-from fleet.watching import fleet_watcher
+from fleet.index.store import open_index
+from fleet.watch.watcher import _periodic
+from fleet.watch.service import fleet_watcher
 from tests.dashboard_fleet import build_fleet
 from tests.gitbuild import commit_file, git
 from tests.serving import Server, wait_for

@@ -15,9 +15,9 @@ from typing import Callable
 
 import pytest
 
-from fleet.index import Index, open_index
-from fleet.scan import scan
-from fleet.watcher import Watcher, _periodic, register_periodic, repo_watch
+from fleet.index.store import Index, open_index
+from fleet.index.scan import scan
+from fleet.watch.watcher import Watcher, _periodic, register_periodic, repo_watch
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests import serving
 from tests.gitbuild import commit_file, git, init_repo

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from fleet.digest import digest
-from fleet.scan import refresh_repo
+from fleet.views.digest import digest
+from fleet.index.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
 from web.app import create_app

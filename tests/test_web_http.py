@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from fleet.presence.store import replace_rows
-from fleet.scan import refresh_repo
+from fleet.index.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
 from web.app import create_app

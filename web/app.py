@@ -26,16 +26,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 import templates as templates_pkg
-from fleet.detail import repo_detail
-from fleet.digest import digest, report
+from fleet.repo.detail import repo_detail
+from fleet.views.digest import digest, report
 from fleet.errors import FleetError
-from fleet.events import KINDS
-from fleet.freshness import freshness
-from fleet.index import Index, open_index
+from fleet.index.events import KINDS
+from fleet.index.freshness import freshness
+from fleet.index.store import Index, open_index
 from fleet.presence import collisions, presence
-from fleet.queue import QueueFilter, attention_queue
-from fleet.report import chart_geometry
-from fleet.scan import refresh_repo
+from fleet.views.queue import QueueFilter, attention_queue
+from fleet.views.report import chart_geometry
+from fleet.index.scan import refresh_repo
 from web import filters
 from web.security import Guard, SecurityMiddleware, allowed_hosts_for
 

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 import jinja2
 
-from fleet.reader import iso
-from fleet.report import one_line
+from fleet.repo.record import iso
+from fleet.views.report import one_line
 
 SEVERITY = {
     "conflict": "critical", "broken": "critical", "predicted_conflict": "high", "agent_collision": "high",

@@ -21,7 +21,7 @@ import uvicorn
 from starlette.routing import Mount
 
 from fleet.errors import FleetError
-from fleet.watching import watching
+from fleet.watch.service import watching
 from web.app import create_app
 from web.security import allowed_hosts_for, is_loopback, new_token
 

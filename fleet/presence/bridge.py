@@ -13,7 +13,7 @@ import time
 from typing import Iterable
 
 from fleet.errors import FleetError
-from fleet.reader import iso
+from fleet.repo.record import iso
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, RepoMap, Sighting, Thresholds, relative_files
 from fleet.presence.store import read_row, upsert_row
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Sighting, Thresholds
-from fleet.reader import iso
+from fleet.repo.record import iso
 
 STATE_ORDER = {"working": 0, "open": 1, "recent": 2}
 

@@ -18,7 +18,7 @@ from fleet.presence import (amp, bridge, claude, cline, codex, continuedev, copi
 from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
 from fleet.presence.store import read_rows, replace_rows
-from fleet.reader import iso
+from fleet.repo.record import iso
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from fleet.index import open_index
+from fleet.index.store import open_index
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.dashboard_fleet import build_fleet
 from tests.gitbuild import commit_file, git, write

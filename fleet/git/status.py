@@ -1,0 +1,100 @@
+"""Parse `git status --porcelain=v2 --branch --show-stash -z`: one git call for HEAD, upstream, counts, stash."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleet.git.run import run_git
+
+STATUS_ARGS = ["status", "--porcelain=v2", "--branch", "--show-stash", "-z", "--untracked-files=normal",
+               "--ignore-submodules=none"]
+
+
+@dataclass
+class StatusEntry:
+    """One porcelain v2 record: kind `1` (changed), `2` (renamed/copied), `u` (unmerged), `?` (untracked)."""
+
+    kind: str
+    xy: str
+    path: str
+    orig_path: str | None = None
+    submodule: str = "N..."
+
+
+@dataclass
+class Status:
+    oid: str | None = None
+    head: str | None = None
+    upstream: str | None = None
+    ahead: int | None = None
+    behind: int | None = None
+    stash: int = 0
+    entries: list[StatusEntry] = field(default_factory=list)
+
+    @property
+    def staged(self) -> int:
+        return sum(1 for e in self.entries if e.kind in "12" and e.xy[0] != ".")
+
+    @property
+    def unstaged(self) -> int:
+        return sum(1 for e in self.entries if e.kind in "12" and e.xy[1] != ".")
+
+    @property
+    def untracked(self) -> int:
+        return sum(1 for e in self.entries if e.kind == "?")
+
+    @property
+    def conflicted(self) -> int:
+        return sum(1 for e in self.entries if e.kind == "u")
+
+
+def parse_status(data: bytes) -> Status:
+    status = Status()
+    fields = data.split(b"\0")
+    i = 0
+    while i < len(fields):
+        raw = fields[i]
+        i += 1
+        if not raw:
+            continue
+        line = raw.decode("utf-8", "surrogateescape")
+        if line.startswith("# "):
+            key, _, value = line[2:].partition(" ")
+            if key == "branch.oid":
+                status.oid = None if value == "(initial)" else value
+            elif key == "branch.head":
+                status.head = None if value == "(detached)" else value
+            elif key == "branch.upstream":
+                status.upstream = value
+            elif key == "branch.ab":
+                a, _, b = value.partition(" ")
+                status.ahead, status.behind = int(a.lstrip("+")), int(b.lstrip("-"))
+            elif key == "stash":
+                status.stash = int(value)
+            continue
+        kind = line[0]
+        if kind == "1":
+            parts = line.split(" ", 8)
+            status.entries.append(StatusEntry("1", parts[1], _text(parts[8]), submodule=parts[2]))
+        elif kind == "2":
+            parts = line.split(" ", 9)
+            orig = fields[i].decode("utf-8", "surrogateescape") if i < len(fields) else None
+            i += 1
+            status.entries.append(StatusEntry("2", parts[1], _text(parts[9]), _text(orig) if orig else None,
+                                              submodule=parts[2]))
+        elif kind == "u":
+            parts = line.split(" ", 10)
+            status.entries.append(StatusEntry("u", parts[1], _text(parts[10]), submodule=parts[2]))
+        elif kind == "?":
+            status.entries.append(StatusEntry("?", "??", _text(line[2:])))
+    return status
+
+
+def _text(value: str) -> str:
+    """Paths as text: bytes that are not UTF-8 become replacement characters instead of failing."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def read_status(worktree: str | Path, timeout: float = 30.0) -> Status:
+    return parse_status(run_git(worktree, STATUS_ARGS, timeout=timeout).stdout)

@@ -1,0 +1,1 @@
+"""The SQLite index: schema, storage, scan, events, search, lost commits, freshness."""

@@ -1,0 +1,162 @@
+"""Fleet events: every movement of HEAD (per worktree), of every branch and remote-tracking branch, once.
+
+Events live in a table filled at ingest, right after the raw reflog lines are appended, and not in a view
+over `reflog`, because:
+- `rewrote` needs git (`merge-base --is-ancestor`) and must be answered while both commits still exist;
+  a view cannot run git, and after a gc the answer is gone for good.
+- git writes a commit on the checked-out branch twice (HEAD and the branch); de-duplicating once at ingest
+  keeps the digest a plain indexed range scan (100,000 events in a few milliseconds).
+- a deleted branch leaves no reflog at all (git deletes the log with the branch): only an ingest step that
+  notices the branch went away can record the deletion, and with it the tip that may now be lost.
+Events stay after git expires or deletes its reflogs; `prune_events` removes old ones only when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from fleet.git.run import GitError, run_git
+
+if TYPE_CHECKING:
+    from fleet.index.store import Index
+
+KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert", "branch",
+         "fetch", "other")
+# Moves that may drop commits: `rewrote` is computed for these (other kinds only ever add commits).
+REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
+DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
+PRUNED_KEY = "events_pruned_before"
+
+
+def is_head_ref(ref: str) -> bool:
+    """HEAD of the main worktree (`HEAD`) or of a linked one (`worktrees/<id>/HEAD`)."""
+    return ref == "HEAD" or (ref.startswith("worktrees/") and ref.endswith("/HEAD"))
+
+
+def is_event_ref(ref: str) -> bool:
+    return is_head_ref(ref) or ref.startswith(("refs/heads/", "refs/remotes/"))
+
+
+def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | None:
+    """1 when the old tip is not an ancestor of the new one, 0 when it is (or the kind cannot drop commits),
+    None when git cannot tell (an object is already gone)."""
+    if kind not in REWRITE_KINDS or old is None or new is None or old == new:
+        return 0
+    try:
+        result = run_git(path, ["merge-base", "--is-ancestor", old, new], ok_codes=(0, 1), timeout=10)
+    except GitError:
+        return None
+    return int(result.returncode == 1)
+
+
+def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
+    """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
+
+    Batched for scans: one read of all new lines, the `rewrote` checks (git) outside any transaction, then one
+    write transaction. Idempotent and safe to run from two processes: a per-repo cursor plus a unique reflog id.
+    """
+    if not repos:
+        return 0
+    conn = index.conn
+    paths = dict(repos)
+    marks = ", ".join("?" * len(paths))
+    lines = conn.execute(
+        "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
+        f" where r.repo_id in ({marks}) and r.id > ifnull((select reflog_id from event_cursor c"
+        " where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
+    if not lines:
+        with index.write() as conn:
+            return _record_deleted_branches(conn, list(paths))
+    pruned_before = _pruned_before(index)
+    fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
+    verdicts = {ln[0]: rewrote(paths[ln[1]], ln[3], ln[4], ln[8]) for ln in fresh}
+    # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
+    branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
+    renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
+    inserts: list[tuple] = []
+    twins: list[tuple] = []
+    with index.write() as conn:
+        before = conn.total_changes
+        for rid, repo_id, ref, old, new, at, identity, message, kind in fresh:
+            if is_head_ref(ref):
+                if (repo_id, old, new, at) in branch_moves or conn.execute(
+                        "select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
+                        " old_sha is ? and new_sha is ? and at = ? limit 1", (repo_id, old, new, at)).fetchone():
+                    continue  # the branch's own line says it (and names the branch)
+            elif ref.startswith("refs/heads/"):
+                if repo_id in renamed and conn.execute(
+                        "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
+                        " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
+                        (repo_id, ref, old, new, at, message)).fetchone():
+                    continue  # history carried over by `git branch -m`: already recorded under the old name
+                twins.append((repo_id, old, new, at))
+            inserts.append((repo_id, ref, kind, old, new, at, identity, message, verdicts[rid], rid))
+        # HEAD's twin may have been read first, in an earlier pass: the branch's line replaces it
+        conn.executemany("delete from events where repo_id = ? and (ref = 'HEAD' or ref like 'worktrees/%/HEAD')"
+                         " and old_sha is ? and new_sha is ? and at = ?", twins)
+        removed = conn.total_changes - before
+        conn.executemany(
+            "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
+            " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
+        added = conn.total_changes - before - removed
+        added += _record_deleted_branches(conn, list(paths))
+        last: dict[int, int] = {}
+        for ln in lines:
+            last[ln[1]] = ln[0]
+        conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)",
+                         list(last.items()))
+    return added
+
+
+def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
+    """One repo's newest `limit` events, newest first (`at` in unix seconds, `rewrote` None when unknown)."""
+    rows = index.conn.execute(
+        "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
+        " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
+    return [{"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5], "identity": r[6],
+             "message": r[7], "rewrote": None if r[8] is None else bool(r[8])} for r in rows]
+
+
+def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
+    """One `branch` event (new_sha null) for each branch with events that no longer exists."""
+    marks = ", ".join("?" * len(repo_ids))
+    gone = conn.execute(
+        "select e.repo_id, e.ref, e.new_sha, e.message from events e join"
+        f" (select max(id) id from events where repo_id in ({marks}) and ref like 'refs/heads/%'"
+        " group by repo_id, ref) last on last.id = e.id"
+        " where not exists (select 1 from branches b where b.repo_id = e.repo_id and 'refs/heads/' || b.name = e.ref)",
+        list(repo_ids)).fetchall()
+    now = int(time.time())
+    added = 0
+    for repo_id, ref, tip, message in gone:
+        if message == DELETED_MESSAGE or tip is None:
+            continue
+        renamed = conn.execute("select 1 from reflog where repo_id = ? and message like ? limit 1",
+                               (repo_id, f"Branch: renamed {ref} to %")).fetchone()
+        if renamed:
+            continue
+        conn.execute("insert into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message, rewrote)"
+                     " values (?, ?, 'branch', ?, null, ?, null, ?, 0)", (repo_id, ref, tip, now, DELETED_MESSAGE))
+        added += 1
+    return added
+
+
+def _pruned_before(index: "Index") -> int:
+    row = index.conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
+    return int(json.loads(row[0])) if row else 0
+
+
+def prune_events(index: "Index", older_than_s: int, now: float | None = None) -> dict:
+    """Delete events and raw reflog lines older than `older_than_s` seconds: the only way events go away.
+
+    The cut-off is remembered, so lines git still holds (re-read after a reflog rewrite) do not come back.
+    """
+    cutoff = int((time.time() if now is None else now) - older_than_s)
+    with index.write() as conn:
+        events = conn.execute("delete from events where at < ?", (cutoff,)).rowcount
+        lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
+        conn.execute("insert or replace into meta (key, value) values (?, ?)",
+                     (PRUNED_KEY, json.dumps(max(cutoff, _pruned_before(index)))))
+    return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

@@ -1,0 +1,180 @@
+"""Index the fleet: discover repositories under the roots, read each one, store the records.
+
+A cold scan spends its time in `git status` and in Python reading git's files and writing SQLite. Threads
+cannot spread the Python part over the cores (the GIL; worse, every SQLite call hands the GIL to a reader
+thread and waits to get it back), so a scan forks a few worker processes that each read and store chunks of
+the fleet, taking turns at the index's write lock. Where forking is unsafe (other threads are running in
+this process) the same work runs on a thread pool instead.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile
+from fleet.index.store import Index
+from fleet.repo.record import read_repo
+
+Progress = Callable[[int, int, str], None]
+CHUNK = 24  # repos a worker reads, then stores in one transaction
+
+
+def default_workers() -> int:
+    return max(2, min(8, os.cpu_count() or 2))
+
+
+def skip_patterns(index: Index) -> tuple[str, ...]:
+    row = index.conn.execute("select value from meta where key = 'skip_patterns'").fetchone()
+    return tuple(json.loads(row[0])) if row else ()
+
+
+def set_skip_patterns(index: Index, patterns: list[str]) -> None:
+    with index.write() as conn:
+        conn.execute("insert or replace into meta (key, value) values ('skip_patterns', ?)",
+                     (json.dumps(sorted(set(patterns))),))
+
+
+def discover_all(index: Index, roots: list[str]) -> list[Found]:
+    return list(iter_discover_all(index, roots))
+
+
+def iter_discover_all(index: Index, roots: list[str]) -> Iterator[Found]:
+    """Every repo under every root, once (roots may nest), as the walks find them."""
+    extra = skip_patterns(index)
+    seen: set[str] = set()
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        for item in iter_discover(root, extra_skip=extra):
+            if item.path not in seen:
+                seen.add(item.path)
+                yield item
+
+
+def scan(index: Index, roots: list[str] | None = None, progress: Progress | None = None,
+         workers: int | None = None) -> dict:
+    """Add `roots` (if given) and index every repository under the saved roots; return a summary."""
+    started = time.perf_counter()
+    if roots:
+        for root in roots:
+            index.add_root(root)
+        targets = [os.path.realpath(r) for r in roots]
+    else:
+        targets = index.roots()
+    missing_roots = [r for r in targets if not os.path.isdir(r)]
+    found: list[Found] = []
+
+    def discovered() -> Iterator[Found]:
+        for item in iter_discover_all(index, targets):
+            found.append(item)
+            yield item
+
+    errors: list[dict] = []
+    done = 0
+    for chunk, chunk_errors in _read_and_store(index, discovered(), workers or default_workers()):
+        errors += chunk_errors
+        done += len(chunk)
+        if progress:
+            progress(done, len(found), chunk[-1].path)
+    present = {f.path for f in found}
+    gone = [p for p in index.known_paths()
+            if any(_inside(p, r) for r in targets) and p not in present and not os.path.exists(p)]
+    index.mark_gone(gone)
+    return {
+        "roots": targets, "missing_roots": missing_roots, "repos": len(found), "errors": errors,
+        "error_count": len(errors), "gone": gone, "elapsed_s": round(time.perf_counter() - started, 3),
+    }
+
+
+def _chunks(items: Iterable[Found]) -> Iterator[list[Found]]:
+    chunk: list[Found] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Iterator[tuple[list[Found], list[dict]]]:
+    """Read and store every repo (`found` may still be growing: discovery streams in); yields (chunk, its
+    errors) as chunks complete."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        numbered: dict[int, list[Found]] = {}
+
+        def tasks() -> Iterator[tuple[int, list[Found]]]:
+            for number, chunk in enumerate(_chunks(found)):
+                numbered[number] = chunk
+                yield number, chunk
+
+        with multiprocessing.get_context("fork").Pool(workers, _worker_init, (str(index.path),)) as pool:
+            for number, errors in pool.imap_unordered(_worker_chunk, tasks()):
+                yield numbered.pop(number), errors
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for chunk in _chunks(found):
+            items = list(zip(chunk, pool.map(read_repo, chunk)))
+            index.store_repos(items)
+            yield chunk, _errors(items)
+
+
+_worker_index: Index | None = None
+
+
+def _worker_init(db_path: str) -> None:
+    global _worker_index
+    _worker_index = Index(Path(db_path))
+
+
+def _worker_chunk(task: tuple[int, list[Found]]) -> tuple[int, list[dict]]:
+    """In a worker process: read one chunk of repos and store it; returns (chunk number, its errors)."""
+    number, chunk = task
+    items = [(item, read_repo(item)) for item in chunk]
+    _worker_index.store_repos(items)
+    return number, _errors(items)
+
+
+def _errors(items: list[tuple[Found, dict]]) -> list[dict]:
+    return [{"path": item.path, "error": record["error"]} for item, record in items if record.get("error")]
+
+
+def _inside(path: str, root: str) -> bool:
+    return Path(path).is_relative_to(root)
+
+
+def found_for(path: str, root: str) -> Found | None:
+    """Rebuild the discovery record for one known repository path (the watcher's entry point)."""
+    folder = Path(path)
+    dotgit = folder / ".git"
+    if dotgit.is_dir():
+        return Found(path, str(dotgit), str(common_dir(dotgit)), False, root)
+    if dotgit.is_file():
+        gitdir = read_gitfile(dotgit)
+        if gitdir is not None and gitdir.is_dir():
+            return Found(path, str(gitdir), str(common_dir(gitdir)), False, root)
+        return None
+    if is_bare_repo(folder):
+        return Found(path, path, path, True, root)
+    return None
+
+
+def refresh_repo(index: Index, path: str) -> dict | None:
+    """Re-read one known repository into the index; mark it gone if it vanished. Returns the new record."""
+    row = index.conn.execute("select root from repos where path = ?", (path,)).fetchone()
+    if row is None:
+        return None
+    found = found_for(path, row[0])
+    if found is None:
+        index.mark_gone([path])
+        return None
+    record = read_repo(found)
+    index.store_repo(found, record)
+    return record

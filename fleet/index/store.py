@@ -1,0 +1,364 @@
+"""The fleet index: one SQLite file (WAL) that every surface reads and the scanner/watcher writes.
+
+Repo rows are updated in place on every re-read; reflog lines are appended once and kept after git expires
+them, so the index remembers what git forgot. Writes take `BEGIN IMMEDIATE` so a second process writing a
+small row (a proposal, a presence sighting) waits on the busy timeout instead of failing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+
+from fleet.git import files as gitfiles
+from fleet.index.discovery import Found
+from fleet.index.events import record_events
+from fleet.views.radar import attention
+from fleet.repo.record import iso, reflog_stats
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+BUSY_TIMEOUT_MS = 5000
+# The number of migrations in fleet/schema.py; an index at this version opens without loading them.
+SCHEMA_VERSION = 4
+JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
+BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
+_REPO_COLUMNS = (
+    "path", "root", "name", "bare", "gitdir", "branch", "detached", "head", "head_ref", "upstream",
+    "upstream_gone", "ahead", "behind", "staged", "unstaged", "untracked", "conflicted", "stashes",
+    "operation", "operation_detail", "predicted_conflicts", "last_activity", "scanned_at", "error",
+)
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("FLEETDECK_DB")
+    if env:
+        return Path(env)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data_home) / "fleetdeck" / "fleet.db"
+
+
+def open_index(db_path: str | os.PathLike[str] | None = None) -> "Index":
+    """Open (creating and migrating as needed) the index at `db_path`, `$FLEETDECK_DB` or the default."""
+    return Index(Path(db_path) if db_path else default_db_path())
+
+
+class Index:
+    """A handle on the index database; safe to share between threads of one process.
+
+    `conn` is the sqlite3 connection everything uses; `db` wraps it in sqlite-utils for the migrations
+    (imported only when the schema is behind: it costs more start-up time than the rest of a CLI call).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.conn = conn
+        self.lock = threading.RLock()
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = OFF")
+        if self.schema_version != SCHEMA_VERSION:
+            self._migrate()
+
+    @cached_property
+    def db(self) -> "Database":
+        from sqlite_utils import Database
+
+        return Database(self.conn)
+
+    def _migrate(self) -> None:
+        from fleet.index.schema import migrations
+
+        with open(str(self.path) + ".migrate.lock", "w") as lockfile:
+            fcntl.flock(lockfile, fcntl.LOCK_EX)
+            if migrations.pending(self.db):
+                migrations.apply(self.db)
+            self.conn.execute(f"PRAGMA user_version = {len(migrations.applied(self.db))}")
+
+    @property
+    def schema_version(self) -> int:
+        """How many migrations this index has applied (kept in `PRAGMA user_version`)."""
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken with BEGIN IMMEDIATE (no read-to-write upgrade failures)."""
+        with self.lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # --- roots ---------------------------------------------------------------------------------
+
+    def roots(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("select path from roots order by path")]
+
+    def add_root(self, path: str | os.PathLike[str]) -> str:
+        real = os.path.realpath(path)
+        with self.write() as conn:
+            conn.execute("insert or ignore into roots (path, added_at) values (?, ?)", (real, iso(time.time())))
+        return real
+
+    def remove_root(self, path: str | os.PathLike[str]) -> bool:
+        real = os.path.realpath(path)
+        with self.write() as conn:
+            cur = conn.execute("delete from roots where path = ? or path = ?", (real, os.fspath(path)))
+        return cur.rowcount > 0
+
+    # --- writing repos ---------------------------------------------------------------------------
+
+    def store_repo(self, found: Found, record: dict) -> int:
+        """Upsert one repository record (and its branches, worktrees, ...) and append new reflog lines."""
+        return self.store_repos([(found, record)])[0]
+
+    def store_repos(self, items: list[tuple[Found, dict]]) -> list[int]:
+        """Store many records in one transaction (a scan writes in batches: far fewer commits), then turn
+        their new reflog lines into events (fleet.index.events; it asks git, so outside the transaction)."""
+        with self.write() as conn:
+            gen = _next_generation(conn)
+            ids = [self._store(conn, found, record, gen) for found, record in items]
+        record_events(self, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
+                             if "branches" in record])
+        return ids
+
+    def _store(self, conn: sqlite3.Connection, found: Found, record: dict, gen: int) -> int:
+        record = dict(record)
+        record["name"] = repo_name(found.path, found.root)
+        reasons = attention(record)
+        row = {col: record.get(col) for col in _REPO_COLUMNS}
+        for col in JSON_COLUMNS:
+            if row.get(col) is not None:
+                row[col] = json.dumps(row[col], sort_keys=True)
+        for col in BOOL_COLUMNS:
+            if col in row and row[col] is not None:
+                row[col] = int(bool(row[col]))
+        row["score"] = reasons[0]["score"] if reasons else 0
+        row["reasons"] = json.dumps(reasons)
+        row["generation"] = gen
+        existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
+        new = existing is None
+        if existing:
+            repo_id = existing[0]
+            sets = ", ".join(f"{c} = ?" for c in row)
+            conn.execute(f"update repos set {sets}, gone = 0, gone_at = null where id = ?", (*row.values(), repo_id))
+        else:
+            row["first_seen"] = iso(time.time())
+            cols = ", ".join(row)
+            cur = conn.execute(f"insert into repos ({cols}) values ({', '.join('?' * len(row))})",
+                               tuple(row.values()))
+            repo_id = cur.lastrowid
+        if "branches" in record:
+            self._replace_children(conn, repo_id, record, new)
+        if not record.get("vanished"):
+            self._ingest_reflogs(conn, repo_id, found, record, new)
+        return repo_id
+
+    def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool) -> None:
+        tables = {
+            "branches": [(repo_id, b["name"], b["head"], b["upstream"], b["upstream_ref"],
+                          int(b["upstream_gone"]), b["ahead"], b["behind"], int(b["current"]))
+                         for b in record.get("branches", [])],
+            "worktrees": [(repo_id, w["path"], w["id"], w["branch"], w["head"], int(w["detached"]),
+                           int(w["locked"]), w["lock_reason"], int(w["prunable"]), w["prunable_reason"],
+                           w["staged"], w["unstaged"], w["untracked"], w["conflicted"], w["operation"],
+                           w["error"]) for w in record.get("worktrees", [])],
+            "submodules": [(repo_id, s["path"], s["name"], s["url"], s["recorded"], s["checked_out"],
+                            s["state"], s.get("error")) for s in record.get("submodules", [])],
+            "stashes": [(repo_id, s["index"], s["sha"], s["message"], s["at"])
+                        for s in record.get("stash_list", [])],
+            "remotes": [(repo_id, r["name"], r["url"]) for r in record.get("remotes", [])],
+        }
+        for table, rows in tables.items():
+            if not new:  # a repo stored for the first time has no old rows (a cold scan saves 5 statements)
+                conn.execute(f"delete from {table} where repo_id = ?", (repo_id,))
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                conn.executemany(f"insert into {table} values ({marks})", rows)
+
+    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict,
+                        new: bool) -> None:
+        """Append reflog lines not seen before, reading only what was appended since the last read."""
+        stats = record.get("reflog_files")
+        if stats is None:
+            stats = reflog_stats(found.gitdir, found.commondir)
+        known = {} if new else {r[0]: (r[1], r[2]) for r in conn.execute(
+            "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
+        rows: list[tuple] = []
+        files: list[tuple] = []
+        for ref, path, inode, size, _mtime in stats:
+            old_inode, old_size = known.get(ref, (None, None))
+            if old_inode == inode and old_size == size:
+                continue
+            offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    data = fh.read()
+            except OSError:
+                continue
+            complete = data.rfind(b"\n") + 1
+            rows.extend((repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
+                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data[:complete]))
+            files.append((repo_id, ref, inode, offset + complete))
+        if rows:
+            conn.executemany(
+                "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
+                " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if files:
+            conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
+                             files)
+        vanished = set(known) - {s[0] for s in stats}
+        if vanished:
+            conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
+                             [(repo_id, ref) for ref in vanished])
+
+    def mark_gone(self, paths: list[str]) -> int:
+        """Flag repositories that disappeared from disk; their rows and history stay."""
+        if not paths:
+            return 0
+        now = iso(time.time())
+        with self.write() as conn:
+            gen = _next_generation(conn)
+            cur = conn.executemany("update repos set gone = 1, gone_at = ?, generation = ? where path = ? and gone = 0",
+                                   [(now, gen, p) for p in paths])
+        return cur.rowcount
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def generation(self) -> int:
+        """The newest change counter value; it grows with every repo write."""
+        return self.conn.execute("select ifnull(max(generation), 0) from repos").fetchone()[0]
+
+    def changed_since(self, gen: int) -> list[int]:
+        """Ids of repos written after change counter `gen` (see `generation()`)."""
+        return [r[0] for r in self.conn.execute("select id from repos where generation > ?", (gen,))]
+
+    def summaries(self, include_gone: bool = False) -> list[dict]:
+        """Flat repo rows (no nested lists): the fast path for listings."""
+        return self.rows(where="" if include_gone else "gone = 0")
+
+    def rows(self, where: str = "", args: tuple | list = (), order: str = "path", limit: int | None = None,
+             offset: int = 0) -> list[dict]:
+        """Flat repo rows matching a trusted SQL `where` (values always bound through `args`)."""
+        sql = "select * from repos" + (f" where {where}" if where else "") + f" order by {order}"
+        params = list(args)
+        if limit is not None:
+            sql += " limit ? offset ?"
+            params += [limit, offset]
+        cur = self.conn.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [_decode(dict(zip(names, row))) for row in cur.fetchall()]
+
+    def count(self, where: str = "gone = 0", args: tuple | list = ()) -> int:
+        return self.conn.execute(f"select count(*) from repos where {where}", list(args)).fetchone()[0]
+
+    def repos(self, include_gone: bool = False) -> list[dict]:
+        """Full repo records (DESIGN.md shape), with branches, worktrees, submodules and stashes."""
+        rows = self.summaries(include_gone)
+        children = self._children([r["id"] for r in rows] if include_gone else None)
+        return [_full(r, children) for r in rows]
+
+    def repo(self, key: int | str) -> dict | None:
+        """One full record by id, fleet name, or path."""
+        conn = self.conn
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            cur = conn.execute("select * from repos where id = ?", (int(key),))
+        else:
+            cur = conn.execute("select * from repos where path = ? or name = ? order by gone, id limit 1",
+                               (os.path.realpath(key) if os.path.isabs(key) else key, key))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        record = _decode(dict(zip([d[0] for d in cur.description], row)))
+        return _full(record, self._children([record["id"]]))
+
+    def _children(self, ids: list[int] | None) -> dict[str, dict[int, list[dict]]]:
+        conn = self.conn
+        out: dict[str, dict[int, list[dict]]] = {}
+        for table, order in (("branches", "name"), ("worktrees", "path"), ("submodules", "path"),
+                             ("stashes", "idx"), ("remotes", "name")):
+            if ids is None:
+                cur = conn.execute(f"select * from {table} order by repo_id, {order}")
+            else:
+                marks = ", ".join("?" * len(ids))
+                cur = conn.execute(f"select * from {table} where repo_id in ({marks}) order by repo_id, {order}",
+                                   ids)
+            names = [d[0] for d in cur.description]
+            grouped: dict[int, list[dict]] = {}
+            for row in cur.fetchall():
+                item = dict(zip(names, row))
+                grouped.setdefault(item.pop("repo_id"), []).append(item)
+            out[table] = grouped
+        return out
+
+    def known_paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("select path from repos where gone = 0")]
+
+
+def _next_generation(conn: sqlite3.Connection) -> int:
+    """A fleet-wide change counter: readers ask `generation > last seen` to learn which repos changed."""
+    return conn.execute("select ifnull(max(generation), 0) + 1 from repos").fetchone()[0]
+
+
+def repo_name(path: str, root: str) -> str:
+    """A repo's fleet name: its path relative to its root (the root's own name when it is the root)."""
+    rel = os.path.relpath(path, root)
+    return os.path.basename(root.rstrip("/")) if rel == "." else rel
+
+
+def _decode(row: dict) -> dict:
+    for col in JSON_COLUMNS:
+        if row.get(col) is not None:
+            row[col] = json.loads(row[col])
+    for col in BOOL_COLUMNS:
+        if col in row and row[col] is not None:
+            row[col] = bool(row[col])
+    return row
+
+
+def _full(row: dict, children: dict[str, dict[int, list[dict]]]) -> dict:
+    rid = row["id"]
+    branches = children["branches"].get(rid, [])
+    for b in branches:
+        for col in ("upstream_gone", "current"):
+            b[col] = bool(b[col])
+    worktrees = children["worktrees"].get(rid, [])
+    for w in worktrees:
+        for col in ("detached", "locked", "prunable"):
+            w[col] = bool(w[col])
+    row["branches"] = branches
+    row["worktrees"] = worktrees
+    row["submodules"] = children["submodules"].get(rid, [])
+    row["stash_list"] = [{"index": s["idx"], "sha": s["sha"], "message": s["message"], "at": s["at"]}
+                         for s in children["stashes"].get(rid, [])]
+    row["remotes"] = children["remotes"].get(rid, [])
+    return row

@@ -1,0 +1,1 @@
+"""Patch authoring: text diffs, patch generation, patch files."""

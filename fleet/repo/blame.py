@@ -1,0 +1,124 @@
+"""`git blame --porcelain` as line ranges grouped by the commit that last touched them."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from fleet.caps import check_int
+from fleet.errors import FleetError
+from fleet.git.read import resolve_commit, run, text
+from fleet.repo.scope import resolve_file_in_repo
+
+_HEADER = re.compile(rb"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?$")
+_ONLY = re.compile(r"has only (\d+) lines?")
+_INT_KEYS = {"author-time", "committer-time"}
+
+
+def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(lines in order: {line, orig_line, sha, text}, commit metadata by sha)."""
+    lines: list[dict[str, Any]] = []
+    commits: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for raw in data.split(b"\n"):
+        if raw.startswith(b"\t"):
+            if current is not None:
+                current["text"] = text(raw[1:])
+                lines.append(current)
+                current = None
+            continue
+        match = _HEADER.match(raw)
+        if match and current is None:
+            sha = match.group(1).decode()
+            current = {"line": int(match.group(3)), "orig_line": int(match.group(2)), "sha": sha}
+            commits.setdefault(sha, {"sha": sha})
+            continue
+        if current is not None and raw:
+            key, _, value = text(raw).partition(" ")
+            meta = commits[current["sha"]]
+            if key == "boundary":
+                meta["boundary"] = True
+            elif key == "previous":
+                prev_sha, _, prev_file = value.partition(" ")
+                meta["previous"] = {"sha": prev_sha, "filename": prev_file}
+            else:
+                meta[key] = int(value) if key in _INT_KEYS else value
+    return lines, commits
+
+
+def _commit_view(meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "sha": meta["sha"], "uncommitted": set(meta["sha"]) == {"0"},
+        "author": meta.get("author"), "author_email": meta.get("author-mail", "").strip("<>") or None,
+        "author_time": meta.get("author-time"), "author_tz": meta.get("author-tz"),
+        "committer": meta.get("committer"), "committer_time": meta.get("committer-time"),
+        "summary": meta.get("summary"), "boundary": meta.get("boundary", False),
+        "previous": meta.get("previous"), "filename": meta.get("filename"),
+    }
+
+
+def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | None = None,
+               end_line: int | None = None, ignore_whitespace: bool = False, detect_moves: bool = False,
+               max_lines: int = 200) -> dict[str, Any]:
+    """Who last changed each line of `file` (at `ref`, or in the working tree when `ref` is None).
+
+    An `end_line` past the end of the file is clamped (as git does); a `start_line` past it is an error.
+    At most `max_lines` lines are blamed from `start_line` on; `truncated` says when the range was cut.
+    """
+    rel = resolve_file_in_repo(path, file)
+    check_int(max_lines, "max_lines", 1, 5000)
+    start = check_int(start_line, "start_line", 1, 10**9) if start_line is not None else 1
+    end = check_int(end_line, "end_line", 1, 10**9) if end_line is not None else None
+    if end is not None and end < start:
+        raise FleetError("BAD_ARGUMENT", "end_line must not be before start_line")
+    asked_end = end
+    end = start + max_lines - 1 if end is None else min(end, start + max_lines - 1)
+    args = ["blame", "--porcelain", "--no-textconv", f"-L{start},{end}"]
+    if ignore_whitespace:
+        args.append("-w")
+    if detect_moves:
+        args += ["-M", "-C"]
+    sha = resolve_commit(path, ref, "ref") if ref is not None else None
+    args += ([sha] if sha else []) + ["--", rel]
+    result = run(path, args, check=False)
+    if result.returncode != 0:
+        only = _ONLY.search(result.stderr)
+        if only:
+            raise FleetError("BAD_ARGUMENT", f"start_line {start} is past the end of {rel} "
+                                             f"({only.group(1)} lines)")
+        if "no such path" in result.stderr or "no such file" in result.stderr.lower():
+            raise FleetError("NOT_FOUND", f"{rel} does not exist at {ref or 'the working tree'}")
+        message = result.stderr.strip().splitlines()[0] if result.stderr.strip() else "git blame failed"
+        raise FleetError("GIT_FAILED", message)
+    lines, commits = parse_porcelain(result.stdout)
+    total = _line_total(path, sha, rel) if lines else 0
+    wanted_last = min(asked_end, total) if asked_end is not None else total
+    omitted = max(0, wanted_last - (lines[-1]["line"] if lines else start - 1))
+    ranges: list[dict[str, Any]] = []
+    for line in lines:
+        last = ranges[-1] if ranges else None
+        if last and last["sha"] == line["sha"] and last["end_line"] + 1 == line["line"]:
+            last["end_line"] = line["line"]
+            last["lines"].append(line["text"])
+        else:
+            ranges.append({"start_line": line["line"], "end_line": line["line"], "sha": line["sha"],
+                           "orig_start_line": line["orig_line"], "lines": [line["text"]]})
+    return {"file": rel, "ref": ref, "ref_sha": sha, "line_count": total,
+            "start_line": start, "end_line": lines[-1]["line"] if lines else None,
+            "ranges": ranges,
+            "commits": [_commit_view(commits[sha_]) for sha_ in dict.fromkeys(x["sha"] for x in lines)],
+            "truncated": omitted > 0, "omitted_count": omitted}
+
+
+def _line_total(path: str, sha: str | None, rel: str) -> int:
+    """Lines in the blamed version of the file (to say how many lines a capped answer left out)."""
+    if sha is None:
+        try:
+            with open(os.path.join(path, rel), "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise FleetError("NOT_FOUND", f"cannot read {rel}: {exc.strerror}") from exc
+    else:
+        data = run(path, ["cat-file", "blob", f"{sha}:{rel}"]).stdout
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)

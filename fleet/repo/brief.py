@@ -1,0 +1,131 @@
+"""One repository in one small answer: what an agent (or a dashboard card) needs before touching it.
+
+The brief is read live (the index may lag behind the working tree by a sweep) and kept under
+BUDGET characters of JSON however long the branch names and subjects are, so it is always cheap to ask for.
+Hints reuse the radar's reasons, each pointing at the read tool that explains it further.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fleet.index.discovery import Found
+from fleet.git.run import GitError, run_git
+from fleet.views.radar import attention
+from fleet.repo.record import iso, read_repo
+
+BUDGET = 2400
+MAX_COMMITS = 10
+MAX_TEXT = 72
+MAX_SUBMODULES = 5
+
+# Which tool tells an agent more about each radar reason.
+_FOLLOW_UP = {
+    "conflict": "conflict.read",
+    "predicted_conflict": "repo.conflict_preflight",
+    "diverged": "repo.conflict_preflight",
+    "operation": "repo.status",
+    "local_changes": "repo.changes",
+    "behind": "repo.history",
+    "ahead": "repo.history",
+    "stale_stash": "stash.list",
+    "worktree": "worktree.list",
+    "submodule": "submodule.status",
+    "broken": "repo.status",
+    "no_upstream": "repo.refs",
+}
+
+
+def _clip(text: str | None, size: int = MAX_TEXT) -> str | None:
+    if text is None or len(text) <= size:
+        return text
+    return text[: size - 1] + "…"
+
+
+def recent_commits(path: str, count: int) -> list[dict]:
+    """The newest `count` commits reachable from HEAD (none in a repo without commits)."""
+    try:
+        out = run_git(path, ["log", "-z", f"--max-count={count}", "--format=%H%x00%ct%x00%s", "HEAD", "--"],
+                      timeout=10, max_bytes=1 << 20).stdout
+    except GitError:
+        return []
+    fields = out.split(b"\0")
+    commits = []
+    for i in range(0, len(fields) - 2, 3):
+        sha = fields[i].strip().decode("ascii", "replace")
+        if not sha:
+            continue
+        commits.append({"sha": sha[:12], "at": iso(int(fields[i + 1] or 0)),
+                        "subject": _clip(fields[i + 2].decode("utf-8", "replace"))})
+    return commits
+
+
+def _hints(record: dict) -> list[str]:
+    hints = []
+    if record.get("detached") and not record.get("operation"):
+        hints.append("HEAD is detached: commits made here belong to no branch (see repo.refs)")
+    for r in attention(record):
+        if r["code"] == "clean":
+            continue
+        tool = _FOLLOW_UP.get(r["code"])
+        hints.append(_clip(f"{r['summary']}: {r['next_step']}", 160) + (f" (see {tool})" if tool else ""))
+    return hints[:3]
+
+
+def brief_of(record: dict, commits: list[dict]) -> dict:
+    """The brief for a repository record (as `read_repo` returns it) and its recent commits."""
+    subs = record.get("submodules") or []
+    counts = {state: sum(1 for s in subs if s.get("state") == state)
+              for state in ("clean", "drifted", "uninitialized", "conflict")}
+    attention_subs = [{"path": _clip(s["path"]), "state": s.get("state")}
+                      for s in subs if s.get("state") != "clean"]
+    detail = record.get("operation_detail") or {}
+    working = None
+    if not record.get("bare"):
+        counts_wt = {k: record.get(k) or 0 for k in ("staged", "unstaged", "untracked", "conflicted")}
+        working = {"clean": not any(counts_wt.values()), **counts_wt}
+    brief = {
+        "path": record.get("path"),
+        "head": {
+            "branch": _clip(record.get("branch")), "detached": bool(record.get("detached")),
+            "sha": (record.get("head") or "")[:12] or None, "unborn": record.get("head") is None,
+            "upstream": _clip(record.get("upstream")), "upstream_gone": bool(record.get("upstream_gone")),
+            "ahead": record.get("ahead"), "behind": record.get("behind"),
+        },
+        "operation": ({"name": record["operation"],
+                       **{k: _clip(str(v)) if isinstance(v, str) else v for k, v in detail.items()
+                          if k != "message"}} if record.get("operation") else None),
+        "working_tree": working,
+        "stashes": record.get("stashes") or 0,
+        "submodules": {"total": len(subs), **counts, "attention": attention_subs[:MAX_SUBMODULES],
+                       "attention_truncated": len(attention_subs) > MAX_SUBMODULES},
+        "worktrees": len(record.get("worktrees") or []),
+        "recent_commits": commits,
+        "hints": _hints(record),
+        "error": _clip(record.get("error"), 200),
+    }
+    return _fit(brief)
+
+
+def _fit(brief: dict) -> dict:
+    """Drop the least useful parts (oldest commits first) until the JSON fits the budget."""
+    def size() -> int:
+        return len(json.dumps(brief, ensure_ascii=False, separators=(",", ":")))
+
+    while size() > BUDGET and brief["recent_commits"]:
+        brief["recent_commits"].pop()
+    while size() > BUDGET and brief["submodules"]["attention"]:
+        brief["submodules"]["attention"].pop()
+        brief["submodules"]["attention_truncated"] = True
+    while size() > BUDGET and brief["hints"]:
+        brief["hints"].pop()
+    if size() > BUDGET:
+        brief["path"] = _clip(brief["path"], 200)
+    return brief
+
+
+def repo_brief(found: Found, commits: int = 5) -> dict:
+    """Read the repository now and summarise it (see `brief_of`)."""
+    record = read_repo(found)
+    recent = recent_commits(found.path, min(max(commits, 0), MAX_COMMITS)) if record.get("head") and commits else []
+    return brief_of(record, recent)

@@ -1,0 +1,45 @@
+"""Everything the repo page shows about one repository, gathered from the index and (for history) git."""
+
+from __future__ import annotations
+
+from fleet.errors import FleetError
+from fleet.index.events import repo_events
+from fleet.git.run import GitError
+from fleet.repo.history import repo_history
+from fleet.index.lost import lost_commits
+from fleet.repo.record import iso
+
+
+def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
+                commits: int = 15, events: int = 60) -> dict | None:
+    """The full record plus its reasons, recent commits, event timeline and the agents present, or None."""
+    record = index.repo(key)
+    if record is None:
+        return None
+    history: dict = {"commits": [], "truncated": False, "omitted_count": 0}
+    history_error = None
+    if not record.get("gone"):
+        try:
+            history = repo_history(record["path"], limit=commits)
+        except (FleetError, GitError) as exc:
+            history_error = exc.message
+    return {
+        "repo": record,
+        "reasons": record.get("reasons") or [],
+        "commits": history["commits"],
+        "more_commits": history["omitted_count"],
+        "timeline": timeline(index, record["id"], events),
+        "agents": [r for r in (presence_rows or []) if r["repo"] == record["path"]],
+        "history_error": history_error,
+    }
+
+
+def timeline(index, repo_id: int, limit: int = 60) -> list[dict]:
+    """The repo's newest events (kept by the index after git expires its reflogs), each with `when` (ISO) and
+    `recoverable`: the sha of the commit this very event dropped when no ref reaches it any more."""
+    events = repo_events(index, repo_id, limit)
+    dropped = {(c["sha"], c["dropped_at"], c["ref"]) for c in lost_commits(index, repo_ids=[repo_id])["commits"]}
+    for event in events:
+        event["when"] = iso(event["at"])
+        event["recoverable"] = event["old_sha"] if (event["old_sha"], event["at"], event["ref"]) in dropped else None
+    return events

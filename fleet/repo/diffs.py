@@ -1,0 +1,94 @@
+"""Diffs between revisions: structured (`diff_refs`) and as capped patch text (`diff_text`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.git import diffparse
+from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.errors import FleetError
+from fleet.git.read import out, resolve_commit, resolve_range, text
+from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS, shape_changes
+from fleet.repo.scope import check_rel_path
+
+PATCH_READ_LIMIT = 64 * 1024 * 1024
+
+
+def _spec(path_filter: str | None) -> list[str]:
+    return ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
+
+
+def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
+              path_filter: str | None = None, max_files: int = DEFAULT_CAP,
+              max_bytes: int = DEFAULT_DIFF_BYTES) -> dict[str, Any]:
+    """Change[] from `base` to `head` (default HEAD); `base` may be a range `a..b` or `a...b`.
+
+    `a...b` diffs from the merge base of a and b to b (what b adds), as `git diff a...b` does.
+    """
+    check_int(unified, "unified", 0, 20)
+    check_int(max_files, "max_files", 1, 5000)
+    check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
+    sides = resolve_range(path, base, head)
+    raw = out(path, ["diff", *DIFF_FLAGS, f"--unified={unified}", sides["diff_from"], sides["head_sha"],
+                     *_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
+    return {**sides, **shape_changes(diffparse.parse_diff(raw), max_files, max_bytes)}
+
+
+def _text_args(path: str, base: str | None, head: str | None, staged: bool) -> tuple[list[str], dict]:
+    """git diff arguments for the four diff_text modes, each revision resolved to a sha first."""
+    if base is None:
+        if head is not None:
+            raise FleetError("BAD_ARGUMENT", "head needs a base")
+        return (["--cached"] if staged else []), {"mode": "staged" if staged else "unstaged"}
+    if head is None and ".." not in base:
+        sha = resolve_commit(path, base, "base")
+        mode = "base_to_index" if staged else "base_to_worktree"
+        return (["--cached", sha] if staged else [sha]), {"mode": mode, "base_sha": sha}
+    if staged:
+        raise FleetError("BAD_ARGUMENT", "staged applies only when comparing with the index (no head)")
+    sides = resolve_range(path, base, head)
+    return [sides["diff_from"], sides["head_sha"]], {"mode": "refs", **sides}
+
+
+def _cut(patch: bytes, max_bytes: int, max_lines: int) -> bytes:
+    """The longest prefix ending on a line boundary within both caps."""
+    end = 0
+    lines = 0
+    while end < len(patch) and lines < max_lines:
+        nl = patch.find(b"\n", end)
+        stop = len(patch) if nl < 0 else nl + 1
+        if stop > max_bytes:
+            break
+        end = stop
+        lines += 1
+    return patch[:end]
+
+
+def diff_text(path: str, base: str | None = None, head: str | None = None, staged: bool = False,
+              max_bytes: int = 65536, max_lines: int = 2000, path_filter: str | None = None,
+              unified: int = 3, max_files: int = DEFAULT_CAP) -> dict[str, Any]:
+    """A unified patch as text, cut on a line boundary at `max_bytes`/`max_lines`, with totals.
+
+    No base: working tree vs index (or index vs HEAD when `staged`). A base alone: that commit vs the working
+    tree (or the index when `staged`). A base and head, or a range: between the two commits.
+    """
+    check_int(max_bytes, "max_bytes", 1, 1024 * 1024)
+    check_int(max_lines, "max_lines", 1, 100000)
+    check_int(unified, "unified", 0, 20)
+    check_int(max_files, "max_files", 1, 5000)
+    args, info = _text_args(path, base, head, staged)
+    spec = _spec(path_filter)
+    flags = [*diffparse.PATCH_FLAGS, "-M"]
+    patch = out(path, ["diff", "--patch", f"--unified={unified}", *flags, *args, *spec],
+                max_bytes=PATCH_READ_LIMIT)
+    numstat = out(path, ["diff", "--numstat", "-z", *flags, *args, *spec])
+    files, files_info = cap(diffparse.parse_numstat(numstat), max_files)
+    kept = _cut(patch, max_bytes, max_lines)
+    total_lines = patch.count(b"\n") + (0 if patch.endswith(b"\n") or not patch else 1)
+    cut = len(kept) < len(patch)
+    return {**info, "patch": text(kept), "truncated": cut or files_info["truncated"], "patch_truncated": cut,
+            "total_bytes": len(patch),
+            "total_lines": total_lines, "returned_bytes": len(kept),
+            "returned_lines": kept.count(b"\n") + (0 if kept.endswith(b"\n") or not kept else 1),
+            "files": files, "files_truncated": files_info["truncated"],
+            "omitted_count": files_info["omitted_count"]}

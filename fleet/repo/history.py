@@ -1,0 +1,152 @@
+"""Commit history with stable cursor paging, and one commit's full details with its parsed diff."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from fleet.git import diffparse
+from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.errors import FleetError
+from fleet.git.read import has_head, out, resolve_commit, text
+from fleet.repo.scope import check_rel_path
+
+# Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.
+_LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",
+               "committer_email", "committer_time", "subject")
+_LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s"
+DIFF_FLAGS = ["-z", "--raw", "--patch", "-M", *diffparse.PATCH_FLAGS]
+DEFAULT_DIFF_BYTES = 256 * 1024
+
+
+def _check_date(value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > 100 or any(ord(c) < 32 for c in value):
+        raise FleetError("BAD_ARGUMENT", f"{field} must be a short date string (ISO 8601 or e.g. '2 weeks ago')")
+    return value
+
+
+def _commit_record(fields: list[bytes]) -> dict[str, Any]:
+    rec = {name: text(value) for name, value in zip(_LOG_FIELDS, fields)}
+    rec["parents"] = rec["parents"].split() if rec["parents"] else []
+    for key in ("author_time", "committer_time"):
+        rec[key] = int(rec[key])
+    rec["is_merge"] = len(rec["parents"]) > 1
+    return rec
+
+
+def _fingerprint(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def _encode_cursor(tip: str, skip: int, fp: str) -> str:
+    raw = json.dumps({"tip": tip, "skip": skip, "fp": fp}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        tip, skip, fp = data["tip"], data["skip"], data["fp"]
+        if not (isinstance(tip, str) and len(tip) in (40, 64) and all(c in "0123456789abcdef" for c in tip)
+                and isinstance(skip, int) and skip >= 0 and isinstance(fp, str)):
+            raise ValueError("bad cursor fields")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FleetError("BAD_ARGUMENT", "cursor is not one this tool returned") from exc
+    return tip, skip, fp
+
+
+def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter: str | None = None,
+                 since: str | None = None, until: str | None = None, include_merges: bool = True,
+                 cursor: str | None = None) -> dict[str, Any]:
+    """Commits reachable from `ref` (default HEAD), newest first, `limit` per page.
+
+    The cursor pins the walk to the sha the first page started from, so commits landing meanwhile do not
+    shift later pages; it also pins the filters (a cursor reused with other filters is refused).
+    """
+    check_int(limit, "limit", 1, 200)
+    spec = check_rel_path(path_filter, "path_filter") if path_filter is not None else None
+    since, until = _check_date(since, "since"), _check_date(until, "until")
+    fp = _fingerprint(spec, since, until, bool(include_merges))
+    if cursor is not None:
+        tip, skip, cursor_fp = _decode_cursor(cursor)
+        if cursor_fp != fp:
+            raise FleetError("BAD_ARGUMENT", "cursor was made with other filters; start again without it")
+        resolve_commit(path, tip, "cursor")
+    else:
+        if ref is None and not has_head(path):
+            return {"ref": None, "head_sha": None, "commits": [], "next_cursor": None, "truncated": False,
+                    "omitted_count": 0, "note": "repository has no commits yet"}
+        tip, skip = resolve_commit(path, ref or "HEAD"), 0
+    args = ["log", "-z", "--no-follow", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}"]
+    if since:
+        args.append(f"--since={since}")
+    if until:
+        args.append(f"--until={until}")
+    if not include_merges:
+        args.append("--no-merges")
+    args += [tip, "--"] + ([spec] if spec else [])
+    fields = out(path, args).split(b"\0")
+    width = len(_LOG_FIELDS)
+    commits = [_commit_record(fields[i:i + width]) for i in range(0, len(fields) - width + 1, width)]
+    more = len(commits) > limit
+    commits = commits[:limit]
+    omitted = 0
+    if more:
+        count_args = ["rev-list", "--count", *args[args.index(f"--max-count={limit + 1}") + 1:]]
+        omitted = int(out(path, count_args).strip()) - skip - limit
+    return {"ref": ref or "HEAD", "head_sha": tip, "commits": commits,
+            "next_cursor": _encode_cursor(tip, skip + limit, fp) if more else None,
+            "truncated": more, "omitted_count": omitted}
+
+
+def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAULT_DIFF_BYTES,
+                   max_files: int = DEFAULT_CAP) -> dict[str, Any]:
+    """Metadata, parents and the parsed diff of one commit.
+
+    A root commit is diffed against the empty tree; a merge commit against its first parent
+    (`diff_against` says which), which shows what the merge brought into the branch.
+    """
+    check_int(unified, "unified", 0, 20)
+    check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
+    check_int(max_files, "max_files", 1, 5000)
+    sha = resolve_commit(path, rev, "rev")
+    meta = out(path, ["show", "-s", "--format=%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
+                      sha])
+    parts = meta.split(b"\0", 9)
+    keys = ("sha", "tree", "parents", "author_name", "author_email", "author_time", "committer_name",
+            "committer_email", "committer_time", "message")
+    info: dict[str, Any] = {k: text(v) for k, v in zip(keys, parts)}
+    info["parents"] = info["parents"].split() if info["parents"] else []
+    info["author_time"], info["committer_time"] = int(info["author_time"]), int(info["committer_time"])
+    info["message"] = info["message"].rstrip("\n")
+    info["subject"] = info["message"].split("\n", 1)[0]
+    parents = info["parents"]
+    flags = [*DIFF_FLAGS, f"--unified={unified}"]
+    if parents:
+        raw = out(path, ["diff", *flags, parents[0], sha, "--"])
+        info["diff_against"] = "first_parent" if len(parents) > 1 else "parent"
+    else:
+        raw = out(path, ["diff-tree", "-r", "--root", "--no-commit-id", *flags, sha, "--"])
+        info["diff_against"] = "empty_tree"
+    info["is_root"] = not parents
+    info["is_merge"] = len(parents) > 1
+    if info["is_merge"]:
+        info["note"] = ("merge commit: the diff is against the first parent, i.e. everything the merge "
+                        "brought into the branch")
+    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes))
+    return info
+
+
+def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int) -> dict[str, Any]:
+    """Number, cap (files, hunks, lines) and byte-budget a Change[]; totals say what was left out."""
+    kept, info = cap(diffparse.number(changes), max_files)
+    kept = [diffparse.cap_change(c) for c in kept]
+    diffparse.budget(kept, max_bytes)
+    hunks_omitted = sum(c["omitted_count"] for c in kept)
+    return {"changes": kept, "file_count": len(changes), "omitted_count": info["omitted_count"],
+            "hunks_omitted_count": hunks_omitted,
+            "truncated": info["truncated"] or any(c["truncated"] for c in kept)}

@@ -1,0 +1,148 @@
+"""Refs of one repo: branches (with upstream state), tags (peeled), remotes, stashes, and reflogs.
+
+Reflog files are read directly (with the tolerant `gitfiles.parse_reflog`) rather than through `git reflog`,
+whose formats do not expose the old oid; a line without a message (`worktree add`, `update-ref` without -m)
+is still an entry, and unreadable lines are counted, not fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.errors import FleetError
+from fleet.git.files import parse_reflog, redact_url
+from fleet.git.read import git_dirs, out, text
+from fleet.repo.scope import check_rev
+
+REFLOG_READ_LIMIT = 32 * 1024 * 1024
+
+
+def _reflog_file(path: str, ref: str) -> tuple[str, str]:
+    """(full ref name, reflog file) for `ref`: HEAD lives in the worktree's git dir, refs in the common dir."""
+    check_rev(ref, "ref")
+    if ".." in ref:
+        raise FleetError("BAD_REF", "ref must be a single ref, not a range")
+    git_dir, common = git_dirs(path)
+    if ref == "HEAD":
+        return "HEAD", os.path.join(git_dir, "logs", "HEAD")
+    full = text(out(path, ["rev-parse", "--symbolic-full-name", ref], ok_codes=(0, 128))).strip()
+    if not full.startswith("refs/"):
+        raise FleetError("NOT_FOUND", f"{ref!r} is not a branch, tag or other named ref with a reflog")
+    logs = os.path.realpath(os.path.join(common, "logs"))
+    file = os.path.realpath(os.path.join(logs, full))
+    if os.path.commonpath([file, logs]) != logs:
+        raise FleetError("BAD_REF", f"{ref!r} resolves outside the reflog directory")
+    return full, file
+
+
+def _read_reflog(file: str) -> tuple[list[dict[str, Any]], int, bool]:
+    """Entries newest first, unreadable line count, and whether the file was too big to read whole."""
+    try:
+        with open(file, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            clipped = size > REFLOG_READ_LIMIT
+            fh.seek(max(0, size - REFLOG_READ_LIMIT))
+            data = fh.read()
+    except FileNotFoundError:
+        return [], 0, False
+    except OSError as exc:
+        raise FleetError("GIT_FAILED", f"cannot read reflog: {exc.strerror}") from exc
+    if clipped:
+        data = data[data.find(b"\n") + 1:]
+    lines = parse_reflog(data)
+    bad = sum(1 for line in data.split(b"\n") if line) - len(lines)
+    entries = [{"old_sha": e.old_sha, "new_sha": e.new_sha, "identity": e.identity, "at": e.at, "tz": e.tz,
+                "message": e.message} for e in reversed(lines)]
+    return entries, bad, clipped
+
+
+def repo_reflog(path: str, ref: str = "HEAD", limit: int = 50) -> dict[str, Any]:
+    """The newest `limit` reflog entries of `ref`, each with its `ref@{n}` selector (0 = newest)."""
+    check_int(limit, "limit", 1, 1000)
+    full, file = _reflog_file(path, ref)
+    entries, bad, clipped = _read_reflog(file)
+    for n, entry in enumerate(entries):
+        entry["index"] = n
+        entry["selector"] = f"{ref}@{{{n}}}"
+    kept, info = cap(entries, limit)
+    return {"ref": ref, "full_ref": full, "entries": kept, "entry_count": len(entries),
+            "unreadable_lines": bad, "oldest_clipped": clipped, **info}
+
+
+# --- refs -------------------------------------------------------------------------------------------
+
+_REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(symref)%00"
+               "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)%00%(HEAD)%00%(worktreepath)%00"
+               "%(creatordate:unix)%00%(contents:subject)")
+
+
+def _track(value: str) -> tuple[int, int, bool]:
+    """(ahead, behind, gone) from `%(upstream:track,nobracket)`: '', 'gone', 'ahead 1, behind 2'."""
+    if value == "gone":
+        return 0, 0, True
+    counts = dict(part.split(" ") for part in value.split(", ") if part)
+    return int(counts.get("ahead", 0)), int(counts.get("behind", 0)), False
+
+
+def _remotes(path: str) -> list[dict[str, Any]]:
+    data = out(path, ["config", "-z", "--get-regexp", r"^remote\..*\.(url|pushurl)$"], ok_codes=(0, 1))
+    remotes: dict[str, dict[str, Any]] = {}
+    for record in data.split(b"\0"):
+        if not record:
+            continue
+        key, _, value = text(record).partition("\n")
+        name, kind = key[len("remote."):].rsplit(".", 1)
+        entry = remotes.setdefault(name, {"name": name, "urls": [], "push_urls": []})
+        entry["urls" if kind == "url" else "push_urls"].append(redact_url(value))
+    return [remotes[name] for name in sorted(remotes)]
+
+
+def _stashes(path: str) -> list[dict[str, Any]]:
+    _, common = git_dirs(path)
+    entries, _, _ = _read_reflog(os.path.join(common, "logs", "refs", "stash"))
+    return [{"index": n, "selector": f"stash@{{{n}}}", "sha": e["new_sha"], "message": e["message"],
+             "at": e["at"]} for n, e in enumerate(entries)]
+
+
+def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
+    """Local and remote-tracking branches, tags, remotes and stashes, each list capped."""
+    check_int(max_entries, "max_entries", 1, 10000)
+    data = out(path, ["for-each-ref", f"--format={_REF_FORMAT}", "refs/heads", "refs/remotes", "refs/tags"])
+    lists: dict[str, list[dict[str, Any]]] = {"branches": [], "remote_branches": [], "tags": []}
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        (refname, sha, otype, peeled, peeled_type, symref, upstream, upstream_short, track, head, worktree, date,
+         subject) = (text(f) for f in line.split(b"\0"))
+        when = int(date) if date else None
+        if refname.startswith("refs/heads/"):
+            ahead, behind, gone = _track(track)
+            has_upstream = bool(upstream) and not gone
+            lists["branches"].append({
+                "name": refname[len("refs/heads/"):], "ref": refname, "sha": sha, "current": head == "*",
+                "upstream": upstream_short if has_upstream else None, "upstream_gone": gone,
+                "gone_upstream_name": upstream_short if gone else None,
+                "ahead": ahead if has_upstream else None, "behind": behind if has_upstream else None,
+                "worktree_path": worktree or None, "subject": subject, "committer_time": when})
+        elif refname.startswith("refs/remotes/"):
+            lists["remote_branches"].append({"name": refname[len("refs/remotes/"):], "ref": refname,
+                                             "sha": sha, "symref": symref or None, "subject": subject})
+        else:
+            lists["tags"].append({"name": refname[len("refs/tags/"):], "ref": refname, "sha": sha,
+                                  "annotated": otype == "tag", "target": peeled or sha,
+                                  "target_type": peeled_type or otype,
+                                  "subject": subject, "created": when})
+    lists["remotes"] = _remotes(path)
+    lists["stashes"] = _stashes(path)
+    head = text(out(path, ["symbolic-ref", "-q", "HEAD"], ok_codes=(0, 1))).strip()
+    result: dict[str, Any] = {"head_ref": head or None, "detached": not head}
+    counts: dict[str, int] = {}
+    omitted = 0
+    for key, items in lists.items():
+        counts[key] = len(items)
+        result[key], info = cap(items, max_entries)
+        omitted += info["omitted_count"]
+    result.update({"counts": counts, "truncated": omitted > 0, "omitted_count": omitted})
+    return result

@@ -1,0 +1,57 @@
+"""Which repository a caller means by `repo`: a fleet name or an absolute path inside a fleet root.
+
+Scoping is always on: the path is canonicalised (symlinks resolved) and must lie component-wise inside a
+saved root (fleet.repo.scope). It then names the repository that contains it, found the way git finds one (the
+nearest `.git` or bare repo at or above it) but never above the root, so a linked worktree or a
+subdirectory of a repo works while a folder that is no repository is refused.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fleet.index.discovery import Found
+from fleet.errors import FleetError
+from fleet.index.store import Index
+from fleet.index.scan import found_for
+from fleet.repo.scope import resolve_repo_path
+
+
+def _root_of(path: str, roots: list[str]) -> str | None:
+    inside = [r for r in (os.path.realpath(x) for x in roots)
+              if os.path.commonpath([path, r]) == r]
+    return max(inside, key=len) if inside else None
+
+
+def resolve_target(index: Index, repo: str) -> Found:
+    """The repository `repo` names, or a FleetError (REPO_NOT_IN_FLEET, BAD_PATH) saying why not."""
+    roots = index.roots()
+    if not roots:
+        raise FleetError("REPO_NOT_IN_FLEET", "the fleet has no roots yet: run `fleetdeck scan PATH` first")
+    named = index.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
+                                  (repo,)).fetchone() if isinstance(repo, str) else None
+    real = resolve_repo_path(repo, roots, {repo: named[0]} if named else {})
+    root = _root_of(real, roots)
+    folder = real
+    while True:
+        found = found_for(folder, root)
+        if found is not None:
+            return found
+        if folder == root:
+            break
+        folder = os.path.dirname(folder)
+    raise FleetError("REPO_NOT_IN_FLEET", f"{repo!r} is inside a fleet root but in no git repository")
+
+
+def scoped_patch_file(index: Index, patch_file: str) -> str:
+    """A patch file path an agent may read or write: absolute, in a folder inside a fleet root.
+
+    The folder is canonicalised (a symlinked folder pointing out of the fleet is refused); the file name
+    itself is checked by fleet.patch.file (`.patch`/`.diff`, not a symlink).
+    """
+    if not isinstance(patch_file, str) or not os.path.isabs(patch_file) or "\0" in patch_file:
+        raise FleetError("BAD_PATH", "patch_file must be an absolute path")
+    folder = os.path.realpath(os.path.dirname(patch_file))
+    if _root_of(folder, index.roots()) is None:
+        raise FleetError("BAD_PATH", f"patch_file {patch_file!r} is not inside a fleet root")
+    return os.path.join(folder, os.path.basename(patch_file))

@@ -1,0 +1,200 @@
+"""What happened in the fleet since a point in time: the single source for `fleetdeck digest`, the MCP tool
+`fleet.digest` and the dashboard's `/digest` page.
+
+`digest()` returns exactly the DESIGN.md contract. `report()` adds what the human formats show on top of it:
+events per repo per day (`activity_by_repo_day`, reused by the dashboard's chart) and the state of the fleet
+at the end of the window (unpushed, dirty, old stashes, rewrites, recoverable commits).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Iterable
+
+from fleet.errors import FleetError
+from fleet.index.events import KINDS
+from fleet.index.lost import lost_commits
+from fleet.repo.record import iso
+from fleet.timespec import parse_since
+
+if TYPE_CHECKING:
+    from fleet.index.store import Index
+
+MAX_EVENTS_LIMIT = 1000
+STALE_STASH_S = 7 * 86400
+CHART_MAX_REPOS = 20
+CHART_MAX_DAYS = 92
+SUMMARY_CAP = 50
+
+
+def digest(index: "Index", since: str | int | float, repos: list[str] | None = None,
+           kinds: list[str] | None = None, max_events: int = 200) -> dict:
+    """Events since `since` (newest first, at most `max_events`), per the `fleet.digest` contract."""
+    return _digest(index, *_arguments(index, since, repos, kinds, max_events))
+
+
+def _arguments(index: "Index", since: str | int | float, repos: list[str] | None, kinds: list[str] | None,
+               max_events: int) -> tuple[float, list[int] | None, list[str] | None, int]:
+    if isinstance(max_events, bool) or not isinstance(max_events, int) or not 1 <= max_events <= MAX_EVENTS_LIMIT:
+        raise FleetError("BAD_ARGUMENT", f"max_events must be an integer from 1 to {MAX_EVENTS_LIMIT}")
+    return parse_since(since), resolve_repos(index, repos), _check_kinds(kinds), max_events
+
+
+def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[str] | None,
+            max_events: int) -> dict:
+    where, args = _where(start, scope, kinds)
+    conn = index.conn
+    total = conn.execute(f"select count(*) from events e where {where}", args).fetchone()[0]
+    rows = conn.execute(
+        "select e.repo_id, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.identity, e.message, e.rewrote"
+        f" from events e where {where} order by e.at desc, e.id desc limit ?", (*args, max_events)).fetchall()
+    names = _names(index)
+    events = [{
+        "repo": names.get(r[0], str(r[0])), "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4],
+        "at": iso(r[5]), "identity": r[6], "message": r[7], "rewrote": None if r[8] is None else bool(r[8]),
+    } for r in rows]
+    scanned = _scanned(index, scope)
+    return {
+        "since": iso(start), "events": events, "event_count": total, "truncated": total > len(events),
+        "repos_scanned": len(scanned), "errors": [{"repo": name, "error": err} for name, err in scanned if err],
+    }
+
+
+def resolve_repos(index: "Index", repos: list[str] | None) -> list[int] | None:
+    """Repo ids for fleet names or paths; None means the whole fleet. Unknown names are an error."""
+    if repos is None:
+        return None
+    if isinstance(repos, str) or not all(isinstance(r, str) and r for r in repos):
+        raise FleetError("BAD_ARGUMENT", "repos must be a list of fleet names or absolute paths")
+    ids = []
+    for key in repos:
+        row = index.conn.execute("select id from repos where path = ? or name = ? order by gone, id limit 1",
+                                    (key.rstrip("/") or key, key)).fetchone()
+        if row is None:
+            raise FleetError("REPO_NOT_IN_FLEET", f"not a repository in the fleet: {key}")
+        ids.append(row[0])
+    return ids
+
+
+def _check_kinds(kinds: list[str] | None) -> list[str] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str) or any(k not in KINDS for k in kinds):
+        raise FleetError("BAD_ARGUMENT", f"kinds must be a list drawn from: {', '.join(KINDS)}")
+    return list(kinds)
+
+
+def _where(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:
+    clauses, args = ["e.at >= ?"], [math.ceil(start)]
+    if scope is not None:
+        clauses.append(f"e.repo_id in ({', '.join('?' * len(scope))})")
+        args.extend(scope)
+    if kinds is not None:
+        clauses.append(f"e.kind in ({', '.join('?' * len(kinds))})")
+        args.extend(kinds)
+    return " and ".join(clauses), args
+
+
+def _names(index: "Index") -> dict[int, str]:
+    return dict(index.conn.execute("select id, name from repos"))
+
+
+def _scanned(index: "Index", scope: list[int] | None) -> list[tuple[str, str | None]]:
+    if scope is None:
+        return index.conn.execute("select name, error from repos where gone = 0").fetchall()
+    marks = ", ".join("?" * len(scope))
+    return index.conn.execute(f"select name, error from repos where id in ({marks})", scope).fetchall()
+
+
+def activity_by_repo_day(events: Iterable[dict], start: float | None = None, end: float | None = None,
+                         max_repos: int = CHART_MAX_REPOS) -> dict:
+    """Events per repo per local day, for a chart: `{days, rows: [{repo, counts, total}], max}`.
+
+    `events` are digest events (`repo`, `at` as ISO 8601). Days run from `start` (or the first event) to
+    `end` (or now); the busiest `max_repos` repos get a row each, the rest share one "(other repos)" row.
+    """
+    per_repo: dict[str, Counter] = {}
+    stamps = []
+    for ev in events:
+        day = _local_day(ev["at"])
+        stamps.append(day)
+        per_repo.setdefault(ev["repo"], Counter())[day] += 1
+    first = date.fromtimestamp(start) if start is not None else min(stamps, default=date.today())
+    last = date.fromtimestamp(end if end is not None else time.time())
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)] if last >= first else []
+    ranked = sorted(per_repo.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    shown, rest = ranked[:max_repos], ranked[max_repos:]
+    if rest:
+        merged: Counter = Counter()
+        for _name, counts in rest:
+            merged.update(counts)
+        shown.append((f"(other repos: {len(rest)})", merged))
+    rows = [{"repo": name, "counts": [counts.get(d, 0) for d in days], "total": sum(counts.values())}
+            for name, counts in shown]
+    return {"days": [d.isoformat() for d in days], "rows": rows,
+            "max": max((c for row in rows for c in row["counts"]), default=0)}
+
+
+def _local_day(stamp: str) -> date:
+    return datetime.fromisoformat(stamp).astimezone().date()
+
+
+def report(index: "Index", since: str | int | float, repos: list[str] | None = None,
+           kinds: list[str] | None = None, max_events: int = 200) -> dict:
+    """The digest plus what a person reading it by mail wants: the activity chart and the fleet's state now.
+
+    The chart covers at most CHART_MAX_DAYS days: the end of the window, or up to its newest event.
+    """
+    start, scope, kinds, max_events = _arguments(index, since, repos, kinds, max_events)
+    body = _digest(index, start, scope, kinds, max_events)
+    now = time.time()
+    chart_end = now
+    if now - start > CHART_MAX_DAYS * 86400 and body["events"]:
+        chart_end = min(now, datetime.fromisoformat(body["events"][0]["at"]).timestamp())  # the newest event
+    chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
+    where, args = _where(chart_start, scope, kinds)
+    names = _names(index)
+    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.conn.execute(
+        f"select e.repo_id, e.at from events e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
+    return {
+        "generated_at": iso(now), "digest": body,
+        "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
+        "fleet": fleet_state(index, start, scope, now),
+    }
+
+
+def fleet_state(index: "Index", start: float, scope: list[int] | None, now: float) -> dict:
+    """The fleet at the end of the window: what a person should still act on."""
+    conn = index.conn
+    in_scope = "" if scope is None else f" and r.id in ({', '.join('?' * len(scope))})"
+    args = [] if scope is None else list(scope)
+    unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in conn.execute(
+        "select r.name, b.name, b.ahead, b.upstream from branches b join repos r on r.id = b.repo_id"
+        f" where r.gone = 0 and b.ahead > 0{in_scope} order by b.ahead desc, r.name, b.name", args)]
+    dirty = [{"repo": r[0], "staged": r[1], "unstaged": r[2], "untracked": r[3], "conflicted": r[4]}
+             for r in conn.execute(
+        "select r.name, r.staged, r.unstaged, r.untracked, r.conflicted from repos r where r.gone = 0 and"
+        " (ifnull(r.staged, 0) + ifnull(r.unstaged, 0) + ifnull(r.untracked, 0) + ifnull(r.conflicted, 0)) > 0"
+        f"{in_scope} order by r.name", args)]
+    stale = iso(now - STALE_STASH_S)
+    stashes = [{"repo": r[0], "index": r[1], "message": r[2], "at": r[3]} for r in conn.execute(
+        "select r.name, s.idx, s.message, s.at from stashes s join repos r on r.id = s.repo_id"
+        f" where r.gone = 0 and s.at < ?{in_scope} order by s.at", [stale, *args])]
+    rewrites = [{"repo": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": iso(r[5]),
+                 "message": r[6]} for r in conn.execute(
+        "select r.name, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.message from events e"
+        f" join repos r on r.id = e.repo_id where e.rewrote = 1 and e.at >= ?{in_scope}"
+        " order by e.at desc, e.id desc", [math.ceil(start), *args])]
+    lost = lost_commits(index, since=start, repo_ids=scope)
+    return {
+        "unpushed": unpushed[:SUMMARY_CAP], "unpushed_count": len(unpushed),
+        "dirty": dirty[:SUMMARY_CAP], "dirty_count": len(dirty),
+        "stale_stashes": stashes[:SUMMARY_CAP], "stale_stash_count": len(stashes),
+        "rewrites": rewrites[:SUMMARY_CAP], "rewrite_count": len(rewrites),
+        "recoverable": [dict(c, dropped_at=iso(c["dropped_at"]), committed_at=iso(c["committed_at"]))
+                        for c in lost["commits"][:SUMMARY_CAP]],
+        "recoverable_count": len(lost["commits"]), "errors": lost["errors"],
+    }

@@ -1,0 +1,117 @@
+"""The attention queue as a person browses it: filters, search, fleet-wide counts and pages.
+
+`fleet.radar.radar()` ranks; this module narrows the ranked list the way the dashboard (and any other
+surface) asks, so the page, the JSON API and a script all count the same repos the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fleet.views.radar import SCORES, radar
+
+PER_PAGE = 100
+MAX_PER_PAGE = 500
+LIVE_AGENT_STATES = ("working", "open")
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """What the person narrowed the queue to. Empty strings mean 'any'."""
+
+    root: str = ""
+    reason: str = ""
+    agent: str = ""
+    q: str = ""
+    attention_only: bool = False
+    page: int = 1
+    per_page: int = PER_PAGE
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "QueueFilter":
+        """Build a filter from query-string values, clamping what a hand-edited URL could push out of range."""
+        def number(key: str, default: int, high: int) -> int:
+            try:
+                return max(1, min(high, int(params.get(key, default))))
+            except (TypeError, ValueError):
+                return default
+
+        reason = params.get("reason", "")
+        return cls(root=params.get("root", ""), reason=reason if reason in SCORES else "",
+                   agent=params.get("agent", ""), q=params.get("q", "").strip()[:200],
+                   attention_only=params.get("attention") in ("1", "on", "true"),
+                   page=number("page", 1, 1_000_000), per_page=number("per_page", PER_PAGE, MAX_PER_PAGE))
+
+    def as_params(self) -> dict[str, str]:
+        """The non-default filter values, to rebuild links (pagination) without losing the person's filters."""
+        out = {"root": self.root, "reason": self.reason, "agent": self.agent, "q": self.q,
+               "attention": "1" if self.attention_only else ""}
+        if self.per_page != PER_PAGE:
+            out["per_page"] = str(self.per_page)
+        return {k: v for k, v in out.items() if v}
+
+
+def agents_by_repo(presence_rows: list[dict]) -> dict[str, list[dict]]:
+    """Presence rows grouped by repo path, each reduced to what the queue shows (agent, state)."""
+    out: dict[str, list[dict]] = {}
+    for row in presence_rows:
+        out.setdefault(row["repo"], []).append({"agent": row["agent"], "state": row["state"]})
+    return out
+
+
+def counts(entries: list[dict], presence_rows: list[dict]) -> dict[str, int]:
+    """Fleet-wide tallies for the queue's header (over every repo, not only the filtered ones)."""
+    return {
+        "repos": len(entries),
+        "attention": sum(1 for e in entries if e["status"] != "clean"),
+        "conflicts": sum(1 for e in entries if e["conflicted"]),
+        "diverged": sum(1 for e in entries if e["ahead"] and e["behind"]),
+        "dirty": sum(1 for e in entries if e["dirty"]),
+        "unpushed": sum(1 for e in entries if e["ahead"]),
+        "operations": sum(1 for e in entries if e["operation"]),
+        "agents_working": sum(1 for r in presence_rows if r["state"] == "working"),
+    }
+
+
+def _matches(entry: dict, f: QueueFilter) -> bool:
+    if f.root and entry["root"] != f.root:
+        return False
+    if f.attention_only and entry["status"] == "clean":
+        return False
+    if f.reason and not any(r["code"] == f.reason for r in entry["reasons"]):
+        return False
+    if f.agent and not any(a["agent"] == f.agent for a in entry["agents"]):
+        return False
+    if f.q:
+        needle = f.q.casefold()
+        hay = " ".join(str(entry.get(k) or "") for k in ("name", "path", "branch"))
+        hay += " " + " ".join(r["summary"] for r in entry["reasons"])
+        if needle not in hay.casefold():
+            return False
+    return True
+
+
+def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = None) -> dict:
+    """One page of the ranked queue after filtering, with the counts and the choices the filters offer."""
+    presence_rows = presence_rows or []
+    by_repo = agents_by_repo(presence_rows)
+    entries = radar(index, include_clean=True)
+    for entry in entries:
+        entry["agents"] = by_repo.get(entry["path"], [])
+    shown = [e for e in entries if _matches(e, f)]
+    pages = max(1, math.ceil(len(shown) / f.per_page))
+    page = min(f.page, pages)
+    start = (page - 1) * f.per_page
+    return {
+        "entries": shown[start:start + f.per_page],
+        "matched": len(shown),
+        "page": page,
+        "pages": pages,
+        "per_page": f.per_page,
+        "counts": counts(entries, presence_rows),
+        "roots": index.roots(),
+        "reasons": sorted({r["code"] for e in entries for r in e["reasons"]}, key=lambda c: -SCORES[c]),
+        "agents": sorted({r["agent"] for r in presence_rows}),
+        "filter": f.as_params(),
+    }

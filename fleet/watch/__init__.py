@@ -1,0 +1,1 @@
+"""The live watcher and the service that runs it."""

@@ -1,0 +1,70 @@
+"""The watcher as fleetdeck runs it (`watch`, `serve`, `demo`): the one place its periodic hooks are set up.
+
+`fleet_watcher()` builds a `Watcher` with the fleet's periodic work registered (agent presence every few
+seconds, so `/agents` and the radar's agent collisions stay fresh). `watching()` runs that watcher beside
+other work on the current event loop — the dashboard's lifespan — and stops it when the block ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+from typing import AsyncIterator
+
+from fleet.errors import FleetError
+from fleet.index.store import Index, open_index
+from fleet.presence.refresh import refresh_presence
+from fleet.watch.watcher import Watcher, register_periodic
+
+log = logging.getLogger("fleetdeck.watcher")
+
+PRESENCE_EVERY_S = 5.0
+
+
+@functools.cache
+def _register_hooks() -> None:
+    """Register the fleet's periodic hooks once per process (the registry is process-wide)."""
+    register_periodic(refresh_presence, PRESENCE_EVERY_S, name="presence")
+
+
+def fleet_watcher(index: Index, roots: list[str] | None = None, **options) -> Watcher:
+    """A Watcher over `roots` (saved roots when None) with the fleet's periodic hooks registered."""
+    _register_hooks()
+    return Watcher(index, roots, **options)
+
+
+@contextlib.asynccontextmanager
+async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = None,
+                   **options) -> AsyncIterator[Watcher | None]:
+    """Run the fleet watcher on this event loop for the duration of the block; yields it.
+
+    When another process already watches this index (`fleetdeck watch`, a second `serve`), that watcher
+    keeps it fresh: this yields None and says so, instead of failing the host. A watcher that crashes later
+    is logged; its final `meta` record tells the dashboard it stopped.
+    """
+    index = open_index(db_path)
+    watcher = fleet_watcher(index, roots, **options)
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(watcher.run(stop))
+    await asyncio.sleep(0)  # the watcher takes its lock before its first await
+    if task.done() and isinstance(task.exception(), FleetError) and task.exception().code == "CONFLICT":
+        log.warning("%s: serving without a watcher of our own", task.exception().message)
+        index.close()
+        yield None
+        return
+    task.add_done_callback(_log_failure)
+    try:
+        yield watcher
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):  # already logged by _log_failure
+            await task
+        index.close()
+
+
+def _log_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the watcher stopped: %s", task.exception(), exc_info=task.exception())
