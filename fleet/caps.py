@@ -24,3 +24,14 @@ def check_int(value: Any, field: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise FleetError("BAD_ARGUMENT", f"{field} must be between {low} and {high}, got {value}")
     return value
+
+
+def parse_int(text: str | None, field: str, default: int, low: int, high: int) -> int:
+    """An integer argument given as text (a query string, a CLI word): `default` when absent, then as
+    check_int; anything that is not a plain decimal integer is a BAD_ARGUMENT."""
+    if text is None or text == "":
+        return default
+    stripped = text.strip()
+    if not stripped.lstrip("+-").isdigit() or len(stripped) > 20:
+        raise FleetError("BAD_ARGUMENT", f"{field} must be an integer, not {text[:40]!r}")
+    return check_int(int(stripped), field, low, high)

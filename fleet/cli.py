@@ -84,8 +84,10 @@ def _scan_with_progress(index: Index, roots: list[str] | None) -> dict:
 
 
 def cmd_repos(args: argparse.Namespace) -> int:
+    from fleet.views.repos import public_records
+
     with index_for(args) as index:
-        records = index.repos(include_gone=args.all)
+        records = public_records(index, include_gone=args.all)
     if args.json:
         emit_json(records)
         return 0
@@ -108,13 +110,15 @@ def _num(value: int | None) -> str:
 
 
 def cmd_radar(args: argparse.Namespace) -> int:
-    from fleet.views.radar import radar
+    from fleet.presence import presence
+    from fleet.views.queue import radar_view
 
     with index_for(args) as index:
-        entries = radar(index, limit=args.limit, include_clean=args.all)
+        view = radar_view(index, presence(index), include_clean=args.all, limit=args.limit)
     if args.json:
-        emit_json(entries)
+        emit_json(view)
         return 0
+    entries = view["entries"]
     if not entries:
         console().print("Nothing needs attention: every repository is clean and in sync.")
         return 0

@@ -1,8 +1,47 @@
-"""Output models: the published outputSchema of each tool (fields listed are the contract; fleet/ may add)."""
+"""Output models: the published outputSchema of each tool (fields listed are the contract; fleet/ may add).
+
+The fleet-wide records are typed once in fleet/views/records.py and derived here (`derive`), so the CLI,
+the JSON API and these tools cannot drift apart. Every time in every output is an ISO 8601 UTC string
+(tests/test_mcp_contracts.py checks each model below).
+"""
 
 from __future__ import annotations
 
+import functools
+import types
+from typing import Any, NotRequired, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+from pydantic import create_model
+
+from fleet.views import records
 from mcp_bridge.envelope import Out
+
+
+@functools.cache
+def derive(record: type) -> type[Out]:
+    """The pydantic output model of a fleet/ record (a TypedDict), its nested records derived too.
+
+    `NotRequired` keys become optional fields (absent or null); every other key is required.
+    """
+    fields: dict[str, Any] = {}
+    for name, hint in get_type_hints(record, include_extras=True).items():
+        if get_origin(hint) is NotRequired:
+            fields[name] = (_model_type(get_args(hint)[0]) | None, None)
+        else:
+            fields[name] = (_model_type(hint), ...)
+    return create_model(record.__name__, __base__=Out, __doc__=record.__doc__, **fields)
+
+
+def _model_type(hint: Any) -> Any:
+    """`hint` with every TypedDict inside it (list items, union members) replaced by its derived model."""
+    if is_typeddict(hint):
+        return derive(hint)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is list:
+        return list[_model_type(args[0])]
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_model_type(a) for a in args)]
+    return hint
 
 
 class Capped(Out):
@@ -12,108 +51,12 @@ class Capped(Out):
 
 # --- fleet ---------------------------------------------------------------------------------------------
 
-class WorktreeRef(Out):
-    path: str
-    branch: str | None
-    head: str | None
-    detached: bool
-    locked: bool
-    prunable: bool
-
-
-class SubmoduleRef(Out):
-    path: str
-    recorded: str | None
-    checked_out: str | None
-    state: str | None
-
-
-class RepoRecord(Out):
-    id: int
-    path: str
-    name: str
-    root: str
-    bare: bool | None
-    branch: str | None
-    detached: bool | None
-    head: str | None
-    upstream: str | None
-    upstream_gone: bool | None
-    ahead: int | None
-    behind: int | None
-    staged: int | None
-    unstaged: int | None
-    untracked: int | None
-    conflicted: int | None
-    stashes: int | None
-    operation: str | None
-    operation_detail: dict | None
-    last_activity: str | None
-    scanned_at: str | None
-    error: str | None
-    gone: bool | None
-    status: str
-    worktrees: list[WorktreeRef]
-    submodules: list[SubmoduleRef]
-
-
-class RepoPage(Capped):
-    repos: list[RepoRecord]
-    total: int
-    offset: int
-    next_cursor: str | None
-
-
-class Reason(Out):
-    code: str
-    score: int
-    summary: str
-    next_step: str
-
-
-class RadarEntry(Out):
-    id: int
-    name: str
-    path: str
-    branch: str | None
-    head: str | None
-    score: int
-    status: str
-    summary: str
-    next_step: str
-    reasons: list[Reason]
-    ahead: int | None
-    behind: int | None
-    dirty: int
-    conflicted: int | None
-    operation: str | None
-    last_activity: str | None
-    error: str | None
-
-
-class Radar(Capped):
-    entries: list[RadarEntry]
-    total: int
-
-
-class DigestEvent(Out):
-    repo: str
-    ref: str
-    kind: str
-    old_sha: str | None
-    new_sha: str | None
-    at: str | None
-    identity: str | None
-    message: str | None
-    rewrote: bool | None
-
-
-class Digest(Capped):
-    since: str | None
-    events: list[DigestEvent]
-    event_count: int
-    repos_scanned: int
-    errors: list[dict]
+RepoRecord = derive(records.RepoRecord)
+RepoPage = derive(records.RepoPage)
+RadarEntry = derive(records.RadarEntry)
+Radar = derive(records.RadarView)
+DigestEvent = derive(records.DigestEvent)
+Digest = derive(records.Digest)
 
 
 class SearchMatch(Out):
@@ -283,13 +226,12 @@ class Commit(Out):
     parents: list[str]
     author_name: str
     author_email: str
-    author_time: int
+    author_time: str
     committer_name: str
     committer_email: str
-    committer_time: int
+    committer_time: str
     subject: str
     is_merge: bool
-
 
 
 class History(Capped):
@@ -305,7 +247,7 @@ class ReflogEntry(Out):
     old_sha: str | None
     new_sha: str | None
     identity: str
-    at: int
+    at: str | None
     message: str
 
 

@@ -1,8 +1,9 @@
 """Registering a fleetdeck tool: a plain function returning a dict becomes an MCP tool with the house contract.
 
 `Toolkit.tool(name, Output, title)` wraps the function so its dict is the structured result (validated
-against `Output`, whose JSON schema is the published outputSchema) mirrored as compact JSON text, and any
-failure becomes an `isError` result with a stable code. Tool modules expose `register(kit)`; the server
+against `Output`, whose JSON schema is the published outputSchema) mirrored as compact JSON text, with
+every time as an ISO 8601 UTC string (`iso_times`), and any failure becomes an `isError` result with a
+stable code. Tool modules expose `register(kit)`; the server
 registers every module listed in `mcp_bridge.server.TOOL_MODULES` (the write side adds its own module).
 """
 
@@ -15,6 +16,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
+from fleet.views.records import iso_times
 from mcp_bridge.bridge import Bridge
 from mcp_bridge.envelope import failure_from, success
 
@@ -40,7 +42,7 @@ class Toolkit:
                     data = fn(**kwargs)
                 except Exception as exc:  # every failure becomes a structured error result
                     return failure_from(exc, name)
-                return success(data)
+                return success(iso_times(data))
 
             call.__name__ = fn.__name__
             call.__doc__ = fn.__doc__

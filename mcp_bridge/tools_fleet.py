@@ -6,19 +6,18 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from fleet.caps import cap
+from fleet.index.events import KINDS
+from fleet.index.search import KINDS as SEARCH_KINDS, search
+from fleet.presence import presence
 from fleet.views.digest import digest
-from fleet.views.radar import radar
-from fleet.views.repos import list_repos
-from fleet.index.search import search
+from fleet.views.queue import radar_view
+from fleet.views.repos import STATES, list_repos
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
 
-State = Literal["dirty", "clean", "ahead", "behind", "diverged", "conflicted", "operation", "detached",
-                "no_upstream", "stashes", "error", "gone"]
-SearchKind = Literal["branch", "commit", "reflog"]
-EventKind = Literal["commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert",
-                    "branch", "fetch", "other"]
+State = Literal[tuple(STATES)]  # type: ignore[valid-type]
+SearchKind = Literal[SEARCH_KINDS]  # type: ignore[valid-type]
+EventKind = Literal[KINDS]  # type: ignore[valid-type]
 Limit = Annotated[int, Field(ge=1, le=1000, description="page size (1..1000)")]
 
 
@@ -50,9 +49,8 @@ def register(kit: Toolkit) -> None:
         Start here for the fleet: conflicts, predicted conflicts, diverged branches, operations in progress,
         uncommitted work, unpushed or unpulled commits, stale stashes, worktree and submodule trouble.
         """
-        entries = radar(bridge.index(), include_clean=include_clean)
-        kept, info = cap(entries, limit)
-        return {"entries": kept, "total": len(entries), **info}
+        index = bridge.index()
+        return radar_view(index, presence(index), include_clean=include_clean, limit=limit)
 
     @kit.tool("fleet.search", models.SearchResult, "Search branches, commits and reflogs")
     def fleet_search(
@@ -73,12 +71,11 @@ def register(kit: Toolkit) -> None:
         since: Annotated[Annotated[str, Field(max_length=100)] | Annotated[int, Field(ge=0, le=2**53)], Field(description="ISO 8601 time, unix milliseconds, or a duration ago: "
                                                       "90m, 24h, 7d")] = "24h",
         repos: Annotated[list[Annotated[str, Field(max_length=4096)]] | None, Field(max_length=500, description="fleet names or paths (default all)")] = None,
-        kinds: Annotated[list[EventKind] | None, Field(max_length=12)] = None,
+        kinds: Annotated[list[EventKind] | None, Field(max_length=len(KINDS))] = None,
         max_events: Annotated[int, Field(ge=1, le=1000)] = 200,
     ) -> dict:
         """Everything that moved in the fleet since a time, newest first: commits, amends, merges, checkouts,
         pulls, resets, rebases, cherry-picks, reverts, branch and fetch events, each saying whether it
         rewrote history (the old tip is no longer an ancestor of the new one). From the index's reflog
         memory, which outlives git's own reflog expiry."""
-        result = digest(bridge.index(), since, repos=repos, kinds=kinds, max_events=max_events)
-        return {**result, "omitted_count": result["event_count"] - len(result["events"])}
+        return digest(bridge.index(), since, repos=repos, kinds=kinds, max_events=max_events)

@@ -46,8 +46,9 @@ def test_scan_json_summary_then_repos_and_radar(small_fleet: Path, tmp_path: Pat
     assert required <= set(records[0])
 
     radar = json.loads(run("radar", "--json", db=db).stdout)
-    assert radar[0]["name"] == "team/beta" and radar[0]["status"] == "local_changes"
-    assert all(r["reasons"] and r["next_step"] for r in radar)
+    assert radar["total"] == len(radar["entries"]) and radar["truncated"] is False
+    assert radar["entries"][0]["name"] == "team/beta" and radar["entries"][0]["status"] == "local_changes"
+    assert all(r["reasons"] and r["next_step"] for r in radar["entries"])
     table = run("radar", db=db).stdout
     assert "team/beta" in table and "uncommitted" in table
 

@@ -42,7 +42,7 @@ def run_cli(db_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_contract_shape_order_and_counts(fleet) -> None:
     index, alpha, beta, _root = fleet
     out = digest(index, EPOCH)
-    assert set(out) == {"since", "events", "event_count", "truncated", "repos_scanned", "errors"}
+    assert set(out) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors"}
     assert out["since"] == EPOCH and out["repos_scanned"] == 2 and out["errors"] == []
     assert out["event_count"] == len(out["events"]) == 5 and out["truncated"] is False
     for ev in out["events"]:

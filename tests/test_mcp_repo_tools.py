@@ -4,11 +4,13 @@ renames, binary, non-ASCII names, worktrees, submodules)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 
 from fleet.repo.changes import repo_changes
 from fleet.repo.history import commit_details
+from fleet.views.records import iso_times
 from mcp_bridge.server import build_server
 from tests.gitbuild import git
 from tests.mcpfleet import build_fleet, call, error_of, ok
@@ -99,7 +101,9 @@ async def test_history_reflog_refs_and_commit(server, fleet):
     root = ok(await call(server, "commit.details", {"repo": "alpha", "rev": root_sha}))
     assert root["is_root"] is True and root["diff_against"] == "empty_tree"
     head = ok(await call(server, "commit.details", {"repo": "alpha", "rev": "HEAD"}))
-    assert head == json.loads(json.dumps(commit_details(str(alpha), "HEAD")))
+    assert head == json.loads(json.dumps(iso_times(commit_details(str(alpha), "HEAD"))))
+    unix = int(git(alpha, "log", "-1", "--format=%at").strip())
+    assert head["author_time"] == datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert head["subject"] == "feat: add app" and [c["path"] for c in head["changes"]] == ["src/app.py"]
 
 

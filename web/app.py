@@ -34,6 +34,7 @@ from fleet.index.freshness import freshness
 from fleet.index.store import Index, open_index
 from fleet.presence import collisions, presence
 from fleet.views.queue import QueueFilter, attention_queue
+from fleet.views.repos import public_records
 from fleet.views.report import chart_geometry
 from fleet.index.scan import refresh_repo
 from web import filters
@@ -174,7 +175,7 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
 
     def api_repos(request: Request) -> Response:
         include_gone = request.query_params.get("all") in ("1", "true")
-        return JSONResponse(indexes.get().repos(include_gone=include_gone))
+        return JSONResponse(public_records(indexes.get(), include_gone=include_gone))
 
     def api_repo(request: Request) -> Response:
         return JSONResponse(detail_or_404(request))

@@ -8,6 +8,7 @@ The same commit appears in HEAD's and its branch's reflog: each movement is repo
 
 from __future__ import annotations
 
+from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.repo.record import iso
@@ -72,8 +73,7 @@ def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: l
         raise FleetError("BAD_ARGUMENT", f"query is longer than {MAX_QUERY} characters")
     if "\0" in query:
         raise FleetError("BAD_ARGUMENT", "query contains a NUL character")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise FleetError("BAD_ARGUMENT", f"limit must be an integer between 1 and {MAX_LIMIT}")
+    check_int(limit, "limit", 1, MAX_LIMIT)
     wanted = list(kinds) if kinds else list(KINDS)
     bad = [k for k in wanted if k not in KINDS]
     if bad:

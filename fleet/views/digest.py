@@ -14,11 +14,13 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Iterable
 
+from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.lost import lost_commits
 from fleet.repo.record import iso
 from fleet.timespec import parse_since
+from fleet.views.records import Digest
 
 if TYPE_CHECKING:
     from fleet.index.store import Index
@@ -31,20 +33,20 @@ SUMMARY_CAP = 50
 
 
 def digest(index: "Index", since: str | int | float, repos: list[str] | None = None,
-           kinds: list[str] | None = None, max_events: int = 200) -> dict:
-    """Events since `since` (newest first, at most `max_events`), per the `fleet.digest` contract."""
+           kinds: list[str] | None = None, max_events: int = 200) -> Digest:
+    """Events since `since` (newest first, at most `max_events`), as records.Digest (the `fleet.digest`
+    contract, also `fleetdeck digest --format json` and `/api/digest`)."""
     return _digest(index, *_arguments(index, since, repos, kinds, max_events))
 
 
 def _arguments(index: "Index", since: str | int | float, repos: list[str] | None, kinds: list[str] | None,
                max_events: int) -> tuple[float, list[int] | None, list[str] | None, int]:
-    if isinstance(max_events, bool) or not isinstance(max_events, int) or not 1 <= max_events <= MAX_EVENTS_LIMIT:
-        raise FleetError("BAD_ARGUMENT", f"max_events must be an integer from 1 to {MAX_EVENTS_LIMIT}")
+    check_int(max_events, "max_events", 1, MAX_EVENTS_LIMIT)
     return parse_since(since), resolve_repos(index, repos), _check_kinds(kinds), max_events
 
 
 def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[str] | None,
-            max_events: int) -> dict:
+            max_events: int) -> Digest:
     where, args = _where(start, scope, kinds)
     conn = index.conn
     total = conn.execute(f"select count(*) from events e where {where}", args).fetchone()[0]
@@ -59,6 +61,7 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
     scanned = _scanned(index, scope)
     return {
         "since": iso(start), "events": events, "event_count": total, "truncated": total > len(events),
+        "omitted_count": total - len(events),
         "repos_scanned": len(scanned), "errors": [{"repo": name, "error": err} for name, err in scanned if err],
     }
 

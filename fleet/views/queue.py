@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fleet.caps import cap, check_int, parse_int
+from fleet.errors import FleetError
 from fleet.views.radar import SCORES, radar
+from fleet.views.records import RadarEntry, RadarView
 
 PER_PAGE = 100
 MAX_PER_PAGE = 500
@@ -33,9 +36,10 @@ class QueueFilter:
         """Build a filter from query-string values, clamping what a hand-edited URL could push out of range."""
         def number(key: str, default: int, high: int) -> int:
             try:
-                return max(1, min(high, int(params.get(key, default))))
-            except (TypeError, ValueError):
+                value = parse_int(params.get(key), key, default, -2**63, 2**63)
+            except FleetError:
                 return default
+            return max(1, min(high, value))
 
         reason = params.get("reason", "")
         return cls(root=params.get("root", ""), reason=reason if reason in SCORES else "",
@@ -58,6 +62,29 @@ def agents_by_repo(presence_rows: list[dict]) -> dict[str, list[dict]]:
     for row in presence_rows:
         out.setdefault(row["repo"], []).append({"agent": row["agent"], "state": row["state"]})
     return out
+
+
+def radar_entries(index, presence_rows: list[dict] | None = None, include_clean: bool = False,
+                  limit: int | None = None) -> list[RadarEntry]:
+    """The ranked queue as public records (records.RadarEntry): each entry with the agents present in it."""
+    by_repo = agents_by_repo(presence_rows or [])
+    entries = radar(index, limit=limit, include_clean=include_clean)
+    for entry in entries:
+        entry["agents"] = by_repo.get(entry["path"], [])
+    return entries  # type: ignore[return-value]
+
+
+def radar_view(index, presence_rows: list[dict] | None = None, include_clean: bool = False,
+               limit: int | None = None) -> RadarView:
+    """The queue as `fleetdeck radar --json` and MCP `fleet.radar` return it (records.RadarView).
+
+    `total` counts every repo that qualifies, `entries` holds the first `limit` (all when None).
+    """
+    if limit is not None:
+        check_int(limit, "limit", 1, 1_000_000)
+    entries = radar_entries(index, presence_rows, include_clean)
+    kept, info = cap(entries, len(entries) if limit is None else limit)
+    return {"entries": kept, "total": len(entries), **info}  # type: ignore[typeddict-item]
 
 
 def counts(entries: list[dict], presence_rows: list[dict]) -> dict[str, int]:
@@ -93,18 +120,23 @@ def _matches(entry: dict, f: QueueFilter) -> bool:
 
 
 def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = None) -> dict:
-    """One page of the ranked queue after filtering, with the counts and the choices the filters offer."""
+    """One page of the ranked queue after filtering, with the counts and the choices the filters offer.
+
+    Its `entries`, `total`, `truncated` and `omitted_count` read as a records.RadarView (`total` = the
+    entries that match the filter, `omitted_count` = those not on this page); the rest drives the page.
+    """
     presence_rows = presence_rows or []
-    by_repo = agents_by_repo(presence_rows)
-    entries = radar(index, include_clean=True)
-    for entry in entries:
-        entry["agents"] = by_repo.get(entry["path"], [])
+    entries = radar_entries(index, presence_rows, include_clean=True)
     shown = [e for e in entries if _matches(e, f)]
     pages = max(1, math.ceil(len(shown) / f.per_page))
     page = min(f.page, pages)
     start = (page - 1) * f.per_page
+    kept = shown[start:start + f.per_page]
     return {
-        "entries": shown[start:start + f.per_page],
+        "entries": kept,
+        "total": len(shown),
+        "truncated": len(kept) < len(shown),
+        "omitted_count": len(shown) - len(kept),
         "matched": len(shown),
         "page": page,
         "pages": pages,

@@ -9,20 +9,19 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.store import Index
+from fleet.views.records import RepoPage, RepoRecord, SubmoduleRef, WorktreeRef
 
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 
-# Public record fields (DESIGN.md "A repo record"), in a stable order; index-internal columns stay out.
-RECORD_FIELDS = (
-    "id", "path", "name", "root", "bare", "branch", "detached", "head", "upstream", "upstream_gone",
-    "ahead", "behind", "staged", "unstaged", "untracked", "conflicted", "stashes", "operation",
-    "operation_detail", "last_activity", "scanned_at", "error", "gone",
-)
-WORKTREE_FIELDS = ("path", "branch", "head", "detached", "locked", "prunable")
-SUBMODULE_FIELDS = ("path", "recorded", "checked_out", "state")
+# The record's plain fields, in records.RepoRecord's order; the computed ones are filled in by public_record.
+RECORD_FIELDS = tuple(k for k in RepoRecord.__annotations__ if k not in ("status", "worktrees", "submodules"))
+COLUMN_OF = {"operation_details": "operation_detail"}  # public name -> the index's column, where they differ
+WORKTREE_FIELDS = tuple(WorktreeRef.__annotations__)
+SUBMODULE_FIELDS = tuple(SubmoduleRef.__annotations__)
 
 
 def _dirty(r: dict) -> bool:
@@ -45,14 +44,22 @@ STATES: dict[str, Callable[[dict], bool]] = {
 }
 
 
-def public_record(full: dict) -> dict:
-    """The DESIGN.md repo record of a full index record, plus its top attention status."""
-    out = {key: full.get(key) for key in RECORD_FIELDS}
+def public_record(full: dict) -> RepoRecord:
+    """The public repo record (records.RepoRecord) of a full index record, plus its top attention status.
+
+    The one projection every surface uses: index-internal columns (score, generation, gitdir, …) stay out.
+    """
+    out: dict = {key: full.get(COLUMN_OF.get(key, key)) for key in RECORD_FIELDS}
     reasons = full.get("reasons") or []
     out["status"] = reasons[0]["code"] if reasons else "clean"
     out["worktrees"] = [{k: w.get(k) for k in WORKTREE_FIELDS} for w in full.get("worktrees", [])]
     out["submodules"] = [{k: s.get(k) for k in SUBMODULE_FIELDS} for s in full.get("submodules", [])]
-    return out
+    return out  # type: ignore[return-value]
+
+
+def public_records(index: Index, include_gone: bool = False) -> list[RepoRecord]:
+    """Every repo record in the index, in path order (`fleetdeck repos --json`, `/api/repos`)."""
+    return [public_record(full) for full in index.repos(include_gone=include_gone)]
 
 
 def parse_cursor(cursor: str | None) -> int:
@@ -65,14 +72,13 @@ def parse_cursor(cursor: str | None) -> int:
 
 def list_repos(index: Index, *, root: str | None = None, name_contains: str | None = None,
                state: str | None = None, cursor: str | None = None, limit: int = DEFAULT_LIMIT,
-               include_gone: bool = False) -> dict:
+               include_gone: bool = False) -> RepoPage:
     """One page of repo records matching every filter given, in path order.
 
     `state` is one of STATES (gone repos are only listed with `include_gone` or `state="gone"`). The answer
     says how many matched (`total`), where the next page starts (`next_cursor`) and what this page left out.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise FleetError("BAD_ARGUMENT", f"limit must be an integer between 1 and {MAX_LIMIT}")
+    check_int(limit, "limit", 1, MAX_LIMIT)
     if state is not None and state not in STATES:
         raise FleetError("BAD_ARGUMENT", f"unknown state {state!r}; expected one of {', '.join(STATES)}")
     offset = parse_cursor(cursor)

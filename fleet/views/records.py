@@ -1,0 +1,157 @@
+"""The public records: what `fleetdeck … --json`, the JSON API and the MCP tools promise, typed once.
+
+Every surface builds these shapes through the functions in fleet/views (repos.public_record, queue.radar_view,
+digest.digest); mcp_bridge/models.py derives its published outputSchema from these TypedDicts, and
+tests/test_mcp_contracts.py checks that the dicts really produced have exactly these keys. Times are ISO 8601
+UTC strings (`2026-01-31T12:00:00Z`) everywhere; `iso_times` turns the unix seconds some live git reads
+carry into that form for the surfaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from fleet.repo.record import iso
+
+# Keys that hold a time in a public answer. A number under one of them is unix seconds.
+TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
+                       "dropped_at", "created_at", "updated_at", "when"})
+
+
+class WorktreeRef(TypedDict):
+    path: str
+    branch: str | None
+    head: str | None
+    detached: bool
+    locked: bool
+    prunable: bool
+
+
+class SubmoduleRef(TypedDict):
+    path: str
+    recorded: str | None
+    checked_out: str | None
+    state: str | None
+
+
+class RepoRecord(TypedDict):
+    """One repository as the index knows it (DESIGN.md "A repo record"), plus its top attention status."""
+
+    id: int
+    path: str
+    name: str
+    root: str
+    bare: bool | None
+    branch: str | None
+    detached: bool | None
+    head: str | None
+    upstream: str | None
+    upstream_gone: bool | None
+    ahead: int | None
+    behind: int | None
+    staged: int | None
+    unstaged: int | None
+    untracked: int | None
+    conflicted: int | None
+    stashes: int | None
+    operation: str | None
+    operation_details: dict[str, Any] | None
+    last_activity: str | None
+    scanned_at: str | None
+    error: str | None
+    gone: bool | None
+    status: str
+    worktrees: list[WorktreeRef]
+    submodules: list[SubmoduleRef]
+
+
+class RepoPage(TypedDict):
+    repos: list[RepoRecord]
+    total: int
+    offset: int
+    next_cursor: str | None
+    truncated: bool
+    omitted_count: int
+
+
+class Reason(TypedDict):
+    code: str
+    score: int
+    summary: str
+    next_step: str
+    details: NotRequired[dict[str, Any]]
+
+
+class AgentBadge(TypedDict):
+    agent: str
+    state: str
+
+
+class RadarEntry(TypedDict):
+    """One repository in the attention queue: its top reason first, every reason with a next step."""
+
+    id: int
+    name: str
+    path: str
+    root: str
+    branch: str | None
+    head: str | None
+    score: int
+    status: str
+    summary: str
+    next_step: str
+    reasons: list[Reason]
+    ahead: int | None
+    behind: int | None
+    dirty: int
+    conflicted: int | None
+    operation: str | None
+    last_activity: str | None
+    error: str | None
+    agents: list[AgentBadge]
+
+
+class RadarView(TypedDict):
+    """The queue as every surface returns it: `total` entries matched, `entries` the ones returned."""
+
+    entries: list[RadarEntry]
+    total: int
+    truncated: bool
+    omitted_count: int
+
+
+class DigestEvent(TypedDict):
+    repo: str
+    ref: str
+    kind: str
+    old_sha: str | None
+    new_sha: str | None
+    at: str | None
+    identity: str | None
+    message: str | None
+    rewrote: bool | None
+
+
+class DigestError(TypedDict):
+    repo: str
+    error: str
+
+
+class Digest(TypedDict):
+    since: str | None
+    events: list[DigestEvent]
+    event_count: int
+    truncated: bool
+    omitted_count: int
+    repos_scanned: int
+    errors: list[DigestError]
+
+
+def iso_times(value: Any) -> Any:
+    """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively)."""
+    if isinstance(value, dict):
+        return {k: (iso(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
+                    else iso_times(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [iso_times(v) for v in value]
+    return value

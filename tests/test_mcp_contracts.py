@@ -1,0 +1,160 @@
+"""The contracts the CLI, the JSON API and the MCP tools share (fleet/views/records.py): the same records with
+exactly the typed keys on every surface, and one time representation (ISO 8601 UTC) in every MCP output."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from typing import Any, NotRequired, get_origin, get_type_hints
+
+import pytest
+from starlette.testclient import TestClient
+
+from fleet.views import records
+from mcp_bridge import models
+from mcp_bridge.server import build_server
+from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests.mcpfleet import build_fleet, call, ok
+from web.app import create_app
+
+TOKEN = "contract-token-0123456789abcdefghijklmnop"
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    return build_fleet(tmp_path_factory.mktemp("contracts"))
+
+
+@pytest.fixture(scope="module")
+def server(fleet):
+    return build_server(str(fleet["_db"]))
+
+
+@pytest.fixture(scope="module")
+def api(fleet):
+    app = create_app(fleet["_db"], TOKEN)
+    with TestClient(app, base_url="http://127.0.0.1:8765",
+                    headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        yield client
+
+
+def cli_json(fleet, *args: str) -> Any:
+    proc = subprocess.run(fleetdeck_argv(*args, "--json"), capture_output=True, check=True, timeout=120,
+                          env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+    return json.loads(proc.stdout)
+
+
+def keys_of(record: type) -> set[str]:
+    return set(record.__annotations__)
+
+
+def check_record(value: dict, record: type) -> None:
+    """`value` has exactly the record's required keys (optional ones may be there) and validates against the
+    model MCP publishes for it, strictly (no int accepted for a str)."""
+    hints = get_type_hints(record, include_extras=True)
+    optional = {k for k, h in hints.items() if get_origin(h) is NotRequired}
+    assert set(value) - optional == set(hints) - optional, (record.__name__, set(value) ^ set(hints))
+    models.derive(record).model_validate_json(json.dumps(value), strict=True)
+
+
+async def test_repo_record_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
+    from_cli = cli_json(fleet, "repos")
+    from_api = api.get("/api/repos").json()
+    from_mcp = ok(await call(server, "fleet.repos", {"limit": 1000}))["repos"]
+    assert from_cli == from_api == from_mcp
+    assert len(from_cli) >= 6
+    for record in from_cli:
+        check_record(record, records.RepoRecord)
+        assert not {"score", "generation", "gitdir", "reasons", "operation_detail"} & set(record)
+    rebasing = next(r for r in from_cli if r["name"] == "rebasing")
+    assert rebasing["operation"] == "rebase" and rebasing["operation_details"]["branch"]
+
+
+async def test_radar_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
+    from_cli = cli_json(fleet, "radar", "--all")
+    from_mcp = ok(await call(server, "fleet.radar", {"include_clean": True}))
+    from_api = api.get("/api/radar?per_page=500").json()
+    assert from_cli == from_mcp
+    check_record(from_cli, records.RadarView)
+    assert {k: from_api[k] for k in keys_of(records.RadarView)} == from_cli
+    for entry in from_cli["entries"]:
+        for reason in entry["reasons"]:
+            check_record(reason, records.Reason)
+    capped = cli_json(fleet, "radar", "--limit", "2")
+    assert len(capped["entries"]) == 2 and capped["truncated"] is True
+    assert capped["omitted_count"] == capped["total"] - 2
+    page = api.get("/api/radar?per_page=1").json()
+    assert page["total"] == page["matched"] and page["omitted_count"] == page["total"] - 1
+
+
+async def test_digest_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
+    proc = subprocess.run(fleetdeck_argv("digest", "--since", "0", "--format", "json"), capture_output=True,
+                          check=True, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+    from_cli = json.loads(proc.stdout)
+    from_mcp = ok(await call(server, "fleet.digest", {"since": 0}))
+    from_api = api.get("/api/digest?since=0").json()
+    assert from_cli == from_mcp == from_api
+    check_record(from_cli, records.Digest)
+
+
+def _time_types(schema: dict, defs: dict, path: str, out: dict[str, set]) -> None:
+    """Every property named like a time (records.TIME_KEYS) in an output schema, with its JSON types."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[1]]
+    for name, prop in (schema.get("properties") or {}).items():
+        resolved = defs[prop["$ref"].rsplit("/", 1)[1]] if "$ref" in prop else prop
+        if name in records.TIME_KEYS:
+            out[f"{path}.{name}"] = {alt.get("type") for alt in resolved.get("anyOf", [resolved])}
+        _time_types(resolved, defs, f"{path}.{name}", out)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            _time_types(schema[key], defs, path, out)
+    for alt in schema.get("anyOf", []):
+        _time_types(alt, defs, path, out)
+
+
+async def test_every_time_in_every_output_schema_is_an_iso_string(server):
+    tools = await server.list_tools()
+    found: dict[str, set] = {}
+    for tool in tools:
+        _time_types(tool.output_schema, tool.output_schema.get("$defs", {}), tool.name, found)
+    assert len(found) >= 10
+    wrong = {where: types for where, types in found.items() if not types <= {"string", "null"}}
+    assert not wrong
+
+
+def _times_in(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [hit for k, v in value.items() for hit in
+                ([(f"{path}.{k}", v)] if k in records.TIME_KEYS and not isinstance(v, (dict, list)) else [])
+                + _times_in(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [hit for v in value for hit in _times_in(v, path)]
+    return []
+
+
+async def test_every_time_in_real_answers_is_iso_utc(fleet, server):
+    calls = [("fleet.repos", {}), ("fleet.radar", {}), ("fleet.digest", {"since": 0}),
+             ("fleet.search", {"query": "e"}), ("repo.brief", {"repo": "dirty"}),
+             ("repo.history", {"repo": "alpha"}), ("repo.reflog", {"repo": "alpha"}),
+             ("repo.refs", {"repo": "dirty"}), ("stash.list", {"repo": "dirty"}),
+             ("commit.details", {"repo": "alpha", "rev": "HEAD"}), ("repo.blame", {"repo": "alpha", "file": "src/app.py"}),
+             ("agents.presence", {"refresh": False})]
+    seen = 0
+    for name, args in calls:
+        for where, value in _times_in(ok(await call(server, name, args))):
+            assert value is None or ISO_UTC.match(value), (name, where, value)
+            seen += value is not None
+    assert seen > 50
+
+
+def test_event_kinds_are_one_list():
+    """The classifier of reflog messages (fleet/git/files.py) only ever says a kind events.KINDS lists."""
+    from fleet.git.files import _KIND_PREFIXES
+    from fleet.index.events import KINDS
+    from mcp_bridge.tools_fleet import EventKind
+
+    assert {kind for _, kind in _KIND_PREFIXES} | {"other"} == set(KINDS)
+    assert EventKind.__args__ == KINDS
