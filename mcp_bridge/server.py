@@ -36,9 +36,10 @@ INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
 Start with fleet.radar (what needs attention, fleet-wide) or repo.brief (one repository in one small call).
 Every per-repo tool takes `repo`: a fleet name (from fleet.repos) or an absolute path inside a fleet root.
-All tools here only read. Changes are proposals a person approves on the fleetdeck dashboard; never assume a
-proposal ran until its status says so. Lists are capped and say `truncated` and `omitted_count`; failures
-are isError results with `error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH, BAD_ARGUMENT, GIT_FAILED, ...).
+No tool here changes a repository: they read (the patch.* tools write only a .patch file inside a fleet
+root, when asked to). Lists are capped and say `truncated` and `omitted_count`; times are ISO 8601 UTC
+strings; failures are isError results with `error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH,
+BAD_ARGUMENT, GIT_FAILED, LIMIT, INTERNAL, ...).
 """
 
 

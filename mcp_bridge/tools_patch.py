@@ -1,7 +1,7 @@
 """Patch authoring: structured changes in, a unified diff `git apply --check` accepts out (fleet.patch.generate),
 plus a patch-file store (fleet.patch.file). These never touch a repository; with `patch_file` they write that
-one `.patch`/`.diff` file, which must lie inside a fleet root. Applying a patch is a proposal
-(`operation.preview.patch`) a person approves."""
+one `.patch`/`.diff` file, which must lie inside a fleet root. Nothing here applies a patch to a
+repository."""
 
 from __future__ import annotations
 

@@ -158,3 +158,14 @@ def test_event_kinds_are_one_list():
 
     assert {kind for _, kind in _KIND_PREFIXES} | {"other"} == set(KINDS)
     assert EventKind.__args__ == KINDS
+
+
+async def test_no_phantom_write_side(server):
+    """Nothing tells an agent about proposals or approvals: no such feature exists yet."""
+    from fleet.views.radar import SCORES
+    from mcp_bridge.server import INSTRUCTIONS
+
+    tools = await server.list_tools()
+    text = INSTRUCTIONS + " ".join((t.description or "") for t in tools)
+    assert "proposal" not in text.lower() and "approve" not in text.lower()
+    assert "pending_proposal" not in SCORES

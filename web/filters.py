@@ -13,14 +13,14 @@ from fleet.views.report import one_line
 
 SEVERITY = {
     "conflict": "critical", "broken": "critical", "predicted_conflict": "high", "agent_collision": "high",
-    "diverged": "high", "operation": "op", "pending_proposal": "op", "local_changes": "medium",
+    "diverged": "high", "operation": "op", "local_changes": "medium",
     "behind": "info", "ahead": "info", "stale_stash": "low", "worktree": "low", "submodule": "low",
     "no_upstream": "low", "clean": "ok",
 }
 LABELS = {
     "conflict": "conflict", "broken": "broken", "predicted_conflict": "will conflict",
     "agent_collision": "agent collision", "diverged": "diverged", "operation": "in progress",
-    "pending_proposal": "proposal", "local_changes": "uncommitted", "behind": "behind", "ahead": "unpushed",
+    "local_changes": "uncommitted", "behind": "behind", "ahead": "unpushed",
     "stale_stash": "old stash", "worktree": "worktree", "submodule": "submodule", "no_upstream": "no upstream",
     "clean": "clean",
 }

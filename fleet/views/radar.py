@@ -2,7 +2,7 @@
 
 `attention(record)` is a pure function over one repo record; the index stores its result with the record
 (so the queue is one indexed query), and `radar()` adds what changes outside the repo itself (agent
-collisions, pending proposals) at query time from the sources in `extra_sources()`.
+collisions) at query time from the sources in `extra_sources()`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ SCORES = {
     "agent_collision": 93,
     "diverged": 90,
     "operation": 85,
-    "pending_proposal": 83,
     "local_changes": 80,
     "behind": 70,
     "ahead": 60,
