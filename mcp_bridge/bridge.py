@@ -7,8 +7,10 @@ client's self-declared name.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
+from typing import Iterator
 
 from fleet.index.discovery import Found
 from fleet.index.store import Index, open_index
@@ -16,6 +18,18 @@ from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
 caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)
+
+
+@contextlib.contextmanager
+def busy_timeout(index: Index, ms: int) -> Iterator[None]:
+    """Wait at most `ms` for another process's write lock inside the block (the index's usual wait is
+    seconds: right for the scanner, wrong for bookkeeping beside an answer)."""
+    old = index.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    index.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+    try:
+        yield
+    finally:
+        index.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
 
 
 class Bridge:

@@ -1,13 +1,14 @@
 """How every tool answers: structured content mirrored as compact JSON text, failures as `isError` results.
 
 A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.CODES plus the bridge's own
-`UNKNOWN_TOOL` and `INTERNAL`), built here rather than by the SDK so clients can branch on the code.
+`UNKNOWN_TOOL`, `INDEX_BUSY` and `INTERNAL`), built here rather than by the SDK so clients can branch on the code.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +17,8 @@ from fleet.errors import FleetError
 from fleet.git.run import GitError
 
 log = logging.getLogger("fleetdeck.mcp")
+# `_meta` key of a successful result whose bookkeeping (agent presence) failed: [{code, message}].
+DEGRADED_KEY = "io.fleetdeck/degraded"
 
 
 class Out(BaseModel):
@@ -57,5 +60,7 @@ def failure_from(exc: BaseException, tool: str) -> CallToolResult:
         return failure("BAD_ARGUMENT", str(exc))
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return failure("NOT_FOUND", f"{tool}: {exc.strerror or exc}")
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return failure("INDEX_BUSY", f"{tool}: the index is write-locked by another process; retry shortly")
     log.exception("tool %s failed unexpectedly", tool)
     return failure("INTERNAL", f"{tool} failed unexpectedly ({exc.__class__.__name__}); see the server log")

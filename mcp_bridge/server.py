@@ -2,13 +2,17 @@
 
 Tools live in small modules (`tools_*.py`), each with a `register(kit)` function listed in TOOL_MODULES.
 This module adds what the SDK leaves to us: unknown tools and invalid or unknown arguments answered with
-the same `{error: {code, message}}` result as every other failure, and a presence record of the repos each
-call touched under the client's self-declared name.
+the same `{error: {code, message}}` result as every other failure (anything unexpected is `INTERNAL`, so
+every error an agent sees has a code), and a presence record of the repos each call touched under the
+client's self-declared name. That record is bookkeeping beside the answer, never a condition of it: it
+waits at most BOOKKEEPING_WAIT_MS for the index's write lock, and when it cannot be written the failure is
+logged to stderr and the answer goes out anyway, marked degraded in its `_meta`.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from typing import Any
 
@@ -23,13 +27,14 @@ from fleet import __version__
 from mcp_bridge import tools_agents, tools_fleet, tools_git, tools_patch, tools_repo
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
-from mcp_bridge.bridge import Bridge, caller, touched
-from mcp_bridge.envelope import failure
+from mcp_bridge.bridge import Bridge, busy_timeout, caller, touched
+from mcp_bridge.envelope import DEGRADED_KEY, failure
 from mcp_bridge.toolkit import Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
 RECORD_EVERY = 15.0
+BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
 TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_patch)
 
 INSTRUCTIONS = """\
@@ -61,6 +66,13 @@ class FleetServer(MCPServer):
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None) -> CallToolResult:
+        try:
+            return await self._call_tool(name, arguments, context)
+        except Exception:  # the last line of defence: an agent always gets a coded error, never a bare text
+            log.exception("tool %s failed unexpectedly", name[:100])
+            return failure("INTERNAL", f"{name[:100]} failed unexpectedly; see the server log")
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], context) -> CallToolResult:
         allowed = self.kit.params.get(name)
         if allowed is None:
             return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
@@ -87,7 +99,9 @@ class FleetServer(MCPServer):
             files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
             due = self._due(client, paths, name, files)
             if due:
-                await anyio.to_thread.run_sync(self._record, client, due, name, files)
+                problem = await anyio.to_thread.run_sync(self._record, client, due, name, files)
+                if problem is not None:
+                    result.meta = {**(result.meta or {}), DEGRADED_KEY: [problem]}
         return result
 
     def _due(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> list[str]:
@@ -106,14 +120,29 @@ class FleetServer(MCPServer):
                 due.append(path)
         return due
 
-    def _record(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> None:
-        """Tell presence which repos (and files) this client just worked on; never fails the call."""
+    def _record(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> dict | None:
+        """Tell presence which repos (and files) this client just worked on; never fails the call.
+
+        Returns None, or `{code, message}` saying why presence could not be recorded (the answer is then
+        degraded, not lost); those repos are retried on the next call instead of after RECORD_EVERY.
+        """
         index = self.bridge.index()
-        for path in paths:
+        for n, path in enumerate(paths):
             try:
-                record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files])
+                with busy_timeout(index, BOOKKEEPING_WAIT_MS):
+                    record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files])
             except FleetError as exc:  # e.g. a repo not indexed yet
                 log.debug("presence not recorded for %s: %s", path, exc.message)
+            except Exception as exc:  # bookkeeping never costs the answer, whatever went wrong
+                busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                log.warning("presence not recorded for %s (%s): %s", path, tool, exc, exc_info=not busy)
+                for rest in paths[n:]:
+                    self._recorded.pop((client, rest, tool, tuple(files)), None)
+                return {"code": "INDEX_BUSY" if busy else "INTERNAL",
+                        "message": "agent presence was not recorded: "
+                                   + ("the index is write-locked by another process" if busy
+                                      else "unexpected error; see the server log")}
+        return None
 
 
 def _client_name(context) -> str | None:
