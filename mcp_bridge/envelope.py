@@ -11,12 +11,16 @@ import logging
 import sqlite3
 
 from mcp.types import CallToolResult, TextContent
+from mcp_types import ErrorData, JSONRPCError
 from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError
 
 log = logging.getLogger("fleetdeck.mcp")
+# The largest JSON-RPC frame read, on stdio (mcp_bridge/stdio.py) and over HTTP (mcp_bridge/http.py).
+MAX_FRAME = 8 * 1024 * 1024
+INVALID_REQUEST = -32600
 # `_meta` key of a successful result whose bookkeeping (agent presence) failed: [{code, message}].
 DEGRADED_KEY = "io.fleetdeck/degraded"
 
@@ -48,6 +52,13 @@ def failure(code: str, message: str) -> CallToolResult:
     body = {"error": {"code": code, "message": message}}
     return CallToolResult(content=[TextContent(type="text", text=compact(body))], structured_content=body,
                           is_error=True)
+
+
+def frame_limit_error(request_id: int | str | None) -> JSONRPCError:
+    """The JSON-RPC error for a frame over MAX_FRAME (nothing of it was parsed; `data.code` is LIMIT)."""
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(
+        code=INVALID_REQUEST, message=f"JSON-RPC frame larger than {MAX_FRAME} bytes; it was not read",
+        data={"code": "LIMIT", "max_bytes": MAX_FRAME}))
 
 
 def failure_from(exc: BaseException, tool: str) -> CallToolResult:

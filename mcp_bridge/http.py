@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_bridge.envelope import MAX_FRAME, frame_limit_error
 from mcp_bridge.server import FleetServer
 
 LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
@@ -48,6 +49,34 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class FrameLimitAnswer:
+    """ASGI wrapper: the SDK refuses a body over MAX_FRAME with a plain-text 413; agents get the same
+    JSON-RPC error (`data.code: LIMIT`) as on stdio instead."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def answer(message: dict) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                replaced = True
+                body = frame_limit_error(None).model_dump_json(by_alias=True).encode()
+                await send({"type": "http.response.start", "status": 413,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+            elif not replaced:  # the SDK's own 413 body is dropped
+                await send(message)
+
+        await self.app(scope, receive, answer)
+
+
 @dataclass
 class MCPEndpoint:
     app: ASGIApp                                                      # mount with Mount("/", app), last
@@ -60,7 +89,8 @@ def http_endpoint(server: FleetServer, token: str | None, *, allowed_hosts: list
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
                                          allowed_hosts=allowed_hosts or LOCAL_HOSTS,
                                          allowed_origins=allowed_origins or LOCAL_ORIGINS)
-    app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security)
+    app: ASGIApp = FrameLimitAnswer(server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=security, max_request_body_size=MAX_FRAME))
     if token is not None:
         app = BearerAuth(app, token)
     return MCPEndpoint(app=app, run=server.session_manager.run)

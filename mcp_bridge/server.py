@@ -11,6 +11,7 @@ logged to stderr and the answer goes out anyway, marked degraded in its `_meta`.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
@@ -29,7 +30,7 @@ from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
 from mcp_bridge.bridge import Bridge, busy_timeout, caller, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure
-from mcp_bridge.toolkit import Toolkit
+from mcp_bridge.toolkit import MAX_TOOL_INPUT, Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
@@ -76,6 +77,10 @@ class FleetServer(MCPServer):
         allowed = self.kit.params.get(name)
         if allowed is None:
             return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
+        size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+        if size > MAX_TOOL_INPUT:
+            return failure("LIMIT", f"{name}: the arguments weigh {size} bytes; a tool takes at most "
+                                    f"{MAX_TOOL_INPUT} bytes of JSON")
         unknown = sorted(set(arguments) - allowed)
         if unknown:
             return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "
@@ -168,5 +173,7 @@ def build_server(db_path: str | None = None) -> FleetServer:
 
 
 def run_stdio(db_path: str | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client closes the pipe."""
-    build_server(db_path).run()
+    """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py)."""
+    from mcp_bridge.stdio import serve_stdio
+
+    anyio.run(serve_stdio, build_server(db_path))

@@ -20,6 +20,9 @@ from fleet.views.records import iso_times
 from mcp_bridge.bridge import Bridge
 from mcp_bridge.envelope import failure_from, success
 
+# The most a tool's arguments may weigh, as compact JSON (a frame is capped at 8 MiB: mcp_bridge/stdio.py).
+MAX_TOOL_INPUT = 6 * 1024 * 1024
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 

@@ -14,14 +14,14 @@ from fleet.patch.file import MAX_PATCH_BYTES, inspect_patch, remove_patch_entrie
 from fleet.patch.generate import MAX_CHANGES, generate_patch
 from fleet.repo.target import scoped_patch_file
 from mcp_bridge import models
-from mcp_bridge.toolkit import READ_ONLY, Toolkit
+from mcp_bridge.toolkit import MAX_TOOL_INPUT, READ_ONLY, Toolkit
 from mcp_bridge.tools_repo import Repo
 
 WRITES_PATCH_FILE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                     open_world_hint=False)
 PatchFile = Annotated[str, Field(min_length=1, max_length=4096,
                                  description="absolute path of a .patch/.diff file inside a fleet root")]
-Text = Annotated[str, Field(max_length=4 * 1024 * 1024)]
+Text = Annotated[str, Field(max_length=4 * 1024 * 1024)]  # and all of a call's arguments: MAX_TOOL_INPUT
 
 
 class Replacement(BaseModel):
@@ -89,7 +89,7 @@ def register(kit: Toolkit) -> None:
         return remove_patch_entries(scoped(patch_file), paths, indices)
 
     @kit.tool("patch.validate", models.PatchValidated, "Check a patch", annotations=READ_ONLY)
-    def validate(patch: Annotated[str | None, Field(max_length=MAX_PATCH_BYTES)] = None,
+    def validate(patch: Annotated[str | None, Field(max_length=min(MAX_PATCH_BYTES, MAX_TOOL_INPUT))] = None,
                  patch_file: PatchFile | None = None, repo: Repo | None = None) -> dict:
         """Does a patch (text, or a patch file) parse, and would `git apply --check` accept it in `repo`?
         A patch that does not parse is an answer (`valid: false`), not a failure."""
