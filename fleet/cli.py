@@ -1,6 +1,8 @@
 """`fleetdeck`: the command line. JSON goes to stdout, logs and progress to stderr.
 
 Exit codes: 0 ok, 1 failure, 2 usage error. Each command is one small function over `fleet/`.
+Text from repositories (names, branches, paths, messages) is printed through fleet.views.safe: as text,
+never as rich markup, with control characters made visible.
 """
 
 from __future__ import annotations
@@ -9,20 +11,22 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
-from typing import Callable
+from typing import Callable, Iterable
 
 from fleet import __version__
 from fleet.errors import FleetError
 from fleet.index.store import Index, open_index
 from fleet.repo.record import iso
+from fleet.views.safe import json_safe, visible
 
 log = logging.getLogger("fleetdeck")
 Handler = Callable[[argparse.Namespace], int]
 
 
 def emit_json(value: object) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False, default=str)) + "\n")
     sys.stdout.flush()
 
 
@@ -31,6 +35,21 @@ def console():
     from rich.console import Console
 
     return Console(highlight=False)
+
+
+def print_table(columns: Iterable[str], rows: Iterable[Iterable[object]], right: tuple[str, ...] = ()) -> None:
+    """A borderless table of plain text cells (a list is one line each): no cell is read as rich markup, and
+    every control character is visible."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False)
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    for row in rows:
+        table.add_row(*(Text("\n".join(map(visible, cell)) if isinstance(cell, list) else visible(cell))
+                        for cell in row))
+    console().print(table)
 
 
 def index_for(args: argparse.Namespace) -> Index:
@@ -62,7 +81,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
               f"in {summary['elapsed_s']:.2f}s; {summary['error_count']} with errors, "
               f"{len(summary['gone'])} gone", file=sys.stderr)
         for err in summary["errors"]:
-            print(f"  {err['path']}: {err['error']}", file=sys.stderr)
+            print(f"  {visible(err['path'])}: {visible(err['error'])}", file=sys.stderr)
     return 0
 
 
@@ -91,17 +110,10 @@ def cmd_repos(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(records)
         return 0
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for col in ("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "op"):
-        table.add_column(col)
-    for r in records:
-        table.add_row(r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"),
-                      (r["head"] or "(no commits)")[:10], r["upstream"] or "-", _num(r["ahead"]),
-                      _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]), _num(r["untracked"]),
-                      r["operation"] or "")
-    console().print(table)
+    print_table(("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "op"), (
+        (r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"), (r["head"] or "(no commits)")[:10],
+         r["upstream"] or "-", _num(r["ahead"]), _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]),
+         _num(r["untracked"]), r["operation"] or "") for r in records))
     return 0
 
 
@@ -122,17 +134,9 @@ def cmd_radar(args: argparse.Namespace) -> int:
     if not entries:
         console().print("Nothing needs attention: every repository is clean and in sync.")
         return 0
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    table.add_column("score", justify="right")
-    table.add_column("repo")
-    table.add_column("why")
-    table.add_column("next step")
-    for e in entries:
-        why = "\n".join(r["summary"] for r in e["reasons"])
-        table.add_row(str(e["score"]), e["name"], why, e["next_step"])
-    console().print(table)
+    print_table(("score", "repo", "why", "next step"), (
+        (e["score"], e["name"], [r["summary"] for r in e["reasons"]], e["next_step"])
+        for e in entries), right=("score",))
     return 0
 
 
@@ -148,22 +152,18 @@ def cmd_presence(args: argparse.Namespace) -> int:
     if not rows:
         console().print("No coding agents seen in the fleet in the last 15 minutes.")
         return 0
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("agent", "state", "repo", "branch", "tool", "files", "pid", "last activity", "seen by"):
-        table.add_column(col)
-    for r in rows:
-        files = ", ".join(r["files"][:3]) + (" …" if len(r["files"]) > 3 else "")
-        cells = (r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
-                 files or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"]))
-        table.add_row(*(Text(cell) for cell in cells))          # names and paths are not rich markup
+    def files(r: dict) -> str:
+        return ", ".join(r["files"][:3]) + (" …" if len(r["files"]) > 3 else "")
+
+    print_table(("agent", "state", "repo", "branch", "tool", "files", "pid", "last activity", "seen by"), (
+        (r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
+         files(r) or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"])) for r in rows))
     out = console()
-    out.print(table)
     for clash in clashes:
-        out.print(Text.assemble(("collision", "bold red"),
-                                f" in {clash['repo']}: {clash['message']} — {clash['next_step']}"))
+        out.print(Text.assemble(("collision", "bold red"), visible(
+            f" in {clash['repo']}: {clash['message']} — {clash['next_step']}")))
     return 0
 
 
@@ -172,7 +172,7 @@ def cmd_roots(args: argparse.Namespace) -> int:
         if args.action == "add":
             if not os.path.isdir(args.path):
                 raise FleetError("BAD_PATH", f"not a directory: {args.path}")
-            print(index.add_root(args.path))
+            print(visible(index.add_root(args.path)))
         elif args.action == "remove":
             if not index.remove_root(args.path):
                 raise FleetError("NOT_FOUND", f"not a saved root: {args.path}")
@@ -182,7 +182,7 @@ def cmd_roots(args: argparse.Namespace) -> int:
                 emit_json(roots)
             else:
                 for root in roots:
-                    print(root)
+                    print(visible(root))
     return 0
 
 
@@ -301,8 +301,8 @@ def cmd_digest(args: argparse.Namespace) -> int:
     kinds = [k for part in args.kinds for k in part.split(",") if k] or None
     with index_for(args) as index:
         if args.format == "json":
-            text = json.dumps(digest(index, args.since, repos=args.repo or None, kinds=kinds,
-                                     max_events=args.max_events), indent=2, ensure_ascii=False) + "\n"
+            text = json_safe(json.dumps(digest(index, args.since, repos=args.repo or None, kinds=kinds,
+                                               max_events=args.max_events), indent=2, ensure_ascii=False)) + "\n"
         else:
             from fleet.views.report import render_html, render_markdown
 
@@ -333,11 +333,13 @@ def cmd_lost(args: argparse.Namespace) -> int:
     if not found["commits"]:
         print("No recoverable commits: every dropped tip is still reachable from a ref (or already gone).")
     for c in found["commits"]:
-        print(f"{c['repo']}  {c['sha'][:12]}  {c['subject']}\n    dropped by {c['dropped_by']} on {c['ref']} at "
-              f"{iso(c['dropped_at'])} ({c['message']})\n    recover: git -C {c['path']} branch "
-              f"recovered-{c['sha'][:8]} {c['sha']}")
+        sha = visible(c["sha"])
+        print(f"{visible(c['repo'])}  {sha[:12]}  {visible(c['subject'])}\n    dropped by "
+              f"{visible(c['dropped_by'])} on {visible(c['ref'])} at {iso(c['dropped_at'])} "
+              f"({visible(c['message'])})\n    recover: git -C {visible(shlex.quote(c['path']))} branch "
+              f"recovered-{sha[:8]} {sha}")
     for err in found["errors"]:
-        print(f"fleetdeck: could not check {err['repo']}: {err['error']}", file=sys.stderr)
+        print(f"fleetdeck: could not check {visible(err['repo'])}: {visible(err['error'])}", file=sys.stderr)
     return 0
 
 
@@ -488,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except FleetError as exc:
-        print(f"fleetdeck: error: {exc.message} [{exc.code}]", file=sys.stderr)
+        print(f"fleetdeck: error: {visible(exc.message)} [{exc.code}]", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("fleetdeck: interrupted", file=sys.stderr)

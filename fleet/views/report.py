@@ -3,7 +3,11 @@ network) for a browser or an HTML mail. Both render `fleet.digest.report()`; nei
 
 from __future__ import annotations
 
+import shlex
+
 import jinja2
+
+from fleet.views.safe import md_code, md_text
 
 SHORT = 10
 
@@ -18,6 +22,7 @@ def one_line(text: str | None, width: int = 100) -> str:
 
 
 def render_markdown(data: dict) -> str:
+    """The digest as Markdown; every value that comes from a repository is inert (fleet.views.safe)."""
     body, fleet = data["digest"], data["fleet"]
     out = [f"# Fleet digest since {body['since']}", "",
            f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched."]
@@ -29,34 +34,41 @@ def render_markdown(data: dict) -> str:
         out += ["", f"**{body['event_count']} events** in {len(repos)} repositories"
                 + (f" (the newest {shown} are listed)." if body["truncated"] else ".")]
         out += ["", "## Activity", "", "| repository | events |", "|---|---:|"]
-        out += [f"| {row['repo']} | {row['total']} |" for row in data["activity"]["rows"]]
+        out += [f"| {md_text(row['repo'])} | {row['total']} |" for row in data["activity"]["rows"]]
         out += ["", "## Events"]
         for repo in sorted(repos):
-            out += ["", f"### {repo}", ""]
+            out += ["", f"### {md_text(repo)}", ""]
             for ev in (e for e in body["events"] if e["repo"] == repo):
                 flag = " **rewrote history**" if ev["rewrote"] else ""
-                out.append(f"- {ev['at']} `{ev['kind']}` {ev['ref']} {_short(ev['old_sha'])} → "
-                           f"{_short(ev['new_sha'])}{flag} — {one_line(ev['message'])}"
-                           + (f" ({ev['identity']})" if ev["identity"] else ""))
+                out.append(f"- {ev['at']} `{ev['kind']}` {md_text(ev['ref'])} {_md_sha(ev['old_sha'])} → "
+                           f"{_md_sha(ev['new_sha'])}{flag} — {md_text(one_line(ev['message']))}"
+                           + (f" ({md_text(ev['identity'])})" if ev["identity"] else ""))
     out += ["", "## The fleet now", ""]
     out += _section("Unpushed commits", fleet["unpushed_count"], [
-        f"{u['repo']} `{u['branch']}`: {u['ahead']} ahead of {u['upstream']}" for u in fleet["unpushed"]])
+        f"{md_text(u['repo'])} {md_code(u['branch'])}: {u['ahead']} ahead of {md_text(u['upstream'])}"
+        for u in fleet["unpushed"]])
     out += _section("Uncommitted changes", fleet["dirty_count"], [
-        f"{d['repo']}: {d['staged'] or 0} staged, {d['unstaged'] or 0} modified, {d['untracked'] or 0} untracked"
-        + (f", {d['conflicted']} conflicted" if d["conflicted"] else "") for d in fleet["dirty"]])
+        f"{md_text(d['repo'])}: {d['staged'] or 0} staged, {d['unstaged'] or 0} modified, "
+        f"{d['untracked'] or 0} untracked" + (f", {d['conflicted']} conflicted" if d["conflicted"] else "")
+        for d in fleet["dirty"]])
     out += _section("Stashes older than a week", fleet["stale_stash_count"], [
-        f"{s['repo']} stash@{{{s['index']}}} from {s['at']}: {one_line(s['message'], 80)}"
+        f"{md_text(s['repo'])} stash@{{{s['index']}}} from {s['at']}: {md_text(one_line(s['message'], 80))}"
         for s in fleet["stale_stashes"]])
     out += _section("History rewrites in this window", fleet["rewrite_count"], [
-        f"{r['repo']} {r['ref']} `{r['kind']}` at {r['at']}: {_short(r['old_sha'])} → {_short(r['new_sha'])}"
-        for r in fleet["rewrites"]])
+        f"{md_text(r['repo'])} {md_text(r['ref'])} `{r['kind']}` at {r['at']}: {_md_sha(r['old_sha'])} → "
+        f"{_md_sha(r['new_sha'])}" for r in fleet["rewrites"]])
     out += _section("Recoverable commits (no ref reaches them)", fleet["recoverable_count"], [
-        f"{c['repo']} `{_short(c['sha'])}` {one_line(c['subject'], 80)} — dropped by {c['dropped_by']} on "
-        f"{c['ref']} at {c['dropped_at']}; recover with `git -C {c['path']} branch recovered-{c['sha'][:8]} "
-        f"{c['sha']}`" for c in fleet["recoverable"]])
+        f"{md_text(c['repo'])} {md_code(_short(c['sha']))} {md_text(one_line(c['subject'], 80))} — dropped by "
+        f"{md_text(c['dropped_by'])} on {md_text(c['ref'])} at {c['dropped_at']}; recover with "
+        + md_code(f"git -C {shlex.quote(c['path'])} branch recovered-{c['sha'][:8]} {c['sha']}")
+        for c in fleet["recoverable"]])
     for err in data["digest"]["errors"] + fleet["errors"]:
-        out.append(f"- could not read {err['repo']}: {err['error']}")
+        out.append(f"- could not read {md_text(err['repo'])}: {md_text(err['error'])}")
     return "\n".join(out) + "\n"
+
+
+def _md_sha(sha: str | None) -> str:
+    return md_text(_short(sha))
 
 
 def _section(title: str, count: int, lines: list[str]) -> list[str]:
