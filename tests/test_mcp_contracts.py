@@ -169,3 +169,22 @@ async def test_no_phantom_write_side(server):
     text = INSTRUCTIONS + " ".join((t.description or "") for t in tools)
     assert "proposal" not in text.lower() and "approve" not in text.lower()
     assert "pending_proposal" not in SCORES
+
+
+def test_integer_arguments_are_parsed_one_way():
+    """fleet.caps is the one integer parser: typed values (check_int) and text (parse_int) alike."""
+    from fleet.caps import check_int, parse_int
+    from fleet.errors import FleetError
+    from fleet.views.queue import QueueFilter
+
+    assert parse_int(None, "n", 7, 1, 10) == 7 and parse_int(" 3 ", "n", 7, 1, 10) == 3
+    for bad in ("x", "1.5", "1e3", "9" * 30):
+        with pytest.raises(FleetError) as raised:
+            parse_int(bad, "n", 7, 1, 10)
+        assert raised.value.code == "BAD_ARGUMENT"
+    for bad in (True, 1.0, "1", 0, 11):
+        with pytest.raises(FleetError):
+            check_int(bad, "n", 1, 10)
+    f = QueueFilter.from_params({"page": "-3", "per_page": "x"})
+    assert (f.page, f.per_page) == (1, 100)
+    assert QueueFilter.from_params({"per_page": "100000"}).per_page == 500

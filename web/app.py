@@ -28,6 +28,7 @@ from starlette.templating import Jinja2Templates
 import templates as templates_pkg
 from fleet.repo.detail import repo_detail
 from fleet.views.digest import digest, report
+from fleet.caps import parse_int
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.freshness import freshness
@@ -250,12 +251,8 @@ def split_list(values: list[str]) -> list[str]:
 
 
 def int_param(value: str | None, name: str, default: int) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise FleetError("BAD_ARGUMENT", f"{name} must be an integer, not {value!r}") from None
+    """A query-string integer (range checked by the fleet/ function it feeds)."""
+    return parse_int(value, name, default, -2**63, 2**63)
 
 
 def digest_form(request: Request) -> dict:
