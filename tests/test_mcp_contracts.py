@@ -188,3 +188,11 @@ def test_integer_arguments_are_parsed_one_way():
     f = QueueFilter.from_params({"page": "-3", "per_page": "x"})
     assert (f.page, f.per_page) == (1, 100)
     assert QueueFilter.from_params({"per_page": "100000"}).per_page == 500
+
+
+def test_iso_times_converts_only_times_and_survives_absurd_ones():
+    value = {"at": 0, "author_time": 1.5e9, "count": 3, "nested": [{"committer_time": 10**22, "at": None}],
+             "since": "2026-01-01T00:00:00Z", "flag": True}
+    assert records.iso_times(value) == {
+        "at": "1970-01-01T00:00:00Z", "author_time": "2017-07-14T02:40:00Z", "count": 3,
+        "nested": [{"committer_time": None, "at": None}], "since": "2026-01-01T00:00:00Z", "flag": True}

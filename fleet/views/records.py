@@ -148,10 +148,18 @@ class Digest(TypedDict):
 
 
 def iso_times(value: Any) -> Any:
-    """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively)."""
+    """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively);
+    a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error."""
     if isinstance(value, dict):
-        return {k: (iso(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
+        return {k: (_iso_or_none(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
                     else iso_times(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [iso_times(v) for v in value]
     return value
+
+
+def _iso_or_none(seconds: float) -> str | None:
+    try:
+        return iso(seconds)
+    except (OverflowError, ValueError, OSError):
+        return None
