@@ -9,7 +9,8 @@ import pytest
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.errors import FleetError
 from fleet.repo.history import commit_details, repo_history
-from fleet.repo.refs import redact_url, repo_reflog, repo_refs
+from fleet.git.files import redact_url
+from fleet.repo.refs import repo_reflog, repo_refs
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.gitread_repos import rich_repo
 
@@ -199,7 +200,7 @@ def test_refs(tmp_path: Path):
     assert tags["v1"]["sha"] == git(repo, "rev-parse", "v1").strip() != tags["v1"]["target"]
     assert not tags["light"]["annotated"] and tags["light"]["target"] == git(repo, "rev-parse", "HEAD").strip()
     remotes = {r["name"]: r for r in result["remotes"]}
-    assert remotes["secret"]["urls"] == ["https://user:***@example.com/x.git"]
+    assert remotes["secret"]["urls"] == ["https://***:***@example.com/x.git"]
     assert "hunter2" not in str(result)
     assert [s["sha"] for s in result["stashes"]] == git(repo, "stash", "list", "--format=%H").split()
     assert result["stashes"][0]["selector"] == "stash@{0}"

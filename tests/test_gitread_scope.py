@@ -80,9 +80,12 @@ def test_symlink_inside_root_pointing_outside(fleet_root, tmp_path):
 
 def test_file_in_repo(fleet_root, tmp_path):
     _, repo = fleet_root
-    assert resolve_file_in_repo(str(repo), "./src//a.py") == "src/a.py"
+    assert resolve_file_in_repo(str(repo), "src/a.py") == "src/a.py"
     assert resolve_file_in_repo(str(repo), "README.md") == "README.md"
-    for bad in ("/etc/passwd", "../x", "a/../../x", "a\0b", "a\nb", "a\tb", ".git/config", ".", ""):
+    assert resolve_file_in_repo(str(repo), "back\\slash.txt") == "back\\slash.txt"
+    # one rule for every repo-relative path (the patch tools' too): no empty, '.' or '..' component, no .git
+    for bad in ("/etc/passwd", "../x", "a/../../x", "a\0b", "a\nb", "a\tb", ".git/config", ".", "",
+                "./src//a.py", "src/", "sub/.git/HEAD", ".GIT/config"):
         assert _code(resolve_file_in_repo, str(repo), bad) == "BAD_PATH", bad
     os.symlink(tmp_path / "outside", repo / "out")
     os.symlink("/etc/hostname", repo / "host")

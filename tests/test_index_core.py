@@ -268,7 +268,7 @@ def test_remote_credentials_never_reach_the_index(tmp_path: Path):
     git(repo, "remote", "add", "origin", "https://me:hunter2-token@example.com/x.git")
     index = open_index(tmp_path / "f.db")
     scan(index, [str(tmp_path / "root")])
-    assert index.repo("secret")["remotes"] == [{"name": "origin", "url": "https://me:***@example.com/x.git"}]
+    assert index.repo("secret")["remotes"] == [{"name": "origin", "url": "https://***:***@example.com/x.git"}]
     files = [p for p in tmp_path.iterdir() if p.name.startswith("f.db")]
     assert b"hunter2" not in b"".join(p.read_bytes() for p in files)
     index.close()

@@ -6,9 +6,11 @@ or take a lock. Everything that must match git byte for byte (status, ahead/behi
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,17 +20,100 @@ ZERO_OID = "0" * 40
 StrPath = str | os.PathLike[str]
 _SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
+# Size bounds for the files fleetdeck reads itself: a hostile repository can make any of them endless
+# (a FIFO, a link to /dev/zero) or huge (a sparse multi-GB file), so each read is bounded by its kind.
+MAX_POINTER_BYTES = 64 * 1024        # HEAD, a loose ref, a `.git` file, commondir, worktree gitdir/locked, markers
+MAX_PACKED_REFS_BYTES = 256 << 20    # packed-refs (a million refs is about 100 MB)
+MAX_CONFIG_BYTES = 4 << 20           # a repo's config, each file it includes, config.worktree, .gitmodules
+REFLOG_STEP_BYTES = 16 << 20         # the most of one reflog read in one step (older lines are left behind)
+# Reflog times git can write (unsigned, seconds); anything else is a junk line, not an event.
+MAX_REFLOG_TIME = 253402300799       # 9999-12-31T23:59:59Z, the last second a datetime can hold
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
 
 def is_sha(text: str) -> bool:
     return bool(_SHA_RE.match(text))
 
 
-def read_text(path: str | os.PathLike[str]) -> str | None:
+class BrokenRepo(Exception):
+    """The repository's own files are unreadable or malformed (a corrupt HEAD, for instance).
+
+    Messages name the file and the problem, never the file's contents (HEAD may be a link to a secret).
+    """
+
+
+def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follow: bool = False) -> bytes | None:
+    """The bytes of a regular file, or None when it does not exist; BrokenRepo for anything else.
+
+    Opened without blocking (a FIFO never hangs us) and, unless `follow`, without following a symlink at the
+    last component; refused unless fstat says it is a regular file. `whole` refuses a file over `limit` bytes;
+    otherwise only its first `limit` bytes are read (enough for a first line).
+    """
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd = os.open(path, _OPEN_FLAGS if follow else _OPEN_FLAGS | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BrokenRepo(f"{what} is a symbolic link; fleetdeck does not follow links in git's files") from None
+        raise BrokenRepo(f"{what} is unreadable ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BrokenRepo(f"{what} is not a regular file")
+        if whole and st.st_size > limit:
+            raise BrokenRepo(f"{what} is larger than {limit} bytes")
+        chunks: list[bytes] = []
+        left = limit + 1 if whole else limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise BrokenRepo(f"{what} is unreadable ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if whole and len(data) > limit:  # it grew, or lied about its size (/proc)
+        raise BrokenRepo(f"{what} is larger than {limit} bytes")
+    return data
+
+
+def _text(path: StrPath, what: str, *, whole: bool = True) -> str | None:
+    data = read_file(path, MAX_POINTER_BYTES, what, whole=whole)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def is_regular(path: StrPath) -> bool:
+    """True for a regular file (a symlink is not one: it is never followed)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+# The files git opens first in any repository, with their bounds: one that is a FIFO stalls every git call
+# there until its timeout, a huge one floods it, so a per-repo read refuses the repository up front.
+_STARTUP_FILES = (("gitdir", "HEAD", MAX_POINTER_BYTES), ("gitdir", "commondir", MAX_POINTER_BYTES),
+                  ("commondir", "config", MAX_CONFIG_BYTES), ("commondir", "packed-refs", MAX_PACKED_REFS_BYTES))
+
+
+def check_startup_files(gitdir: StrPath, commondir: StrPath) -> None:
+    """BrokenRepo when a file git reads on start is not a regular file within its bound (absent is fine)."""
+    dirs = {"gitdir": gitdir, "commondir": commondir}
+    for where, name, limit in _STARTUP_FILES:
+        try:
+            st = os.lstat(os.path.join(dirs[where], name))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise BrokenRepo(f"{name} is unreadable ({exc.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise BrokenRepo(f"{name} is not a regular file")
+        if st.st_size > limit:
+            raise BrokenRepo(f"{name} is larger than {limit} bytes")
 
 
 @dataclass(frozen=True)
@@ -43,63 +128,93 @@ class Head:
         return self.ref is None and self.sha is not None
 
 
-class BrokenRepo(Exception):
-    """The repository's own files are unreadable or malformed (a corrupt HEAD, for instance)."""
-
-
 def read_head(gitdir: StrPath, refs: dict[str, str]) -> Head:
-    head = os.path.join(gitdir, "HEAD")
-    text = read_text(head)
+    text = _text(os.path.join(gitdir, "HEAD"), "HEAD")
     if text is None:
-        raise BrokenRepo(f"{head} is missing")
+        raise BrokenRepo("HEAD is missing")
     text = text.strip()
     if text.startswith("ref:"):
         ref = text[4:].strip()
-        if not ref.startswith("refs/"):
-            raise BrokenRepo(f"HEAD points to an invalid ref {ref!r}")
+        if not ref.startswith("refs/") or any(ord(ch) < 32 for ch in ref):
+            raise BrokenRepo("HEAD points to an invalid ref")
         return Head(ref, refs.get(ref))
     if is_sha(text):
         return Head(None, text)
-    raise BrokenRepo(f"HEAD is not a ref or a commit id: {text[:60]!r}")
+    raise BrokenRepo("HEAD is not a ref or a commit id")
 
 
 def read_refs(commondir: StrPath) -> dict[str, str]:
     """All refs under refs/ (loose files override packed-refs), as {full name: sha}."""
     refs: dict[str, str] = {}
-    packed = read_text(os.path.join(commondir, "packed-refs"))
+    packed = read_file(os.path.join(commondir, "packed-refs"), MAX_PACKED_REFS_BYTES, "packed-refs")
     if packed:
-        for line in packed.splitlines():
+        for line in packed.decode("utf-8", "replace").splitlines():
             if not line or line[0] in "#^":
                 continue
             sha, _, name = line.partition(" ")
             if is_sha(sha) and name:
                 refs[name] = sha
     for name, path in _files_under(os.path.join(commondir, "refs"), "refs/"):
-        text = read_text(path)
+        text = _text(path, f"the ref {name}", whole=False)
         if text is not None and is_sha(text.strip()):
             refs[name] = text.strip()  # symbolic refs (refs/remotes/origin/HEAD) are not tips of their own
     return refs
 
 
-def read_config(commondir: StrPath) -> ConfigFile:
-    """The repository's own config file (where branch upstreams and remotes live).
+def _open_include(path: str) -> io.BytesIO:
+    """dulwich's opener for `include.path` files: the same bounded regular-file read (links are followed,
+    as git does for includes); a refused file is skipped like a missing one, as git skips missing ones."""
+    try:
+        data = read_file(path, MAX_CONFIG_BYTES, "an included config file", follow=True)
+    except BrokenRepo as exc:
+        raise OSError(str(exc)) from None
+    if data is None:
+        raise FileNotFoundError(path)
+    return io.BytesIO(data)
 
-    Most of a scan's Python time went to parsing configs that hold neither: those are skipped unparsed.
+
+def parse_config(data: bytes, config_dir: str | None = None, *, what: str = "config",
+                 includes: bool = True) -> ConfigFile:
+    """dulwich's parser over bytes already read safely; BrokenRepo (never the file's text) when malformed."""
+    try:
+        return ConfigFile.from_file(io.BytesIO(data), config_dir=config_dir, file_opener=_open_include,
+                                    expand_includes=includes)
+    except Exception:  # dulwich raises ValueError and friends, quoting the offending line
+        raise BrokenRepo(f"{what} is malformed") from None
+
+
+def read_config(commondir: StrPath) -> ConfigFile:
+    """The repository's own config file (branch upstreams, remotes, core.worktree), includes followed.
+
+    Most of a scan's Python time went to parsing configs that hold none of these: those are skipped unparsed.
     """
-    try:
-        with open(os.path.join(commondir, "config"), "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
+    data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
+    if not data:
         return ConfigFile()
-    except OSError as exc:
-        raise BrokenRepo(f"config is unreadable: {exc}") from exc
     lowered = data.lower()
-    if b"[branch" not in lowered and b"[remote" not in lowered and b"[include" not in lowered:
+    if not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
         return ConfigFile()
+    return parse_config(data, os.fspath(commondir))
+
+
+def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | None:
+    """The work tree `core.worktree` makes git use instead of the folder holding `.git`, or None.
+
+    In the shared config it applies to the main worktree only; `config.worktree` (with the worktreeConfig
+    extension) sets it per worktree. A relative value is relative to the git dir, as git reads it.
+    """
+    value = _cfg(cfg, (b"core",), b"worktree") if gitdir == commondir else None
     try:
-        return ConfigFile.from_file(io.BytesIO(data))
-    except Exception as exc:  # dulwich raises ValueError and friends on malformed files
-        raise BrokenRepo(f"config is unreadable: {exc}") from exc
+        per_worktree = cfg.get_boolean((b"extensions",), b"worktreeconfig", False)
+    except ValueError:
+        per_worktree = False
+    if per_worktree:
+        data = read_file(os.path.join(gitdir, "config.worktree"), MAX_CONFIG_BYTES, "config.worktree")
+        if data:
+            value = _cfg(parse_config(data, gitdir, what="config.worktree"), (b"core",), b"worktree") or value
+    if not value:
+        return None
+    return os.path.normpath(os.path.join(gitdir, value))
 
 
 def _cfg(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> str | None:
@@ -144,12 +259,59 @@ def upstream_ref(cfg: ConfigFile, branch: str) -> str | None:
     return None
 
 
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@]*):[^/@]*@", re.IGNORECASE)
+# Schemes whose bare user name (`ssh://git@host`) is a login, not a credential; elsewhere (`https://TOKEN@host`)
+# a user name alone is how tokens travel, so it is hidden.
+_LOGIN_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git", "git", "file"})
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+_QUERY_VALUE = re.compile(r"=[^&;#]*")
 
 
 def redact_url(url: str) -> str:
-    """Hide a password or token embedded in a remote URL (`https://user:secret@host` -> `user:***`)."""
-    return _USERINFO.sub(r"\1\2:***@", url)
+    """A remote URL with every credential it may carry hidden: a password (`user:***@`), a user name that is
+    a token (`https://***@host`), every query value (`?access_token=***`) and a fragment. Remote-helper
+    URLs (`helper::https://...`) are redacted inside; scp-like and local paths carry none and stay."""
+    helper, sep, inner = url.partition("::")
+    if sep and "/" not in helper and ":" not in helper:
+        return f"{helper}::{redact_url(inner)}"
+    match = _SCHEME.match(url)
+    if not match:
+        return url
+    scheme, rest = match.group(1).lower(), url[match.end():]
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i != -1), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    userinfo, at, host = authority.rpartition("@")
+    if at:
+        user, colon, _password = userinfo.partition(":")
+        if colon:
+            authority = f"{user if scheme in _LOGIN_SCHEMES else '***'}:***@{host}"
+        elif scheme not in _LOGIN_SCHEMES:
+            authority = f"***@{host}"
+    path, hash_, fragment = tail.partition("#")
+    path, query_mark, query = path.partition("?")
+    if query_mark:
+        path += "?" + _QUERY_VALUE.sub("=***", query)
+    if hash_:
+        path += "#***" if fragment else "#"
+    return match.group(0) + authority + path
+
+
+def _multivar(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> list[str]:
+    try:
+        return [redact_url(v.decode("utf-8", "replace")) for v in cfg.get_multivar(section, key)]
+    except KeyError:
+        return []
+
+
+def remotes(cfg: ConfigFile) -> list[dict]:
+    """Each remote of a config, by name: its fetch URLs and push URLs, redacted; `url` is the first one."""
+    rows = []
+    for section in cfg.sections():
+        if len(section) != 2 or section[0].lower() != b"remote":
+            continue
+        urls, push = (_multivar(cfg, section, key) for key in (b"url", b"pushurl"))
+        rows.append({"name": section[1].decode("utf-8", "replace"), "url": urls[0] if urls else None,
+                     "urls": urls, "push_urls": push})
+    return sorted(rows, key=lambda r: r["name"])
 
 
 def short_ref(ref: str) -> str:
@@ -171,7 +333,7 @@ class ReflogLine:
 
 # `<old> <new> <identity> <unix time> <tz>[\t<message>]`, one line each; the message and its tab may be absent.
 _REFLOG_LINE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-9a-f]{24})?) "
-                          rb"([^\n\t]*) (-?\d+) ([+-]\d{4})(?:\t([^\n]*))?$", re.M)
+                          rb"([^\n\t]*) (\d{1,12}) ([+-]\d{4})(?:\t([^\n]*))?$", re.M)
 
 
 def _oid(raw: bytes) -> str | None:
@@ -180,10 +342,41 @@ def _oid(raw: bytes) -> str | None:
 
 
 def parse_reflog(data: bytes) -> list[ReflogLine]:
-    """Parse reflog text tolerantly: message-less lines, zero oids and junk lines never raise."""
+    """Parse reflog text tolerantly: message-less lines, zero oids and junk lines (a time no clock can show
+    included) never raise; junk is skipped."""
     return [ReflogLine(_oid(old), _oid(new), who.decode("utf-8", "replace"), int(ts), tz.decode("ascii"),
                        (msg or b"").decode("utf-8", "replace"))
-            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data)]
+            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if int(ts) <= MAX_REFLOG_TIME]
+
+
+def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) -> tuple[bytes, int, bool]:
+    """The complete lines of a reflog from byte `offset` on, at most `limit` bytes of them: (lines, the offset
+    just past them, clipped). When more than `limit` bytes follow `offset`, the oldest are skipped (clipped)
+    and reading starts at the first line boundary within the newest `limit` bytes. A missing file is empty."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        return b"", 0, False
+    except OSError as exc:
+        raise BrokenRepo(f"a reflog is unreadable ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BrokenRepo("a reflog is not a regular file")
+        start = min(max(offset, 0), st.st_size)
+        clipped = st.st_size - start > limit
+        if clipped:
+            start = st.st_size - limit
+        data = os.pread(fd, limit, start)
+    except OSError as exc:
+        raise BrokenRepo(f"a reflog is unreadable ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if clipped:  # drop the partial line the window starts in (or, with no line break at all, everything)
+        skip = data.find(b"\n") + 1
+        data, start = (data[skip:], start + skip) if skip else (b"", start + len(data))
+    complete = data.rfind(b"\n") + 1
+    return data[:complete], start + complete, clipped
 
 
 def _files_under(base: str, prefix: str) -> list[tuple[str, str]]:
@@ -209,7 +402,7 @@ def reflog_files(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str]]:
     """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes."""
     files: list[tuple[str, str]] = []
     head = os.path.join(gitdir, "logs", "HEAD")
-    if os.path.isfile(head):
+    if is_regular(head):
         files.append(("HEAD", head))
     logs = os.path.join(commondir, "logs", "refs")
     files.extend(sorted(_files_under(os.path.join(logs, "heads"), "refs/heads/")))
@@ -224,7 +417,7 @@ def reflog_files(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str]]:
             names = []
         for name in names:
             path = os.path.join(wt_base, name, "logs", "HEAD")
-            if os.path.isfile(path):
+            if is_regular(path):
                 files.append((f"worktrees/{name}/HEAD", path))
     return files
 
@@ -246,13 +439,22 @@ def reflog_kind(message: str) -> str:
     return _KIND_PREFIXES[int(match.lastgroup[1:])][1] if match else "other"
 
 
+def _count(text: str | None) -> int | None:
+    """A small step count from a rebase file, or None for anything else (no 5,000-digit int parsing)."""
+    return int(text) if text and len(text) <= 9 and text.isascii() and text.isdigit() else None
+
+
 def operation(gitdir: StrPath) -> tuple[str | None, dict]:
     """The operation in progress in this worktree's git dir, with the details a person needs to finish it."""
     def exists(name: str) -> bool:
         return os.path.exists(os.path.join(gitdir, name))
 
     def first_line(name: str) -> str | None:
-        text = read_text(os.path.join(gitdir, name))
+        """A detail of the operation, or None when absent or refused (a FIFO MERGE_MSG is left unread)."""
+        try:
+            text = _text(os.path.join(gitdir, name), name, whole=False)
+        except BrokenRepo:
+            return None
         return text.strip().splitlines()[0] if text and text.strip() else None
 
     if exists("rebase-merge") or (exists("rebase-apply") and not exists("rebase-apply/applying")):
@@ -263,8 +465,8 @@ def operation(gitdir: StrPath) -> tuple[str | None, dict]:
         return "rebase", {
             "branch": short_ref(head_name) if head_name and head_name != "detached HEAD" else None,
             "onto": first_line(f"{base}/onto"),
-            "step": int(step) if step and step.isdigit() else None,
-            "total": int(total) if total and total.isdigit() else None,
+            "step": _count(step),
+            "total": _count(total),
             "stopped_at": first_line("REBASE_HEAD"),
         }
     if exists("rebase-apply"):
@@ -303,11 +505,12 @@ def linked_worktrees(commondir: StrPath) -> list[LinkedWorktree]:
         if not entry.is_dir(follow_symlinks=False):
             continue
         wt_gitdir = Path(entry.path)
-        pointer = read_text(wt_gitdir / "gitdir")
-        dotgit = Path(pointer.strip()) if pointer and pointer.strip() else None
+        pointer = _text(wt_gitdir / "gitdir", f"worktrees/{entry.name}/gitdir")
+        pointer = pointer.strip() if pointer and "\0" not in pointer else None
+        dotgit = Path(pointer) if pointer else None
         if dotgit is not None and not dotgit.is_absolute():
             dotgit = Path(os.path.normpath(wt_gitdir / dotgit))
-        lock_text = read_text(wt_gitdir / "locked")
+        lock_text = _text(wt_gitdir / "locked", f"worktrees/{entry.name}/locked", whole=False)
         locked = lock_text is not None
         prunable_reason = None
         if dotgit is None:

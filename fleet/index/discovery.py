@@ -1,8 +1,9 @@
 """Find git repositories under the fleet's roots.
 
-A walk with `os.scandir` that never follows symlinked folders, never descends into a `.git` directory or a
-bare repository, and skips dependency/build folders. Linked worktrees and submodules (`.git` *files*) are
-attached to the repository that owns them instead of being counted twice.
+A walk with `os.scandir` that never follows symlinked folders (a symlinked `.git` included), never descends
+into a `.git` directory or a bare repository, and skips dependency/build folders. Linked worktrees and
+submodules (`.git` *files*) are attached to the repository that owns them instead of being counted twice.
+A `.git` file may point anywhere: such a repository is still listed, and reading it checks its scope.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file
 
 DEFAULT_SKIP = (
     "node_modules", ".venv", "venv", ".tox", "vendor", "target", "dist", "build", ".cache",
@@ -30,13 +33,22 @@ class Found:
     root: str
 
 
-def read_gitfile(dotgit: Path) -> Path | None:
-    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile."""
+def _pointer(path: Path, what: str) -> str | None:
+    """The stripped text of a small pointer file, or None when it is missing, not a regular file or too big
+    (a FIFO or a link to /dev/zero must not stall or flood the walk)."""
     try:
-        text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        data = read_file(path, MAX_POINTER_BYTES, what)
+    except BrokenRepo:
         return None
-    if not text.startswith("gitdir:"):
+    return None if data is None else data.decode("utf-8", "replace").strip()
+
+
+def read_gitfile(dotgit: Path) -> Path | None:
+    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile.
+
+    Where it points is not checked here: scoping (fleet.repo.scope) decides whether that may be read."""
+    text = _pointer(dotgit, ".git file")
+    if not text or not text.startswith("gitdir:") or "\0" in text:
         return None
     target = Path(text[len("gitdir:"):].strip())
     if not target.is_absolute():
@@ -46,9 +58,8 @@ def read_gitfile(dotgit: Path) -> Path | None:
 
 def common_dir(gitdir: Path) -> Path:
     """The git dir holding shared refs/objects: `commondir` redirects linked worktrees to the main `.git`."""
-    try:
-        text = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+    text = _pointer(gitdir / "commondir", "commondir")
+    if not text or "\0" in text:
         return gitdir
     target = Path(text)
     if not target.is_absolute():

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
+from fleet.repo.scope import inside
 
 Progress = Callable[[int, int, str], None]
 CHUNK = 24  # repos a worker reads, then stores in one transaction
@@ -85,7 +86,7 @@ def scan(index: Index, roots: list[str] | None = None, progress: Progress | None
             progress(done, len(found), chunk[-1].path)
     present = {f.path for f in found}
     gone = [p for p in index.known_paths()
-            if any(_inside(p, r) for r in targets) and p not in present and not os.path.exists(p)]
+            if any(inside(p, r) for r in targets) and p not in present and not os.path.exists(p)]
     index.mark_gone(gone)
     return {
         "roots": targets, "missing_roots": missing_roots, "repos": len(found), "errors": errors,
@@ -144,10 +145,6 @@ def _worker_chunk(task: tuple[int, list[Found]]) -> tuple[int, list[dict]]:
 
 def _errors(items: list[tuple[Found, dict]]) -> list[dict]:
     return [{"path": item.path, "error": record["error"]} for item, record in items if record.get("error")]
-
-
-def _inside(path: str, root: str) -> bool:
-    return Path(path).is_relative_to(root)
 
 
 def found_for(path: str, root: str) -> Found | None:

@@ -220,15 +220,12 @@ class Index:
                 continue
             offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
             try:
-                with open(path, "rb") as fh:
-                    fh.seek(offset)
-                    data = fh.read()
-            except OSError:
+                data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
+            except gitfiles.BrokenRepo:
                 continue
-            complete = data.rfind(b"\n") + 1
             rows.extend((repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
-                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data[:complete]))
-            files.append((repo_id, ref, inode, offset + complete))
+                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data))
+            files.append((repo_id, ref, inode, end))
         if rows:
             conn.executemany(
                 "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"

@@ -2,7 +2,9 @@
 
 Agents hand us paths; a path that leaves the repository (absolute, `..`, a symlink pointing elsewhere),
 reaches into `.git`, or carries control characters git would quote or split on must be refused before any
-file is read or any patch text is written. Every check here raises `FleetError("BAD_PATH", ...)`.
+file is read or any patch text is written. The lexical rule is fleet.repo.scope.check_rel_path (one rule
+for every repo-relative path); here the work tree is resolved and walked. Every check raises
+`FleetError("BAD_PATH", ...)`.
 """
 
 from __future__ import annotations
@@ -12,29 +14,7 @@ from pathlib import Path
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError, git_out
-
-MAX_PATH_CHARS = 4096
-
-
-def check_rel_path(path: object, field: str = "path") -> str:
-    """Return `path` if it is a clean repo-relative POSIX path, else raise BAD_PATH naming the problem."""
-    if not isinstance(path, str) or not path:
-        raise FleetError("BAD_PATH", f"{field} must be a non-empty string")
-    if len(path) > MAX_PATH_CHARS:
-        raise FleetError("BAD_PATH", f"{field} is longer than {MAX_PATH_CHARS} characters")
-    bad = sorted({ch for ch in path if ord(ch) < 32 or ord(ch) == 127})
-    if bad:
-        names = ", ".join(repr(ch) for ch in bad)
-        raise FleetError("BAD_PATH", f"{field} {path!r} contains control characters ({names})")
-    if path.startswith("/"):
-        raise FleetError("BAD_PATH", f"{field} {path!r} is absolute; give a path relative to the repo root")
-    parts = path.split("/")
-    for part in parts:
-        if part in ("", ".", ".."):
-            raise FleetError("BAD_PATH", f"{field} {path!r} has an empty, '.' or '..' component")
-        if part.lower() == ".git":
-            raise FleetError("BAD_PATH", f"{field} {path!r} points into a .git directory")
-    return path
+from fleet.repo.scope import check_rel_path, inside
 
 
 def work_tree_root(repo: object) -> Path:
@@ -62,7 +42,7 @@ def resolve_in_repo(root: Path, path: str, field: str = "path") -> Path:
     A symlink anywhere in the path would make us read (or git write) somewhere other than the path the patch
     names, and outside the repository when it points there, so both are refused with the link named.
     """
-    check_rel_path(path, field)
+    path = check_rel_path(path, field)
     current = root
     parts = path.split("/")
     for depth, part in enumerate(parts, start=1):
@@ -70,7 +50,7 @@ def resolve_in_repo(root: Path, path: str, field: str = "path") -> Path:
         if current.is_symlink():
             shown = "/".join(parts[:depth])
             target = os.path.realpath(current)
-            where = "outside the repository" if not _inside(root, Path(target)) else "inside the repository"
+            where = "inside the repository" if inside(target, root) else "outside the repository"
             raise FleetError("BAD_PATH", f"{field} {path!r} goes through the symlink {shown!r} "
                                          f"({where}); symlinks are not followed")
         if not current.exists():
@@ -78,11 +58,3 @@ def resolve_in_repo(root: Path, path: str, field: str = "path") -> Path:
         if depth < len(parts) and not current.is_dir():
             raise FleetError("BAD_PATH", f"{field} {path!r}: {'/'.join(parts[:depth])!r} is not a directory")
     return root / path
-
-
-def _inside(root: Path, target: Path) -> bool:
-    try:
-        target.relative_to(root)
-    except ValueError:
-        return False
-    return True

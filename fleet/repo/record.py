@@ -12,6 +12,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import logging
+
 from dulwich.config import ConfigFile, parse_submodules
 
 from fleet.git import files as gitfiles
@@ -20,6 +22,9 @@ from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
+from fleet.repo.scope import OutOfScope, dirs_escape, inside, work_tree_escape
+
+log = logging.getLogger(__name__)
 
 MAX_ACTIVITY_STATS = 64
 
@@ -38,20 +43,34 @@ def read_repo(found: Found) -> dict:
     }
     try:
         record.update(_read(found))
-    except (BrokenRepo, GitError, OSError, ValueError) as exc:
+    except OutOfScope as exc:
+        record["error"] = str(exc)
+        record["reflog_files"] = []  # nor is its history read: those reflogs lie outside the roots
+    except (BrokenRepo, GitError, OSError) as exc:
         if not os.path.exists(found.gitdir):
             record["error"] = "the repository vanished while it was being read"
             record["vanished"] = True
         else:
             record["error"] = str(exc) or exc.__class__.__name__
+    except Exception as exc:  # a bad repository is that repository's error, never the end of a scan
+        log.exception("reading %s failed", found.path)
+        record["error"] = f"fleetdeck could not read this repository ({exc.__class__.__name__})"
     return record
 
 
 def _read(found: Found) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
+    roots = [found.root]
+    escape = dirs_escape(found, roots)  # before any file in those dirs is read
+    if escape:
+        raise OutOfScope(escape)
     refs = gitfiles.read_refs(commondir)
     head = gitfiles.read_head(gitdir, refs)
     cfg = gitfiles.read_config(commondir)
+    escape = work_tree_escape(found, cfg, roots)
+    if escape:
+        raise OutOfScope(escape)
+    stashes = read_stashes(commondir)  # before git status, which reads the stash log too
     status = None if found.bare else read_status(found.path)
     if status is not None:
         head_sha = status.oid
@@ -69,7 +88,6 @@ def _read(found: Found) -> dict:
     prediction = None
     if ahead and behind and current and current["upstream_ref"]:
         prediction = predict_merge(found.path, commondir, "HEAD", current["upstream_ref"])
-    stashes = read_stashes(commondir)
     reflogs = reflog_stats(gitdir, commondir)
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
@@ -91,9 +109,9 @@ def _read(found: Found) -> dict:
         "operation_detail": op_detail or None,
         "predicted_conflicts": prediction,
         "branches": branches,
-        "worktrees": [] if found.gitdir != found.commondir else _worktrees(commondir, refs),
+        "worktrees": [] if found.gitdir != found.commondir else linked_worktrees(commondir, refs, with_status=True),
         "submodules": [] if found.bare else read_submodules(found.path, commondir),
-        "remotes": _remotes(cfg),
+        "remotes": gitfiles.remotes(cfg),
         "last_activity": iso(_last_activity(found.path, status, _ref_movement_time(gitdir, commondir, reflogs))),
         "reflog_files": reflogs,
     }
@@ -130,6 +148,14 @@ def _branches(path: str, refs: dict[str, str], cfg: ConfigFile, current: str | N
     return rows
 
 
+def parse_track(value: str) -> tuple[int, int, bool]:
+    """(ahead, behind, gone) from git's `%(upstream:track,nobracket)`: '', 'gone', 'ahead 1, behind 2'."""
+    if value == "gone":
+        return 0, 0, True
+    counts = dict(part.split(" ", 1) for part in value.split(", ") if " " in part)
+    return int(counts.get("ahead", 0)), int(counts.get("behind", 0)), False
+
+
 def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
     out = run_git(path, ["for-each-ref", "--format=%(refname)%00%(upstream:track,nobracket)", "refs/heads/"]).stdout
     track = {}
@@ -139,16 +165,10 @@ def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
     for row in rows:
         if row["upstream_ref"] is None or row["upstream_gone"] or row["ahead"] is not None:
             continue
-        value = track.get(row["name"], "")
-        if value == "gone":
+        ahead, behind, gone = parse_track(track.get(row["name"], ""))
+        if gone:
             row["upstream_gone"] = True
             continue
-        ahead = behind = 0
-        for part in value.split(", "):
-            if part.startswith("ahead "):
-                ahead = int(part[6:])
-            elif part.startswith("behind "):
-                behind = int(part[7:])
         row["ahead"], row["behind"] = ahead, behind
 
 
@@ -164,15 +184,12 @@ def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str) -> dict
 
 
 def read_stashes(commondir: StrPath) -> list[dict]:
-    """Stash entries, newest first (stash@{0}), from the stash reflog."""
-    try:
-        with open(os.path.join(commondir, "logs", "refs", "stash"), "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return []
+    """Stash entries, newest first (`stash@{0}`), from the stash reflog: the one reader behind the index
+    record, `repo.refs` and `stash.list`. `at` is ISO 8601 UTC."""
+    data, _, _ = gitfiles.read_reflog(os.path.join(commondir, "logs", "refs", "stash"))
     lines = gitfiles.parse_reflog(data)
-    return [{"index": i, "sha": line.new_sha, "message": line.message, "at": iso(line.at)}
-            for i, line in enumerate(reversed(lines))]
+    return [{"index": i, "selector": f"stash@{{{i}}}", "sha": line.new_sha, "message": line.message,
+             "at": iso(line.at)} for i, line in enumerate(reversed(lines))]
 
 
 def reflog_stats(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str, int, int, float]]:
@@ -214,7 +231,25 @@ def _last_activity(path: str, status: Status | None, reflog_time: float | None) 
     return newest
 
 
-def _worktrees(commondir: StrPath, refs: dict[str, str]) -> list[dict]:
+def _branch_of(ref: str | None) -> str | None:
+    """The branch `git worktree list` names: `refs/heads/` dropped, any other ref kept whole."""
+    if ref is None:
+        return None
+    return ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
+
+
+def _points_back(wt: gitfiles.LinkedWorktree) -> bool:
+    """True when the worktree folder's `.git` file names this worktree's git dir: only then does git run in
+    that folder read this repository (a pointer file can name any folder on the machine)."""
+    target = read_gitfile(wt.path / ".git")
+    return target is not None and os.path.realpath(target) == os.path.realpath(wt.gitdir)
+
+
+def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: bool) -> list[dict]:
+    """The linked worktrees of a repository, one row shape for the index record and `worktree.list`.
+
+    `with_status` adds working-tree counts (a `git status` each, only in a folder that belongs to this repo).
+    """
     rows = []
     for wt in gitfiles.linked_worktrees(commondir):
         try:
@@ -222,36 +257,57 @@ def _worktrees(commondir: StrPath, refs: dict[str, str]) -> list[dict]:
         except BrokenRepo:
             head = gitfiles.Head(None, None)
         row = {
-            "path": str(wt.path), "id": wt.id,
-            "branch": short_ref(head.ref) if head.ref else None,
-            "head": head.sha, "detached": head.detached,
+            "path": str(wt.path), "id": wt.id, "branch": _branch_of(head.ref), "head": head.sha,
+            "detached": head.detached, "bare": False, "is_main": False,
             "locked": wt.locked, "lock_reason": wt.lock_reason,
             "prunable": wt.prunable, "prunable_reason": wt.prunable_reason if wt.prunable else None,
             "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
             "operation": gitfiles.operation(wt.gitdir)[0], "error": None,
         }
-        if wt.path.is_dir() and not wt.prunable:
-            try:
-                st = read_status(wt.path)
-                row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked,
-                           conflicted=st.conflicted, head=st.oid)
-            except GitError as exc:
-                row["error"] = exc.message
+        if with_status and wt.path.is_dir() and not wt.prunable:
+            if not _points_back(wt):
+                row["error"] = "its .git file does not point back to this repository"
+            else:
+                try:
+                    st = read_status(wt.path)
+                    row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked,
+                               conflicted=st.conflicted, head=st.oid)
+                except GitError as exc:
+                    row["error"] = exc.message
         rows.append(row)
     return rows
 
 
+def main_worktree(found: Found, refs: dict[str, str], cfg: ConfigFile) -> dict:
+    """The main worktree's row, as `git worktree list` computes it from any worktree of the repository."""
+    path = os.path.realpath(found.commondir)
+    bare = found.bare or cfg.get_boolean((b"core",), b"bare", False) is True
+    for suffix in ("/.git/.", "/.git"):
+        if path.endswith(suffix):
+            path = path[:-len(suffix)]
+            break
+    else:
+        bare = bare or found.gitdir == found.commondir
+    head = gitfiles.Head(None, None) if bare else gitfiles.read_head(found.commondir, refs)
+    return {"path": path, "id": None, "branch": _branch_of(head.ref), "head": head.sha, "detached": head.detached,
+            "bare": bare, "is_main": True, "locked": False, "lock_reason": None, "prunable": False,
+            "prunable_reason": None, "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
+            "operation": None, "error": None}
+
+
 def read_submodules(path: str, commondir: StrPath) -> list[dict]:
     gitmodules = os.path.join(path, ".gitmodules")
-    if not os.path.isfile(gitmodules):
+    if not os.path.lexists(gitmodules):
         return []
-    try:
-        entries = list(parse_submodules(ConfigFile.from_path(gitmodules)))
-    except Exception as exc:  # a malformed .gitmodules must not fail the whole repo
+    try:  # git never follows include.path in .gitmodules: neither does this
+        data = gitfiles.read_file(gitmodules, gitfiles.MAX_CONFIG_BYTES, ".gitmodules")
+        entries = list(parse_submodules(gitfiles.parse_config(data or b"", what=".gitmodules", includes=False)))
+    except (BrokenRepo, KeyError) as exc:  # a bad .gitmodules must not fail the whole repo
+        why = str(exc) if isinstance(exc, BrokenRepo) else ".gitmodules names a submodule without path or url"
         return [{"path": ".gitmodules", "name": None, "url": None, "recorded": None, "checked_out": None,
-                 "state": "error", "error": f"unreadable .gitmodules: {exc}"}]
-    subs = [(p.decode("utf-8", "replace"), u.decode("utf-8", "replace"), n.decode("utf-8", "replace"))
-            for p, u, n in entries]
+                 "state": "error", "error": why}]
+    subs = [(p.decode("utf-8", "replace"), gitfiles.redact_url(u.decode("utf-8", "replace")),
+             n.decode("utf-8", "replace")) for p, u, n in entries if b"\0" not in p]  # no NUL in a git path
     recorded: dict[str, str] = {}
     conflicted: set[str] = set()
     if subs:
@@ -268,7 +324,7 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
                 recorded[rel] = sha
     rows = []
     for sub_path, url, name in subs:
-        checked_out = _submodule_head(Path(path) / sub_path)
+        checked_out, error = _submodule_head(Path(path) / sub_path, (path, os.fspath(commondir)))
         if sub_path in conflicted:
             state = "conflict"
         elif checked_out is None:
@@ -278,33 +334,25 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
         else:
             state = "clean"
         rows.append({"path": sub_path, "name": name, "url": url, "recorded": recorded.get(sub_path),
-                     "checked_out": checked_out, "state": state})
+                     "checked_out": checked_out, "state": state, "error": error})
     return rows
 
 
-def _submodule_head(folder: Path) -> str | None:
+def _submodule_head(folder: Path, homes: tuple[str, str]) -> tuple[str | None, str | None]:
+    """(checked-out commit, error) of a submodule folder. Its git dir must lie in the superproject (its work
+    tree or `.git/modules/`, where git puts it): a `.git` link elsewhere is not followed."""
     dotgit = folder / ".git"
     if dotgit.is_file():
         gitdir = read_gitfile(dotgit)
     elif dotgit.is_dir():
         gitdir = dotgit
     else:
-        return None
+        return None, None
     if gitdir is None or not gitdir.is_dir():
-        return None
+        return None, None
+    if not any(inside(os.path.realpath(gitdir), os.path.realpath(home)) for home in homes):
+        return None, "its git dir lies outside the superproject: not read"
     try:
-        return gitfiles.read_head(gitdir, gitfiles.read_refs(common_dir(gitdir))).sha
+        return gitfiles.read_head(gitdir, gitfiles.read_refs(common_dir(gitdir))).sha, None
     except BrokenRepo:
-        return None
-
-
-def _remotes(cfg: ConfigFile) -> list[dict]:
-    rows = []
-    for section in cfg.sections():
-        if len(section) == 2 and section[0] == b"remote":
-            try:
-                url = gitfiles.redact_url(cfg.get(section, b"url").decode("utf-8", "replace"))
-            except KeyError:
-                url = None
-            rows.append({"name": section[1].decode("utf-8", "replace"), "url": url})
-    return rows
+        return None, None

@@ -12,11 +12,10 @@ from typing import Any
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.git.files import parse_reflog, redact_url
+from fleet.git import files as gitfiles
 from fleet.git.read import git_dirs, out, text
-from fleet.repo.scope import check_rev
-
-REFLOG_READ_LIMIT = 32 * 1024 * 1024
+from fleet.repo.record import parse_track, read_stashes
+from fleet.repo.scope import check_rev, inside
 
 
 def _reflog_file(path: str, ref: str) -> tuple[str, str]:
@@ -32,26 +31,18 @@ def _reflog_file(path: str, ref: str) -> tuple[str, str]:
         raise FleetError("NOT_FOUND", f"{ref!r} is not a branch, tag or other named ref with a reflog")
     logs = os.path.realpath(os.path.join(common, "logs"))
     file = os.path.realpath(os.path.join(logs, full))
-    if os.path.commonpath([file, logs]) != logs:
+    if not inside(file, logs):
         raise FleetError("BAD_REF", f"{ref!r} resolves outside the reflog directory")
     return full, file
 
 
 def _read_reflog(file: str) -> tuple[list[dict[str, Any]], int, bool]:
-    """Entries newest first, unreadable line count, and whether the file was too big to read whole."""
+    """Entries newest first, unreadable line count, and whether the oldest were clipped (file too big)."""
     try:
-        with open(file, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            clipped = size > REFLOG_READ_LIMIT
-            fh.seek(max(0, size - REFLOG_READ_LIMIT))
-            data = fh.read()
-    except FileNotFoundError:
-        return [], 0, False
-    except OSError as exc:
-        raise FleetError("GIT_FAILED", f"cannot read reflog: {exc.strerror}") from exc
-    if clipped:
-        data = data[data.find(b"\n") + 1:]
-    lines = parse_reflog(data)
+        data, _, clipped = gitfiles.read_reflog(file)
+    except gitfiles.BrokenRepo as exc:
+        raise FleetError("GIT_FAILED", f"cannot read reflog: {exc}") from None
+    lines = gitfiles.parse_reflog(data)
     bad = sum(1 for line in data.split(b"\n") if line) - len(lines)
     entries = [{"old_sha": e.old_sha, "new_sha": e.new_sha, "identity": e.identity, "at": e.at, "tz": e.tz,
                 "message": e.message} for e in reversed(lines)]
@@ -78,32 +69,21 @@ _REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(
                "%(creatordate:unix)%00%(contents:subject)")
 
 
-def _track(value: str) -> tuple[int, int, bool]:
-    """(ahead, behind, gone) from `%(upstream:track,nobracket)`: '', 'gone', 'ahead 1, behind 2'."""
-    if value == "gone":
-        return 0, 0, True
-    counts = dict(part.split(" ") for part in value.split(", ") if part)
-    return int(counts.get("ahead", 0)), int(counts.get("behind", 0)), False
-
-
 def _remotes(path: str) -> list[dict[str, Any]]:
-    data = out(path, ["config", "-z", "--get-regexp", r"^remote\..*\.(url|pushurl)$"], ok_codes=(0, 1))
-    remotes: dict[str, dict[str, Any]] = {}
-    for record in data.split(b"\0"):
-        if not record:
-            continue
-        key, _, value = text(record).partition("\n")
-        name, kind = key[len("remote."):].rsplit(".", 1)
-        entry = remotes.setdefault(name, {"name": name, "urls": [], "push_urls": []})
-        entry["urls" if kind == "url" else "push_urls"].append(redact_url(value))
-    return [remotes[name] for name in sorted(remotes)]
+    """The repository's remotes from its own config (includes followed), read as the index record reads them."""
+    _, common = git_dirs(path)
+    try:
+        return gitfiles.remotes(gitfiles.read_config(common))
+    except gitfiles.BrokenRepo as exc:
+        raise FleetError("GIT_FAILED", str(exc)) from None
 
 
 def _stashes(path: str) -> list[dict[str, Any]]:
     _, common = git_dirs(path)
-    entries, _, _ = _read_reflog(os.path.join(common, "logs", "refs", "stash"))
-    return [{"index": n, "selector": f"stash@{{{n}}}", "sha": e["new_sha"], "message": e["message"],
-             "at": e["at"]} for n, e in enumerate(entries)]
+    try:
+        return read_stashes(common)
+    except gitfiles.BrokenRepo as exc:
+        raise FleetError("GIT_FAILED", f"cannot read the stash list: {exc}") from None
 
 
 def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
@@ -118,7 +98,7 @@ def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
          subject) = (text(f) for f in line.split(b"\0"))
         when = int(date) if date else None
         if refname.startswith("refs/heads/"):
-            ahead, behind, gone = _track(track)
+            ahead, behind, gone = parse_track(track)
             has_upstream = bool(upstream) and not gone
             lists["branches"].append({
                 "name": refname[len("refs/heads/"):], "ref": refname, "sha": sha, "current": head == "*",

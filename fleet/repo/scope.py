@@ -2,24 +2,81 @@
 
 Everything an agent passes is untrusted: a repo argument must resolve (symlinks included) to a directory
 inside a fleet root, a file argument must stay inside its repo, and a revision must never be readable by
-git as an option (`--output=...` turns a read into a write).
+git as an option (`--output=...` turns a read into a write). A repository is in scope only when everything
+git would read for it lies inside the roots too: its git dir, its common dir (a `.git` file or a linked
+worktree may point anywhere) and the work tree `core.worktree` makes git use.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from dulwich.config import ConfigFile
 
 from fleet.errors import FleetError
+from fleet.git import files as gitfiles
 from fleet.git.run import check_ref
 
+if TYPE_CHECKING:
+    from fleet.index.discovery import Found
 
-def _inside(child: str, parent: str) -> bool:
-    """Component-wise containment, so `/a/bc` is not inside `/a/b`."""
+MAX_PATH_CHARS = 4096
+
+
+class OutOfScope(gitfiles.BrokenRepo):
+    """Git would read this repository (its git dir, common dir or work tree) outside the fleet roots."""
+
+
+def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether `path` is `folder` or lies below it, component-wise (`/a/bc` is not inside `/a/b`).
+
+    Lexical: callers pass canonical paths (os.path.realpath) when symlinks must not count.
+    """
     try:
-        return os.path.commonpath([child, parent]) == parent
-    except ValueError:
+        folder = os.fspath(folder)
+        return os.path.commonpath([os.fspath(path), folder]) == os.path.normpath(folder)
+    except ValueError:  # one relative and one absolute, or different drives
         return False
+
+
+def root_of(path: str, roots: list[str]) -> str | None:
+    """The innermost of `roots` (resolved) that holds `path` (already resolved), or None."""
+    holding = [r for r in (os.path.realpath(x) for x in roots) if inside(path, r)]
+    return max(holding, key=len) if holding else None
+
+
+def dirs_escape(found: Found, roots: list[str]) -> str | None:
+    """Why git would read this repository's git dir or common dir outside `roots`, or None."""
+    for what, folder in (("git dir", found.gitdir), ("common git dir", found.commondir)):
+        if root_of(os.path.realpath(folder), roots) is None:
+            return f"its {what} lies outside the fleet roots: not read"
+    return None
+
+
+def work_tree_escape(found: Found, cfg: ConfigFile, roots: list[str]) -> str | None:
+    """Why git would use a work tree outside `roots` for this repository (`core.worktree`), or None."""
+    if found.bare:
+        return None
+    work_tree = gitfiles.configured_work_tree(cfg, found.gitdir, found.commondir)
+    if work_tree is not None and root_of(os.path.realpath(work_tree), roots) is None:
+        return "its core.worktree lies outside the fleet roots: not read"
+    return None
+
+
+def check_in_scope(found: Found, roots: list[str]) -> Found:
+    """`found` when git run in it reads nothing outside `roots`; REPO_NOT_IN_FLEET saying why otherwise, and
+    GIT_FAILED when a file git opens first would stall or flood it (a FIFO or a huge HEAD, config...)."""
+    why = dirs_escape(found, roots)
+    if why is None:
+        try:
+            gitfiles.check_startup_files(found.gitdir, found.commondir)
+            why = work_tree_escape(found, gitfiles.read_config(found.commondir), roots)
+        except gitfiles.BrokenRepo as exc:
+            raise FleetError("GIT_FAILED", f"{found.path}: {exc}; git cannot safely read this repository") from None
+    if why:
+        raise FleetError("REPO_NOT_IN_FLEET", f"{found.path}: {why}")
+    return found
 
 
 def _has_control(value: str) -> bool:
@@ -47,43 +104,45 @@ def resolve_repo_path(arg: str, roots: list[str], known_paths: dict[str, str]) -
     real = os.path.realpath(candidate)
     if not os.path.isdir(real):
         raise FleetError("BAD_PATH", f"{arg!r} is not a directory")
-    for root in roots:
-        if _inside(real, os.path.realpath(root)):
-            return real
-    raise FleetError("REPO_NOT_IN_FLEET", f"{arg!r} is not inside any fleet root")
+    if root_of(real, roots) is None:
+        raise FleetError("REPO_NOT_IN_FLEET", f"{arg!r} is not inside any fleet root")
+    return real
 
 
-def check_rel_path(rel: str, field: str = "path") -> str:
-    """A repo-relative path (or pathspec) that cannot escape: not absolute, no `..`, no control chars.
+def check_rel_path(path: object, field: str = "path") -> str:
+    """`path` when it is a clean repo-relative POSIX path as git prints one; BAD_PATH naming the problem.
 
-    Returns it normalised to forward slashes without `.` components or a trailing slash.
+    The one rule for every path an agent names inside a repo (file arguments, path filters, patch paths):
+    non-empty, at most 4096 characters, no control characters, not absolute, no empty, `.` or `..`
+    component, and no `.git` component in any case (`.GIT` is the same folder on a case-insensitive disk).
+    Any other byte git allows in a name (spaces, backslashes, quotes) is fine: paths reach git literally.
     """
-    if not isinstance(rel, str) or not rel:
+    if not isinstance(path, str) or not path:
         raise FleetError("BAD_PATH", f"{field} must be a non-empty string")
-    if _has_control(rel):
-        raise FleetError("BAD_PATH", f"{field} contains control characters")
-    if len(rel) > 4096:
-        raise FleetError("BAD_PATH", f"{field} is longer than 4096 characters")
-    if rel.startswith("/") or os.path.isabs(rel) or "\\" in rel:
-        raise FleetError("BAD_PATH", f"{field} must be relative to the repo, without backslashes")
-    parts = [p for p in PurePosixPath(rel).parts if p != "."]
-    if ".." in parts:
-        raise FleetError("BAD_PATH", f"{field} must not contain '..'")
-    if parts and parts[0] == ".git":
-        raise FleetError("BAD_PATH", f"{field} must not point into .git")
-    if not parts:
-        raise FleetError("BAD_PATH", f"{field} names the repo itself, not a path inside it")
-    return "/".join(parts)
+    if len(path) > MAX_PATH_CHARS:
+        raise FleetError("BAD_PATH", f"{field} is longer than {MAX_PATH_CHARS} characters")
+    bad = sorted({ch for ch in path if ord(ch) < 32 or ord(ch) == 127})
+    if bad:
+        names = ", ".join(repr(ch) for ch in bad)
+        raise FleetError("BAD_PATH", f"{field} {path!r} contains control characters ({names})")
+    if path.startswith("/"):
+        raise FleetError("BAD_PATH", f"{field} {path!r} is absolute; give a path relative to the repo root")
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            raise FleetError("BAD_PATH", f"{field} {path!r} has an empty, '.' or '..' component")
+        if part.lower() == ".git":
+            raise FleetError("BAD_PATH", f"{field} {path!r} points into a .git directory")
+    return path
 
 
 def resolve_file_in_repo(repo_path: str, rel: str) -> str:
     """`rel` checked lexically and, for the parts that exist on disk, after resolving symlinks.
 
-    The file itself need not exist (it may exist only at some revision); returns the normalised relative path.
+    The file itself need not exist (it may exist only at some revision); returns it unchanged.
     """
     clean = check_rel_path(rel)
     root = os.path.realpath(repo_path)
-    if not _inside(os.path.realpath(os.path.join(root, clean)), root):
+    if not inside(os.path.realpath(os.path.join(root, clean)), root):
         raise FleetError("BAD_PATH", f"{rel!r} leaves the repo through a symlink")
     return clean
 

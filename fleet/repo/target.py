@@ -3,7 +3,8 @@
 Scoping is always on: the path is canonicalised (symlinks resolved) and must lie component-wise inside a
 saved root (fleet.repo.scope). It then names the repository that contains it, found the way git finds one (the
 nearest `.git` or bare repo at or above it) but never above the root, so a linked worktree or a
-subdirectory of a repo works while a folder that is no repository is refused.
+subdirectory of a repo works while a folder that is no repository is refused. That repository's git dir,
+common dir and `core.worktree` must lie inside the roots too, or git would read outside them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,7 @@ from fleet.index.discovery import Found
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.index.scan import found_for
-from fleet.repo.scope import resolve_repo_path
-
-
-def _root_of(path: str, roots: list[str]) -> str | None:
-    inside = [r for r in (os.path.realpath(x) for x in roots)
-              if os.path.commonpath([path, r]) == r]
-    return max(inside, key=len) if inside else None
+from fleet.repo.scope import check_in_scope, resolve_repo_path, root_of
 
 
 def resolve_target(index: Index, repo: str) -> Found:
@@ -31,12 +26,12 @@ def resolve_target(index: Index, repo: str) -> Found:
     named = index.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
                                   (repo,)).fetchone() if isinstance(repo, str) else None
     real = resolve_repo_path(repo, roots, {repo: named[0]} if named else {})
-    root = _root_of(real, roots)
+    root = root_of(real, roots)
     folder = real
     while True:
         found = found_for(folder, root)
         if found is not None:
-            return found
+            return check_in_scope(found, roots)
         if folder == root:
             break
         folder = os.path.dirname(folder)
@@ -52,6 +47,6 @@ def scoped_patch_file(index: Index, patch_file: str) -> str:
     if not isinstance(patch_file, str) or not os.path.isabs(patch_file) or "\0" in patch_file:
         raise FleetError("BAD_PATH", "patch_file must be an absolute path")
     folder = os.path.realpath(os.path.dirname(patch_file))
-    if _root_of(folder, index.roots()) is None:
+    if root_of(folder, index.roots()) is None:
         raise FleetError("BAD_PATH", f"patch_file {patch_file!r} is not inside a fleet root")
     return os.path.join(folder, os.path.basename(patch_file))

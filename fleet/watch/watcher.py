@@ -43,6 +43,7 @@ from fleet.index.discovery import Found, common_dir
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
+from fleet.repo.scope import inside
 from fleet.index.scan import discover_all, refresh_repo
 
 log = logging.getLogger("fleetdeck.watcher")
@@ -487,7 +488,7 @@ class Watcher:
         """(path, gitdir) of the repos in scope that are not gone."""
         roots = self._roots()
         return [(p, g) for p, g in index.conn.execute("select path, gitdir from repos where gone = 0")
-                if any(Path(p).is_relative_to(r) for r in roots)]
+                if any(inside(p, r) for r in roots)]
 
     async def _sweep_active(self) -> None:
         """Re-read the most recently active repos (working-tree edits never touch .git); the cap keeps a
