@@ -214,6 +214,8 @@ def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | 
             value = _cfg(parse_config(data, gitdir, what="config.worktree"), (b"core",), b"worktree") or value
     if not value:
         return None
+    if "\0" in value:
+        raise BrokenRepo("core.worktree is not a valid path")
     return os.path.normpath(os.path.join(gitdir, value))
 
 
@@ -515,7 +517,7 @@ def linked_worktrees(commondir: StrPath) -> list[LinkedWorktree]:
         prunable_reason = None
         if dotgit is None:
             prunable_reason = "gitdir file points to non-existent location"
-        elif not locked and not dotgit.exists():
+        elif not locked and not os.path.exists(dotgit):
             prunable_reason = "gitdir file points to non-existent location"
         result.append(LinkedWorktree(
             id=entry.name, gitdir=wt_gitdir, path=dotgit.parent if dotgit else wt_gitdir,

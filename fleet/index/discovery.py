@@ -44,7 +44,8 @@ def _pointer(path: Path, what: str) -> str | None:
 
 
 def read_gitfile(dotgit: Path) -> Path | None:
-    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile.
+    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile or names
+    no directory.
 
     Where it points is not checked here: scoping (fleet.repo.scope) decides whether that may be read."""
     text = _pointer(dotgit, ".git file")
@@ -53,7 +54,8 @@ def read_gitfile(dotgit: Path) -> Path | None:
     target = Path(text[len("gitdir:"):].strip())
     if not target.is_absolute():
         target = dotgit.parent / target
-    return Path(os.path.normpath(target))
+    target = Path(os.path.normpath(target))
+    return target if os.path.isdir(target) else None  # os.path: a name too long is False, not an error
 
 
 def common_dir(gitdir: Path) -> Path:
@@ -64,7 +66,8 @@ def common_dir(gitdir: Path) -> Path:
     target = Path(text)
     if not target.is_absolute():
         target = gitdir / target
-    return Path(os.path.normpath(target))
+    target = Path(os.path.normpath(target))
+    return target if os.path.isdir(target) else gitdir
 
 
 def is_bare_repo(path: Path) -> bool:
@@ -114,7 +117,7 @@ def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_
                     yield item
                 elif entry.is_file(follow_symlinks=False):
                     gitdir = read_gitfile(dotgit)
-                    if gitdir is not None and gitdir.is_dir():
+                    if gitdir is not None:
                         gitfile_repos.append(Found(str(folder), str(gitdir), str(common_dir(gitdir)), False,
                                                    str(root_path)))
                 continue

@@ -22,7 +22,8 @@ from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
-from fleet.repo.scope import OutOfScope, dirs_escape, inside, work_tree_escape
+from fleet.errors import FleetError
+from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
             "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
             "operation": gitfiles.operation(wt.gitdir)[0], "error": None,
         }
-        if with_status and wt.path.is_dir() and not wt.prunable:
+        if with_status and os.path.isdir(wt.path) and not wt.prunable:
             if not _points_back(wt):
                 row["error"] = "its .git file does not point back to this repository"
             else:
@@ -306,8 +307,11 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
         why = str(exc) if isinstance(exc, BrokenRepo) else ".gitmodules names a submodule without path or url"
         return [{"path": ".gitmodules", "name": None, "url": None, "recorded": None, "checked_out": None,
                  "state": "error", "error": why}]
-    subs = [(p.decode("utf-8", "replace"), gitfiles.redact_url(u.decode("utf-8", "replace")),
-             n.decode("utf-8", "replace")) for p, u, n in entries if b"\0" not in p]  # no NUL in a git path
+    subs, bad = [], []
+    for raw_path, url, name in entries:
+        row = (raw_path.decode("utf-8", "replace"), gitfiles.redact_url(url.decode("utf-8", "replace")),
+               name.decode("utf-8", "replace"))
+        (subs if _valid_path(row[0]) else bad).append(row)
     recorded: dict[str, str] = {}
     conflicted: set[str] = set()
     if subs:
@@ -335,7 +339,17 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
             state = "clean"
         rows.append({"path": sub_path, "name": name, "url": url, "recorded": recorded.get(sub_path),
                      "checked_out": checked_out, "state": state, "error": error})
+    rows += [{"path": sub_path, "name": name, "url": url, "recorded": None, "checked_out": None, "state": "error",
+              "error": ".gitmodules gives this submodule a path git cannot have"} for sub_path, url, name in bad]
     return rows
+
+
+def _valid_path(rel: str) -> bool:
+    try:
+        check_rel_path(rel)
+    except FleetError:
+        return False
+    return True
 
 
 def _submodule_head(folder: Path, homes: tuple[str, str]) -> tuple[str | None, str | None]:
@@ -348,7 +362,7 @@ def _submodule_head(folder: Path, homes: tuple[str, str]) -> tuple[str | None, s
         gitdir = dotgit
     else:
         return None, None
-    if gitdir is None or not gitdir.is_dir():
+    if gitdir is None:
         return None, None
     if not any(inside(os.path.realpath(gitdir), os.path.realpath(home)) for home in homes):
         return None, "its git dir lies outside the superproject: not read"
