@@ -183,16 +183,17 @@ def parse_config(data: bytes, config_dir: str | None = None, *, what: str = "con
         raise BrokenRepo(f"{what} is malformed") from None
 
 
-def read_config(commondir: StrPath) -> ConfigFile:
+def read_config(commondir: StrPath, *, complete: bool = False) -> ConfigFile:
     """The repository's own config file (branch upstreams, remotes, core.worktree), includes followed.
 
-    Most of a scan's Python time went to parsing configs that hold none of these: those are skipped unparsed.
+    Most of a scan's Python time went to parsing configs that hold none of these: unless `complete`, those
+    are skipped unparsed (an empty config is returned).
     """
     data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
     if not data:
         return ConfigFile()
     lowered = data.lower()
-    if not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
+    if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
         return ConfigFile()
     return parse_config(data, os.fspath(commondir))
 

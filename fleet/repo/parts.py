@@ -20,7 +20,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     """Every worktree of the repository (main first) with HEAD, branch, locked and prunable state."""
     try:
         refs = gitfiles.read_refs(found.commondir)
-        rows = [main_worktree(found, refs, gitfiles.read_config(found.commondir)),
+        rows = [main_worktree(found, refs, gitfiles.read_config(found.commondir, complete=True)),
                 *linked_worktrees(found.commondir, refs, with_status=False)]
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", f"cannot list worktrees: {exc}") from None

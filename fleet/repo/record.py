@@ -280,15 +280,15 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
 
 
 def main_worktree(found: Found, refs: dict[str, str], cfg: ConfigFile) -> dict:
-    """The main worktree's row, as `git worktree list` computes it from any worktree of the repository."""
-    path = os.path.realpath(found.commondir)
-    bare = found.bare or cfg.get_boolean((b"core",), b"bare", False) is True
-    for suffix in ("/.git/.", "/.git"):
-        if path.endswith(suffix):
-            path = path[:-len(suffix)]
-            break
-    else:
-        bare = bare or found.gitdir == found.commondir
+    """The main worktree's row, as `git worktree list` computes it from any worktree of the repository:
+    the common dir without its `/.git`, bare when `core.bare` says so or, unset, when there is no work tree.
+    `cfg` must be the whole config (read_config(..., complete=True)): `core.bare` decides."""
+    path = os.path.realpath(found.commondir).removesuffix("/.git")
+    try:
+        core_bare = cfg.get_boolean((b"core",), b"bare")
+    except ValueError:
+        core_bare = None
+    bare = core_bare is True or (found.bare and core_bare is not False)
     head = gitfiles.Head(None, None) if bare else gitfiles.read_head(found.commondir, refs)
     return {"path": path, "id": None, "branch": _branch_of(head.ref), "head": head.sha, "detached": head.detached,
             "bare": bare, "is_main": True, "locked": False, "lock_reason": None, "prunable": False,
