@@ -42,12 +42,11 @@ class BrokenRepo(Exception):
     """
 
 
-def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follow: bool = False) -> bytes | None:
-    """The bytes of a regular file, or None when it does not exist; BrokenRepo for anything else.
+def _open_regular(path: StrPath, what: str, follow: bool = False) -> tuple[int, int] | None:
+    """(open fd, size) of a regular file, None when it does not exist, BrokenRepo for anything else.
 
     Opened without blocking (a FIFO never hangs us) and, unless `follow`, without following a symlink at the
-    last component; refused unless fstat says it is a regular file. `whole` refuses a file over `limit` bytes;
-    otherwise only its first `limit` bytes are read (enough for a first line).
+    last component; refused unless fstat says it is a regular file. The caller closes the fd.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS if follow else _OPEN_FLAGS | os.O_NOFOLLOW)
@@ -59,9 +58,24 @@ def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follo
         raise BrokenRepo(f"{what} is unreadable ({exc.strerror})") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BrokenRepo(f"{what} is not a regular file")
-        if whole and st.st_size > limit:
+    except OSError as exc:
+        os.close(fd)
+        raise BrokenRepo(f"{what} is unreadable ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BrokenRepo(f"{what} is not a regular file")
+    return fd, st.st_size
+
+
+def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follow: bool = False) -> bytes | None:
+    """The bytes of a regular file (see _open_regular), or None when it does not exist. `whole` refuses a
+    file over `limit` bytes; otherwise only its first `limit` bytes are read (enough for a first line)."""
+    opened = _open_regular(path, what, follow)
+    if opened is None:
+        return None
+    fd, size = opened
+    try:
+        if whole and size > limit:
             raise BrokenRepo(f"{what} is larger than {limit} bytes")
         chunks: list[bytes] = []
         left = limit + 1 if whole else limit
@@ -356,20 +370,15 @@ def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) 
     """The complete lines of a reflog from byte `offset` on, at most `limit` bytes of them: (lines, the offset
     just past them, clipped). When more than `limit` bytes follow `offset`, the oldest are skipped (clipped)
     and reading starts at the first line boundary within the newest `limit` bytes. A missing file is empty."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS | os.O_NOFOLLOW)
-    except (FileNotFoundError, NotADirectoryError):
+    opened = _open_regular(path, "a reflog")
+    if opened is None:
         return b"", 0, False
-    except OSError as exc:
-        raise BrokenRepo(f"a reflog is unreadable ({exc.strerror})") from None
+    fd, size = opened
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BrokenRepo("a reflog is not a regular file")
-        start = min(max(offset, 0), st.st_size)
-        clipped = st.st_size - start > limit
+        start = min(max(offset, 0), size)
+        clipped = size - start > limit
         if clipped:
-            start = st.st_size - limit
+            start = size - limit
         data = os.pread(fd, limit, start)
     except OSError as exc:
         raise BrokenRepo(f"a reflog is unreadable ({exc.strerror})") from None

@@ -72,8 +72,9 @@ def common_dir(gitdir: Path) -> Path:
 
 def is_bare_repo(path: Path) -> bool:
     """A directory that is itself a git dir: HEAD, objects/ and refs/ (or reftable/) side by side."""
-    return ((path / "HEAD").is_file() and (path / "objects").is_dir()
-            and ((path / "refs").is_dir() or (path / "reftable").is_dir()))
+    isdir = os.path.isdir  # os.path: an unreadable folder is False, never an error that ends the walk
+    return (os.path.isfile(os.path.join(path, "HEAD")) and isdir(os.path.join(path, "objects"))
+            and (isdir(os.path.join(path, "refs")) or isdir(os.path.join(path, "reftable"))))
 
 
 def _skipped(name: str, rel: str, names: frozenset[str], patterns: tuple[str, ...]) -> bool:

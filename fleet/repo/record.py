@@ -7,12 +7,11 @@ Nothing here writes to the repository (no optional locks, merge-tree objects go 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-
-import logging
 
 from dulwich.config import ConfigFile, parse_submodules
 
