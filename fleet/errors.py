@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from fleet.git.run import GitError
+from fleet.git.spawn import GitError
 
 CODES = frozenset({
     "REPO_NOT_IN_FLEET", "BAD_REF", "BAD_PATH", "BAD_ARGUMENT", "GIT_FAILED", "NOT_FOUND",

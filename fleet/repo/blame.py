@@ -8,7 +8,8 @@ from typing import Any
 
 from fleet.caps import check_int
 from fleet.errors import FleetError
-from fleet.git.read import resolve_commit, run, text
+from fleet.git.revs import resolve_commit
+from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
 
 _HEADER = re.compile(rb"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?$")

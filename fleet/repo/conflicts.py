@@ -13,7 +13,8 @@ from typing import Any
 from fleet.caps import cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
-from fleet.git.read import git_dirs, merge_base_of, out, resolve_commit, run, text
+from fleet.git.revs import git_dirs, merge_base_of, resolve_commit
+from fleet.git.run import out, run, text
 from fleet.git.run import GitError
 from fleet.git.mergetree import merge_tree
 from fleet.repo.scope import check_rev, resolve_file_in_repo

@@ -7,7 +7,8 @@ from typing import Any
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.git.read import out, resolve_commit, resolve_range, text
+from fleet.git.revs import resolve_commit, resolve_range
+from fleet.git.run import out, text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS, shape_changes
 from fleet.repo.scope import check_rel_path
 

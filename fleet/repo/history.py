@@ -10,7 +10,8 @@ from typing import Any
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.git.read import has_head, out, resolve_commit, text
+from fleet.git.revs import has_head, resolve_commit
+from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 
 # Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.

@@ -13,7 +13,8 @@ from typing import Any
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
-from fleet.git.read import git_dirs, out, text
+from fleet.git.revs import git_dirs
+from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
 from fleet.repo.scope import check_rev, inside
 

@@ -1,30 +1,10 @@
-"""Read-only git calls for the per-repo read tools: one error type, literal pathspecs, checked revisions."""
+"""Revisions checked and resolved to commits, merge bases, and a repo's git dirs (for the read tools)."""
 
 from __future__ import annotations
 
 from fleet.errors import FleetError
-from fleet.git.run import DEFAULT_MAX_BYTES, GitError, GitResult, run_git
+from fleet.git.run import out, run, text
 from fleet.repo.scope import check_rev
-
-
-def run(repo: str, args: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
-        ok_codes: tuple[int, ...] = (0,), input_bytes: bytes | None = None,
-        check: bool = True) -> GitResult:
-    """run_git with pathspec magic turned off (a path filter is always a literal path) and FleetErrors."""
-    try:
-        return run_git(repo, ["--literal-pathspecs", *args], max_bytes=max_bytes, ok_codes=ok_codes,
-                       input_bytes=input_bytes, check=check)
-    except GitError as exc:
-        raise FleetError.from_git(exc) from exc
-
-
-def out(repo: str, args: list[str], **kwargs) -> bytes:
-    return run(repo, args, **kwargs).stdout
-
-
-def text(data: bytes) -> str:
-    """git output as text; bytes that are not UTF-8 become U+FFFD rather than failing the whole answer."""
-    return data.decode("utf-8", "replace")
 
 
 def resolve_commit(repo: str, rev: str, field: str = "ref") -> str:

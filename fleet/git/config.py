@@ -1,0 +1,253 @@
+"""What a repository's own config names that git could run, found by reading its files (which runs nothing).
+
+A repo's `.git/config` (and every file it pulls in with `include.path` / `includeIf.*.path`, and
+`config.worktree`) can define filter and diff drivers: commands git runs during plain reads when an
+attribute selects them. The runner (fleet/git/run.py) overrides every driver name found here; this module
+finds the names without starting a process, so the scan's hot path pays a few `stat` calls per git call.
+
+The parser follows git's own (config.c: `git_parse_source`, `get_base_var`, `get_value`, `parse_value`) so
+it sees every section git sees. Conditional includes are followed whatever their condition (collecting a
+name git would not use only disables one more driver). Anything it cannot read as git would — a syntax
+error, an include that is not a regular file, a file over the size bound, includes nested too deep — is
+an error, and the runner then refuses to run git at all: fail closed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_INCLUDE_DEPTH = 10
+_SPACE = b" \t\n\r"                      # git's isspace (sane_ctype): no \v, no \f
+_KEYCHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+_ESCAPES = {ord("t"): 9, ord("b"): 8, ord("n"): 10, ord("\\"): 92, ord('"'): 34}
+# Sections whose subsection names a driver git may run on a read, and the keys that hold the commands.
+DRIVER_SECTIONS = (b"filter", b"diff")
+
+
+class ConfigError(Exception):
+    """A config file git would refuse, or one this reader will not open (not a regular file, too big)."""
+
+
+Entry = tuple[bytes, bytes | None, bytes, bytes | None]   # (section, subsection, key, value)
+
+
+def parse(data: bytes, origin: str = "config") -> list[Entry]:
+    """Every `(section, subsection, key, value)` in git config text; sections and keys lowercased as git does.
+
+    `value` is None for a bare key (`[core] bare`, git's boolean true).
+    """
+    entries: list[Entry] = []
+    n = len(data)
+    pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    section: bytes | None = None
+    subsection: bytes | None = None
+
+    def bad(why: str) -> ConfigError:
+        line = data.count(b"\n", 0, min(pos, n)) + 1
+        return ConfigError(f"bad config line {line} in {origin}: {why}")
+
+    while pos < n:
+        c = data[pos]
+        if c in _SPACE:
+            pos += 1
+        elif c in b"#;":
+            nl = data.find(b"\n", pos)
+            pos = n if nl < 0 else nl + 1
+        elif c == ord("["):
+            pos, section, subsection = _header(data, pos + 1, bad)
+        elif chr(c).isascii() and chr(c).isalpha():
+            if section is None:
+                raise bad("a key before any section")
+            start = pos
+            while pos < n and data[pos] in _KEYCHARS:
+                pos += 1
+            key = data[start:pos].lower()
+            while pos < n and data[pos] in b" \t":
+                pos += 1
+            value = None
+            if pos < n and data[pos] == ord("\r") and data[pos + 1:pos + 2] == b"\n":
+                pos += 1
+            if pos < n and data[pos] != ord("\n"):
+                if data[pos] != ord("="):
+                    raise bad("expected '=' after a key")
+                pos, value = _value(data, pos + 1, bad)
+            else:
+                pos += 1
+            entries.append((section, subsection, key, value))
+        else:
+            raise bad(f"unexpected byte {c:#04x}")
+    return entries
+
+
+def _header(data: bytes, pos: int, bad) -> tuple[int, bytes, bytes | None]:
+    """`[section]`, `[section "sub"]` (sub case-sensitive, `\\` escapes any byte) or `[section.sub]`."""
+    n = len(data)
+    name = bytearray()
+    while True:
+        if pos >= n:
+            raise bad("unterminated section header")
+        c = data[pos]
+        pos += 1
+        if c == ord("]"):
+            break
+        if c in _SPACE:
+            while pos < n and data[pos] in _SPACE:
+                if data[pos] == ord("\n"):
+                    raise bad("incomplete section header")
+                pos += 1
+            if c == ord("\n") or pos >= n or data[pos] != ord('"'):
+                raise bad("expected '\"' in a section header")
+            pos += 1
+            sub = bytearray()
+            while True:
+                if pos >= n or data[pos] == ord("\n"):
+                    raise bad("incomplete section header")
+                c = data[pos]
+                pos += 1
+                if c == ord('"'):
+                    break
+                if c == ord("\\"):
+                    if pos >= n or data[pos] == ord("\n"):
+                        raise bad("incomplete section header")
+                    c = data[pos]
+                    pos += 1
+                sub.append(c)
+            if pos >= n or data[pos] != ord("]"):
+                raise bad("expected ']' after a subsection")
+            return pos + 1, *_split(bytes(name).lower() + b"." + bytes(sub))
+        if c not in _KEYCHARS and c != ord("."):
+            raise bad("bad character in a section name")
+        name.append(c)
+    if not name:
+        raise bad("empty section name")
+    return pos, *_split(bytes(name).lower())
+
+
+def _split(prefix: bytes) -> tuple[bytes, bytes | None]:
+    """`filter.a.b` -> (`filter`, `a.b`): git splits a variable at its first and last dots."""
+    section, dot, sub = prefix.partition(b".")
+    return section, (sub if dot else None)
+
+
+def _value(data: bytes, pos: int, bad) -> tuple[int, bytes]:
+    """A value after `=`: quotes, `\\` escapes, line continuations and trailing comments, as parse_value."""
+    n = len(data)
+    out = bytearray()
+    quote = comment = False
+    space = 0
+    while True:
+        if pos >= n:
+            if quote:
+                raise bad("unterminated quote")
+            return pos, bytes(out)
+        c = data[pos]
+        pos += 1
+        if c == ord("\r") and pos < n and data[pos] == ord("\n"):
+            c = data[pos]
+            pos += 1
+        if c == ord("\n"):
+            if quote:
+                raise bad("unterminated quote")
+            return pos, bytes(out)
+        if comment:
+            continue
+        if c in _SPACE and not quote:
+            if out:
+                space += 1
+            continue
+        if not quote and c in b";#":
+            comment = True
+            continue
+        out += b" " * space
+        space = 0
+        if c == ord("\\"):
+            nxt = data[pos] if pos < n else ord("\n")
+            pos += 1
+            if nxt == ord("\r") and pos < n and data[pos] == ord("\n"):
+                nxt = ord("\n")
+                pos += 1
+            if nxt == ord("\n"):
+                continue
+            if nxt not in _ESCAPES:
+                raise bad("unknown escape in a value")
+            out.append(_ESCAPES[nxt])
+            continue
+        if c == ord('"'):
+            quote = not quote
+            continue
+        out.append(c)
+
+
+def read_config_file(path: str) -> bytes | None:
+    """A config file's bytes; None when it does not exist. Refuses anything but a bounded regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{path} is not a regular file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 65536):
+            size += len(chunk)
+            if size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """What fleetdeck needs from a repo's config files: driver names per section, and the object format."""
+
+    drivers: dict[bytes, frozenset[bytes]]
+    object_format: str
+    files: tuple[str, ...]          # every file read (includes too), for the cache's staleness check
+
+
+def read_repo_config(paths: list[str]) -> RepoConfig:
+    """Parse the repo's config files and everything they include (conditional or not)."""
+    drivers: dict[bytes, set[bytes]] = {s: set() for s in DRIVER_SECTIONS}
+    object_format = "sha1"
+    seen: list[str] = []
+
+    def visit(path: str, depth: int) -> None:
+        nonlocal object_format
+        if depth > MAX_INCLUDE_DEPTH:
+            raise ConfigError(f"{path}: includes nested deeper than {MAX_INCLUDE_DEPTH}")
+        data = read_config_file(path)
+        seen.append(path)
+        if data is None:
+            return
+        for section, sub, key, value in parse(data, path):
+            if section in drivers and sub is not None:
+                drivers[section].add(sub)
+            elif section == b"extensions" and sub is None and key == b"objectformat" and value:
+                object_format = value.decode("ascii", "replace").lower()
+            elif key == b"path" and value and ((section == b"include" and sub is None)
+                                              or (section == b"includeif" and sub is not None)):
+                visit(_include_path(value, path), depth + 1)
+
+    for path in paths:
+        visit(path, 0)
+    return RepoConfig({s: frozenset(n for n in names if b"\0" not in n) for s, names in drivers.items()},
+                      object_format, tuple(seen))
+
+
+def _include_path(value: bytes, including: str) -> str:
+    """An include's target as git resolves it: `~` expanded, relative to the including file's folder."""
+    target = os.fsdecode(value)
+    if target.startswith("~"):
+        target = os.path.expanduser(target)
+    return os.path.join(os.path.dirname(including), target)

@@ -1,0 +1,192 @@
+"""The config overrides that keep a repository's own drivers from running, per working directory, cached.
+
+For the folder a git call runs in, find the git dir git will use (walking up as git does), read that repo's
+config files (fleet/git/config.py), and turn every filter/diff driver name they define into overrides
+passed as command-scope config (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`, which beats every config file and,
+unlike `-c`, cannot be confused by a name holding `=`). Each override restores the value the person's
+global or system config gives that key (git-lfs keeps working) or empties it (the driver is gone).
+Results are cached per folder and re-checked with one `stat` per file they were built from.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from fleet.git.config import ConfigError, RepoConfig, read_repo_config
+
+# Per driver section: the keys that name commands, and the value that disables each when nothing trusted
+# defines it (`required=false`, or git fails the whole read once the filter is gone).
+DRIVER_KEYS = {b"filter": {b"clean": b"", b"smudge": b"", b"process": b"", b"required": b"false"},
+               b"diff": {b"textconv": b"", b"command": b""}}
+
+_Sig = tuple[int, int, int, int] | None
+
+
+def _sig(path: str) -> _Sig:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+class _Watched:
+    """The files (present or not) a cached answer depends on, with their stat signatures."""
+
+    def __init__(self) -> None:
+        self.sigs: dict[str, _Sig] = {}
+
+    def add(self, path: str) -> _Sig:
+        sig = self.sigs[path] = _sig(path)
+        return sig
+
+    def fresh(self) -> bool:
+        return all(_sig(path) == sig for path, sig in self.sigs.items())
+
+
+def _is_dir(sig: _Sig, path: str) -> bool:
+    return sig is not None and os.path.isdir(path)
+
+
+def find_git_dirs(cwd: str, watched: _Watched) -> tuple[str, str] | None:
+    """(git dir, common dir) git would use in `cwd`, or None outside any repository.
+
+    Walks up like git's discovery: a `.git` directory, a `.git` file (`gitdir: …`), or a bare repo.
+    Ceilings and filesystem boundaries that would stop git earlier are ignored (more config read is safe).
+    """
+    folder = os.path.abspath(cwd)
+    while True:
+        dotgit = os.path.join(folder, ".git")
+        sig = watched.add(dotgit)
+        gitdir = None
+        if sig is not None and os.path.isfile(dotgit):
+            gitdir = _gitfile_target(dotgit, folder)
+        elif _is_dir(sig, dotgit) and os.path.exists(os.path.join(dotgit, "HEAD")):
+            gitdir = dotgit
+        elif watched.add(os.path.join(folder, "HEAD")) is not None and \
+                watched.add(os.path.join(folder, "config")) is not None:
+            gitdir = folder
+        if gitdir is not None:
+            return gitdir, _common_dir(gitdir, watched)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _gitfile_target(path: str, folder: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            line = fh.read(8192).split(b"\n", 1)[0].strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    if not line.startswith(b"gitdir:"):
+        raise ConfigError(f"{path} is not a gitfile")
+    return os.path.normpath(os.path.join(folder, os.fsdecode(line[7:].strip())))
+
+
+def _common_dir(gitdir: str, watched: _Watched) -> str:
+    pointer = os.path.join(gitdir, "commondir")
+    if watched.add(pointer) is None:
+        return gitdir
+    try:
+        with open(pointer, "rb") as fh:
+            target = fh.read(8192).split(b"\n", 1)[0].strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {pointer}: {exc.strerror}") from exc
+    return os.path.normpath(os.path.join(gitdir, os.fsdecode(target)))
+
+
+class Guard:
+    """The answer for one folder: the repo's config summary and the environment overrides it needs."""
+
+    def __init__(self, config: RepoConfig | None, env: dict[str, str], watched: _Watched) -> None:
+        self.config = config
+        self.env = env
+        self.watched = watched
+
+
+_CACHE: dict[str, Guard] = {}
+_LOCK = threading.Lock()
+
+
+def guard_for(cwd: str) -> Guard:
+    """The cached Guard for `cwd`, rebuilt when any file it was built from changed. Raises ConfigError."""
+    key = os.fspath(cwd)
+    guard = _CACHE.get(key)
+    if guard is not None and guard.watched.fresh():
+        return guard
+    guard = _build(key)
+    with _LOCK:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        _CACHE[key] = guard
+    return guard
+
+
+def _build(cwd: str) -> Guard:
+    watched = _Watched()
+    dirs = find_git_dirs(cwd, watched)
+    if dirs is None:
+        return Guard(None, {}, watched)
+    gitdir, common = dirs
+    files = [os.path.join(common, "config")]
+    if os.path.normpath(gitdir) != os.path.normpath(common):
+        files.append(os.path.join(gitdir, "config.worktree"))
+    else:
+        files.append(os.path.join(common, "config.worktree"))
+    config = read_repo_config(files)
+    for path in config.files:
+        watched.add(path)
+    return Guard(config, overrides(config), watched)
+
+
+def overrides(config: RepoConfig) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE variables that replace every repo-defined driver command."""
+    pairs: list[tuple[bytes, bytes]] = []
+    trusted = trusted_values() if any(config.drivers.values()) else {}
+    for section, names in config.drivers.items():
+        for name in sorted(names):
+            for key, off in DRIVER_KEYS[section].items():
+                pairs.append((section + b"." + name + b"." + key, trusted.get((section, name, key), off)))
+    if not pairs:
+        return {}
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = os.fsdecode(key)
+        env[f"GIT_CONFIG_VALUE_{i}"] = os.fsdecode(value)
+    return env
+
+
+# --- the person's own config: trusted --------------------------------------------------------------------
+
+_TRUSTED: dict[tuple, dict[tuple[bytes, bytes, bytes], bytes]] = {}
+
+
+def _trusted_files() -> list[str]:
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return ["/etc/gitconfig", os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+
+
+def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
+    """Driver keys as the person's system and global config (with their includes) define them, via git.
+
+    Asked only when a repo defines a driver name, then cached until one of those files changes.
+    """
+    files = _trusted_files()
+    key = tuple((path, _sig(path)) for path in files)
+    values = _TRUSTED.get(key)
+    if values is None:
+        from fleet.git.run import trusted_config_listing   # run.py imports this module
+        values = {}
+        for record in trusted_config_listing().split(b"\0"):
+            name, newline, value = record.partition(b"\n")
+            section, _, rest = name.partition(b".")
+            sub, _, key_name = rest.rpartition(b".")
+            if section in DRIVER_KEYS and sub and key_name in DRIVER_KEYS[section]:
+                values[(section, sub, key_name)] = value if newline else b"true"
+        _TRUSTED.clear()
+        _TRUSTED[key] = values
+    return values
