@@ -116,7 +116,16 @@ def test_matches_git_on_real_history(tmp_path):
 
 
 def test_entry_without_its_section_takes_no_hunks():
-    raw = (b":100644 100644 aaaaaaa 0000000 M\0a\0:100644 100644 aaaaaaa bbbbbbb M\0b\0\0"
+    raw = (b":100644 100644 aaaaaaa ccccccc M\0a\0:100644 100644 aaaaaaa bbbbbbb M\0b\0\0"
            b"diff --git a/b b/b\nindex aaaaaaa..bbbbbbb 100644\n--- a/b\n+++ b/b\n@@ -1 +1 @@\n-x\n+y\n")
     a, b = parse_diff(raw)
     assert a["hunks"] == [] and b["hunks"][0]["lines"] == ["-x", "+y"]
+
+
+def test_stat_dirty_entry_plumbing_lists_without_a_patch_is_not_a_change():
+    """diff-files lists a touched-but-unchanged file with an unhashed side and prints no patch for it."""
+    raw = (b":100644 100644 aaaaaaa 0000000 M\0same\0:100644 100755 aaaaaaa 0000000 M\0mode\0"
+           b":100644 100644 aaaaaaa 0000000 M\0real\0\0"
+           b"diff --git a/mode b/mode\nold mode 100644\nnew mode 100755\n"
+           b"diff --git a/real b/real\nindex aaaaaaa..bbbbbbb 100644\n--- a/real\n+++ b/real\n@@ -1 +1 @@\n-x\n+y\n")
+    assert [c["path"] for c in parse_diff(raw)] == ["mode", "real"]

@@ -88,6 +88,7 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
             "insertions": 0,
             "deletions": 0,
             "hunks": [],
+            "_unhashed": not combined and set(fields[3]) <= {"0"},
         })
     if data[pos:pos + 1] == b"\0":
         pos += 1
@@ -163,23 +164,36 @@ def parse_diff(data: bytes) -> list[dict[str, Any]]:
 
     A section is given to a raw entry only when its `diff --git` header names exactly that entry's paths,
     so an entry git printed no patch for (or an unexpected section) can never shift hunks onto other files.
+
+    Plumbing that compares with the work tree (`diff-files`, `diff-index` without `--cached`) does not
+    refresh the index, so it lists every stat-dirty file with an unhashed (all-zero) work-tree side. Such
+    an entry that git then printed no patch for has the same content and mode on both sides: it is not a
+    change (porcelain `git diff` refreshes the index to drop it; a reader must not write the index).
     """
     entries, patch = parse_raw(data)
     sections = _sections(patch)
     k = 0
+    kept = []
     for entry in entries:
         headers = entry.pop("_headers")
+        unhashed = entry.pop("_unhashed")
         if entry["status"] == "unmerged":
             if k < len(sections) and not sections[k][0].startswith(b"diff --git "):
                 k += 1
+            kept.append(entry)
             continue
         # A type change (file <-> symlink) is printed as a deletion then a creation, both with this header.
+        printed = False
         while k < len(sections) and sections[k][0] in headers:
             _fill(entry, sections[k])
+            printed = True
             k += 1
             if entry["status"] != "type_changed":
                 break
-    return entries
+        if printed or not (unhashed and entry["status"] == "modified"
+                           and entry["old_mode"] == entry["new_mode"]):
+            kept.append(entry)
+    return kept
 
 
 def parse_numstat(data: bytes) -> list[dict[str, Any]]:

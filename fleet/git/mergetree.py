@@ -1,24 +1,141 @@
-"""`git merge-tree --write-tree` without writing to the repository.
+"""`git merge-tree --write-tree` that writes nothing, freshens nothing and runs nothing from the repository.
 
-merge-tree computes a merge in the object database and writes the merged blobs and trees there. A monitor's
-read path must not add even unreferenced objects, so the run points GIT_OBJECT_DIRECTORY at a throwaway
-directory and lists the real object store as an alternate: git reads everything it needs and every object it
-writes lands in the temp dir, removed right after. Refs, HEAD, the index and the work tree are never touched.
+merge-tree computes a merge in an object database and writes the merged blobs and trees there. Pointing it
+at the repository would (1) add objects, (2) *freshen* objects it finds already present — git `utime`s the
+loose file or the whole `.pack` (object-file.c `freshen_packed_object` / `check_and_freshen_*`), resetting
+gc's clock — and (3) read the repository's config, whose `merge.<x>.driver` git would run (an empty
+override still runs an empty command, with temp files in the work tree).
+
+So the merge runs in a throwaway bare repository with none of the repository's config, whose object store
+is a shadow of the real one: every pack is a symlink beside an empty `.mtimes` marker, which makes git treat
+it as a cruft pack — readable, never freshened; loose objects are copied (git would `utime` a symlink's or
+hard link's target); the commit-graph is linked for speed. Objects merge-tree writes or freshens land in
+the shadow, removed right after. The cost is one directory listing plus copying the loose objects, paid
+only when a branch has diverged from its upstream (the scan) or when an agent asks for a preflight.
+
+Because the repository's config is not read, the prediction uses git's built-in merge for every path and
+the person's global/system merge settings; a repository's own merge driver never runs.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import tempfile
 
-from fleet.git.run import GitResult, run_git
+from fleet.git.files import is_sha
+from fleet.git.neutralize import guard_for
+from fleet.git.run import GitError, GitResult, run_git
+
+MAX_ALTERNATE_DEPTH = 5
 
 
 def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str], *,
                timeout: float = 20.0) -> GitResult:
-    """`git merge-tree --write-tree <args>` (exit 0 clean, 1 conflicts) with its objects thrown away."""
+    """`git merge-tree --write-tree <args>` (exit 0 clean, 1 conflicts); revisions given by name are resolved
+    in the repository first, the merge itself runs in the throwaway repository."""
+    named = [a for a in args if not a.startswith("-") and not is_sha(a)]
+    if named:
+        shas = run_git(worktree, ["rev-parse", *(f"{r}^{{commit}}" for r in named)],
+                       timeout=timeout).stdout.decode("ascii", "replace").split()
+        if len(shas) != len(named):
+            raise GitError("GIT_FAILED", f"cannot resolve {' '.join(named)}", args=args)
+        resolved = dict(zip(named, shas))
+        args = [resolved.get(a, a) for a in args]
+    config = guard_for(worktree).config
     with tempfile.TemporaryDirectory(prefix="fleetdeck-mt-") as scratch:
-        env = {"GIT_OBJECT_DIRECTORY": scratch,
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(os.fspath(commondir), "objects")}
-        return run_git(worktree, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), extra_env=env,
-                       timeout=timeout)
+        gitdir = _throwaway_repo(scratch, config.object_format if config else "sha1")
+        shadow_objects(os.path.join(os.fspath(commondir), "objects"), os.path.join(gitdir, "objects"))
+        return run_git(gitdir, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), timeout=timeout)
+
+
+def _throwaway_repo(scratch: str, object_format: str) -> str:
+    gitdir = os.path.join(scratch, "repo.git")
+    for sub in ("refs", "objects/pack", "objects/info"):
+        os.makedirs(os.path.join(gitdir, sub))
+    with open(os.path.join(gitdir, "HEAD"), "w", encoding="ascii") as fh:
+        fh.write("ref: refs/heads/main\n")
+    config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+    if object_format != "sha1":
+        config = (f"[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
+                  f"[extensions]\n\tobjectformat = {object_format}\n")
+    with open(os.path.join(gitdir, "config"), "w", encoding="ascii") as fh:
+        fh.write(config)
+    return gitdir
+
+
+def shadow_objects(objects: str, into: str) -> None:
+    """Fill the object dir `into` so git reads every object of `objects` (and its alternates) but can
+    freshen none of them: cruft-marked pack links, loose copies, the commit-graph linked."""
+    seen_packs: set[str] = set()
+    for n, odb in enumerate(_object_dirs(objects)):
+        pack_dir = os.path.join(odb, "pack")
+        for name in _names(pack_dir):
+            if not name.endswith(".pack") or name in seen_packs:
+                continue
+            base = name[:-5]
+            if not (_regular(os.path.join(pack_dir, name)) and _regular(os.path.join(pack_dir, base + ".idx"))):
+                continue
+            seen_packs.add(name)
+            for ext in (".pack", ".idx"):
+                os.symlink(os.path.join(pack_dir, base + ext), os.path.join(into, "pack", base + ext))
+            open(os.path.join(into, "pack", base + ".mtimes"), "wb").close()
+        for fanout in _names(odb):
+            if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
+                continue
+            src_dir = os.path.join(odb, fanout)
+            dst_dir = os.path.join(into, fanout)
+            for name in _names(src_dir):
+                src = os.path.join(src_dir, name)
+                if not _regular(src, follow=False):
+                    continue
+                os.makedirs(dst_dir, exist_ok=True)
+                dst = os.path.join(dst_dir, name)
+                if not os.path.exists(dst):
+                    shutil.copyfile(src, dst)
+        if n == 0:
+            for graph in ("commit-graph", "commit-graphs"):
+                source = os.path.join(odb, "info", graph)
+                if os.path.exists(source):
+                    os.symlink(source, os.path.join(into, "info", graph))
+
+
+def _object_dirs(objects: str) -> list[str]:
+    """The object dir and, depth-first, the alternates it lists (as git reads objects/info/alternates)."""
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def visit(path: str, depth: int) -> None:
+        real = os.path.realpath(path)
+        if real in seen or depth > MAX_ALTERNATE_DEPTH or not os.path.isdir(real):
+            return
+        seen.add(real)
+        found.append(path)
+        listing = os.path.join(path, "info", "alternates")
+        if not _regular(listing):
+            return
+        with open(listing, "rb") as fh:
+            lines = fh.read(64 * 1024).splitlines()
+        for line in lines:
+            line = line.strip()
+            if line and not line.startswith(b"#"):
+                visit(os.path.join(path, os.fsdecode(line)), depth + 1)
+
+    visit(objects, 0)
+    return found
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _regular(path: str, follow: bool = True) -> bool:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)

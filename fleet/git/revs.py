@@ -56,6 +56,13 @@ def has_head(repo: str) -> bool:
     return run(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False).returncode == 0
 
 
+def index_base(repo: str) -> str:
+    """What the index is compared with for staged changes: HEAD, or the empty tree before the first commit."""
+    if has_head(repo):
+        return "HEAD"
+    return text(out(repo, ["hash-object", "-t", "tree", "--stdin"], input_bytes=b"")).strip()
+
+
 def git_dirs(repo: str) -> tuple[str, str]:
     """(per-worktree git dir, common git dir), absolute."""
     lines = text(out(repo, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]))

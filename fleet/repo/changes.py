@@ -13,7 +13,7 @@ from typing import Any
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.git import files as gitfiles
-from fleet.git.revs import git_dirs
+from fleet.git.revs import git_dirs, index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 from fleet.git.status import STATUS_ARGS, Status, parse_status
@@ -98,8 +98,10 @@ def repo_changes(path: str, path_filter: str | None = None, summary_only: bool =
     check_int(max_changes, "max_changes", 1, 1000)
     spec = _pathspec(path_filter)
     flags = [*DIFF_FLAGS, f"--unified={unified}"]
-    staged = {c["path"]: c for c in diffparse.parse_diff(out(path, ["diff", "--cached", "-M", *flags, *spec]))}
-    unstaged = {c["path"]: c for c in diffparse.parse_diff(out(path, ["diff", *flags, *spec]))}
+    # Plumbing, not porcelain `git diff`: that refreshes and rewrites .git/index even without optional locks.
+    staged_raw = out(path, ["diff-index", "--cached", "-M", *flags, index_base(path), *spec])
+    staged = {c["path"]: c for c in diffparse.parse_diff(staged_raw)}
+    unstaged = {c["path"]: c for c in diffparse.parse_diff(out(path, ["diff-files", *flags, *spec]))}
     changes = [_merge(staged.get(p), unstaged.get(p)) for p in sorted(staged.keys() | unstaged.keys())]
     others = out(path, ["ls-files", "--others", "--exclude-standard", "--full-name", "-z", *spec])
     untracked = [text(name) for name in others.split(b"\0") if name]

@@ -7,7 +7,7 @@ from typing import Any
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
-from fleet.git.revs import resolve_commit, resolve_range
+from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS, shape_changes
 from fleet.repo.scope import check_rel_path
@@ -36,19 +36,25 @@ def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
 
 
 def _text_args(path: str, base: str | None, head: str | None, staged: bool) -> tuple[list[str], dict]:
-    """git diff arguments for the four diff_text modes, each revision resolved to a sha first."""
+    """The plumbing diff command for each diff_text mode, each revision resolved to a sha first.
+
+    Plumbing because porcelain `git diff` refreshes and rewrites .git/index when it looks at the work tree;
+    `diff-files`/`diff-index` never write, and print the same patch (a stat-dirty file has no patch).
+    """
     if base is None:
         if head is not None:
             raise FleetError("BAD_ARGUMENT", "head needs a base")
-        return (["--cached"] if staged else []), {"mode": "staged" if staged else "unstaged"}
+        if staged:
+            return ["diff-index", "--cached", index_base(path)], {"mode": "staged"}
+        return ["diff-files"], {"mode": "unstaged"}
     if head is None and ".." not in base:
         sha = resolve_commit(path, base, "base")
         mode = "base_to_index" if staged else "base_to_worktree"
-        return (["--cached", sha] if staged else [sha]), {"mode": mode, "base_sha": sha}
+        return (["diff-index", "--cached", sha] if staged else ["diff-index", sha]), {"mode": mode, "base_sha": sha}
     if staged:
         raise FleetError("BAD_ARGUMENT", "staged applies only when comparing with the index (no head)")
     sides = resolve_range(path, base, head)
-    return [sides["diff_from"], sides["head_sha"]], {"mode": "refs", **sides}
+    return ["diff-tree", "-r", sides["diff_from"], sides["head_sha"]], {"mode": "refs", **sides}
 
 
 def _cut(patch: bytes, max_bytes: int, max_lines: int) -> bytes:
@@ -77,12 +83,12 @@ def diff_text(path: str, base: str | None = None, head: str | None = None, stage
     check_int(max_lines, "max_lines", 1, 100000)
     check_int(unified, "unified", 0, 20)
     check_int(max_files, "max_files", 1, 5000)
-    args, info = _text_args(path, base, head, staged)
+    (command, *revs), info = _text_args(path, base, head, staged)
     spec = _spec(path_filter)
     flags = [*diffparse.PATCH_FLAGS, "-M"]
-    patch = out(path, ["diff", "--patch", f"--unified={unified}", *flags, *args, *spec],
+    patch = out(path, [command, "--patch", f"--unified={unified}", *flags, *revs, *spec],
                 max_bytes=PATCH_READ_LIMIT)
-    numstat = out(path, ["diff", "--numstat", "-z", *flags, *args, *spec])
+    numstat = out(path, [command, "--numstat", "-z", *flags, *revs, *spec])
     files, files_info = cap(diffparse.parse_numstat(numstat), max_files)
     kept = _cut(patch, max_bytes, max_lines)
     total_lines = patch.count(b"\n") + (0 if patch.endswith(b"\n") or not patch else 1)
