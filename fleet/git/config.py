@@ -209,16 +209,17 @@ def read_config_file(path: str) -> bytes | None:
 
 @dataclass(frozen=True)
 class RepoConfig:
-    """What fleetdeck needs from a repo's config files: driver names per section, and the object format."""
+    """What fleetdeck needs from a repo's config files: per driver section, each name and the keys set for
+    it; and the object format."""
 
-    drivers: dict[bytes, frozenset[bytes]]
+    drivers: dict[bytes, dict[bytes, frozenset[bytes]]]
     object_format: str
     files: tuple[str, ...]          # every file read (includes too), for the cache's staleness check
 
 
 def read_repo_config(paths: list[str]) -> RepoConfig:
     """Parse the repo's config files and everything they include (conditional or not)."""
-    drivers: dict[bytes, set[bytes]] = {s: set() for s in DRIVER_SECTIONS}
+    drivers: dict[bytes, dict[bytes, set[bytes]]] = {s: {} for s in DRIVER_SECTIONS}
     object_format = "sha1"
     seen: list[str] = []
 
@@ -232,7 +233,7 @@ def read_repo_config(paths: list[str]) -> RepoConfig:
             return
         for section, sub, key, value in parse(data, path):
             if section in drivers and sub is not None:
-                drivers[section].add(sub)
+                drivers[section].setdefault(sub, set()).add(key)
             elif section == b"extensions" and sub is None and key == b"objectformat" and value:
                 object_format = value.decode("ascii", "replace").lower()
             elif key == b"path" and value and ((section == b"include" and sub is None)
@@ -241,8 +242,9 @@ def read_repo_config(paths: list[str]) -> RepoConfig:
 
     for path in paths:
         visit(path, 0)
-    return RepoConfig({s: frozenset(n for n in names if b"\0" not in n) for s, names in drivers.items()},
-                      object_format, tuple(seen))
+    # A name holding NUL is cut there by git's C strings into a key without a driver name: nothing to run.
+    return RepoConfig({s: {n: frozenset(k) for n, k in names.items() if b"\0" not in n}
+                       for s, names in drivers.items()}, object_format, tuple(seen))
 
 
 def _include_path(value: bytes, including: str) -> str:

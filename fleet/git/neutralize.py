@@ -143,13 +143,24 @@ def _build(cwd: str) -> Guard:
 
 
 def overrides(config: RepoConfig) -> dict[str, str]:
-    """GIT_CONFIG_COUNT/KEY/VALUE variables that replace every repo-defined driver command."""
+    """GIT_CONFIG_COUNT/KEY/VALUE variables that replace every command key the repo's config sets.
+
+    A key the repo sets gets the person's value or is emptied. A filter the repo names gets `required`
+    from the person's config, or false once it cannot work: git skips `clean`/`smudge` whenever `process`
+    is set, even to the empty string, so a repo-set `process` the person does not define turns it off.
+    """
     pairs: list[tuple[bytes, bytes]] = []
     trusted = trusted_values() if any(config.drivers.values()) else {}
     for section, names in config.drivers.items():
         for name in sorted(names):
+            keys = names[name]
             for key, off in DRIVER_KEYS[section].items():
-                pairs.append((section + b"." + name + b"." + key, trusted.get((section, name, key), off)))
+                if key in keys and key != b"required":
+                    pairs.append((section + b"." + name + b"." + key, trusted.get((section, name, key), off)))
+            if section == b"filter":
+                broken = b"process" in keys and not trusted.get((section, name, b"process"))
+                required = b"false" if broken else trusted.get((section, name, b"required"), b"false")
+                pairs.append((b"filter." + name + b".required", required))
     if not pairs:
         return {}
     env = {"GIT_CONFIG_COUNT": str(len(pairs))}
