@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -81,3 +82,82 @@ def test_check_ref_refuses_options_and_control_characters(bad: str):
 @pytest.mark.parametrize("good", ["main", "HEAD~1", "a..b", "a...b", "refs/heads/x", "v1.0^{commit}"])
 def test_check_ref_accepts_refs_and_ranges(good: str):
     assert check_ref(good) == good
+
+
+# --- reading a repository's config the way git does -------------------------------------------------------
+
+TRICKY_CONFIGS = [
+    b'[core]\n\tbare = false\n[filter "lfs"]\n\tclean = git-lfs clean -- %f\n',
+    b'\xef\xbb\xbf[Filter "MiXed"]\r\n\tClean = "a \\"quoted\\" cmd" ; comment\r\n',
+    b'[filter.Dotted]\n  clean = x\n[diff "a.b"] textconv = y # trailing\n',
+    b'[filter "sp ace\\"q"]\nclean=one \\\n  two\n[filter "\\\\back"]\n\tprocess = "  kept  "\n',
+    b'# comment\n; another\n[include]\n\tpath\n[x "y"]\n\tflag\n\tempty =\n\tv = a"b;c"d\n',
+    b'[section.sub "ext"]\n\tkey = v\n[ "nosection"]\n\tk = v\n',
+    b'[a]\n\tk = \\t\\n\\b tail   \n\tq = "  inner  "  outer  \n',
+    b"k = before any section\n[s]\n",
+]
+
+
+@pytest.mark.parametrize("data", TRICKY_CONFIGS)
+def test_config_parser_reads_what_git_reads(tmp_path: Path, data: bytes):
+    from fleet.git.config import parse
+
+    path = tmp_path / "cfg"
+    path.write_bytes(data)
+    proc = subprocess.run(["git", "config", "-f", str(path), "--list", "-z"], capture_output=True, check=True)
+    expected = []
+    for record in proc.stdout.split(b"\0"):
+        if record:
+            name, newline, value = record.partition(b"\n")
+            expected.append((name, value if newline else None))
+    ours = []
+    for section, sub, key, value in parse(data):
+        prefix = section + (b"." + sub if sub is not None else b"")
+        ours.append((prefix + b"." + key if prefix else key, value))
+    assert ours == expected
+
+
+@pytest.mark.parametrize("data", [b"[unterminated\n", b'[s "x]\n', b"[s]\nk = \\q\n", b'[s]\nk = "open\n',
+                                  b"[s]\n1k = v\n", b"[s]\nk v\n", b"\xef\xbb[s]\n"])
+def test_config_git_refuses_is_refused(tmp_path: Path, data: bytes):
+    from fleet.git.config import ConfigError, parse
+
+    path = tmp_path / "cfg"
+    path.write_bytes(data)
+    assert subprocess.run(["git", "config", "-f", str(path), "--list"], capture_output=True).returncode != 0
+    with pytest.raises(ConfigError):
+        parse(data)
+
+
+def test_driver_names_come_from_every_included_file_and_nothing_else(tmp_path: Path):
+    from fleet.git.config import read_repo_config
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config").write_text('[include]\n\tpath = sub/one.cfg\n[includeIf "onbranch:nope"]\n'
+                                     '\tpath = ~/never-there.cfg\n[filter "a"]\n\tclean = x\n')
+    (tmp_path / "sub" / "one.cfg").write_text('[includeIf "gitdir:/elsewhere/"]\n\tpath = two.cfg\n'
+                                              '[diff "b"]\n\ttextconv = y\n')
+    (tmp_path / "sub" / "two.cfg").write_text('[filter "c"]\n\tprocess = z\n[merge "m"]\n\tdriver = w\n'
+                                              "[extensions]\n\tobjectFormat = sha256\n")
+    found = read_repo_config([str(tmp_path / "config"), str(tmp_path / "config.worktree")])
+    assert found.drivers == {b"filter": {b"a": frozenset({b"clean"}), b"c": frozenset({b"process"})},
+                             b"diff": {b"b": frozenset({b"textconv"})}}
+    assert found.object_format == "sha256"
+    (tmp_path / "sub" / "two.cfg").write_text('[include]\n\tpath = two.cfg\n')
+    from fleet.git.config import ConfigError
+    with pytest.raises(ConfigError):
+        read_repo_config([str(tmp_path / "config")])
+
+
+def test_overrides_follow_config_edits_and_leave_ordinary_repos_alone(tmp_path: Path):
+    from fleet.git.neutralize import guard_for
+
+    repo = init_repo(tmp_path / "r", commits=1)
+    assert guard_for(str(repo)).env == {}
+    assert guard_for(str(repo / "sub" / "dir")).env == {}          # not there yet: git walks up, so do we
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as fh:
+        fh.write('[filter "x=y"]\n\tclean = evil\n')
+    env = guard_for(str(repo)).env
+    assert env["GIT_CONFIG_KEY_0"] == "filter.x=y.clean" and env["GIT_CONFIG_VALUE_0"] == ""
+    assert env["GIT_CONFIG_KEY_1"] == "filter.x=y.required" and env["GIT_CONFIG_VALUE_1"] == "false"
+    assert guard_for(str(repo / "sub" / "dir")).env == env

@@ -59,8 +59,6 @@ def parse(data: bytes, origin: str = "config") -> list[Entry]:
         elif c == ord("["):
             pos, section, subsection = _header(data, pos + 1, bad)
         elif chr(c).isascii() and chr(c).isalpha():
-            if section is None:
-                raise bad("a key before any section")
             start = pos
             while pos < n and data[pos] in _KEYCHARS:
                 pos += 1
@@ -74,9 +72,10 @@ def parse(data: bytes, origin: str = "config") -> list[Entry]:
                 if data[pos] != ord("="):
                     raise bad("expected '=' after a key")
                 pos, value = _value(data, pos + 1, bad)
+                value = value.split(b"\0", 1)[0]       # git's C strings end a value at a NUL byte
             else:
                 pos += 1
-            entries.append((section, subsection, key, value))
+            entries.append((section or b"", subsection, key, value))   # git accepts a key before any section
         else:
             raise bad(f"unexpected byte {c:#04x}")
     return entries
