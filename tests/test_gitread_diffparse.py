@@ -6,8 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from fleet.git.diffparse import parse_diff, parse_numstat
-from tests.gitbuild import git, write
+from tests.gitbuild import git, init_repo, write
 from tests.gitread_repos import rich_repo
 
 
@@ -129,3 +131,19 @@ def test_stat_dirty_entry_plumbing_lists_without_a_patch_is_not_a_change():
            b"diff --git a/mode b/mode\nold mode 100644\nnew mode 100755\n"
            b"diff --git a/real b/real\nindex aaaaaaa..bbbbbbb 100644\n--- a/real\n+++ b/real\n@@ -1 +1 @@\n-x\n+y\n")
     assert [c["path"] for c in parse_diff(raw)] == ["mode", "real"]
+
+
+@pytest.mark.parametrize("name", ["plain.txt", "sp ace", 'quo"te', "back\\slash", "tab\there", "new\nline",
+                                  "café", "del\x7f", "bell\x07"])
+def test_path_quoting_round_trips_and_matches_git(tmp_path, name):
+    """One C-style quoting for the whole tree: what git prints in headers, and back."""
+    from fleet.git.patchtext import quote_path, quote_text, unquote_path
+
+    repo = init_repo(tmp_path / "r", commits=1)
+    write(repo / name, "x\n")
+    git(repo, "add", "--", name)
+    header = git(repo, "-c", "core.quotePath=false", "diff", "--cached", "--no-color").splitlines()[0]
+    expected = "diff --git " + quote_text("a/" + name) + " " + quote_text("b/" + name)
+    assert header == expected
+    assert unquote_path(quote_text(name)) == name
+    assert quote_path(name.encode(), high=True).startswith(b'"') == (name != "plain.txt" and name != "sp ace")

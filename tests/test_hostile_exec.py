@@ -200,8 +200,8 @@ def test_merge_tree_reads_objects_from_alternates_and_sha256(tmp_path: Path):
     git(shared, "fetch", "-q", "up")
     commit_file(shared, "data.txt", "mine\n", "mine")
     res = merge_tree(str(shared), str(shared / ".git"), ["--name-only", "-z", "HEAD", "up/main"])
-    assert res.returncode == 0
-    assert res.stdout.split(b"\0")[0].decode() == git(shared, "merge-tree", "--write-tree", "HEAD", "up/main").split()[0]
+    oracle = git(shared, "merge-tree", "--write-tree", "HEAD", "up/main").split()[0]
+    assert res.returncode == 0 and res.stdout.split(b"\0")[0].decode() == oracle
 
     sha256 = tmp_path / "s256"
     sha256.mkdir()

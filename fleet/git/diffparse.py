@@ -7,16 +7,15 @@ hunk bodies are read by their line counts, so a deleted line `-- x` is never mis
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fleet.caps import cap
+from fleet.git.patchtext import hunk_header, quote_path
 
 STATUS = {
     "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
     "T": "type_changed", "U": "unmerged",
 }
-_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _SECTION_STARTS = (b"diff --git ", b"diff --cc ", b"diff --combined ", b"* Unmerged path ")
 
 
@@ -32,29 +31,6 @@ def _mode(value: str) -> str | None:
 # config says (diff.noprefix, diff.mnemonicPrefix, diff.submodule=log would change the section headers).
 PATCH_FLAGS = ["--no-ext-diff", "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
                "--submodule=short", "--no-relative"]
-_ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
-            0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
-
-
-def quote_path(name: bytes, *, high: bool = False) -> bytes:
-    """A path as git prints it in patch headers: C-quoted only when needed; `high` quotes bytes >= 0x80 too
-    (core.quotePath=true, git's default, which our runner turns off)."""
-    def special(b: int) -> bool:
-        return b < 0x20 or b in (0x22, 0x5C, 0x7F) or (high and b >= 0x80)
-
-    if not any(special(b) for b in name):
-        return name
-    out = bytearray(b'"')
-    for b in name:
-        if b in _ESCAPES:
-            out += _ESCAPES[b]
-        elif special(b):
-            out += b"\\%03o" % b
-        else:
-            out.append(b)
-    return bytes(out + b'"')
-
-
 def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     """The raw entries at the start of `data` and the rest (the patch text, if any)."""
     entries: list[dict[str, Any]] = []
@@ -112,11 +88,10 @@ def _sections(patch: bytes) -> list[list[bytes]]:
             i += 1
             continue
         sections[-1].append(line)
-        match = _HUNK.match(line)
+        header = hunk_header(line)
         i += 1
-        if match:
-            old_left = int(match.group(2)) if match.group(2) is not None else 1
-            new_left = int(match.group(4)) if match.group(4) is not None else 1
+        if header:
+            _, old_left, _, new_left = header
             while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i].startswith(b"\\")):
                 body = lines[i]
                 tag = body[:1]
@@ -136,13 +111,13 @@ def _fill(change: dict[str, Any], section: list[bytes]) -> None:
     """Add the hunks, binary flag and counts found in one patch section to `change`."""
     hunk: dict[str, Any] | None = None
     for line in section[1:]:
-        match = _HUNK.match(line)
-        if match:
+        header = hunk_header(line)
+        if header:
             hunk = {
-                "old_start": int(match.group(1)),
-                "old_lines": int(match.group(2)) if match.group(2) is not None else 1,
-                "new_start": int(match.group(3)),
-                "new_lines": int(match.group(4)) if match.group(4) is not None else 1,
+                "old_start": header[0],
+                "old_lines": header[1],
+                "new_start": header[2],
+                "new_lines": header[3],
                 "header": _text(line),
                 "lines": [],
             }

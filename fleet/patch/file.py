@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.errors import FleetError
+from fleet.git.patchtext import hunk_header, quoted_end, unquote_path
 from fleet.git.run import GitError, run_git
 from fleet.repo.paths import check_rel_path, work_tree_root
 from fleet.patch.textdiff import split_lines
@@ -27,8 +28,6 @@ MAX_PATCH_BYTES = 16 * 1024 * 1024
 WRITE_MODES = ("append", "upsert", "overwrite", "create_only")
 PATCH_SUFFIXES = (".patch", ".diff")
 
-_HUNK_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, '"': 34, "\\": 92}
 
 
 @dataclass(frozen=True)
@@ -209,54 +208,25 @@ def _git_names(rest: str, index: int) -> str:
 
 
 def _quoted_end(text: str, index: int) -> int:
-    pos = 1
-    while pos < len(text):
-        if text[pos] == "\\":
-            pos += 2
-            continue
-        if text[pos] == '"':
-            return pos + 1
-        pos += 1
-    raise _bad(index, "unterminated quoted file name")
+    try:
+        return quoted_end(text)
+    except ValueError as exc:
+        raise _bad(index, str(exc)) from None
 
 
 def _unquote(text: str, index: int) -> str:
     """Undo git's C-style quoting of a path (`"a/sp\\"ace"`); unquoted text is returned as is."""
-    if not text.startswith('"'):
-        return text
-    end = _quoted_end(text, index)
-    if text[end:].strip():
-        raise _bad(index, "text after a quoted file name")
-    raw = text[1:end - 1]
-    out = bytearray()
-    pos = 0
-    while pos < len(raw):
-        ch = raw[pos]
-        if ch != "\\":
-            out += ch.encode("utf-8")
-            pos += 1
-            continue
-        nxt = raw[pos + 1:pos + 2]
-        if nxt in _C_ESCAPES:
-            out.append(_C_ESCAPES[nxt])
-            pos += 2
-        elif re.fullmatch(r"[0-3][0-7]{2}", raw[pos + 1:pos + 4]):
-            out.append(int(raw[pos + 1:pos + 4], 8))
-            pos += 4
-        else:
-            raise _bad(index, f"bad escape in quoted file name: {raw[pos:pos + 2]!r}")
     try:
-        return out.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _bad(index, "quoted file name is not UTF-8") from None
+        return unquote_path(text)
+    except ValueError as exc:
+        raise _bad(index, str(exc)) from None
 
 
 def _parse_hunk(lines: list[str], i: int) -> tuple[int, int, int]:
-    match = _HUNK_RE.match(lines[i])
-    if not match:
+    header = hunk_header(lines[i])
+    if not header:
         raise _bad(i, f"malformed hunk header {lines[i].rstrip()[:80]!r}")
-    old_left = int(match.group(2)) if match.group(2) is not None else 1
-    new_left = int(match.group(4)) if match.group(4) is not None else 1
+    _, old_left, _, new_left = header
     header_at = i
     i += 1
     plus = minus = 0

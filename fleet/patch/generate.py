@@ -27,6 +27,7 @@ import stat
 from pathlib import Path
 
 from fleet.errors import FleetError
+from fleet.git.patchtext import quote_text
 from fleet.patch.file import MAX_PATCH_BYTES, WRITE_MODES, PatchEntry, git_apply_check, write_entries
 from fleet.repo.paths import check_rel_path, resolve_in_repo, work_tree_root
 from fleet.patch.textdiff import hunks, similarity, split_lines
@@ -273,17 +274,10 @@ def _near_misses(text: str, search: str) -> str:
 
 # --- entries -------------------------------------------------------------------------------------------
 
-def _quote(name: str) -> str:
-    """A path as git writes it in headers: C-quoted when it holds '"' or '\\' (control chars never get here)."""
-    if '"' not in name and "\\" not in name:
-        return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _file_line(marker: str, name: str | None) -> str:
     if name is None:
         return f"{marker} /dev/null\n"
-    quoted = _quote(name)
+    quoted = quote_text(name)
     # git ends a name holding a space with a tab, so readers do not mistake the end of the name.
     return f"{marker} {quoted}\t\n" if quoted == name and " " in name else f"{marker} {quoted}\n"
 
@@ -293,7 +287,7 @@ def _build(path: str, old_path: str | None, kind: str, extra: list[str], old: st
     parts = hunks(split_lines(old), split_lines(new), context)
     if not parts and not extra:
         return PatchEntry(path, old_path, kind, "", 0, 0, 0)
-    text = f"diff --git {_quote('a/' + (old_path or path))} {_quote('b/' + path)}\n" + "".join(extra)
+    text = f"diff --git {quote_text('a/' + (old_path or path))} {quote_text('b/' + path)}\n" + "".join(extra)
     if parts:
         text += _file_line("---", old_name) + _file_line("+++", new_name) + "".join(h.text() for h in parts)
     return PatchEntry(path, old_path, kind, text, len(parts),
@@ -321,5 +315,6 @@ def _chmod(path: str, old: str, new: str, old_mode: str, new_mode: str, context:
 
 def _rename(path: str, new_path: str, old: str, new: str, context: int) -> PatchEntry:
     score = similarity(split_lines(old), split_lines(new))
-    extra = [f"similarity index {score}%\n", f"rename from {_quote(path)}\n", f"rename to {_quote(new_path)}\n"]
+    extra = [f"similarity index {score}%\n", f"rename from {quote_text(path)}\n",
+             f"rename to {quote_text(new_path)}\n"]
     return _build(new_path, path, "rename", extra, old, new, context, f"a/{path}", f"b/{new_path}")
