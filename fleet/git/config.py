@@ -25,6 +25,10 @@ _KEYCHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _ESCAPES = {ord("t"): 9, ord("b"): 8, ord("n"): 10, ord("\\"): 92, ord('"'): 34}
 # Sections whose subsection names a driver git may run on a read, and the keys that hold the commands.
 DRIVER_SECTIONS = (b"filter", b"diff")
+# A file holding none of these words (section names are plain ASCII, matched case-insensitively, and cannot
+# be spelled with escapes) defines no driver, include or object format: it need not be parsed. git itself
+# still refuses it if it is malformed, so nothing runs either way.
+_WORDS = (*DRIVER_SECTIONS, b"include", b"extensions")
 
 
 class ConfigError(Exception):
@@ -228,7 +232,7 @@ def read_repo_config(paths: list[str]) -> RepoConfig:
             raise ConfigError(f"{path}: includes nested deeper than {MAX_INCLUDE_DEPTH}")
         data = read_config_file(path)
         seen.append(path)
-        if data is None:
+        if data is None or not any(word in data.lower() for word in _WORDS):
             return
         for section, sub, key, value in parse(data, path):
             if section in drivers and sub is not None:
