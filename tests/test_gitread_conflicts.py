@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import pytest
@@ -11,30 +9,16 @@ import pytest
 from fleet.repo.conflicts import conflict_preflight, conflict_read, marker_regions
 from fleet.errors import FleetError
 from tests.gitbuild import clone, commit_file, git, init_repo, with_upstream
+from tests.hostile import snapshot
 from tests.gitread_repos import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict
-
-
-def _snapshot(repo: Path) -> tuple:
-    """Everything a read must leave alone: refs, HEAD, index bytes, the object store, and the work tree."""
-    tree = {}
-    for top, dirs, files in os.walk(repo):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            full = os.path.join(top, name)
-            st = os.stat(full)
-            tree[full] = (hashlib.sha256(Path(full).read_bytes()).hexdigest(), st.st_mtime_ns)
-    index = (repo / ".git" / "index").read_bytes()
-    objects = sorted(str(p.relative_to(repo)) for p in (repo / ".git" / "objects").rglob("*"))
-    return (git(repo, "for-each-ref"), (repo / ".git" / "HEAD").read_text(), index, tree,
-            git(repo, "status", "--porcelain"), objects)
 
 
 @pytest.mark.parametrize("conflicting", [True, False])
 def test_preflight_predicts_a_real_merge(tmp_path: Path, conflicting: bool):
     repo = diverged(tmp_path / "d", conflicting=conflicting)
-    before = _snapshot(repo)
+    before = snapshot(repo)
     result = conflict_preflight(str(repo), target="topic")
-    assert _snapshot(repo) == before
+    assert snapshot(repo) == before
     assert result["merge_base"] == git(repo, "merge-base", "main", "topic").strip()
     assert result["side_effects"].startswith("none")
     trial = clone(repo, tmp_path / "trial")            # the oracle: really merge, in a throwaway clone
@@ -73,9 +57,9 @@ def test_preflight_unrelated_histories(tmp_path: Path):
 
 def test_read_merge_conflict(tmp_path: Path):
     repo = merge_conflict(tmp_path / "m")
-    before = _snapshot(repo)
+    before = snapshot(repo)
     result = conflict_read(str(repo))
-    assert _snapshot(repo) == before
+    assert snapshot(repo) == before
     assert result["in_conflict"] and result["operation"] == "merge" and not result["ours_theirs_inverted"]
     assert result["theirs"]["sha"] == git(repo, "rev-parse", "MERGE_HEAD").strip()
     assert result["ours"]["sha"] == git(repo, "rev-parse", "HEAD").strip()

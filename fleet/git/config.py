@@ -185,7 +185,8 @@ def _value(data: bytes, pos: int, bad) -> tuple[int, bytes]:
 
 
 def read_config_file(path: str) -> bytes | None:
-    """A config file's bytes; None when it does not exist. Refuses anything but a bounded regular file."""
+    """A config file's (or gitfile's) bytes; None when it does not exist. Refuses anything but a bounded
+    regular file (a FIFO would hang the reader, a device or a sparse giant would exhaust memory)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except (FileNotFoundError, NotADirectoryError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from fleet.git.config import ConfigError, RepoConfig, read_repo_config
+from fleet.git.config import ConfigError, RepoConfig, read_config_file, read_repo_config
 
 # Per driver section: the keys that name commands, and the value that disables each when nothing trusted
 # defines it (`required=false`, or git fails the whole read once the filter is gone).
@@ -76,11 +76,7 @@ def find_git_dirs(cwd: str, watched: _Watched) -> tuple[str, str] | None:
 
 
 def _gitfile_target(path: str, folder: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            line = fh.read(8192).split(b"\n", 1)[0].strip()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    line = (read_config_file(path) or b"").split(b"\n", 1)[0].strip()
     if not line.startswith(b"gitdir:"):
         raise ConfigError(f"{path} is not a gitfile")
     return os.path.normpath(os.path.join(folder, os.fsdecode(line[7:].strip())))
@@ -90,11 +86,7 @@ def _common_dir(gitdir: str, watched: _Watched) -> str:
     pointer = os.path.join(gitdir, "commondir")
     if watched.add(pointer) is None:
         return gitdir
-    try:
-        with open(pointer, "rb") as fh:
-            target = fh.read(8192).split(b"\n", 1)[0].strip()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {pointer}: {exc.strerror}") from exc
+    target = (read_config_file(pointer) or b"").split(b"\n", 1)[0].strip()
     return os.path.normpath(os.path.join(gitdir, os.fsdecode(target)))
 
 
@@ -119,7 +111,7 @@ def guard_for(cwd: str) -> Guard:
         return guard
     guard = _build(key)
     with _LOCK:
-        if len(_CACHE) > 4096:
+        if len(_CACHE) > 65536:
             _CACHE.clear()
         _CACHE[key] = guard
     return guard
