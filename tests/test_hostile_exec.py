@@ -202,6 +202,10 @@ def test_merge_tree_reads_objects_from_alternates_and_sha256(tmp_path: Path):
     res = merge_tree(str(shared), str(shared / ".git"), ["--name-only", "-z", "HEAD", "up/main"])
     oracle = git(shared, "merge-tree", "--write-tree", "HEAD", "up/main").split()[0]
     assert res.returncode == 0 and res.stdout.split(b"\0")[0].decode() == oracle
+    commit_file(shared, "later.txt", "objects that appear after the first merge\n", "later")   # new loose objects
+    res = merge_tree(str(shared), str(shared / ".git"), ["--name-only", "-z", "HEAD", "up/main"])
+    oracle = git(shared, "merge-tree", "--write-tree", "HEAD", "up/main").split()[0]
+    assert res.returncode == 0 and res.stdout.split(b"\0")[0].decode() == oracle
 
     sha256 = tmp_path / "s256"
     sha256.mkdir()

@@ -8,10 +8,11 @@ override still runs an empty command, with temp files in the work tree).
 
 So the merge runs in a throwaway bare repository with none of the repository's config, whose object store
 is a shadow of the real one: every pack is a symlink beside an empty `.mtimes` marker, which makes git treat
-it as a cruft pack — readable, never freshened; loose objects are copied (git would `utime` a symlink's or
-hard link's target); the commit-graph is linked for speed. Objects merge-tree writes or freshens land in
-the shadow, removed right after. The cost is one directory listing plus copying the loose objects, paid
-only when a branch has diverged from its upstream (the scan) or when an agent asks for a preflight.
+it as a cruft pack — readable, never freshened; loose objects are read from copies (git would `utime` a
+symlink's or hard link's target), kept per repository for the life of the process and topped up with the
+objects that appeared since; the commit-graph is linked for speed. Objects merge-tree writes land in the
+shadow, removed right after. The cost is a directory listing (plus copying new loose objects), paid only
+when a branch has diverged from its upstream (the scan) or when an agent asks for a preflight.
 
 Because the repository's config is not read, the prediction uses git's built-in merge for every path and
 the person's global/system merge settings; a repository's own merge driver never runs.
@@ -19,10 +20,13 @@ the person's global/system merge settings; a repository's own merge driver never
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
+import threading
 
 from fleet.git.files import is_sha
 from fleet.git.neutralize import guard_for
@@ -67,9 +71,11 @@ def _throwaway_repo(scratch: str, object_format: str) -> str:
 
 def shadow_objects(objects: str, into: str) -> None:
     """Fill the object dir `into` so git reads every object of `objects` (and its alternates) but can
-    freshen none of them: cruft-marked pack links, loose copies, the commit-graph linked."""
+    freshen none of them: cruft-marked pack links, an alternate holding copies of the loose objects, the
+    commit-graph linked."""
     seen_packs: set[str] = set()
-    for n, odb in enumerate(_object_dirs(objects)):
+    odbs = _object_dirs(objects)
+    for odb in odbs:
         pack_dir = os.path.join(odb, "pack")
         for name in _names(pack_dir):
             if not name.endswith(".pack") or name in seen_packs:
@@ -81,24 +87,57 @@ def shadow_objects(objects: str, into: str) -> None:
             for ext in (".pack", ".idx"):
                 os.symlink(os.path.join(pack_dir, base + ext), os.path.join(into, "pack", base + ext))
             open(os.path.join(into, "pack", base + ".mtimes"), "wb").close()
-        for fanout in _names(odb):
-            if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
+    for graph in ("commit-graph", "commit-graphs"):
+        source = os.path.join(objects, "info", graph)
+        if os.path.exists(source):
+            os.symlink(source, os.path.join(into, "info", graph))
+    with open(os.path.join(into, "info", "alternates"), "w", encoding="utf-8") as fh:
+        fh.write(_LOOSE.mirror(objects, odbs) + "\n")
+
+
+class _LooseMirrors:
+    """Per repository, a folder of copies of its loose objects, kept for the life of the process and brought
+    up to date before each merge (a listing, plus a copy of each object not seen before). git may freshen
+    the copies; the repository's own files are never opened for writing."""
+
+    def __init__(self) -> None:
+        self._root: str | None = None
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def mirror(self, objects: str, odbs: list[str]) -> str:
+        with self._lock:
+            if self._root is None:
+                self._root = tempfile.mkdtemp(prefix="fleetdeck-loose-")
+                atexit.register(shutil.rmtree, self._root, True)
+            key = hashlib.sha256(os.fsencode(os.path.realpath(objects))).hexdigest()[:24]
+            lock = self._locks.setdefault(key, threading.Lock())
+        target = os.path.join(self._root, key)
+        with lock:
+            for odb in odbs:
+                _copy_loose(odb, target)
+        return target
+
+
+def _copy_loose(odb: str, target: str) -> None:
+    for fanout in _names(odb):
+        if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
+            continue
+        have = set(_names(os.path.join(target, fanout)))
+        src_dir = os.path.join(odb, fanout)
+        for name in _names(src_dir):
+            if name in have or name.startswith("tmp"):
                 continue
-            src_dir = os.path.join(odb, fanout)
-            dst_dir = os.path.join(into, fanout)
-            for name in _names(src_dir):
-                src = os.path.join(src_dir, name)
-                if not _regular(src, follow=False):
-                    continue
-                os.makedirs(dst_dir, exist_ok=True)
-                dst = os.path.join(dst_dir, name)
-                if not os.path.exists(dst):
-                    shutil.copyfile(src, dst)
-        if n == 0:
-            for graph in ("commit-graph", "commit-graphs"):
-                source = os.path.join(odb, "info", graph)
-                if os.path.exists(source):
-                    os.symlink(source, os.path.join(into, "info", graph))
+            src = os.path.join(src_dir, name)
+            if not _regular(src, follow=False):
+                continue
+            os.makedirs(os.path.join(target, fanout), exist_ok=True)
+            partial = os.path.join(target, fanout, f".{name}.part")
+            shutil.copyfile(src, partial)
+            os.replace(partial, os.path.join(target, fanout, name))
+
+
+_LOOSE = _LooseMirrors()
 
 
 def _object_dirs(objects: str) -> list[str]:
