@@ -105,14 +105,20 @@ class _LooseMirrors:
         self._lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
 
+    def root(self) -> str:
+        """The process's mirror folder, removed at exit. Made before a fork too (the scan forks workers that
+        are terminated, not exited), so workers share the parent's folder and leave nothing behind."""
+        if self._root is None:
+            self._root = tempfile.mkdtemp(prefix="fleetdeck-loose-")
+            atexit.register(shutil.rmtree, self._root, True)
+        return self._root
+
     def mirror(self, objects: str, odbs: list[str]) -> str:
         with self._lock:
-            if self._root is None:
-                self._root = tempfile.mkdtemp(prefix="fleetdeck-loose-")
-                atexit.register(shutil.rmtree, self._root, True)
+            root = self.root()
             key = hashlib.sha256(os.fsencode(os.path.realpath(objects))).hexdigest()[:24]
             lock = self._locks.setdefault(key, threading.Lock())
-        target = os.path.join(self._root, key)
+        target = os.path.join(root, key)
         with lock:
             for odb in odbs:
                 _copy_loose(odb, target)
@@ -132,12 +138,13 @@ def _copy_loose(odb: str, target: str) -> None:
             if not _regular(src, follow=False):
                 continue
             os.makedirs(os.path.join(target, fanout), exist_ok=True)
-            partial = os.path.join(target, fanout, f".{name}.part")
+            partial = os.path.join(target, fanout, f".{name}.{os.getpid()}.{threading.get_ident()}.part")
             shutil.copyfile(src, partial)
             os.replace(partial, os.path.join(target, fanout, name))
 
 
 _LOOSE = _LooseMirrors()
+os.register_at_fork(before=_LOOSE.root)
 
 
 def _object_dirs(objects: str) -> list[str]:
