@@ -161,3 +161,12 @@ def test_overrides_follow_config_edits_and_leave_ordinary_repos_alone(tmp_path: 
     assert env["GIT_CONFIG_KEY_0"] == "filter.x=y.clean" and env["GIT_CONFIG_VALUE_0"] == ""
     assert env["GIT_CONFIG_KEY_1"] == "filter.x=y.required" and env["GIT_CONFIG_VALUE_1"] == "false"
     assert guard_for(str(repo / "sub" / "dir")).env == env
+
+
+def test_a_gitfile_or_include_naming_a_nul_path_is_refused_not_a_crash(tmp_path: Path):
+    repo = init_repo(tmp_path / "r", commits=1)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".git").write_bytes(b"gitdir: " + str(repo / ".git").encode() + b"\0junk\n")
+    with pytest.raises(GitError):
+        run_git(linked, ["status"])

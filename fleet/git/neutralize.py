@@ -26,7 +26,7 @@ _Sig = tuple[int, int, int, int] | None
 def _sig(path: str) -> _Sig:
     try:
         st = os.lstat(path)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 

@@ -110,7 +110,7 @@ def run_git(cwd: str | os.PathLike[str], args: list[str], *, timeout: float = DE
     if mode.neutralize_repo:
         try:
             repo_env = guard_for(os.fspath(cwd)).env
-        except ConfigError as exc:
+        except (ConfigError, OSError, ValueError) as exc:     # ValueError: a NUL byte in a path it names
             raise GitError("GIT_FAILED", f"refusing to run git: {exc}", args=args) from exc
         if repo_env:
             env = {**env, **repo_env}
