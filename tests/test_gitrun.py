@@ -170,3 +170,12 @@ def test_a_gitfile_or_include_naming_a_nul_path_is_refused_not_a_crash(tmp_path:
     (linked / ".git").write_bytes(b"gitdir: " + str(repo / ".git").encode() + b"\0junk\n")
     with pytest.raises(GitError):
         run_git(linked, ["status"])
+
+
+def test_only_a_known_object_format_is_taken_from_a_repo_config(tmp_path: Path):
+    from fleet.git.config import read_repo_config
+
+    (tmp_path / "config").write_bytes(b'[extensions]\n\tobjectFormat = "sha256\\n[merge \\"x\\"]"\n')
+    assert read_repo_config([str(tmp_path / "config")]).object_format == "sha1"
+    (tmp_path / "config").write_bytes(b"[extensions]\n\tobjectFormat = SHA256\n")
+    assert read_repo_config([str(tmp_path / "config")]).object_format == "sha256"

@@ -238,8 +238,9 @@ def read_repo_config(paths: list[str]) -> RepoConfig:
         for section, sub, key, value in parse(data, path):
             if section in drivers and sub is not None:
                 drivers[section].setdefault(sub, set()).add(key)
-            elif section == b"extensions" and sub is None and key == b"objectformat" and value:
-                object_format = value.decode("ascii", "replace").lower()
+            elif section == b"extensions" and sub is None and key == b"objectformat" and value \
+                    and value.lower() in (b"sha1", b"sha256"):   # it is written into a config of ours
+                object_format = value.lower().decode("ascii")
             elif key == b"path" and value and ((section == b"include" and sub is None)
                                               or (section == b"includeif" and sub is not None)):
                 visit(_include_path(value, path), depth + 1)
