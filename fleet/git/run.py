@@ -17,8 +17,9 @@ trusted. Every read therefore runs with:
 Merge drivers cannot be emptied this way (git then runs an empty command and writes temp files in the work
 tree), so `merge-tree` runs against a throwaway git dir instead (fleet/git/mergetree.py).
 
-A run is described by a `Mode`. `READ` is the only mode today; the write side's executor, running what a
-person approved, will add a mode that lets git behave as in that person's hands (hooks and filters run).
+A run is described by a `Mode` (forced options, config, environment, whether repo drivers are overridden).
+`READ` is the only mode; running git as a person would (hooks and filters honoured) is one more `Mode`
+value, passed explicitly by the one caller that needs it.
 """
 
 from __future__ import annotations
