@@ -15,10 +15,10 @@ an error, and the runner then refuses to run git at all: fail closed.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
+from fleet.git.files import MAX_CONFIG_BYTES, BrokenRepo, read_file
+
 MAX_INCLUDE_DEPTH = 10
 _SPACE = b" \t\n\r"                      # git's isspace (sane_ctype): no \v, no \f
 _KEYCHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
@@ -184,31 +184,13 @@ def _value(data: bytes, pos: int, bad) -> tuple[int, bytes]:
         out.append(c)
 
 
-def read_config_file(path: str) -> bytes | None:
-    """A config file's (or gitfile's) bytes; None when it does not exist. Refuses anything but a bounded
-    regular file (a FIFO would hang the reader, a device or a sparse giant would exhaust memory)."""
+def read_config_file(path: str, limit: int = MAX_CONFIG_BYTES) -> bytes | None:
+    """A config file's (or gitfile's) bytes, None when it does not exist: fleet/git/files.py's bounded
+    regular-file read, following links as git does. A FIFO, a device or a giant is a ConfigError."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{path} is not a regular file")
-        if st.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, 65536):
-            size += len(chunk)
-            if size > MAX_CONFIG_BYTES:
-                raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_file(path, limit, path, follow=True)
+    except BrokenRepo as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)

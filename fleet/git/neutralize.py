@@ -14,6 +14,7 @@ import os
 import threading
 
 from fleet.git.config import ConfigError, RepoConfig, read_config_file, read_repo_config
+from fleet.git.files import MAX_POINTER_BYTES
 
 # Per driver section: the keys that name commands, and the value that disables each when nothing trusted
 # defines it (`required=false`, or git fails the whole read once the filter is gone).
@@ -76,7 +77,7 @@ def find_git_dirs(cwd: str, watched: _Watched) -> tuple[str, str] | None:
 
 
 def _gitfile_target(path: str, folder: str) -> str:
-    line = (read_config_file(path) or b"").split(b"\n", 1)[0].strip()
+    line = (read_config_file(path, MAX_POINTER_BYTES) or b"").split(b"\n", 1)[0].strip()
     if not line.startswith(b"gitdir:"):
         raise ConfigError(f"{path} is not a gitfile")
     return os.path.normpath(os.path.join(folder, os.fsdecode(line[7:].strip())))
@@ -86,7 +87,7 @@ def _common_dir(gitdir: str, watched: _Watched) -> str:
     pointer = os.path.join(gitdir, "commondir")
     if watched.add(pointer) is None:
         return gitdir
-    target = (read_config_file(pointer) or b"").split(b"\n", 1)[0].strip()
+    target = (read_config_file(pointer, MAX_POINTER_BYTES) or b"").split(b"\n", 1)[0].strip()
     return os.path.normpath(os.path.join(gitdir, os.fsdecode(target)))
 
 
