@@ -33,7 +33,6 @@ from tests.hostile import (OLD, age_git_dir, diverged_pair, fired, hostile_repo,
                            snapshot_diff)
 from tests.mcpfleet import call, ok
 from web.app import create_app
-from web.security import COOKIE
 
 TOKEN = "hostile-token-0123456789abcdefghijklmnopqrstu"
 
@@ -103,7 +102,7 @@ async def test_every_read_surface_runs_nothing_and_writes_nothing(tmp_path: Path
 
     app = create_app(db, TOKEN)
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
-        client.cookies.set(COOKIE, TOKEN)
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
         for page in (f"/repos/{record['id']}", f"/api/repos/{record['id']}", "/"):
             assert client.get(page).status_code == 200, page
 

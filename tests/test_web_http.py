@@ -14,7 +14,7 @@ from fleet.index.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
 from web.app import create_app
-from web.security import COOKIE, csrf_for
+from web.security import cookie_name, cookie_value_for, csrf_for
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 BASE = "http://127.0.0.1:8765"
@@ -37,7 +37,7 @@ def client(fleet, tmp_path: Path):
 
 @pytest.fixture
 def authed(client: TestClient) -> TestClient:
-    client.cookies.set(COOKIE, TOKEN)
+    assert client.get(f"/?token={TOKEN}").status_code == 303  # the access link fills the cookie jar
     return client
 
 
@@ -68,7 +68,9 @@ def test_token_link_sets_a_strict_httponly_cookie_and_redirects_to_the_clean_url
     assert r.status_code == 303
     assert r.headers["location"] == "/?q=dirty"
     cookie = r.headers["set-cookie"]
-    assert f"{COOKIE}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f"{cookie_name(8765)}={cookie_value_for(TOKEN, 8765)}" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert TOKEN not in cookie  # the cookie never carries the bearer token itself
     assert client.get("/").status_code == 200  # the cookie jar now carries the token
 
 
@@ -118,7 +120,7 @@ def test_pages_carry_no_inline_script(authed: TestClient, fleet) -> None:
     for path in ("/", f"/repos/{repo_id(index, repos['conflicted'])}", "/digest?since=0"):
         html = authed.get(path).text
         assert "<script>" not in html and " on" + "click=" not in html
-        assert '<script src="http://127.0.0.1:8765/static/app.js" defer></script>' in html
+        assert '<script src="/static/app.js" defer></script>' in html
 
 
 def test_post_without_csrf_is_refused(authed: TestClient, fleet) -> None:

@@ -52,13 +52,13 @@ class Stopped(Exception):
 
 
 def mcp_endpoint(db_path: str | Path, host: str, port: int):
-    """The MCP bridge at `/mcp`; the dashboard's middleware authenticates, the SDK re-checks Host/Origin."""
+    """The MCP bridge at `/mcp`; the dashboard's guards authenticate, the SDK re-checks Host/Origin."""
     from mcp_bridge.http import http_endpoint  # the mcp SDK costs ~0.7 s to import: only when serving
     from mcp_bridge.server import build_server
 
     hosts = sorted(allowed_hosts_for(host))
     names = [f"[{h}]" if ":" in h else h for h in hosts]
-    return http_endpoint(build_server(str(db_path)), token=None,
+    return http_endpoint(build_server(str(db_path)),
                          allowed_hosts=[form for n in names for form in (n, f"{n}:{port}")],
                          allowed_origins=[f"http://{n}:{port}" for n in names])
 

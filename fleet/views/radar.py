@@ -8,25 +8,34 @@ collisions) at query time from the sources in `extra_sources()`.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Callable
+from typing import Callable, NamedTuple
 
-# The ladder (highest first). Scores leave room between rungs for reasons other modules add.
-SCORES = {
-    "conflict": 100,
-    "broken": 97,
-    "predicted_conflict": 95,
-    "agent_collision": 93,
-    "diverged": 90,
-    "operation": 85,
-    "local_changes": 80,
-    "behind": 70,
-    "ahead": 60,
-    "stale_stash": 50,
-    "worktree": 45,
-    "submodule": 42,
-    "no_upstream": 40,
-    "clean": 0,
+
+class ReasonKind(NamedTuple):
+    """What every surface needs to know about a reason code: its rank, and how a person sees it."""
+
+    score: int      # the ladder, highest first; gaps leave room for reasons other modules add
+    severity: str   # the colour class on the dashboard (critical, high, op, medium, info, low, ok)
+    label: str      # the short badge text
+
+
+REASONS = {
+    "conflict": ReasonKind(100, "critical", "conflict"),
+    "broken": ReasonKind(97, "critical", "broken"),
+    "predicted_conflict": ReasonKind(95, "high", "will conflict"),
+    "agent_collision": ReasonKind(93, "high", "agent collision"),
+    "diverged": ReasonKind(90, "high", "diverged"),
+    "operation": ReasonKind(85, "op", "in progress"),
+    "local_changes": ReasonKind(80, "medium", "uncommitted"),
+    "behind": ReasonKind(70, "info", "behind"),
+    "ahead": ReasonKind(60, "info", "unpushed"),
+    "stale_stash": ReasonKind(50, "low", "old stash"),
+    "worktree": ReasonKind(45, "low", "worktree"),
+    "submodule": ReasonKind(42, "low", "submodule"),
+    "no_upstream": ReasonKind(40, "low", "no upstream"),
+    "clean": ReasonKind(0, "ok", "clean"),
 }
+SCORES = {code: kind.score for code, kind in REASONS.items()}
 STALE_STASH_AGE = timedelta(days=7)
 
 ExtraReasons = Callable[[object], dict[str, list[dict]]]

@@ -1,24 +1,13 @@
 """The digest for people: Markdown for mail and chat, a self-contained HTML page (inline CSS and SVG, no
-network) for a browser or an HTML mail. Both render `fleet.digest.report()`; neither computes anything."""
+network) for a browser or an HTML mail. Both render `fleet.digest.report()`; neither computes anything.
+The HTML goes through the dashboard's own Jinja environment (`fleet.views.render`)."""
 
 from __future__ import annotations
 
 import shlex
 
-import jinja2
-
+from fleet.views.render import environment, one_line, short
 from fleet.views.safe import md_code, md_text
-
-SHORT = 10
-
-
-def _short(sha: str | None) -> str:
-    return sha[:SHORT] if sha else "∅"
-
-
-def one_line(text: str | None, width: int = 100) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def render_markdown(data: dict) -> str:
@@ -58,7 +47,7 @@ def render_markdown(data: dict) -> str:
         f"{md_text(r['repo'])} {md_text(r['ref'])} `{r['kind']}` at {r['at']}: {_md_sha(r['old_sha'])} → "
         f"{_md_sha(r['new_sha'])}" for r in fleet["rewrites"]])
     out += _section("Recoverable commits (no ref reaches them)", fleet["recoverable_count"], [
-        f"{md_text(c['repo'])} {md_code(_short(c['sha']))} {md_text(one_line(c['subject'], 80))} — dropped by "
+        f"{md_text(c['repo'])} {md_code(short(c['sha']))} {md_text(one_line(c['subject'], 80))} — dropped by "
         f"{md_text(c['dropped_by'])} on {md_text(c['ref'])} at {c['dropped_at']}; recover with "
         + md_code(f"git -C {shlex.quote(c['path'])} branch recovered-{c['sha'][:8]} {c['sha']}")
         for c in fleet["recoverable"]])
@@ -68,7 +57,7 @@ def render_markdown(data: dict) -> str:
 
 
 def _md_sha(sha: str | None) -> str:
-    return md_text(_short(sha))
+    return md_text(short(sha))
 
 
 def _section(title: str, count: int, lines: list[str]) -> list[str]:
@@ -76,21 +65,6 @@ def _section(title: str, count: int, lines: list[str]) -> list[str]:
         return [f"- **{title}:** none"]
     more = [f"  - … and {count - len(lines)} more"] if count > len(lines) else []
     return [f"- **{title}:** {count}"] + [f"  - {line}" for line in lines] + more
-
-
-_ENV: jinja2.Environment | None = None
-
-
-def environment() -> jinja2.Environment:
-    """Templates load from the installed `templates` package, so a wheel install renders too."""
-    global _ENV
-    if _ENV is None:
-        _ENV = jinja2.Environment(loader=jinja2.PackageLoader("templates", "."),
-                                  autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True,
-                                  lstrip_blocks=True)
-        _ENV.filters["short"] = _short
-        _ENV.filters["one_line"] = one_line
-    return _ENV
 
 
 def render_html(data: dict) -> str:

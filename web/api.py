@@ -1,0 +1,83 @@
+"""The JSON API routes that are not a page's data (those are in web/pages.py) and the live stream."""
+
+from __future__ import annotations
+
+import json
+from typing import AsyncIterator
+
+import anyio
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from fleet.errors import FleetError
+from fleet.index.freshness import freshness
+from fleet.index.scan import refresh_repo
+from fleet.index.store import Index
+from fleet.views.digest import digest
+from fleet.views.repos import public_records
+from web.pages import repo_id
+from web.params import DEFAULT_SINCE, int_param, split_list
+from web.state import AppState, index
+
+POLL_SECONDS = 0.2
+STATUS_EVERY = 25  # polls between index freshness / watcher state events (~5 s)
+
+
+def api_error(exc: FleetError, status: int = 400) -> Response:
+    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
+
+
+def api_digest(request: Request) -> Response:
+    """Exactly `fleet.views.digest.digest()` (the MCP tool's contract); a bad argument is a 400."""
+    params = request.query_params
+    try:
+        body = digest(index(request), params.get("since") or DEFAULT_SINCE,
+                      repos=params.getlist("repos") or None, kinds=split_list(params.getlist("kinds")) or None,
+                      max_events=int_param(params.get("max_events"), "max_events", 200))
+    except FleetError as exc:
+        return api_error(exc)
+    return JSONResponse(body)
+
+
+def api_repos(request: Request) -> Response:
+    include_gone = request.query_params.get("all") in ("1", "true")
+    return JSONResponse(public_records(index(request), include_gone=include_gone))
+
+
+def api_refresh(request: Request) -> Response:
+    """Re-read one repository now (writes the index only, never the repository)."""
+    idx = index(request)
+    record = idx.repo(repo_id(request))
+    if record is None:
+        raise HTTPException(404, f"no repository with id {request.path_params['repo_id']} in the index")
+    refresh_repo(idx, record["path"])
+    if "application/json" in request.headers.get("accept", ""):
+        return JSONResponse({"id": record["id"], "generation": idx.generation()})
+    return RedirectResponse(request.app.url_path_for("repo", repo_id=record["id"]), status_code=303)
+
+
+async def api_events(request: Request[AppState]) -> Response:
+    return EventSourceResponse(changes(request.state["poll"]), ping=15)
+
+
+async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
+    """Push the ids of repos whose rows changed, by polling the index's change counter.
+
+    Polling the counter works whether the watcher runs in this process or another one, and costs one
+    indexed `max()` per tick.
+    """
+    seen = idx.generation()
+    yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
+    ticks = 0
+    while True:
+        await anyio.sleep(POLL_SECONDS)
+        ticks += 1
+        current = idx.generation()
+        if current != seen:
+            changed = idx.changed_since(seen)
+            seen = current
+            yield ServerSentEvent(event="change", data=json.dumps({"generation": current, "ids": changed}))
+        if ticks % STATUS_EVERY == 0:
+            yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))

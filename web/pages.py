@@ -1,0 +1,138 @@
+"""The dashboard's pages, as a small registry: each page is a context function (request + index -> the
+data), a page template, a fragment template (the part the page's script re-fetches and patches in place on
+a live update) and, where the data is also an API, a JSON route. Context functions call one `fleet/`
+function each and know nothing of HTML.
+
+A context whose `error` is set renders with status 400 (the digest's bad form); a missing thing is an
+`HTTPException(404)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from fleet.errors import FleetError
+from fleet.index.events import KINDS
+from fleet.index.freshness import freshness
+from fleet.index.store import Index
+from fleet.presence import collisions, presence
+from fleet.repo.detail import repo_detail
+from fleet.views.digest import report
+from fleet.views.queue import QueueFilter, attention_queue
+from fleet.views.render import environment
+from fleet.views.report import chart_geometry
+from web.params import digest_form
+from web.state import AppState, index
+
+MAX_ROW_ID = 2**63 - 1  # SQLite's integer range: a larger id names no row (and must not overflow)
+
+
+def _paths(request: Request) -> dict:
+    """`url_for` in templates gives paths (`/repos/3`) rather than absolute URLs, so every link stays on
+    the address the browser used."""
+    return {"url_for": lambda name, /, **params: request.app.url_path_for(name, **params)}
+
+
+templates = Jinja2Templates(env=environment(), context_processors=[_paths])
+
+Context = Callable[[Request, Index], dict]
+
+
+def render(request: Request[AppState], name: str, context: dict, status: int = 200) -> Response:
+    """A template with what every page needs (the CSRF token for forms and the script)."""
+    return templates.TemplateResponse(request, name, {"csrf_token": request.state["csrf"], **context},
+                                      status_code=status)
+
+
+def repo_id(request: Request) -> int:
+    """The `{repo_id}` of the path, or a 404 when no row can have it."""
+    value: int = request.path_params["repo_id"]
+    if value > MAX_ROW_ID:
+        raise HTTPException(404, f"no repository with id {value} in the index")
+    return value
+
+
+def queue_context(request: Request, idx: Index) -> dict:
+    data = attention_queue(idx, QueueFilter.from_params(dict(request.query_params)), presence(idx))
+    data["freshness"] = freshness(idx)
+    return data
+
+
+def repo_context(request: Request, idx: Index) -> dict:
+    detail = repo_detail(idx, repo_id(request), presence(idx))
+    if detail is None:
+        raise HTTPException(404, f"no repository with id {request.path_params['repo_id']} in the index")
+    return detail
+
+
+def agents_context(request: Request, idx: Index) -> dict:
+    rows = presence(idx)
+    return {"agents": rows, "collisions": collisions(rows), "freshness": freshness(idx)}
+
+
+def digest_context(request: Request, idx: Index) -> dict:
+    """The digest page's data for the form in the query string; a bad form sets `error` (a 400)."""
+    form = digest_form(request.query_params)
+    repo_ids = {r["name"]: r["id"] for r in sorted(idx.summaries(), key=lambda r: r["name"])}
+    context = {"form": form, "kinds": KINDS, "repo_names": list(repo_ids), "repo_ids": repo_ids,
+               "freshness": freshness(idx), "data": None, "error": None}
+    if form["since"] == "custom" and not form["custom"]:
+        return dict(context, error="choose the start of the custom window (an ISO 8601 time)")
+    try:
+        data = report(idx, form["effective_since"], repos=form["repos"] or None,
+                      kinds=form["kinds"] or None, max_events=form["max_events"])
+    except FleetError as exc:
+        return dict(context, error=exc.message)
+    lost = {(c["repo"], c["sha"]) for c in data["fleet"]["recoverable"]}
+    return dict(context, data=data, chart=chart_geometry(data["activity"]), recoverable=lost)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the dashboard: its routes are `path` (named `name`), `fragment_path` (named
+    `<name>_fragment`) and, when set, `api_path` (named `api_<name>`), all fed by `context`."""
+
+    name: str
+    path: str
+    fragment_path: str
+    context: Context
+    template: str
+    fragment: str
+    api_path: str | None = None
+
+    def _rendered(self, request: Request, template: str) -> Response:
+        data = self.context(request, index(request))
+        return render(request, template, data, 400 if data.get("error") else 200)
+
+    def page(self, request: Request) -> Response:
+        return self._rendered(request, self.template)
+
+    def fragment_view(self, request: Request) -> Response:
+        return self._rendered(request, self.fragment)
+
+    def json(self, request: Request) -> Response:
+        return JSONResponse(self.context(request, index(request)))
+
+    def routes(self) -> list[Route]:
+        routes = [Route(self.path, self.page, name=self.name),
+                  Route(self.fragment_path, self.fragment_view, name=f"{self.name}_fragment")]
+        if self.api_path:
+            routes.append(Route(self.api_path, self.json, name=f"api_{self.name}"))
+        return routes
+
+
+PAGES = (
+    Page("queue", "/", "/fragments/queue", queue_context, "queue.html", "_queue.html", "/api/radar"),
+    Page("repo", "/repos/{repo_id:int}", "/fragments/repos/{repo_id:int}", repo_context, "repo.html",
+         "_repo.html", "/api/repos/{repo_id:int}"),
+    Page("digest", "/digest", "/fragments/digest", digest_context, "digest_page.html", "_digest.html"),
+    Page("agents", "/agents", "/fragments/agents", agents_context, "agents.html", "_agents.html",
+         "/api/presence"),
+)
