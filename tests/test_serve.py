@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from pathlib import Path
 
 import httpx
@@ -144,5 +145,43 @@ async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_pa
                     assert not result.is_error
                     names = {e["name"] for e in result.structured_content["entries"]}
                     assert "dirty" in names
+    finally:
+        server.stop()
+
+
+def _raw_get(base: str, target: bytes) -> bytes:
+    """One request with a request target exactly as given (no client library to tidy it up)."""
+    host, port = base.split("//", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + f"{host}:{port}".encode()
+                     + b"\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_hostile_landing_paths_get_a_clean_answer_from_the_real_server(fleet, tmp_path: Path) -> None:
+    """uvicorn as `serve` runs it: CR/LF, backslashes and tabs in the `?token=` landing path give a clean
+    303 to a path on this server (or a 400 from the HTTP parser), never a dropped connection."""
+    server = Server(tmp_path / "fleet.db", [fleet["root"]], ["--no-watch"])
+    try:
+        token = server.token.encode()
+        for target in (b"/%0D%0AX-Injected:%20yes?token=" + token, b"/\\evil.example?token=" + token,
+                       b"/%5C/evil.example?token=" + token, b"/%09/evil.example?token=" + token,
+                       b"//evil.example/?token=" + token, b"/\t/evil.example?token=" + token):
+            reply = _raw_get(server.base, target)
+            head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+            status = head.split(" ", 2)[1] if head.startswith("HTTP/1.1 ") else None
+            assert status in ("303", "400"), (target, reply[:200])
+            headers = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip()
+                       for line in head.split("\r\n")[1:]}
+            assert "x-injected" not in headers, target
+            if status == "303":
+                location = headers["location"]
+                assert location.startswith("/") and location[1:2] not in ("/", "\\"), (target, location)
+                assert all(0x21 <= ord(ch) < 0x7f and ch != "\\" for ch in location), (target, location)
+                assert headers["set-cookie"].startswith(f"fleetdeck_{server.base.rsplit(':', 1)[1]}=")
+        assert httpx.get(server.base + "/api/radar", headers=server.auth).status_code == 200  # still serving
     finally:
         server.stop()

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from starlette.testclient import TestClient
 
+from fleet.errors import FleetError
 from fleet.presence.store import replace_rows
 from fleet.index.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
 from web.app import create_app
-from web.security import cookie_name, cookie_value_for, csrf_for
+from web.security import cookie_name, cookie_value_for, csrf_for, is_loopback
+from web.server import serve
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 BASE = "http://127.0.0.1:8765"
@@ -293,3 +296,91 @@ def test_agents_show_on_the_agents_page_the_queue_and_the_repo_page(authed: Test
     assert 'class="agent agent-working">claude-code<' in authed.get("/").text
     detail = authed.get(f"/api/repos/{repo_id(index, repos['dirty'])}").json()
     assert [a["agent"] for a in detail["agents"]] == ["claude-code", "codex"]
+
+
+# --- hostile input (issue 10) -------------------------------------------------------------------------------
+
+def _where_a_browser_goes(location: str) -> str:
+    """The host a browser lands on for this Location, read the way browsers read it (WHATWG URL: tab, CR
+    and LF removed anywhere, a backslash is a slash in http URLs)."""
+    cleaned = location.translate({9: None, 10: None, 13: None}).replace("\\", "/")
+    return urlsplit(urljoin(BASE + "/", cleaned)).netloc
+
+
+@pytest.mark.parametrize("path", ["//evil.example/", "/%5Cevil.example", "/%5C/evil.example", "/%09/evil.example",
+                                  "/%2F%2Fevil.example", "/%5C%5Cevil.example/x", "/%20//evil.example",
+                                  "/%0D%0ASet-Cookie:%20injected=1", "/repos/1%0D%0A%0D%0A<h1>x"])
+def test_the_landing_redirect_is_a_path_on_this_server(client: TestClient, path: str) -> None:
+    r = client.get(f"{path}?q=a%0D%0Ab&token={TOKEN}")
+    assert r.status_code == 303
+    location = r.headers["location"]
+    assert location.startswith("/") and location[1:2] not in ("/", "\\")
+    assert not any(ord(ch) < 0x21 or ch == "\\" for ch in location), location
+    assert _where_a_browser_goes(location) == "127.0.0.1:8765"
+    assert "injected" not in r.headers.get("set-cookie", "").split(";")[0]
+
+
+def test_the_landing_keeps_the_page_and_its_query(client: TestClient) -> None:
+    r = client.get(f"/digest?since=7d&repos=a%20b&token={TOKEN}")
+    assert r.headers["location"] == "/digest?since=7d&repos=a+b"
+
+
+def test_the_cookie_is_named_for_the_port_and_works_only_there(fleet, tmp_path: Path) -> None:
+    app = create_app(tmp_path / "fleet.db", TOKEN)
+    with TestClient(app, base_url="http://127.0.0.1:8766", follow_redirects=False) as other:
+        cookie = other.get(f"/?token={TOKEN}").headers["set-cookie"]
+        assert cookie.startswith("fleetdeck_8766=") and cookie_name(8766) == "fleetdeck_8766"
+        assert other.get("/api/radar").status_code == 200
+        # the cookie another port's fleetdeck would set, under its own name or under ours: refused
+        for name in (cookie_name(8765), cookie_name(8766)):
+            other.cookies.clear()
+            other.cookies.set(name, cookie_value_for(TOKEN, 8765))
+            assert other.get("/api/radar").status_code == 401, name
+
+
+def test_the_cookie_opens_neither_the_bearer_door_nor_mcp(authed: TestClient) -> None:
+    value = cookie_value_for(TOKEN, 8765)
+    assert value != TOKEN
+    assert authed.get("/api/radar").status_code == 200
+    bare = TestClient(authed.app, base_url=BASE)
+    assert bare.get("/api/radar", headers={"Authorization": f"Bearer {value}"}).status_code == 401
+    r = authed.post("/mcp", json={}, headers={**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN)})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHORIZED"
+    assert bare.get("/mcp", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404  # no MCP mounted here
+
+
+@pytest.mark.parametrize("foreign", ['foo="bar', "x[]=1", '{"a":1}', "a=b c", "=novalue", ";;", "a=b\\"])
+def test_a_foreign_unparsable_cookie_before_ours_is_ignored(client: TestClient, foreign: str) -> None:
+    ours = f"{cookie_name(8765)}={cookie_value_for(TOKEN, 8765)}"
+    r = client.get("/api/radar", headers={"Cookie": f"{foreign}; {ours}"})
+    assert r.status_code == 200
+    assert client.get("/api/radar", headers={"Cookie": foreign}).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/repos/{n}", "/fragments/repos/{n}", "/api/repos/{n}"])
+@pytest.mark.parametrize("n", [2**63, 2**64 + 7, 10**40])
+def test_a_huge_repo_id_is_a_404_not_a_500(authed: TestClient, path: str, n: int) -> None:
+    r = authed.get(path.format(n=n))
+    assert r.status_code == 404
+    if path.startswith("/api/"):
+        assert r.json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_refreshing_a_huge_repo_id_is_a_404(client: TestClient) -> None:
+    r = client.post(f"/api/repos/{2**64}/refresh", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.attacker.example", False), ("127.0.0.1.evil.example", False), ("127.evil", False), ("0.0.0.0", False),
+    ("10.0.0.5", False), ("localhost.evil.example", False), ("", False),
+    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("LOCALHOST", True)])
+def test_is_loopback_parses_the_address(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_serve_refuses_a_host_name_that_only_looks_loopback(tmp_path: Path) -> None:
+    with pytest.raises(FleetError) as caught:
+        serve(tmp_path / "fleet.db", host="127.attacker.example", port=0)
+    assert caught.value.code == "BAD_ARGUMENT" and "--allow-remote" in caught.value.message
