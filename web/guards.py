@@ -63,7 +63,7 @@ def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
     if path.startswith(API_PREFIXES) or "text/html" not in Headers(scope=scope).get("accept", ""):
         return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
     try:
-        style = f'<link rel=stylesheet href="{HTTPConnection(scope).url_for("static", path="app.css")}">'
+        style = f'<link rel=stylesheet href="{scope["app"].url_path_for("static", path="app.css")}">'
     except (NoMatchFound, KeyError):  # an app without the dashboard's static files (the bare MCP app)
         style = ""
     return HTMLResponse(f"<!doctype html><html lang=en><meta charset=utf-8><title>fleetdeck: {status}</title>"
