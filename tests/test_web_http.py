@@ -4,18 +4,26 @@ security model (token, Host, Origin + CSRF, headers). Values are checked against
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from fleet.errors import FleetError
 from fleet.presence.store import replace_rows
 from fleet.index.scan import refresh_repo
+from fleet.views.digest import report
+from fleet.views.render import environment, short
+from fleet.views.report import render_html
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
 from web.app import create_app
+from web.guards import CSP
+from web.pages import templates
 from web.security import cookie_name, cookie_value_for, csrf_for, is_loopback
 from web.server import serve
 
@@ -384,3 +392,44 @@ def test_serve_refuses_a_host_name_that_only_looks_loopback(tmp_path: Path) -> N
     with pytest.raises(FleetError) as caught:
         serve(tmp_path / "fleet.db", host="127.attacker.example", port=0)
     assert caught.value.code == "BAD_ARGUMENT" and "--allow-remote" in caught.value.message
+
+
+# --- structure: every route behind the guards, one environment ------------------------------------------------
+
+def test_a_mounted_app_is_behind_every_guard(fleet, tmp_path: Path) -> None:
+    """What `serve` mounts beside the dashboard (the MCP bridge) passes the same Host, token and CSRF checks."""
+    secret = Mount("/extra", app=PlainTextResponse("mounted"))
+    app = create_app(tmp_path / "fleet.db", TOKEN, mounts=[secret])
+    with TestClient(app, base_url=BASE) as c:
+        refused = c.get("/extra")
+        assert refused.status_code == 401 and refused.headers["x-frame-options"] == "DENY"
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        assert c.get("/extra", headers={**bearer, "Host": "evil.example"}).status_code == 421
+        assert c.get("/extra", headers=bearer).text == "mounted"
+        c.get(f"/?token={TOKEN}")
+        assert c.post("/extra", headers=ORIGIN).status_code == 403  # cookie without CSRF token
+        assert c.get("/extra").headers["content-security-policy"] == CSP
+
+
+def test_templates_link_by_route_name(authed: TestClient, fleet) -> None:
+    """Links come from `url_for` and are paths on this server; each one answers."""
+    index, repos = fleet
+    html = authed.get(f"/repos/{repo_id(index, repos['dirty'])}").text
+    links = set(re.findall(r'(?:href|action|data-fragment|data-events|data-home)="([^"#?]+)', html))
+    assert {"/", "/digest", "/agents", "/api/events", "/static/app.css"} <= links
+    assert all(link.startswith("/") and not link.startswith("//") for link in links)
+    for link in links - {"/api/events"}:
+        method = authed.post if link.endswith("/refresh") else authed.get
+        headers = {**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN)} if method == authed.post else {}
+        assert method(link, headers=headers).status_code in (200, 303), link
+
+
+def test_the_dashboard_and_the_html_digest_share_one_environment(authed: TestClient, fleet) -> None:
+    index, _ = fleet
+    assert templates.env is environment()
+    data = report(index, "2025-01-01T00:00:00+00:00")
+    standalone = render_html(data)
+    page = authed.get("/digest", params={"since": "custom", "custom": "2025-01-01T00:00:00+00:00"}).text
+    for event in data["digest"]["events"]:
+        assert f"{short(event['old_sha'])} → {short(event['new_sha'])}" in standalone
+        assert f">{short(event['new_sha'])}</code>" in page

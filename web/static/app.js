@@ -12,6 +12,7 @@
   const statusEl = document.getElementById("live-status");
   const form = document.getElementById("filters");
   const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+  const urls = document.body.dataset;  // the server's own routes (url_for), never spelled out here
 
   // ---- relative times ---------------------------------------------------------------------------------
   function ago(iso) {
@@ -100,7 +101,7 @@
   }
   function connect() {
     if (!window.EventSource || !live) { setStatus(null, "static page"); return; }
-    const source = new EventSource("/api/events");
+    const source = new EventSource(urls.events);
     source.addEventListener("open", function () {
       setStatus("on", "live");
       if (pollTimer) { clearInterval(pollTimer); pollTimer = null; patch(); }
@@ -181,8 +182,8 @@
       links[next].focus();
       links[next].closest("tr").scrollIntoView({ block: "nearest" });
       ev.preventDefault();
-    } else if (ev.key === "g" && window.location.pathname !== "/") {
-      window.location.href = "/";
+    } else if (ev.key === "g" && window.location.pathname !== urls.home) {
+      window.location.href = urls.home;
     }
   });
 })();
