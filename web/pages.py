@@ -3,8 +3,8 @@ data), a page template, a fragment template (the part the page's script re-fetch
 a live update) and, where the data is also an API, a JSON route. Context functions call one `fleet/`
 function each and know nothing of HTML.
 
-A context whose `error` is set renders with status 400 (the digest's bad form); a missing thing is an
-`HTTPException(404)`.
+A page's `status` function picks the status from the data (the digest's bad form is a 400 that still shows
+the form); a missing thing is an `HTTPException(404)`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ def _paths(request: Request) -> dict:
 templates = Jinja2Templates(env=environment(), context_processors=[_paths])
 
 Context = Callable[[Request, Index], dict]
+
+
+def ok(_context: dict) -> int:
+    return 200
 
 
 def render(request: Request[AppState], name: str, context: dict, status: int = 200) -> Response:
@@ -94,6 +98,10 @@ def digest_context(request: Request, idx: Index) -> dict:
     return dict(context, data=data, chart=chart_geometry(data["activity"]), recoverable=lost)
 
 
+def digest_status(context: dict) -> int:
+    return 400 if context["error"] else 200
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of the dashboard: its routes are `path` (named `name`), `fragment_path` (named
@@ -106,10 +114,11 @@ class Page:
     template: str
     fragment: str
     api_path: str | None = None
+    status: Callable[[dict], int] = ok
 
     def _rendered(self, request: Request, template: str) -> Response:
         data = self.context(request, index(request))
-        return render(request, template, data, 400 if data.get("error") else 200)
+        return render(request, template, data, self.status(data))
 
     def page(self, request: Request) -> Response:
         return self._rendered(request, self.template)
@@ -132,7 +141,8 @@ PAGES = (
     Page("queue", "/", "/fragments/queue", queue_context, "queue.html", "_queue.html", "/api/radar"),
     Page("repo", "/repos/{repo_id:int}", "/fragments/repos/{repo_id:int}", repo_context, "repo.html",
          "_repo.html", "/api/repos/{repo_id:int}"),
-    Page("digest", "/digest", "/fragments/digest", digest_context, "digest_page.html", "_digest.html"),
+    Page("digest", "/digest", "/fragments/digest", digest_context, "digest_page.html", "_digest.html",
+         status=digest_status),
     Page("agents", "/agents", "/fragments/agents", agents_context, "agents.html", "_agents.html",
          "/api/presence"),
 )
