@@ -13,6 +13,7 @@ import logging
 import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Callable, Iterable
 
 from fleet import __version__
@@ -480,6 +481,19 @@ def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", help="work tree to run git apply --check in")
 
 
+def _on_index_errors(args: argparse.Namespace) -> int:
+    """Run the command; an index that turns out unusable mid-command (say, corrupt past its first page)
+    becomes the same one-line error the index gives when it is opened."""
+    import sqlite3
+
+    from fleet.index.store import default_db_path, unusable
+
+    try:
+        return args.func(args) or 0
+    except sqlite3.DatabaseError as exc:
+        raise unusable(Path(args.db) if args.db else default_db_path(), exc) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -488,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="fleetdeck: %(levelname)s: %(message)s")
     try:
-        return args.func(args) or 0
+        return _on_index_errors(args)
     except FleetError as exc:
         print(f"fleetdeck: error: {visible(exc.message)} [{exc.code}]", file=sys.stderr)
         return 1

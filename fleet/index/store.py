@@ -3,6 +3,10 @@
 Repo rows are updated in place on every re-read; reflog lines are appended once and kept after git expires
 them, so the index remembers what git forgot. Writes take `BEGIN IMMEDIATE` so a second process writing a
 small row (a proposal, a presence sighting) waits on the busy timeout instead of failing.
+
+The file holds paths, branch names and commit messages, so it is created 0600 in a 0700 folder; a file
+fleetdeck cannot use (corrupt, truncated, a directory, read-only) is refused up front with one `FleetError`
+naming it and saying what to do.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 from contextlib import contextmanager
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 
+from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
 from fleet.index.events import record_events
@@ -62,18 +68,25 @@ class Index:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
-                               isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.conn = conn
+        _prepare_file(path)
         self.lock = threading.RLock()
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = OFF")
-        if self.schema_version != SCHEMA_VERSION:
-            self._migrate()
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                                   isolation_level=None)
+        except sqlite3.Error as exc:
+            raise unusable(path, exc) from None
+        self.conn = conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = OFF")
+            if self.schema_version != SCHEMA_VERSION:
+                self._migrate()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise unusable(path, exc) from None
 
     @cached_property
     def db(self) -> "Database":
@@ -84,7 +97,7 @@ class Index:
     def _migrate(self) -> None:
         from fleet.index.schema import migrations
 
-        with open(str(self.path) + ".migrate.lock", "w") as lockfile:
+        with os.fdopen(os.open(str(self.path) + ".migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)) as lockfile:
             fcntl.flock(lockfile, fcntl.LOCK_EX)
             if migrations.pending(self.db):
                 migrations.apply(self.db)
@@ -319,6 +332,101 @@ class Index:
 
     def known_paths(self) -> list[str]:
         return [r[0] for r in self.conn.execute("select path from repos where gone = 0")]
+
+
+def _prepare_file(path: Path) -> None:
+    """Make `path` a private index file (0600 in a 0700 folder) or refuse it with a clear FleetError.
+
+    The folder is created 0700; the default folder (ours) is tightened when it is looser. An existing file
+    is tightened to 0600 (its -wal/-shm too: SQLite gives those the database file's mode), checked to be a
+    regular, writable file and, when no write-ahead log could be extending it, not shorter than its header
+    says (a truncated copy would otherwise open and fail later, query by query).
+    """
+    folder = path.parent
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder == _default_folder():
+            _tighten(folder, 0o700)
+        st = os.stat(path)
+    except FileNotFoundError:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass  # another process created it meanwhile
+        except OSError as exc:
+            raise unusable(path, exc) from None
+        return
+    except OSError as exc:
+        raise unusable(path, exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise unusable(path, IsADirectoryError() if stat.S_ISDIR(st.st_mode) else None)
+    for name in (str(path), f"{path}-wal", f"{path}-shm"):
+        _tighten(Path(name), 0o600)
+    if not os.access(path, os.W_OK):
+        raise unusable(path, PermissionError())
+    problem = _header_problem(path, st.st_size)
+    if problem:
+        raise unusable(path, None, problem)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Drop group/other permission bits from a file or folder we own (nothing when it is not ours)."""
+    try:
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
+    except OSError:
+        pass
+
+
+def _default_folder() -> Path:
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data_home) / "fleetdeck"
+
+
+def _header_problem(path: Path, size: int) -> str | None:
+    """Why the file cannot be a whole SQLite database, judging by its 100-byte header (None: it may be).
+
+    Read only while no connection has the database open anywhere (no `-shm` file): closing any descriptor
+    of the file drops every POSIX lock this process holds on it, and a connection of ours that lost its
+    lock lets another process delete the write-ahead log under it.
+    """
+    if size == 0 or os.path.lexists(f"{path}-shm") or os.path.lexists(f"{path}-wal"):
+        return None  # a new, empty database, or one that is open (or was not closed cleanly): SQLite knows
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return "is not an SQLite database"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[92:96] == header[24:28]  # the page count is only meaningful when these agree
+    if valid and pages and size < pages * page_size:
+        return f"is truncated ({size} bytes where its header says {pages * page_size})"
+    return None
+
+
+def unusable(path: Path, exc: BaseException | None, problem: str | None = None) -> FleetError:
+    """The one error for an index file fleetdeck cannot use: which file, what is wrong, what to do."""
+    aside = "move it aside (its history cannot be rebuilt from git) and run `fleetdeck scan` to start a new one"
+    if os.path.isdir(path):
+        text = "is a directory, not a database file: move it away or pass --db PATH (or set FLEETDECK_DB)"
+    elif "locked" in str(exc) or "busy" in str(exc):
+        text = "is busy: another process held its write lock too long; try again"
+    elif (path.exists() and not os.access(path, os.W_OK)) or "readonly" in str(exc):
+        text = "is read-only: make it (and its folder) writable, or pass --db PATH"
+    elif not os.access(path.parent, os.W_OK | os.X_OK):
+        text = f"cannot be written: its folder {path.parent} is read-only; make it writable or pass --db PATH"
+    elif problem:
+        text = f"{problem}: {aside}"
+    elif isinstance(exc, sqlite3.Error):
+        text = f"is unusable ({exc}): {aside}"
+    else:
+        text = f"cannot be opened ({getattr(exc, 'strerror', None) or exc}): check the path or pass --db PATH"
+    return FleetError("BAD_PATH", f"the index {path} {text}")
 
 
 def _next_generation(conn: sqlite3.Connection) -> int:
