@@ -23,9 +23,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.fleetgen import generate  # noqa: E402
 from fleet.index.discovery import Found  # noqa: E402
+from fleet.index.scan import ingest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
+from fleet.presence.attention import collision_reasons  # noqa: E402
 from fleet.views.radar import radar  # noqa: E402
 from fleet.repo.record import read_repo  # noqa: E402
+
+
+SOURCES = (collision_reasons,)  # the radar as the surfaces ask for it
 
 
 def time_scan(fleet: Path, tmp: Path) -> float:
@@ -72,7 +77,7 @@ def synthetic_index(path: Path, size: int, sample: Path) -> None:
         record.update(path=f"{root}/r{i:05d}", untracked=i % 3, ahead=i % 4, behind=i % 5 == 0 and 2 or 0,
                       upstream="origin/main", conflicted=1 if i % 97 == 0 else 0)
         found = Found(record["path"], f"{record['path']}/.git", f"{record['path']}/.git", False, root)
-        index.store_repo(found, record)
+        ingest(index, [(found, record)])
     index.close()
 
 
@@ -84,12 +89,12 @@ def bench_queries(size: int, runs: int, workdir: Path, sample: Path) -> dict:
     queries = {
         # what the dashboard, `fleet.repos` and `fleet.radar` ask: a page and a count, the top of the queue
         "repos_page_ms": lambda: (index.rows(limit=100, offset=size // 2), index.count()),
-        "radar_top50_ms": lambda: radar(index, limit=50),
+        "radar_top50_ms": lambda: radar(index, limit=50, extra_sources=SOURCES),
         "repo_one_ms": lambda: index.repo(f"r{size // 2:05d}"),
         # whole-fleet dumps (`fleetdeck repos --json`, `radar --all`): every row decoded in Python
         "repos_all_flat_ms": lambda: index.summaries(),
         "repos_all_full_ms": lambda: index.repos(),
-        "radar_all_ms": lambda: radar(index),
+        "radar_all_ms": lambda: radar(index, extra_sources=SOURCES),
     }
     timings: dict[str, list[float]] = {k: [] for k in queries}
     for _ in range(runs):

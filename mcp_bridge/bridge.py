@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 from typing import Iterator
 
 from fleet.index.discovery import Found
-from fleet.index.store import Index, open_index
+from fleet.index.pool import IndexPool
+from fleet.index.store import Index
 from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
@@ -37,14 +37,10 @@ class Bridge:
 
     def __init__(self, db_path: str | None = None) -> None:
         self.db_path = db_path
-        self._local = threading.local()
-        open_index(db_path).close()  # create and migrate once, up front, not inside a tool call
+        self.pool = IndexPool(db_path)  # creates and migrates once, up front, not inside a tool call
 
     def index(self) -> Index:
-        idx = getattr(self._local, "index", None)
-        if idx is None:
-            idx = self._local.index = open_index(self.db_path)
-        return idx
+        return self.pool.get()
 
     def resolve(self, repo: str) -> Found:
         """The repository `repo` names (scoped to the fleet); remembered for the call's presence record."""

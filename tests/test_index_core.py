@@ -294,3 +294,30 @@ def test_a_remote_s_head_symref_log_is_not_an_event_source(tmp_path: Path):
     refs = {r[0] for r in index.conn.execute("select distinct ref from reflog")}
     assert "refs/remotes/origin/main" in refs and "refs/remotes/origin/HEAD" not in refs
     index.close()
+
+
+def test_storage_only_stores_and_ingest_scores_and_records_events(tmp_path: Path):
+    """`store_repos` writes what it is given (no scoring, no events: those need git); `ingest` does the rest."""
+    from fleet.index.scan import found_for, ingest
+    from fleet.repo.record import read_repo
+    from fleet.views.radar import attention
+
+    repo = init_repo(tmp_path / "root" / "r", commits=2)
+    (repo / "dirty.txt").write_text("x\n")
+    found = found_for(os.path.realpath(repo), os.path.realpath(tmp_path / "root"))
+    record = read_repo(found)
+    with open_index(tmp_path / "f.db") as index:
+        [rid] = index.store_repos([(found, record, [])])
+        stored = index.repo(rid)
+        assert stored["head"] == git(repo, "rev-parse", "HEAD").strip() and stored["reasons"] == []
+        assert stored["score"] == 0
+        reflog_lines = index.conn.execute("select count(*) from reflog where repo_id = ?", (rid,)).fetchone()[0]
+        assert reflog_lines == sum(len(git(repo, "reflog", "show", "--format=%H", ref, "--").split())
+                                   for ref in ("HEAD", "refs/heads/main"))
+        assert index.conn.execute("select count(*) from events").fetchone()[0] == 0
+        assert ingest(index, [(found, record)]) == [rid]
+        again = index.repo(rid)
+        assert again["reasons"] == attention(record) and again["score"] == attention(record)[0]["score"]
+        assert [m for (m,) in index.conn.execute("select message from events where repo_id = ? order by at, id",
+                                                 (rid,))] == list(reversed(
+            git(repo, "reflog", "show", "--format=%gs", "refs/heads/main", "--").splitlines()))

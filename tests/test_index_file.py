@@ -7,13 +7,15 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from fleet.errors import FleetError
+from fleet.index.pool import IndexPool
 from fleet.index.scan import scan
-from fleet.index.store import open_index
+from fleet.index.store import Index, open_index
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.gitbuild import init_repo
 
@@ -32,7 +34,7 @@ def mode_of(path: Path) -> int:
 def test_a_new_index_is_private(tmp_path: Path) -> None:
     db = tmp_path / "data" / "fleetdeck" / "fleet.db"
     with open_index(db) as index:
-        index.add_root(str(db.parent))  # a write: SQLite creates the -wal and -shm files
+        index.set_meta("probe", {"written": True})  # makes SQLite create the -wal and -shm files
         assert mode_of(db) == 0o600 and mode_of(db.parent) == 0o700
         assert mode_of(Path(f"{db}-wal")) == 0o600 and mode_of(Path(f"{db}-shm")) == 0o600
     assert mode_of(Path(f"{db}.migrate.lock")) == 0o600
@@ -56,6 +58,31 @@ def test_an_existing_world_readable_index_is_tightened(tmp_path: Path, monkeypat
     os.chmod(own / "f.db", 0o644)
     open_index(own / "f.db").close()
     assert mode_of(own) == 0o755 and mode_of(own / "f.db") == 0o600
+
+
+def test_meta_values_round_trip_as_json(db_path: Path) -> None:
+    with open_index(db_path) as index:
+        assert index.meta("absent") is None and index.meta("absent", 7) == 7
+        index.set_meta("k", {"a": [1, 2]})
+        assert index.meta("k") == {"a": [1, 2]}
+        with index.write():
+            index.set_meta("k", "inside another transaction")  # joins it instead of failing
+        assert index.meta("k") == "inside another transaction"
+
+
+def test_the_pool_gives_each_thread_its_own_handle_and_closes_them_all(db_path: Path) -> None:
+    pool = IndexPool(db_path)
+    mine = pool.get()
+    assert pool.get() is mine
+    theirs: list[Index] = []
+    worker = threading.Thread(target=lambda: theirs.append(pool.get()))
+    worker.start()
+    worker.join()
+    assert theirs[0] is not mine and theirs[0].path == mine.path == db_path
+    pool.close()
+    for handle in (mine, theirs[0]):
+        with pytest.raises(Exception, match="closed"):
+            handle.conn.execute("select 1")
 
 
 # --- unusable files --------------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ def test_queue_orders_conflict_above_dirty_above_behind(tmp_path: Path):
 
 
 def test_agent_collisions_raise_a_repo_in_the_queue(tmp_path: Path):
+    from fleet.presence.attention import collision_reasons
     from fleet.presence.store import replace_rows
 
     root = tmp_path / "root"
@@ -95,7 +96,7 @@ def test_agent_collisions_raise_a_repo_in_the_queue(tmp_path: Path):
              "pids": [], "last_activity": "2026-01-01T00:00:00Z", "refreshed_at": "2026-01-01T00:00:00Z"}
             for agent in ("claude", "codex")]
     replace_rows(index, rows)
-    top = radar(index, limit=1)[0]
+    top = radar(index, limit=1, extra_sources=(collision_reasons,))[0]
     assert top["name"] == "busy" and top["status"] == "agent_collision"
     assert top["reasons"][0]["details"]["agents"] == ["claude", "codex"]
     assert top["reasons"][0]["details"]["paths"] == ["src/app.py"]

@@ -13,7 +13,6 @@ Events stay after git expires or deletes its reflogs; `prune_events` removes old
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING
 
@@ -144,8 +143,7 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
 
 
 def _pruned_before(index: "Index") -> int:
-    row = index.conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
-    return int(json.loads(row[0])) if row else 0
+    return int(index.meta(PRUNED_KEY, 0))
 
 
 def prune_events(index: "Index", older_than_s: int, now: float | None = None) -> dict:
@@ -157,6 +155,5 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
     with index.write() as conn:
         events = conn.execute("delete from events where at < ?", (cutoff,)).rowcount
         lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
-        conn.execute("insert or replace into meta (key, value) values (?, ?)",
-                     (PRUNED_KEY, json.dumps(max(cutoff, _pruned_before(index)))))
+        index.set_meta(PRUNED_KEY, max(cutoff, _pruned_before(index)))
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

@@ -7,11 +7,11 @@ seconds; a heartbeat older than `STALE_AFTER` means it died without saying so.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
 
 STALE_AFTER = 30.0
+WATCHER_KEY = "watcher"  # the meta key the watcher writes its state under
 
 
 def _seconds(stamp: object) -> float | None:
@@ -32,11 +32,7 @@ def watcher_state(index, now: float | None = None) -> dict:
     `STALE_AFTER` seconds: it died without saying so), `stopped`, or `absent` (no watcher ever ran here).
     """
     now = now or time.time()
-    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
-    try:
-        value = json.loads(row[0]) if row else None
-    except (TypeError, ValueError):
-        value = None
+    value = index.meta(WATCHER_KEY)
     if not isinstance(value, dict):
         return {"state": "absent", "mode": None, "repos": None, "backlog": None, "heartbeat_age_s": None}
     beat = _seconds(value.get("heartbeat_at"))

@@ -1,5 +1,9 @@
 """Index the fleet: discover repositories under the roots, read each one, store the records.
 
+Every write of repo records goes through `ingest`: score (the radar's reasons) -> store (one transaction)
+-> record events (which asks git whether a move rewrote history, so it runs outside the transaction). The
+scan, `refresh_repo` and the watcher call it; storage itself never runs git.
+
 A cold scan spends its time in `git status` and in Python reading git's files and writing SQLite. Threads
 cannot spread the Python part over the cores (the GIL; worse, every SQLite call hands the GIL to a reader
 thread and waits to get it back), so a scan forks a few worker processes that each read and store chunks of
@@ -9,7 +13,6 @@ this process) the same work runs on a thread pool instead.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import threading
@@ -19,12 +22,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile
+from fleet.index.events import record_events
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
+from fleet.views.radar import attention
 
 Progress = Callable[[int, int, str], None]
 CHUNK = 24  # repos a worker reads, then stores in one transaction
+SKIP_KEY = "skip_patterns"
 
 
 def default_workers() -> int:
@@ -32,14 +38,20 @@ def default_workers() -> int:
 
 
 def skip_patterns(index: Index) -> tuple[str, ...]:
-    row = index.conn.execute("select value from meta where key = 'skip_patterns'").fetchone()
-    return tuple(json.loads(row[0])) if row else ()
+    return tuple(index.meta(SKIP_KEY, ()))
 
 
 def set_skip_patterns(index: Index, patterns: list[str]) -> None:
-    with index.write() as conn:
-        conn.execute("insert or replace into meta (key, value) values ('skip_patterns', ?)",
-                     (json.dumps(sorted(set(patterns))),))
+    index.set_meta(SKIP_KEY, sorted(set(patterns)))
+
+
+def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
+    """Score, store (one transaction) and turn new reflog lines into events; returns the repo ids."""
+    ids = index.store_repos([(found, record, attention(record))
+                             for found, record in items])
+    record_events(index, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
+                          if "branches" in record])
+    return ids
 
 
 def discover_all(index: Index, roots: list[str]) -> list[Found]:
@@ -123,7 +135,7 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for chunk in _chunks(found):
             items = list(zip(chunk, pool.map(read_repo, chunk)))
-            index.store_repos(items)
+            ingest(index, items)
             yield chunk, _errors(items)
 
 
@@ -139,7 +151,7 @@ def _worker_chunk(task: tuple[int, list[Found]]) -> tuple[int, list[dict]]:
     """In a worker process: read one chunk of repos and store it; returns (chunk number, its errors)."""
     number, chunk = task
     items = [(item, read_repo(item)) for item in chunk]
-    _worker_index.store_repos(items)
+    ingest(_worker_index, items)
     return number, _errors(items)
 
 
@@ -165,13 +177,13 @@ def found_for(path: str, root: str) -> Found | None:
 
 def refresh_repo(index: Index, path: str) -> dict | None:
     """Re-read one known repository into the index; mark it gone if it vanished. Returns the new record."""
-    row = index.conn.execute("select root from repos where path = ?", (path,)).fetchone()
-    if row is None:
+    root = index.root_of(path)
+    if root is None:
         return None
-    found = found_for(path, row[0])
+    found = found_for(path, root)
     if found is None:
         index.mark_gone([path])
         return None
     record = read_repo(found)
-    index.store_repo(found, record)
+    ingest(index, [(found, record)])
     return record

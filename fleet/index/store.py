@@ -4,9 +4,10 @@ Repo rows are updated in place on every re-read; reflog lines are appended once 
 them, so the index remembers what git forgot. Writes take `BEGIN IMMEDIATE` so a second process writing a
 small row (a proposal, a presence sighting) waits on the busy timeout instead of failing.
 
-The file holds paths, branch names and commit messages, so it is created 0600 in a 0700 folder; a file
-fleetdeck cannot use (corrupt, truncated, a directory, read-only) is refused up front with one `FleetError`
-naming it and saying what to do.
+This is storage only: it never runs git and never scores. `fleet.index.scan.ingest` orchestrates a write
+(read -> score -> store -> record events). The file holds paths, branch names and commit messages, so it is
+created 0600 in a 0700 folder; a file fleetdeck cannot use (corrupt, truncated, a directory, read-only) is
+refused up front with one `FleetError` naming it and saying what to do.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from typing import TYPE_CHECKING, Iterator
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
-from fleet.index.events import record_events
-from fleet.views.radar import attention
 from fleet.repo.record import iso, reflog_stats
 
 if TYPE_CHECKING:
@@ -119,9 +118,13 @@ class Index:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken with BEGIN IMMEDIATE (no read-to-write upgrade failures)."""
+        """One write transaction, taken with BEGIN IMMEDIATE (no read-to-write upgrade failures). Called
+        inside another `write()` of this handle, it joins that transaction."""
         with self.lock:
             conn = self.conn
+            if conn.in_transaction:
+                yield conn
+                return
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -129,6 +132,23 @@ class Index:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    # --- meta: small named settings and states (JSON values) ----------------------------------------
+
+    def meta(self, key: str, default: object = None) -> object:
+        """The JSON value stored under `key`, or `default` when there is none (or it is not JSON)."""
+        row = self.conn.execute("select value from meta where key = ?", (key,)).fetchone()
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except (TypeError, ValueError):
+            return default
+
+    def set_meta(self, key: str, value: object) -> None:
+        """Store `value` (JSON) under `key`, replacing what was there."""
+        with self.write() as conn:
+            conn.execute("insert or replace into meta (key, value) values (?, ?)", (key, json.dumps(value)))
 
     # --- roots ---------------------------------------------------------------------------------
 
@@ -149,25 +169,17 @@ class Index:
 
     # --- writing repos ---------------------------------------------------------------------------
 
-    def store_repo(self, found: Found, record: dict) -> int:
-        """Upsert one repository record (and its branches, worktrees, ...) and append new reflog lines."""
-        return self.store_repos([(found, record)])[0]
-
-    def store_repos(self, items: list[tuple[Found, dict]]) -> list[int]:
-        """Store many records in one transaction (a scan writes in batches: far fewer commits), then turn
-        their new reflog lines into events (fleet.index.events; it asks git, so outside the transaction)."""
+    def store_repos(self, items: list[tuple[Found, dict, list[dict]]]) -> list[int]:
+        """Store many (found, record, reasons) in one transaction (a scan writes in batches: far fewer
+        commits): the repo rows, their branches, worktrees, ..., and the reflog lines appended since the last
+        read. `reasons` is the record's attention list, highest first (its score ranks the radar)."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            ids = [self._store(conn, found, record, gen) for found, record in items]
-        record_events(self, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
-                             if "branches" in record])
-        return ids
+            return [self._store(conn, found, record, reasons, gen) for found, record, reasons in items]
 
-    def _store(self, conn: sqlite3.Connection, found: Found, record: dict, gen: int) -> int:
-        record = dict(record)
-        record["name"] = repo_name(found.path, found.root)
-        reasons = attention(record)
+    def _store(self, conn: sqlite3.Connection, found: Found, record: dict, reasons: list[dict], gen: int) -> int:
         row = {col: record.get(col) for col in _REPO_COLUMNS}
+        row["name"] = repo_name(found.path, found.root)
         for col in JSON_COLUMNS:
             if row.get(col) is not None:
                 row[col] = json.dumps(row[col], sort_keys=True)
@@ -262,6 +274,13 @@ class Index:
                                    [(now, gen, p) for p in paths])
         return cur.rowcount
 
+    def ids_of(self, paths: list[str]) -> list[int]:
+        """Ids of the repos at `paths`."""
+        if not paths:
+            return []
+        return [r[0] for r in self.conn.execute(
+            f"select id from repos where path in ({', '.join('?' * len(paths))})", paths)]
+
     # --- reading -----------------------------------------------------------------------------------
 
     def generation(self) -> int:
@@ -332,6 +351,27 @@ class Index:
 
     def known_paths(self) -> list[str]:
         return [r[0] for r in self.conn.execute("select path from repos where gone = 0")]
+
+    def git_dirs(self) -> list[tuple[str, str]]:
+        """(path, git dir) of every repo not gone, most recently active first."""
+        return self.conn.execute(
+            "select path, gitdir from repos where gone = 0 order by last_activity desc, path").fetchall()
+
+    def recently_active(self, since: str, limit: int) -> list[str]:
+        """Paths of the repos not gone with activity at or after `since` (ISO), most recent first."""
+        return [r[0] for r in self.conn.execute(
+            "select path from repos where gone = 0 and last_activity >= ? order by last_activity desc limit ?",
+            (since, limit))]
+
+    def state_of(self, path: str) -> tuple[int, str, bool] | None:
+        """(id, git dir, gone) of the repo at `path`, None when the index has none there."""
+        row = self.conn.execute("select id, gitdir, gone from repos where path = ?", (path,)).fetchone()
+        return None if row is None else (row[0], row[1], bool(row[2]))
+
+    def root_of(self, path: str) -> str | None:
+        """The root a known repo was found under."""
+        row = self.conn.execute("select root from repos where path = ?", (path,)).fetchone()
+        return None if row is None else row[0]
 
 
 def _prepare_file(path: Path) -> None:

@@ -2,13 +2,14 @@
 
 `attention(record)` is a pure function over one repo record; the index stores its result with the record
 (so the queue is one indexed query), and `radar()` adds what changes outside the repo itself (agent
-collisions) at query time from the sources in `extra_sources()`.
+collisions, ...) at query time from the reason sources its caller passes in (`extra_sources`): this
+module knows no source, so nothing it imports needs to import it back.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 
 class ReasonKind(NamedTuple):
@@ -38,14 +39,8 @@ REASONS = {
 SCORES = {code: kind.score for code, kind in REASONS.items()}
 STALE_STASH_AGE = timedelta(days=7)
 
+# A reason source: index -> {repo path: [reason, ...]} for reasons that live outside the repo record.
 ExtraReasons = Callable[[object], dict[str, list[dict]]]
-
-
-def extra_sources() -> list[ExtraReasons]:
-    """Reasons that live outside the repo record, each keyed by repo path (imported late: no cycles)."""
-    from fleet.presence.attention import collision_reasons
-
-    return [collision_reasons]
 
 
 def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
@@ -154,14 +149,17 @@ def _older_than(stamp: str | None, now: datetime, age: timedelta) -> bool:
     return now - when > age
 
 
-def radar(index, limit: int | None = None, include_clean: bool = False) -> list[dict]:
+def radar(index, limit: int | None = None, include_clean: bool = False,
+          extra_sources: Sequence[ExtraReasons] = ()) -> list[dict]:
     """The ranked queue from the index: one entry per repo that needs attention, most urgent first.
 
-    Ranking happens in SQL on the stored score; extra reasons can only raise a repo, so the top `limit`
-    is always within the stored top `limit + len(extra)` plus the repos that have extra reasons.
+    `extra_sources` add reasons kept outside the repo records (the surfaces pass
+    `fleet.presence.attention.collision_reasons`). Ranking happens in SQL on the stored score; extra
+    reasons can only raise a repo, so the top `limit` is always within the stored top `limit + len(extra)`
+    plus the repos that have extra reasons.
     """
     extra: dict[str, list[dict]] = {}
-    for source in extra_sources():
+    for source in extra_sources:
         for path, reasons in source(index).items():
             extra.setdefault(path, []).extend(reasons)
     where = "gone = 0" if include_clean else "gone = 0 and score > 0"

@@ -25,7 +25,6 @@ import asyncio
 import errno
 import fcntl
 import inspect
-import json
 import logging
 import os
 import signal
@@ -41,14 +40,15 @@ from watchfiles._rust_notify import RustNotify
 
 from fleet.index.discovery import Found, common_dir
 from fleet.errors import FleetError
+from fleet.index.freshness import WATCHER_KEY
+from fleet.index.pool import IndexPool
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
 from fleet.repo.scope import inside
-from fleet.index.scan import discover_all, refresh_repo
+from fleet.index.scan import discover_all, ingest, refresh_repo
 
 log = logging.getLogger("fleetdeck.watcher")
 
-META_KEY = "watcher"
 # Entries of a git dir whose change means the repo's state may have changed.
 INTERESTING = frozenset({
     "HEAD", "index", "packed-refs", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
@@ -213,9 +213,7 @@ class Watcher:
         self.full_sweep_s, self.discovery_s = full_sweep_s, discovery_s
         self.heartbeat_s, self.rebuild_delay_s = heartbeat_s, rebuild_delay_s
         self.started_at = time.time()
-        self._local = threading.local()
-        self._opened: list[Index] = []
-        self._opened_lock = threading.Lock()
+        self._indexes: IndexPool | None = None
         self._watched: dict[str, RepoWatch] = {}
         self._owner: dict[str, tuple[str, str]] = {}
         self._notifiers: dict[bool, _Notifier | None] = {False: None, True: None}
@@ -250,6 +248,7 @@ class Watcher:
         self._take_lock()
         self._loop = asyncio.get_running_loop()
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="fleetdeck-refresh")
+        self._indexes = IndexPool(self.index.path)
         work = asyncio.ensure_future(self._serve())
         stopper = asyncio.ensure_future(stop.wait())
         try:
@@ -318,10 +317,8 @@ class Watcher:
                                          pool.shutdown(wait=True, cancel_futures=True) if pool else None))
         final = dict(self.status(), stopped_at=iso(time.time()), backlog=0)
         await asyncio.to_thread(self._write_meta, final)
-        with self._opened_lock:
-            for idx in self._opened:
-                idx.close()
-            self._opened.clear()
+        if self._indexes is not None:
+            self._indexes.close()
         if self._lockfile is not None:
             fcntl.flock(self._lockfile, fcntl.LOCK_UN)
             os.close(self._lockfile)
@@ -329,18 +326,10 @@ class Watcher:
         log.info("watcher stopped")
 
     def _thread_index(self) -> Index:
-        """An Index per thread: SQLite connections are not shared across threads here."""
-        idx = getattr(self._local, "index", None)
-        if idx is None:
-            idx = Index(self.index.path)
-            self._local.index = idx
-            with self._opened_lock:
-                self._opened.append(idx)
-        return idx
+        return self._indexes.get()
 
     def _write_meta(self, value: dict) -> None:
-        with self._thread_index().write() as conn:
-            conn.execute("insert or replace into meta (key, value) values (?, ?)", (META_KEY, json.dumps(value)))
+        self._thread_index().set_meta(WATCHER_KEY, value)
 
     async def _every(self, seconds: float, job: Callable[[], Awaitable[None]]) -> None:
         while True:
@@ -450,7 +439,7 @@ class Watcher:
         index = self._thread_index()
         found = self._new.pop(repo, None)
         if found is not None:
-            repo_id = index.store_repo(found, read_repo(found))
+            [repo_id] = ingest(index, [(found, read_repo(found))])
             gitdir = found.gitdir
         else:
             refresh_repo(index, repo)
