@@ -35,7 +35,7 @@ from bench.common import wait, watcher_meta  # noqa: E402
 from fleet.views.digest import digest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
-from fleet.watch.watcher import inotify_watch_count  # noqa: E402
+from fleet.watch.notifier import inotify_watch_count  # noqa: E402
 
 
 def git_env(home: Path) -> dict[str, str]:

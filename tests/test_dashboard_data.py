@@ -86,8 +86,8 @@ def test_watcher_state_reads_the_watchers_meta_record(fleet) -> None:
     now = float(int(time.time()))  # the watcher writes whole-second ISO stamps
     assert watcher_state(index, now)["state"] == "absent"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now - 3), "repos": 4, "backlog": 0, "stopped_at": None})
-    assert watcher_state(index, now) == {"state": "running", "mode": "inotify", "repos": 4, "backlog": 0,
-                                         "heartbeat_age_s": 3.0}
+    assert watcher_state(index, now) == {"state": "running", "mode": "inotify", "repos": 4, "polled": 0,
+                                         "backlog": 0, "heartbeat_age_s": 3.0}
     _meta(index, {"mode": "polling", "heartbeat_at": iso(now - 1), "stopped_at": None})
     assert watcher_state(index, now)["state"] == "polling"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now - STALE_AFTER - 5), "stopped_at": None})

@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from fleet.index.store import open_index
-from fleet.watch.watcher import _periodic
 from fleet.watch.service import fleet_watcher
 from tests.dashboard_fleet import build_fleet
 from tests.gitbuild import commit_file, git
@@ -118,12 +117,11 @@ def test_a_second_serve_on_the_same_index_serves_without_a_second_watcher(fleet,
             second.stop()
 
 
-def test_fleet_watcher_registers_the_presence_hook_once(tmp_path: Path) -> None:
+def test_fleet_watcher_runs_the_presence_hook(tmp_path: Path) -> None:
     with open_index(tmp_path / "fleet.db") as index:
         fleet_watcher(index, [str(tmp_path)])
-        fleet_watcher(index, [str(tmp_path)])
-    hooks = [p for p in _periodic if p.name == "presence"]
-    assert len(hooks) == 1 and hooks[0].every_s <= 10
+        hooks = fleet_watcher(index, [str(tmp_path)]).periodic_hooks()
+    assert [h.name for h in hooks] == ["presence"] and hooks[0].every_s <= 10
 
 
 async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal
@@ -17,7 +16,10 @@ import pytest
 
 from fleet.index.store import Index, open_index
 from fleet.index.scan import scan
-from fleet.watch.watcher import Watcher, _periodic, register_periodic, repo_watch
+from fleet.index.freshness import WATCHER_KEY
+from fleet.watch.periodic import Periodic
+from fleet.watch.watcher import Watcher
+from fleet.watch.watchset import repo_watch
 from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests import serving
 from tests.gitbuild import commit_file, git, init_repo
@@ -68,8 +70,7 @@ class RunningWatcher:
 
 
 def meta(index: Index) -> dict | None:
-    row = index.conn.execute("select value from meta where key = 'watcher'").fetchone()
-    return json.loads(row[0]) if row else None
+    return index.meta(WATCHER_KEY)
 
 
 @pytest.fixture
@@ -182,7 +183,8 @@ def test_worktree_add_and_remove(fleet, tmp_path: Path) -> None:
     wt = tmp_path / "wt-one"
     git(app, "worktree", "add", "-q", "-b", "side", str(wt))
     wait_for(lambda: [w["path"] for w in record(index, app)["worktrees"]] == [str(wt)], "worktree add")
-    wait_for(lambda: str(app / ".git" / "worktrees" / "wt-one") in running.watcher._owner, "worktree git dir watched")
+    wt_gitdir = str(app / ".git" / "worktrees" / "wt-one")
+    wait_for(lambda: (wt_gitdir, "top") in running.watcher.watch_of(str(app)).top, "worktree git dir watched")
     commit_file(wt, "w.txt", "w\n", "work in the worktree")
     side = git(wt, "rev-parse", "HEAD").strip()
     wait_for(lambda: {b["name"]: b["head"] for b in record(index, app)["branches"]}.get("side") == side,
@@ -198,14 +200,14 @@ def test_new_repo_and_deleted_repo(fleet) -> None:
     index, app, lib, root, running = fleet
     fresh = init_repo(root / "later" / "fresh", commits=1)
     wait_for(lambda: index.repo(str(fresh)), "a repo created under the root")
-    wait_for(lambda: str(fresh) in running.watcher._watched, "the new repo is watched")
+    wait_for(lambda: str(fresh) in running.watcher.watched_repos(), "the new repo is watched")
     commit_file(fresh, "n.txt", "n\n", "second")
     wait_for(head_is(index, fresh), "a commit in the new repo")
     shutil.rmtree(lib)
     wait_for(lambda: index.repo(str(lib))["gone"], "a deleted repo is marked gone")
     commit_file(app, "still.txt", "s\n", "still watching")
     wait_for(head_is(index, app), "other repos keep reporting after a watched path vanished")
-    wait_for(lambda: str(lib) not in running.watcher._watched, "the watch set was rebuilt without it")
+    wait_for(lambda: str(lib) not in running.watcher.watched_repos(), "the watch set was rebuilt without it")
 
 
 def test_reflog_expiry_keeps_indexed_events(fleet) -> None:
@@ -238,18 +240,15 @@ def test_periodic_hooks_run_and_failures_do_not_stop_them(tmp_path: Path, db_pat
         if len(calls) == 1:
             raise RuntimeError("a failing hook is logged, not fatal")
 
-    register_periodic(hook, 0.1)
+    running = RunningWatcher(db_path, [str(root)], periodic=[Periodic(hook, 0.1)])
     try:
-        running = RunningWatcher(db_path, [str(root)])
-        try:
-            wait_for(lambda: len(calls) >= 3, "three runs of the hook")
-        finally:
-            running.close()
+        wait_for(lambda: len(calls) >= 3, "three runs of the hook")
+        assert [h.name for h in running.watcher.periodic_hooks()] == [hook.__qualname__]
     finally:
-        _periodic[:] = [p for p in _periodic if p.fn is not hook]
+        running.close()
     assert set(calls) == {str(db_path)}
     with pytest.raises(ValueError):
-        register_periodic(hook, 0)
+        Periodic(hook, 0)
 
 
 def test_second_watcher_on_the_same_index_exits_1(fleet, db_path: Path) -> None:
@@ -339,8 +338,87 @@ def test_forced_polling_mode(tmp_path: Path, db_path: Path) -> None:
     try:
         with open_index(db_path) as index:
             wait_for(lambda: (meta(index) or {}).get("mode") == "polling", "polling mode in meta")
+            assert running.watcher.polled_repos() == running.watcher.watched_repos() == [os.path.realpath(repo)]
             time.sleep(1.1)  # the poller compares whole-second mtimes: change files in a later second
             commit_file(repo, "p.txt", "p\n", "polled")
             wait_for(head_is(index, repo), "commit seen by polling")
     finally:
         running.close()
+
+
+def test_out_of_inotify_watches_polls_only_the_repos_that_do_not_fit(tmp_path: Path, db_path: Path) -> None:
+    """16 watches hold two of four repos (7 each): those keep live events, the other two are polled."""
+    probe = _userns_with_few_watches()
+    if probe is None:
+        pytest.skip("cannot create a user namespace with a lowered inotify limit here")
+    prefix = ["unshare", "--user", "--map-root-user", "sh", "-c",
+              'echo 16 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    root = tmp_path / "src"
+    repos = [init_repo(root / f"r{n}", commits=1) for n in range(4)]
+    proc = _start_cli_watcher(db_path, root, prefix=prefix)
+    try:
+        with open_index(db_path) as index:
+            info = wait_for(lambda: meta(index), "heartbeat", 20)
+            assert info["mode"] == "polling" and info["repos"] == 4
+            assert 0 < info["polled"] < 4 and 0 < info["watches"] <= 16, info
+            time.sleep(1.1)  # the poller compares whole-second mtimes: change files in a later second
+            for repo in repos:
+                commit_file(repo, "p.txt", "p\n", "seen live or by polling")
+            for repo in repos:
+                wait_for(head_is(index, repo), f"commit in {repo.name}")
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=15)
+        assert proc.returncode == 0 and "falling back to polling" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# --- the parts, one by one ------------------------------------------------------------------------------
+
+def test_notifier_is_watching_when_built_and_reports_start_failures_at_once(tmp_path: Path) -> None:
+    """watchfiles' public `watch()` as the notifier uses it: up within a step, events delivered, a stop that
+    is prompt, and a start failure raised to the caller (not lost in the thread). A watchfiles that stops
+    honouring `stop_event` this way fails here."""
+    from fleet.watch.notifier import Notifier
+
+    got: list[set] = []
+    started = time.perf_counter()
+    notifier = Notifier([str(tmp_path)], recursive=False, polling=False, deliver=got.append)
+    assert time.perf_counter() - started < 1.0
+    try:
+        (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
+        wait_for(lambda: any(path == str(tmp_path / "HEAD") for batch in got for _c, path in batch), "an event")
+    finally:
+        stopping = time.perf_counter()
+        notifier.close()
+    assert time.perf_counter() - stopping < 1.0
+    with pytest.raises(FileNotFoundError):
+        Notifier([str(tmp_path / "missing")], recursive=True, polling=False, deliver=got.append)
+
+
+def test_refresh_queue_debounces_events_and_keeps_a_worker_for_them() -> None:
+    from fleet.watch.schedule import RefreshQueue
+
+    queue = RefreshQueue(workers=2, quiet_s=0.03, max_delay_s=0.3)
+    queue.touch("a", 0.0)
+    assert queue.take(0.01) == ([], 0.03)  # still within the quiet period
+    queue.touch("a", 0.02)  # a new event pushes it back ...
+    assert queue.take(0.04) == ([], 0.05)
+    for t in (0.08, 0.16, 0.24, 0.32):  # ... but never past max_delay_s after the first
+        queue.touch("a", t)
+    assert queue.take(0.31) == ([("a", False)], None)
+    queue.touch("a", 0.4)
+    assert queue.take(1.0) == ([], None), "a repo is never re-read twice at once"
+    queue.finish("a", False)
+    assert queue.take(1.0) == ([("a", False)], None)
+    queue.finish("a", False)
+    queue.sweep(["s1", "s2", "s1"])
+    assert queue.backlog() == 2
+    assert queue.take(2.0) == ([("s1", True)], None), "sweeps leave the last worker to events"
+    queue.touch("e", 2.0)
+    assert queue.take(2.1) == ([("e", False)], None)
+    queue.finish("s1", True)
+    queue.finish("e", False)
+    assert queue.take(2.2) == ([("s2", True)], None)

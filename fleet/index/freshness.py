@@ -26,15 +26,17 @@ def _seconds(stamp: object) -> float | None:
 
 
 def watcher_state(index, now: float | None = None) -> dict:
-    """`{state, mode, repos, backlog, heartbeat_age_s}` from the watcher's `meta` record.
+    """`{state, mode, repos, polled, backlog, heartbeat_age_s}` from the watcher's `meta` record.
 
-    `state`: `running` (file events), `polling` (inotify unavailable: slower), `stale` (no heartbeat for
-    `STALE_AFTER` seconds: it died without saying so), `stopped`, or `absent` (no watcher ever ran here).
+    `state`: `running` (file events), `polling` (inotify ran out: `polled` of the `repos` are polled, which
+    is slower), `stale` (no heartbeat for `STALE_AFTER` seconds: it died without saying so), `stopped`, or
+    `absent` (no watcher ever ran here).
     """
     now = now or time.time()
     value = index.meta(WATCHER_KEY)
     if not isinstance(value, dict):
-        return {"state": "absent", "mode": None, "repos": None, "backlog": None, "heartbeat_age_s": None}
+        return {"state": "absent", "mode": None, "repos": None, "polled": None, "backlog": None,
+                "heartbeat_age_s": None}
     beat = _seconds(value.get("heartbeat_at"))
     age = None if beat is None else round(max(0.0, now - beat), 1)
     if value.get("stopped_at"):
@@ -43,7 +45,9 @@ def watcher_state(index, now: float | None = None) -> dict:
         state = "stale"
     else:
         state = "polling" if value.get("mode") == "polling" else "running"
-    return {"state": state, "mode": value.get("mode"), "repos": value.get("repos"),
+    repos = value.get("repos")
+    polled = value.get("polled", repos if value.get("mode") == "polling" else 0)  # older watchers: all or none
+    return {"state": state, "mode": value.get("mode"), "repos": repos, "polled": polled,
             "backlog": value.get("backlog"), "heartbeat_age_s": age}
 
 

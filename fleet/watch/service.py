@@ -1,15 +1,15 @@
 """The watcher as fleetdeck runs it (`watch`, `serve`, `demo`): the one place its periodic hooks are set up.
 
-`fleet_watcher()` builds a `Watcher` with the fleet's periodic work registered (agent presence every few
-seconds, so `/agents` and the radar's agent collisions stay fresh). `watching()` runs that watcher beside
-other work on the current event loop — the dashboard's lifespan — and stops it when the block ends.
+`fleet_watcher()` builds a `Watcher` with the fleet's periodic work (agent presence every few seconds, so
+`/agents` and the radar's agent collisions stay fresh): add periodic work there. `watching()` runs that
+watcher beside other work on the current event loop — the dashboard's lifespan — and stops it when the
+block ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 from typing import AsyncIterator
@@ -17,23 +17,18 @@ from typing import AsyncIterator
 from fleet.errors import FleetError
 from fleet.index.store import Index, open_index
 from fleet.presence.refresh import refresh_presence
-from fleet.watch.watcher import Watcher, register_periodic
+from fleet.watch.periodic import Periodic
+from fleet.watch.watcher import Watcher
 
 log = logging.getLogger("fleetdeck.watcher")
 
 PRESENCE_EVERY_S = 5.0
 
 
-@functools.cache
-def _register_hooks() -> None:
-    """Register the fleet's periodic hooks once per process (the registry is process-wide)."""
-    register_periodic(refresh_presence, PRESENCE_EVERY_S, name="presence")
-
-
 def fleet_watcher(index: Index, roots: list[str] | None = None, **options) -> Watcher:
-    """A Watcher over `roots` (saved roots when None) with the fleet's periodic hooks registered."""
-    _register_hooks()
-    return Watcher(index, roots, **options)
+    """A Watcher over `roots` (saved roots when None) with the fleet's periodic hooks."""
+    hooks = [Periodic(refresh_presence, PRESENCE_EVERY_S, name="presence")]
+    return Watcher(index, roots, periodic=hooks, **options)
 
 
 @contextlib.asynccontextmanager
