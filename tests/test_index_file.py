@@ -24,6 +24,7 @@ COMMANDS = {
     "scan": ["scan"], "repos": ["repos"], "radar": ["radar"], "presence": ["presence"], "roots": ["roots"],
     "digest": ["digest"], "lost": ["lost"], "prune-events": ["prune-events", "--older-than", "90d"],
     "watch": ["watch"], "serve": ["serve", "--port", "0", "--no-watch"], "mcp": ["mcp"],
+    "demo": ["demo", "--port", "0", "--no-watch"],
 }
 
 
@@ -149,13 +150,15 @@ def test_an_unusable_index_is_one_clear_line_and_exit_1(indexed, tmp_path: Path,
     argv = prefix + fleetdeck_argv("--db", str(db), *COMMANDS[command])
     if command in ("scan", "watch", "serve"):
         argv.append(str(root))
+    if command == "demo":
+        argv += ["--dir", str(tmp_path / "demo")]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=fleetdeck_env(), timeout=60,
                               stdin=subprocess.DEVNULL)
     finally:
         if spoil is None and os.geteuid() != 0:
             os.chmod(db.parent, 0o755)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("demo fleet built in")]
     assert proc.returncode == 1, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith("fleetdeck: error: the index ") and str(db) in lines[0] and expected in lines[0]

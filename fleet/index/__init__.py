@@ -1,1 +1,2 @@
-"""The SQLite index: schema, storage, scan, events, search, lost commits, freshness."""
+"""The SQLite index: schema, storage (`store`, storage only), the one handle provider (`pool`), scan and
+`ingest` (read -> score -> store -> events), events, search, lost commits, freshness."""
