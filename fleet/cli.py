@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Callable, Iterable
@@ -323,6 +322,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
 def cmd_lost(args: argparse.Namespace) -> int:
     from fleet.views.digest import resolve_repos
     from fleet.index.lost import lost_commits
+    from fleet.repo.recovery import recover_command
     from fleet.timespec import parse_since
 
     with index_for(args) as index:
@@ -337,8 +337,7 @@ def cmd_lost(args: argparse.Namespace) -> int:
         sha = visible(c["sha"])
         print(f"{visible(c['repo'])}  {sha[:12]}  {visible(c['subject'])}\n    dropped by "
               f"{visible(c['dropped_by'])} on {visible(c['ref'])} at {iso(c['dropped_at'])} "
-              f"({visible(c['message'])})\n    recover: git -C {visible(shlex.quote(c['path']))} branch "
-              f"recovered-{sha[:8]} {sha}")
+              f"({visible(c['message'])})\n    recover: {visible(recover_command(c['path'], c['sha']))}")
     for err in found["errors"]:
         print(f"fleetdeck: could not check {visible(err['repo'])}: {visible(err['error'])}", file=sys.stderr)
     return 0

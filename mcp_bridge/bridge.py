@@ -18,6 +18,8 @@ from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
 caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)
+# The repositories a tool body resolved, in order (the toolkit names the first in the answer's `repo`).
+resolved: contextvars.ContextVar[list[Found] | None] = contextvars.ContextVar("fleetdeck_resolved", default=None)
 
 
 @contextlib.contextmanager
@@ -48,4 +50,7 @@ class Bridge:
         seen = touched.get()
         if seen is not None and found.path not in seen:
             seen.append(found.path)
+        answered = resolved.get()
+        if answered is not None:
+            answered.append(found)
         return found

@@ -13,6 +13,7 @@ from typing import Any, NotRequired, Union, get_args, get_origin, get_type_hints
 
 from pydantic import create_model
 
+from fleet.repo import identity
 from fleet.views import records
 from mcp_bridge.envelope import Out
 
@@ -49,14 +50,48 @@ class Capped(Out):
     omitted_count: int
 
 
+RepoIdentity = derive(identity.RepoIdentity)
+
+
+class Named(Out):
+    """Added to every per-repo tool's output (mcp_bridge.toolkit): the repository that answered."""
+
+    repo: RepoIdentity
+
+
 # --- fleet ---------------------------------------------------------------------------------------------
 
+class Watcher(Out):
+    state: str
+    mode: str | None
+    heartbeat_age_s: float | None
+
+
+class Refreshed(Out):
+    repo: str
+    refreshed: bool
+    error: str | None
+
+
+class Freshness(Out):
+    """How old the index behind a fleet answer is, whether a watcher keeps it current, what was re-read."""
+
+    indexed_at: str | None
+    age_s: float | None
+    watcher: Watcher
+    refreshed: list[Refreshed]
+
+
+class Fresh(Out):
+    freshness: Freshness
+
+
 RepoRecord = derive(records.RepoRecord)
-RepoPage = derive(records.RepoPage)
+RepoPage = type("RepoPage", (derive(records.RepoPage), Fresh), {"__doc__": records.RepoPage.__doc__})
 RadarEntry = derive(records.RadarEntry)
-Radar = derive(records.RadarView)
+Radar = type("Radar", (derive(records.RadarView), Fresh), {"__doc__": records.RadarView.__doc__})
 DigestEvent = derive(records.DigestEvent)
-Digest = derive(records.Digest)
+Digest = type("Digest", (derive(records.Digest), Fresh), {"__doc__": records.Digest.__doc__})
 
 
 class SearchMatch(Out):
@@ -69,7 +104,7 @@ class SearchMatch(Out):
     at: str | None
 
 
-class SearchResult(Capped):
+class SearchResult(Capped, Fresh):
     query: str
     matches: list[SearchMatch]
     match_count: int
@@ -112,8 +147,22 @@ class BriefCommit(Out):
     subject: str | None
 
 
+class Conventions(Out):
+    sampled: int
+    conventional_commits: bool
+    conventional_ratio: float
+    types: list[str]
+    signed_off_ratio: float
+    trailers: dict[str, int]
+    subject_length: dict[str, int]
+    ticket_prefixes: dict[str, int]
+    issue_refs_ratio: float
+
+
 class Brief(Out):
     path: str | None
+    default_branch: str | None
+    conventions: Conventions | None
     head: BriefHead
     operation: dict | None
     working_tree: WorkingTree | None
@@ -241,6 +290,12 @@ class History(Capped):
     next_cursor: str | None
 
 
+class Dropped(Out):
+    sha: str
+    subject: str
+    recover: str
+
+
 class ReflogEntry(Out):
     index: int
     selector: str
@@ -249,6 +304,7 @@ class ReflogEntry(Out):
     identity: str
     at: str | None
     message: str
+    dropped: Dropped | None
 
 
 class Reflog(Capped):
@@ -256,6 +312,7 @@ class Reflog(Capped):
     full_ref: str
     entries: list[ReflogEntry]
     entry_count: int
+    dropped_count: int
 
 
 class Refs(Capped):
@@ -396,3 +453,91 @@ class PatchValidated(Out):
     duplicate_paths: list[str]
     error: dict | None
     git_check: dict | None
+
+
+# --- lost work, branch stacks, scope, semantic diffs --------------------------------------------------------
+
+class LostCommit(Out):
+    repo: str
+    path: str
+    sha: str
+    subject: str
+    author: str
+    committed_at: str | None
+    dropped_at: str | None
+    dropped_by: str
+    ref: str | None
+    message: str | None
+    recover: str
+
+
+class Lost(Capped):
+    commits: list[LostCommit]
+    commit_count: int
+    errors: list[dict]
+
+
+class StackBranch(Out):
+    name: str
+    sha: str
+    ahead: int
+
+
+class Upstream(Out):
+    name: str
+    gone: bool
+    sha: str | None
+    ahead: int | None
+    behind: int | None
+    merge_base: str | None
+
+
+class BranchStack(Capped):
+    branch: str
+    sha: str
+    base: str
+    base_sha: str
+    default_branch: str | None
+    default_branch_source: str | None
+    merge_base: str | None
+    ahead: int
+    behind: int
+    upstream: Upstream | None
+    stacked_above: list[StackBranch]
+    stacked_below: list[StackBranch]
+
+
+class ScopeAuthor(Out):
+    name: str
+    email: str
+    commits: int
+
+
+class ScopeFile(Out):
+    path: str
+    commits: int
+    owners: list[str] | None = None
+
+
+class CodeOwners(Out):
+    file: str
+    read_by: list[str]
+    files_found: list[str]
+    owners: list[str]
+    rules: list[dict]
+
+
+class Scope(Capped):
+    path: str | None
+    since: str | None
+    commit_count: int
+    commits_truncated: bool
+    first_commit_at: str | None
+    last_commit_at: str | None
+    authors: list[ScopeAuthor]
+    author_count: int
+    authors_truncated: bool
+    files: list[ScopeFile]
+    file_count: int
+    files_truncated: bool
+    codeowners: CodeOwners | None

@@ -15,6 +15,7 @@ from fleet.repo.changes import repo_changes, repo_status
 from fleet.repo.conflicts import conflict_preflight, conflict_read
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, commit_details, repo_history
+from fleet.repo.recovery import annotate_reflog
 from fleet.repo.refs import repo_refs, repo_reflog
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
@@ -63,8 +64,10 @@ def register(kit: Toolkit) -> None:
     @kit.tool("repo.reflog", models.Reflog, "Reflog of a ref")
     def reflog(repo: Repo, ref: Rev = "HEAD", limit: Annotated[int, Field(ge=1, le=1000)] = 50) -> dict:
         """Where a ref (default HEAD) has pointed, newest first, with `ref@{n}` selectors: the way back to
-        commits lost by a reset or rebase."""
-        return repo_reflog(path_of(repo), ref, limit)
+        commits lost by a reset or rebase. An entry that left a commit no ref reaches any more says so in
+        `dropped` {sha, subject, recover} (`recover` is the command that brings it back as a branch)."""
+        path = path_of(repo)
+        return annotate_reflog(path, repo_reflog(path, ref, limit))
 
     @kit.tool("repo.refs", models.Refs, "Branches, tags, remotes, stashes")
     def refs(repo: Repo, max_entries: Entries = 200) -> dict:

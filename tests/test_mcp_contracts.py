@@ -75,6 +75,7 @@ async def test_repo_record_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
 async def test_radar_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
     from_cli = cli_json(fleet, "radar", "--all")
     from_mcp = ok(await call(server, "fleet.radar", {"include_clean": True}))
+    assert set(from_mcp.pop("freshness")) >= {"indexed_at", "age_s", "watcher", "refreshed"}
     from_api = api.get("/api/radar?per_page=500").json()
     assert from_cli == from_mcp
     check_record(from_cli, records.RadarView)
@@ -94,6 +95,7 @@ async def test_digest_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
                           check=True, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
     from_cli = json.loads(proc.stdout)
     from_mcp = ok(await call(server, "fleet.digest", {"since": 0}))
+    assert set(from_mcp.pop("freshness")) >= {"indexed_at", "age_s", "watcher", "refreshed"}
     from_api = api.get("/api/digest?since=0").json()
     assert from_cli == from_mcp == from_api
     check_record(from_cli, records.Digest)

@@ -69,6 +69,7 @@ async def test_status_and_changes_match_git(server, fleet):
 
     result = await call(server, "repo.changes", {"repo": "dirty"})
     data = ok(result)
+    assert data.pop("repo")["path"] == str(fleet["dirty"])
     assert data == json.loads(json.dumps(repo_changes(str(fleet["dirty"]))))
     by_path = {c["path"]: c for c in data["changes"]}
     assert by_path["logo.bin"]["binary"] is True
@@ -101,6 +102,7 @@ async def test_history_reflog_refs_and_commit(server, fleet):
     root = ok(await call(server, "commit.details", {"repo": "alpha", "rev": root_sha}))
     assert root["is_root"] is True and root["diff_against"] == "empty_tree"
     head = ok(await call(server, "commit.details", {"repo": "alpha", "rev": "HEAD"}))
+    assert head.pop("repo")["name"] == "alpha"
     assert head == json.loads(json.dumps(iso_times(commit_details(str(alpha), "HEAD"))))
     unix = int(git(alpha, "log", "-1", "--format=%at").strip())
     assert head["author_time"] == datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

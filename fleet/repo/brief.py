@@ -12,7 +12,10 @@ import json
 from fleet.index.discovery import Found
 from fleet.git.run import GitError, run_git
 from fleet.views.radar import attention
+from fleet.repo.conventions import house_rules
+from fleet.repo.identity import repo_identity
 from fleet.repo.record import iso, read_repo
+from fleet.repo.stack import default_branch
 
 BUDGET = 2400
 MAX_COMMITS = 10
@@ -72,8 +75,9 @@ def _hints(record: dict) -> list[str]:
     return hints[:3]
 
 
-def brief_of(record: dict, commits: list[dict]) -> dict:
-    """The brief for a repository record (as `read_repo` returns it) and its recent commits."""
+def brief_of(record: dict, commits: list[dict], extra: dict | None = None) -> dict:
+    """The brief for a repository record (as `read_repo` returns it) and its recent commits (`extra` keys
+    are added before the budget is applied)."""
     subs = record.get("submodules") or []
     counts = {state: sum(1 for s in subs if s.get("state") == state)
               for state in ("clean", "drifted", "uninitialized", "conflict")}
@@ -103,6 +107,7 @@ def brief_of(record: dict, commits: list[dict]) -> dict:
         "recent_commits": commits,
         "hints": _hints(record),
         "error": _clip(record.get("error"), 200),
+        **(extra or {}),
     }
     return _fit(brief)
 
@@ -128,4 +133,6 @@ def repo_brief(found: Found, commits: int = 5) -> dict:
     """Read the repository now and summarise it (see `brief_of`)."""
     record = read_repo(found)
     recent = recent_commits(found.path, min(max(commits, 0), MAX_COMMITS)) if record.get("head") and commits else []
-    return brief_of(record, recent)
+    default = default_branch(found.path) if not record.get("error") else None
+    return brief_of(record, recent, {"repo": repo_identity(found), "default_branch": default["name"] if default else None,
+                                     "conventions": house_rules(found.path)})

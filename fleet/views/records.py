@@ -15,7 +15,8 @@ from fleet.repo.record import iso
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.
 TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
-                       "dropped_at", "created_at", "updated_at", "when"})
+                       "dropped_at", "created_at", "updated_at", "when", "committed_at", "first_commit_at",
+                       "last_commit_at"})
 
 
 class WorktreeRef(TypedDict):

@@ -1,0 +1,69 @@
+"""The house rules a repository's recent history shows, so an agent writes a commit message that fits:
+Conventional Commits or not (and which types), sign-offs and other trailers, typical subject length, ticket
+prefixes. Read from the newest SAMPLE commits reachable from HEAD; a rule is only reported with the counts
+behind it, never guessed from one commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from statistics import median
+from typing import Any
+
+from fleet.git.run import GitError, run_git
+
+SAMPLE = 50
+_CONVENTIONAL = re.compile(r"^([a-z]+)(\([^()\n]{1,64}\))?(!)?: \S")
+_TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9})-\d+\b")
+_ISSUE_REF = re.compile(r"(?:^|\s|\()#\d+\b")
+_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,40}): \S")
+
+
+def _messages(path: str, count: int) -> list[tuple[str, str]]:
+    """(subject, body) of the newest `count` non-merge commits on HEAD; none in a repo without commits."""
+    try:
+        data = run_git(path, ["log", "-z", "--no-merges", f"--max-count={count}", "--format=%s%x00%b", "HEAD",
+                              "--"], timeout=10, max_bytes=4 << 20).stdout
+    except GitError:
+        return []
+    fields = data.decode("utf-8", "replace").split("\0")
+    return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+
+
+def _trailers(body: str) -> list[str]:
+    """Trailer keys of a message body: the last paragraph, when every line of it is `Key: value`."""
+    paragraphs = [p for p in body.strip().split("\n\n") if p.strip()]
+    if not paragraphs:
+        return []
+    lines = paragraphs[-1].strip().splitlines()
+    keys = [m.group(1) for m in (_TRAILER.match(line) for line in lines) if m]
+    return keys if len(keys) == len(lines) else []
+
+
+def house_rules(path: str, sample: int = SAMPLE) -> dict[str, Any] | None:
+    """`{sampled, conventional_commits, conventional_ratio, types, signed_off_ratio, trailers,
+    subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}`; None without commits."""
+    messages = _messages(path, sample)
+    if not messages:
+        return None
+    n = len(messages)
+    conventional = [m for m in (_CONVENTIONAL.match(s) for s, _ in messages) if m]
+    types = Counter(m.group(1) for m in conventional)
+    trailers = Counter(key for _, body in messages for key in set(_trailers(body)))
+    signed = sum(1 for _, body in messages if "Signed-off-by" in _trailers(body))
+    lengths = sorted(len(s) for s, _ in messages)
+    tickets = Counter(t for s, _ in messages for t in set(_TICKET.findall(s)))
+    ratio = round(len(conventional) / n, 2)
+    return {
+        "sampled": n,
+        "conventional_commits": ratio >= 0.8,
+        "conventional_ratio": ratio,
+        "types": [t for t, _ in types.most_common(6)],
+        "signed_off_ratio": round(signed / n, 2),
+        "trailers": {k: c for k, c in trailers.most_common(5)},
+        "subject_length": {"median": int(median(lengths)), "p90": lengths[min(n - 1, int(n * 0.9))],
+                           "max": lengths[-1]},
+        "ticket_prefixes": {f"{k}-": c for k, c in tickets.most_common(3) if c >= 2},
+        "issue_refs_ratio": round(sum(1 for s, _ in messages if _ISSUE_REF.search(s)) / n, 2),
+    }

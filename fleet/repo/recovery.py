@@ -1,0 +1,45 @@
+"""Getting dropped commits back: the lost-commit list for one repo or the fleet, and a recovery hint on the
+reflog entries that left a commit behind.
+
+`fleet.index.lost` finds the commits (the index remembers which events dropped which tips; git says which of
+them still exist and no ref reaches). This module shapes them for agents, each with the one command that
+brings the commit back as a branch; nothing here runs it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from fleet.caps import cap, check_int
+from fleet.index.lost import lost_commits, unreachable_commits
+
+if TYPE_CHECKING:
+    from fleet.index.store import Index
+
+
+def recover_command(path: str, sha: str) -> str:
+    """The command that makes `sha` reachable again as a new branch (shell-quoted, safe to paste)."""
+    return f"git -C {shlex.quote(path)} branch recovered-{sha[:8]} {sha}"
+
+
+def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, limit: int) -> dict[str, Any]:
+    """Recoverable commits, newest drop first, capped at `limit`, each with its `recover` command."""
+    check_int(limit, "limit", 1, 1000)
+    found = lost_commits(index, since=since, repo_ids=repo_ids)
+    commits = [{**c, "recover": recover_command(c["path"], c["sha"])} for c in found["commits"]]
+    kept, info = cap(commits, limit)
+    return {"commits": kept, "commit_count": len(commits), "errors": found["errors"], **info}
+
+
+def annotate_reflog(path: str, reflog: dict[str, Any]) -> dict[str, Any]:
+    """`reflog` (fleet.repo.refs.repo_reflog) with `dropped` on each entry whose old commit still exists but
+    no ref reaches any more: `{sha, recover}`, or null. Asked of git now (one cat-file, one rev-list)."""
+    olds = {e["old_sha"] for e in reflog["entries"] if e.get("old_sha") and e["old_sha"] != e.get("new_sha")}
+    lost = unreachable_commits(path, sorted(olds)) if olds else {}
+    for entry in reflog["entries"]:
+        sha = entry.get("old_sha")
+        entry["dropped"] = ({"sha": sha, "subject": lost[sha][0], "recover": recover_command(path, sha)}
+                            if sha in lost and sha != entry.get("new_sha") else None)
+    reflog["dropped_count"] = sum(1 for e in reflog["entries"] if e["dropped"])
+    return reflog

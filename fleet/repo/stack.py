@@ -1,0 +1,117 @@
+"""How a branch stands: against the default branch (or any base), against its upstream, and among the
+branches stacked with it — "how far am I from main" in one answer.
+
+Counts come from `git rev-list --left-right --count` and ancestry from `for-each-ref --contains/--merged`,
+so every figure is git's own. The default branch is the one the remote says (`origin/HEAD`), else the
+person's `init.defaultBranch`, else the first of main, master, trunk, develop that exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.caps import cap, check_int
+from fleet.errors import FleetError
+from fleet.git.revs import resolve_commit
+from fleet.git.run import out, text
+
+_USUAL_DEFAULTS = ("main", "master", "trunk", "develop")
+STACK_CAP = 50
+
+
+def local_branches(path: str) -> dict[str, str]:
+    """{short name: sha} of every local branch."""
+    data = text(out(path, ["for-each-ref", "--format=%(refname:short)%00%(objectname)", "refs/heads"]))
+    return dict(line.split("\0", 1) for line in data.splitlines() if "\0" in line)
+
+
+def default_branch(path: str, branches: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """`{name, source}`: the branch work lands on, and how that was decided (`origin_head`,
+    `init_default_branch`, `usual_name`); None when no candidate exists."""
+    branches = local_branches(path) if branches is None else branches
+    origin = text(out(path, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"], ok_codes=(0, 1))).strip()
+    if origin:
+        local = origin.split("/", 1)[1] if "/" in origin else origin
+        return {"name": local if local in branches else origin, "source": "origin_head"}
+    configured = text(out(path, ["config", "--get", "init.defaultBranch"], ok_codes=(0, 1))).strip()
+    if configured in branches:
+        return {"name": configured, "source": "init_default_branch"}
+    for name in _USUAL_DEFAULTS:
+        if name in branches:
+            return {"name": name, "source": "usual_name"}
+    return None
+
+
+def _counts(path: str, left: str, right: str) -> tuple[int, int]:
+    """(commits only in `right`, commits only in `left`): `right`'s ahead/behind against `left`."""
+    data = text(out(path, ["rev-list", "--left-right", "--count", f"{left}...{right}", "--"])).split()
+    return int(data[1]), int(data[0])
+
+
+def _merge_base(path: str, a: str, b: str) -> str | None:
+    return text(out(path, ["merge-base", a, b], ok_codes=(0, 1))).strip() or None
+
+
+def _upstream(path: str, branch: str, sha: str) -> dict[str, Any] | None:
+    data = text(out(path, ["for-each-ref", "--format=%(upstream)%00%(upstream:short)",
+                           f"refs/heads/{branch}"])).strip()
+    full, _, short = data.partition("\0")
+    if not full:
+        return None
+    up_sha = text(out(path, ["rev-parse", "--verify", "--quiet", f"{full}^{{commit}}"], ok_codes=(0, 1))).strip()
+    if not up_sha:
+        return {"name": short, "gone": True, "sha": None, "ahead": None, "behind": None, "merge_base": None}
+    ahead, behind = _counts(path, up_sha, sha)
+    return {"name": short, "gone": False, "sha": up_sha, "ahead": ahead, "behind": behind,
+            "merge_base": _merge_base(path, up_sha, sha)}
+
+
+def _related(path: str, sha: str, base_sha: str, branches: dict[str, str], skip: set[str]) -> tuple[list, list]:
+    """(branches stacked on the tip: they contain it and go further; branches below it: their tips are in
+    its history but not yet in the base), each `{name, sha, ahead}` with `ahead` counted from the tip."""
+    contains = text(out(path, ["for-each-ref", "--format=%(refname:short)", f"--contains={sha}",
+                               "refs/heads"])).split("\n")
+    merged = text(out(path, ["for-each-ref", "--format=%(refname:short)", f"--merged={sha}",
+                             f"--no-merged={base_sha}", "refs/heads"])).split("\n")
+    above = []
+    for name in sorted(n for n in contains if n and n not in skip and branches.get(n) != sha):
+        above.append({"name": name, "sha": branches[name], "ahead": _counts(path, sha, branches[name])[0]})
+    below = []
+    for name in sorted(n for n in merged if n and n not in skip and branches.get(n) != sha):
+        below.append({"name": name, "sha": branches[name], "ahead": _counts(path, branches[name], sha)[0]})
+    return above, below
+
+
+def branch_stack(path: str, branch: str | None = None, base: str | None = None,
+                 limit: int = STACK_CAP) -> dict[str, Any]:
+    """Where `branch` (default: the checked-out one) stands against `base` (default: the default branch)
+    and its upstream, with its merge base and the local branches stacked above and below it."""
+    check_int(limit, "limit", 1, 500)
+    branches = local_branches(path)
+    if branch is None:
+        branch = text(out(path, ["symbolic-ref", "-q", "--short", "HEAD"], ok_codes=(0, 1))).strip()
+        if not branch:
+            raise FleetError("BAD_REF", "HEAD is detached or unborn: name the branch")
+    if branch not in branches:
+        raise FleetError("BAD_REF", f"{branch!r} is not a local branch of this repo")
+    sha = resolve_commit(path, f"refs/heads/{branch}", "branch")
+    default = default_branch(path, branches)
+    if base is None:
+        if default is None:
+            raise FleetError("NOT_FOUND", "no default branch found (no origin/HEAD, main or master): pass base")
+        base = default["name"]
+    base_sha = resolve_commit(path, base, "base")
+    ahead, behind = _counts(path, base_sha, sha)
+    above, below = _related(path, sha, base_sha, branches, {branch, base})
+    above_kept, above_info = cap(above, limit)
+    below_kept, below_info = cap(below, limit)
+    return {
+        "branch": branch, "sha": sha, "base": base, "base_sha": base_sha,
+        "default_branch": default["name"] if default else None,
+        "default_branch_source": default["source"] if default else None,
+        "merge_base": _merge_base(path, base_sha, sha), "ahead": ahead, "behind": behind,
+        "upstream": _upstream(path, branch, sha),
+        "stacked_above": above_kept, "stacked_below": below_kept,
+        "truncated": above_info["truncated"] or below_info["truncated"],
+        "omitted_count": above_info["omitted_count"] + below_info["omitted_count"],
+    }
