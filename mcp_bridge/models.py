@@ -541,3 +541,44 @@ class Scope(Capped):
     file_count: int
     files_truncated: bool
     codeowners: CodeOwners | None
+
+
+class Symbol(Out):
+    name: str
+    kind: str
+    line: int
+    end_line: int | None
+
+
+class AddedSymbol(Symbol):
+    same_body_as: str | None
+
+
+class ChangedSymbol(Symbol):
+    old_line: int
+
+
+class SemanticFile(Out):
+    path: str
+    old_path: str | None
+    status: str
+    language: str | None
+    supported: bool
+    reason: str | None = None
+    text_diff: dict | None = None
+    added: list[AddedSymbol] | None = None
+    removed: list[Symbol] | None = None
+    changed: list[ChangedSymbol] | None = None
+
+
+class SemanticDiff(Capped):
+    base: str
+    head: str
+    base_sha: str
+    head_sha: str
+    merge_base: str | None
+    diff_from: str
+    supported: bool
+    files: list[SemanticFile]
+    file_count: int
+    supported_count: int

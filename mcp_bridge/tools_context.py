@@ -1,5 +1,6 @@
 """Where work stands inside one repository: a branch against its base, upstream and the branches stacked
-with it (repo.branch_stack), and who works under a path (repo.scope: churn and CODEOWNERS owners)."""
+with it (repo.branch_stack), who works under a path (repo.scope: churn and CODEOWNERS owners), and which
+functions and classes a change touched (diff.semantic)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Annotated
 from pydantic import Field
 
 from fleet.repo.ownership import repo_scope
+from fleet.repo.semantic import diff_semantic
 from fleet.repo.stack import STACK_CAP, branch_stack
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit
-from mcp_bridge.tools_git import RelPath, Rev
+from mcp_bridge.tools_git import Files, Range, RelPath, Rev
 from mcp_bridge.tools_repo import Repo
 
 
@@ -42,3 +44,13 @@ def register(kit: Toolkit) -> None:
         most-changed files (each with its owners), and the path's owners from CODEOWNERS (read at HEAD from
         .github/, the root, docs/ or .gitlab/; the last matching pattern wins)."""
         return repo_scope(bridge.resolve(repo).path, path, since, max_files, max_authors)
+
+    @kit.tool("diff.semantic", models.SemanticDiff, "Functions and classes a change touched")
+    def semantic(repo: Repo, base: Range, head: Rev | None = None, path_filter: RelPath | None = None,
+                 max_files: Files = 200) -> dict:
+        """Per changed file from `base` to `head` (default HEAD; `base` may be `a..b` or `a...b`): the
+        functions, classes and methods added, removed and changed. Python is parsed with its own `ast`; a
+        rename is a removal plus an addition (`same_body_as` names a removed symbol with an identical body).
+        Every other file says `supported: false`, why, and the diff.refs arguments for its text diff; the
+        answer's `supported` is true only when every file was parsed. Never a guess."""
+        return diff_semantic(bridge.resolve(repo).path, base, head, path_filter, max_files)

@@ -1,0 +1,147 @@
+"""Which functions, classes and methods a change added, removed or changed, per file — from parsers, never
+from guesses.
+
+Python is parsed with its own `ast` on both sides (the blobs at the two commits, read with `cat-file`, so no
+filter or textconv of the repository runs). A symbol is `changed` when its syntax tree differs (formatting
+and comments do not count; docstrings do); a class's own tree leaves its methods out, so one method's edit
+reports that method, not the class. A rename is a removal plus an addition; when the added symbol's tree is
+identical to a removed one's apart from the name, the addition says so (`same_body_as`), which is a fact of
+the two trees rather than a guess. Files in any other language, binary files, files too large to parse and
+files that do not parse are listed with `supported: false`, the reason, and the `diff.refs` arguments that
+give their text diff.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from typing import Any
+
+from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.git.revs import resolve_range
+from fleet.git.run import out, text
+from fleet.repo.scope import check_rel_path
+
+MAX_PARSE_BYTES = 1024 * 1024
+PYTHON = (".py", ".pyi", ".pyw")
+_STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "type_changed", "R": "renamed", "C": "copied"}
+
+
+def _symbols(source: bytes) -> dict[str, dict[str, Any]]:
+    """{qualified name: {kind, line, end_line, tree, body}} of the classes, methods and top-level functions."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences in the file are its business
+        module = ast.parse(source)
+    found: dict[str, dict[str, Any]] = {}
+
+    def visit(nodes: list[ast.stmt], prefix: str, in_class: bool) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                kind = "method" if in_class else "function"
+                found[prefix + node.name] = _entry(node, kind, ast.dump(node))
+            elif isinstance(node, ast.ClassDef):
+                own = ast.ClassDef(**{**{f: getattr(node, f) for f in node._fields},
+                                      "body": [n for n in node.body if not isinstance(
+                                          n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]})
+                found[prefix + node.name] = _entry(node, "class", ast.dump(own))
+                visit(node.body, f"{prefix}{node.name}.", True)
+            elif isinstance(node, (ast.If, ast.Try)) and not prefix:
+                # definitions under `if TYPE_CHECKING:` / `try: import` fallbacks are still module symbols
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, block, []), prefix, in_class)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body, prefix, in_class)
+
+    visit(module.body, "", False)
+    return found
+
+
+def _entry(node: ast.AST, kind: str, tree: str) -> dict[str, Any]:
+    renamed = ast.dump(node).replace(f"name={getattr(node, 'name', '')!r}", "name=''", 1)
+    return {"kind": kind, "line": node.lineno, "end_line": node.end_lineno, "tree": tree, "body": renamed}
+
+
+def _blob(path: str, sha: str, file: str) -> bytes | None:
+    """The file's bytes at `sha`, or None when it is larger than MAX_PARSE_BYTES."""
+    size = text(out(path, ["cat-file", "-s", f"{sha}:{file}"])).strip()
+    if int(size or 0) > MAX_PARSE_BYTES:
+        return None
+    return out(path, ["cat-file", "blob", f"{sha}:{file}"], max_bytes=MAX_PARSE_BYTES + 1)
+
+
+def _compare(old: dict[str, dict], new: dict[str, dict]) -> dict[str, list[dict]]:
+    removed = [{"name": n, "kind": s["kind"], "line": s["line"], "end_line": s["end_line"]}
+               for n, s in old.items() if n not in new]
+    by_body = {old[r["name"]]["body"]: r["name"] for r in removed}
+    added = []
+    for n, s in new.items():
+        if n in old:
+            continue
+        twin = by_body.get(s["body"])
+        added.append({"name": n, "kind": s["kind"], "line": s["line"], "end_line": s["end_line"],
+                      "same_body_as": twin})
+    changed = [{"name": n, "kind": s["kind"], "line": s["line"], "end_line": s["end_line"],
+                "old_line": old[n]["line"]}
+               for n, s in new.items() if n in old and old[n]["tree"] != s["tree"]]
+    return {"added": added, "removed": removed, "changed": changed}
+
+
+def _unsupported(entry: dict, reason: str, base: str, head: str) -> dict:
+    return {**entry, "supported": False, "reason": reason,
+            "text_diff": {"tool": "diff.refs", "arguments": {"base": base, "head": head,
+                                                            "path_filter": entry["path"]}}}
+
+
+def _file(path: str, status: str, old_path: str | None, new_path: str, sides: dict) -> dict[str, Any]:
+    entry = {"path": new_path, "old_path": old_path if old_path != new_path else None, "status": status,
+             "language": "python" if new_path.endswith(PYTHON) else None}
+    base, head = sides["diff_from"], sides["head_sha"]
+    if not new_path.endswith(PYTHON) or (old_path and not old_path.endswith(PYTHON)):
+        ext = os.path.splitext(new_path)[1] or "no extension"
+        return _unsupported(entry, f"no parser for {ext} files (Python only)", base, head)
+    trees = []
+    for sha, file, present in ((base, old_path or new_path, status != "added"), (head, new_path, status != "deleted")):
+        if not present:
+            trees.append({})
+            continue
+        data = _blob(path, sha, file)
+        if data is None:
+            return _unsupported(entry, f"larger than {MAX_PARSE_BYTES} bytes", base, head)
+        if b"\0" in data[:8000]:
+            return _unsupported(entry, "binary", base, head)
+        try:
+            trees.append(_symbols(data))
+        except (SyntaxError, ValueError) as exc:
+            side = "base" if sha == base else "head"
+            where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+            return _unsupported(entry, f"does not parse as Python on the {side} side{where}", base, head)
+    return {**entry, "supported": True, **_compare(*trees)}
+
+
+def diff_semantic(path: str, base: str, head: str | None = None, path_filter: str | None = None,
+                  max_files: int = DEFAULT_CAP) -> dict[str, Any]:
+    """Per changed file from `base` to `head` (default HEAD; `base` may be `a..b` or `a...b`): the symbols
+    added, removed and changed, or `supported: false` with the reason and the text-diff arguments."""
+    check_int(max_files, "max_files", 1, 1000)
+    sides = resolve_range(path, base, head)
+    spec = ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
+    raw = text(out(path, ["diff", "-z", "--name-status", "-M", "--no-ext-diff", sides["diff_from"],
+                          sides["head_sha"], *spec]))
+    fields = raw.split("\0")
+    changes: list[tuple[str, str | None, str]] = []
+    i = 0
+    while i < len(fields) - 1:
+        code = fields[i]
+        if code[:1] in ("R", "C"):
+            changes.append((_STATUS[code[0]], fields[i + 1], fields[i + 2]))
+            i += 3
+        elif code:
+            changes.append((_STATUS.get(code[0], "modified"), None, fields[i + 1]))
+            i += 2
+        else:
+            i += 1
+    kept, info = cap(changes, max_files)
+    files = [_file(path, status, old, new, sides) for status, old, new in kept]
+    return {**sides, "supported": all(f["supported"] for f in files), "files": files, "file_count": len(changes),
+            "supported_count": sum(1 for f in files if f["supported"]), **info}
