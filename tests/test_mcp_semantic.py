@@ -68,17 +68,37 @@ class Service:
 '''
 
 
+GO_BEFORE = "package main\n\ntype T struct{}\n\nfunc (t *T) Run() int { return 1 }\n\nfunc Old() {}\n"
+GO_AFTER = "package main\n\ntype T struct{}\n\nfunc (t *T) Run() int { return 2 }\n\nfunc New() {}\n"
+RUST_BEFORE = "struct S;\nimpl S {\n    fn go(&self) -> i32 { 1 }\n}\nfn gone() {}\n"
+RUST_AFTER = "struct S;\nimpl S {\n    // note\n    fn go(&self) -> i32 { 1 }\n    fn more(&self) {}\n}\n"
+JAVA_BEFORE = "class App {\n  int x() { return 1; }\n  void y() {}\n}\n"
+JAVA_AFTER = "class App {\n  int x() { return 2; }\n}\n"
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     base = tmp_path_factory.mktemp("semantic")
     repo = init_repo(base / "fleet" / "code", commits=1)
     commit_file(repo, "pkg/service.py", BEFORE, "add service")
     write(repo / "web/app.js", "function a() { return 1 }\n")
+    write(repo / "lib/tool.rb", "def a\n  1\nend\n")
+    write(repo / "src/main.go", GO_BEFORE)
+    write(repo / "src/lib.rs", RUST_BEFORE)
+    write(repo / "src/App.java", JAVA_BEFORE)
+    write(repo / "web/types.ts", "interface Shape { area(): number }\nclass Sq { side = 1; area() { return 1 } }\n")
     write(repo / "pkg/broken.py", "def fine():\n    pass\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "js and more")
     write(repo / "pkg/service.py", AFTER)
-    write(repo / "web/app.js", "function a() { return 2 }\nfunction b() {}\n")
+    write(repo / "web/app.js", "// a comment\nfunction a() { return 2 }\nconst b = () => 1\n"
+                               "class K { m() { return 1 } }\n")
+    write(repo / "lib/tool.rb", "def a\n  2\nend\n")
+    write(repo / "src/main.go", GO_AFTER)
+    write(repo / "src/lib.rs", RUST_AFTER)
+    write(repo / "src/App.java", JAVA_AFTER)
+    write(repo / "web/types.ts", "interface Shape { area(): number; name: string }\n"
+                                 "class Sq { side = 1; area() { return 1 } }\n")
     write(repo / "pkg/broken.py", "def fine(:\n")
     write(repo / "pkg/new.py", "class Fresh:\n    def go(self):\n        pass\n")
     git(repo, "add", "-A")
@@ -118,18 +138,18 @@ async def test_python_changes_are_named_per_symbol(server, fleet):
     assert next(c for c in service["changed"] if c["name"] == "Service.start")["line"] == start_line
     fresh = files["pkg/new.py"]
     assert fresh["status"] == "added" and names(fresh["added"]) == {("Fresh", "class"), ("Fresh.go", "method")}
-    assert data["supported"] is False and data["supported_count"] == 2
+    assert data["supported"] is False and data["supported_count"] == len(data["files"]) - 2  # .rb, broken.py
 
 
 async def test_unsupported_files_say_so_and_point_at_the_text_diff(server, fleet):
-    data = ok(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD~1", "path_filter": "web"}))
-    (js,) = data["files"]
-    assert js["path"] == "web/app.js" and js["supported"] is False and "added" not in js
-    assert ".js" in js["reason"]
-    args = js["text_diff"]["arguments"]
-    assert js["text_diff"]["tool"] == "diff.refs" and args["path_filter"] == "web/app.js"
+    data = ok(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD~1", "path_filter": "lib"}))
+    (rb,) = data["files"]
+    assert rb["path"] == "lib/tool.rb" and rb["supported"] is False and "added" not in rb
+    assert ".rb" in rb["reason"] and data["supported"] is False
+    args = rb["text_diff"]["arguments"]
+    assert rb["text_diff"]["tool"] == "diff.refs" and args["path_filter"] == "lib/tool.rb"
     text = ok(await call(server, "diff.refs", {"repo": "code", **args}))
-    assert [c["path"] for c in text["changes"]] == ["web/app.js"]
+    assert [c["path"] for c in text["changes"]] == ["lib/tool.rb"]
     broken = ok(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD~1",
                                                      "path_filter": "pkg/broken.py"}))["files"][0]
     assert broken["supported"] is False and "head side at line 1" in broken["reason"]
@@ -144,3 +164,23 @@ async def test_ranges_and_bad_input(server, fleet):
     assert code == "BAD_REF"
     code, _ = error_of(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD", "path_filter": "../x"}))
     assert code == "BAD_PATH"
+
+
+async def test_other_languages_through_tree_sitter(server, fleet):
+    pytest.importorskip("tree_sitter_javascript")
+    data = ok(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD~1"}))
+    files = {f["path"]: f for f in data["files"]}
+    js = files["web/app.js"]
+    assert js["supported"] is True and js["language"] == "javascript"
+    assert names(js["changed"]) == {("a", "function")}
+    assert names(js["added"]) == {("b", "function"), ("K", "class"), ("K.m", "method")}
+    go = files["src/main.go"]
+    assert names(go["changed"]) == {("T.Run", "method")}
+    assert names(go["added"]) == {("New", "function")} and names(go["removed"]) == {("Old", "function")}
+    rust = files["src/lib.rs"]
+    assert rust["changed"] == [] and names(rust["added"]) == {("S.more", "method")}  # a comment is no change
+    assert names(rust["removed"]) == {("gone", "function")}
+    java = files["src/App.java"]
+    assert names(java["changed"]) == {("App.x", "method")} and names(java["removed"]) == {("App.y", "method")}
+    ts = files["web/types.ts"]
+    assert names(ts["changed"]) == {("Shape", "interface")} and ts["added"] == [] and ts["removed"] == []

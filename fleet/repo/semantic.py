@@ -1,12 +1,13 @@
 """Which functions, classes and methods a change added, removed or changed, per file — from parsers, never
 from guesses.
 
-Python is parsed with its own `ast` on both sides (the blobs at the two commits, read with `cat-file`, so no
+Python is parsed with its own `ast`, JavaScript, TypeScript, Go, Rust and Java with tree-sitter when the
+optional extra `fleetdeck[semantic]` is installed (fleet.repo.treesitter), on both sides (the blobs at the two commits, read with `cat-file`, so no
 filter or textconv of the repository runs). A symbol is `changed` when its syntax tree differs (formatting
 and comments do not count; docstrings do); a class's own tree leaves its methods out, so one method's edit
 reports that method, not the class. A rename is a removal plus an addition; when the added symbol's tree is
 identical to a removed one's apart from the name, the addition says so (`same_body_as`), which is a fact of
-the two trees rather than a guess. Files in any other language, binary files, files too large to parse and
+the two trees rather than a guess. Files in any other language (or without the extra), binary files, files too large to parse and
 files that do not parse are listed with `supported: false`, the reason, and the `diff.refs` arguments that
 give their text diff.
 """
@@ -21,6 +22,7 @@ from typing import Any
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.git.revs import resolve_range
 from fleet.git.run import out, text
+from fleet.repo import treesitter
 from fleet.repo.scope import check_rel_path
 
 MAX_PARSE_BYTES = 1024 * 1024
@@ -93,13 +95,25 @@ def _unsupported(entry: dict, reason: str, base: str, head: str) -> dict:
                                                             "path_filter": entry["path"]}}}
 
 
+def _language(file: str) -> str | None:
+    return "python" if file.endswith(PYTHON) else treesitter.language_of(file)
+
+
+def _parse(language: str, data: bytes) -> dict[str, dict[str, Any]]:
+    return _symbols(data) if language == "python" else treesitter.symbols(language, data)
+
+
 def _file(path: str, status: str, old_path: str | None, new_path: str, sides: dict) -> dict[str, Any]:
+    language = _language(new_path)
     entry = {"path": new_path, "old_path": old_path if old_path != new_path else None, "status": status,
-             "language": "python" if new_path.endswith(PYTHON) else None}
+             "language": language}
     base, head = sides["diff_from"], sides["head_sha"]
-    if not new_path.endswith(PYTHON) or (old_path and not old_path.endswith(PYTHON)):
+    if language is None or (old_path and _language(old_path) != language):
         ext = os.path.splitext(new_path)[1] or "no extension"
-        return _unsupported(entry, f"no parser for {ext} files (Python only)", base, head)
+        return _unsupported(entry, f"no parser for {ext} files", base, head)
+    if language != "python" and not treesitter.available(language):
+        return _unsupported(entry, f"no {language} parser installed (pip install 'fleetdeck[semantic]')",
+                            base, head)
     trees = []
     for sha, file, present in ((base, old_path or new_path, status != "added"), (head, new_path, status != "deleted")):
         if not present:
@@ -110,12 +124,14 @@ def _file(path: str, status: str, old_path: str | None, new_path: str, sides: di
             return _unsupported(entry, f"larger than {MAX_PARSE_BYTES} bytes", base, head)
         if b"\0" in data[:8000]:
             return _unsupported(entry, "binary", base, head)
+        side = "base" if sha == base else "head"
         try:
-            trees.append(_symbols(data))
-        except (SyntaxError, ValueError) as exc:
-            side = "base" if sha == base else "head"
-            where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+            trees.append(_parse(language, data))
+        except SyntaxError as exc:
+            where = f" at line {exc.lineno}" if exc.lineno else ""
             return _unsupported(entry, f"does not parse as Python on the {side} side{where}", base, head)
+        except ValueError as exc:
+            return _unsupported(entry, f"{exc} on the {side} side", base, head)
     return {**entry, "supported": True, **_compare(*trees)}
 
 
