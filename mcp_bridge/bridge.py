@@ -18,6 +18,9 @@ from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
 caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)
+# The calling MCP session: {session (a key unique to this connection), version, pids (on stdio: the
+# processes above fleetdeck, the client among them)}; agents.presence marks "you" by it, not by name.
+caller_session: contextvars.ContextVar[dict | None] = contextvars.ContextVar("fleetdeck_session", default=None)
 # The repositories a tool body resolved, in order (the toolkit names the first in the answer's `repo`).
 resolved: contextvars.ContextVar[list[Found] | None] = contextvars.ContextVar("fleetdeck_resolved", default=None)
 

@@ -403,6 +403,9 @@ class AgentRow(Out):
     files: list[str]
     last_activity: str | None
     same_agent_as_caller: bool
+    you: bool
+    other_sessions: int
+    mcp_clients: list[dict]
 
 
 class Presence(Capped):
@@ -411,6 +414,7 @@ class Presence(Capped):
     agent_count: int
     collisions: list[dict]
     caller: dict
+    switches: dict[str, bool]
 
 
 # --- patch authoring ------------------------------------------------------------------------------------------

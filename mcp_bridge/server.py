@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import time
 from typing import Any
@@ -22,6 +23,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from fleet import __version__
@@ -29,7 +31,8 @@ from mcp_bridge import (tools_agents, tools_context, tools_fleet, tools_git, too
                         tools_repo)
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
-from mcp_bridge.bridge import Bridge, busy_timeout, caller, touched
+from fleet.presence.switches import presence_switches
+from mcp_bridge.bridge import Bridge, busy_timeout, caller, caller_session, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure
 from mcp_bridge.toolkit import MAX_TOOL_INPUT, Toolkit
 
@@ -58,6 +61,7 @@ class FleetServer(MCPServer):
         self.bridge = bridge
         self.kit = Toolkit(self, bridge)
         self._recorded: dict[tuple, float] = {}
+        self.client_pids: list[int] = []  # set on stdio: the processes above this one (the client among them)
         for module in TOOL_MODULES:
             module.register(self.kit)
 
@@ -86,8 +90,11 @@ class FleetServer(MCPServer):
         if unknown:
             return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "
                                            f"it takes {', '.join(sorted(allowed)) or 'no arguments'}")
-        client = _client_name(context)
-        token, who = touched.set([]), caller.set(client)
+        client, version, session_key = _client_info(context)
+        if self.client_pids:  # stdio: this process serves exactly one client session
+            session_key = f"stdio:{os.getpid()}"
+        me = {"session": session_key, "version": version, "pids": self.client_pids}
+        token, who, mine = touched.set([]), caller.set(client), caller_session.set(me)
         try:
             result = await super().call_tool(name, arguments, context)
             paths = touched.get() or []
@@ -101,11 +108,12 @@ class FleetServer(MCPServer):
         finally:
             touched.reset(token)
             caller.reset(who)
+            caller_session.reset(mine)
         if paths and not result.is_error:
             files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
             due = self._due(client, paths, name, files)
             if due:
-                problem = await anyio.to_thread.run_sync(self._record, client, due, name, files)
+                problem = await anyio.to_thread.run_sync(self._record, client, due, name, files, me)
                 if problem is not None:
                     result.meta = {**(result.meta or {}), DEGRADED_KEY: [problem]}
         return result
@@ -126,17 +134,24 @@ class FleetServer(MCPServer):
                 due.append(path)
         return due
 
-    def _record(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> dict | None:
-        """Tell presence which repos (and files) this client just worked on; never fails the call.
+    def _record(self, client: str | None, paths: list[str], tool: str, files: list[str],
+                me: dict | None = None) -> dict | None:
+        """Tell presence which repos (and files) this client session just worked on; never fails the call.
 
-        Returns None, or `{code, message}` saying why presence could not be recorded (the answer is then
-        degraded, not lost); those repos are retried on the next call instead of after RECORD_EVERY.
+        Nothing is written when the settings turn `presence.record_mcp_clients` off. Returns None, or
+        `{code, message}` saying why presence could not be recorded (the answer is then degraded, not lost);
+        those repos are retried on the next call instead of after RECORD_EVERY.
         """
+        me = me or {}
         index = self.bridge.index()
         for n, path in enumerate(paths):
             try:
+                if not presence_switches()["record_mcp_clients"]:
+                    return None
                 with busy_timeout(index, BOOKKEEPING_WAIT_MS):
-                    record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files])
+                    record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files],
+                                           session=me.get("session") or "", client_version=me.get("version"),
+                                           client_pid=(me.get("pids") or [None])[0])
             except FleetError as exc:  # e.g. a repo not indexed yet
                 log.debug("presence not recorded for %s: %s", path, exc.message)
             except Exception as exc:  # bookkeeping never costs the answer, whatever went wrong
@@ -151,13 +166,26 @@ class FleetServer(MCPServer):
         return None
 
 
-def _client_name(context) -> str | None:
-    """The client's self-declared name (initialize's clientInfo, or the 2026 request envelope)."""
+def _client_info(context) -> tuple[str | None, str | None, str]:
+    """The client's self-declared name and version (initialize's clientInfo, or the 2026 request envelope),
+    and a key for its session: the transport's session id (streamable HTTP), else the connection the SDK
+    keeps for a handshake-era client. A stateless 2026-era request has neither, so its key is the client's
+    name and version (such clients cannot be told apart; on stdio the caller overrides the key)."""
     try:
-        params = context.request_context.session.client_params
+        rc = context.request_context
+        session = rc.session
     except (AttributeError, LookupError, ValueError):
-        return None
-    return params.client_info.name if params is not None else None
+        return None, None, f"{os.getpid()}:none"
+    params = getattr(session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    name, version = getattr(info, "name", None), getattr(info, "version", None)
+    connection = getattr(rc, "connection", None)
+    session_id = getattr(connection, "session_id", None)
+    if session_id:
+        return name, version, f"http:{session_id}"
+    if connection is not None and getattr(connection, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
+        return name, version, f"conn:{os.getpid()}:{id(connection):x}"
+    return name, version, f"stateless:{name}/{version}"
 
 
 def _describe(exc: ValidationError) -> str:
@@ -175,6 +203,9 @@ def build_server(db_path: str | None = None) -> FleetServer:
 
 def run_stdio(db_path: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py)."""
+    from fleet.presence.procs import ancestors
     from mcp_bridge.stdio import serve_stdio
 
-    anyio.run(serve_stdio, build_server(db_path))
+    server = build_server(db_path)
+    server.client_pids = ancestors(os.getpid())
+    anyio.run(serve_stdio, server)

@@ -37,12 +37,13 @@ async def test_bridge_records_client_and_repos(small_fleet, mode):
         ok(await client.call_tool("repo.blame", {"repo": "alpha", "file": "README.md"}))
         error_of(await client.call_tool("repo.blame", {"repo": "beta", "file": "nope.txt"}))  # failed: not recorded
         data = ok(await client.call_tool("agents.presence", {"repo": "alpha"}))
-        assert data["caller"] == {"client_name": "codex-mcp-client", "agent": "codex"}
+        assert data["caller"] == {"client_name": "codex-mcp-client", "agent": "codex", "client_version": "1.0"}
         (row,) = data["agents"]
         assert (row["agent"], row["repo"], row["state"], row["tool"]) == ("codex", str(small_fleet["alpha"]),
                                                                           "working", "repo.blame")
         assert "mcp" in row["sources"] and row["files"] == ["README.md"]
-        assert row["same_agent_as_caller"] is True
+        assert row["same_agent_as_caller"] is True and row["you"] is True and row["other_sessions"] == 0
+        assert [(c["version"], c["you"]) for c in row["mcp_clients"]] == [("1.0", True)]
         fleet_wide = ok(await client.call_tool("agents.presence", {"refresh": False}))
         assert {r["repo"] for r in fleet_wide["agents"]} == {str(small_fleet["alpha"])}
         assert error_of(await client.call_tool("agents.presence", {"repo": "/etc"}))[0] == "REPO_NOT_IN_FLEET"

@@ -97,3 +97,14 @@ def m004_reflog_search(db: Database) -> None:
                "WHEN old.id <= ifnull((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'reflog_search_upto'), 0) "
                "BEGIN INSERT INTO reflog_search (reflog_search, rowid, message) VALUES ('delete', old.id, old.message); "
                "END")
+
+
+@migrations()
+def m005_presence_mcp_sessions(db: Database) -> None:
+    """One MCP presence record per client session (two sessions of one agent in one repo are two records),
+    with the client's self-declared version and, on stdio, its process id."""
+    table = db["presence_mcp"]
+    table.add_column("session", str, not_null_default="")
+    table.add_column("client_version", str)
+    table.add_column("client_pid", int)
+    table.transform(pk=("agent", "repo", "session"))

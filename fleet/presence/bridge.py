@@ -43,11 +43,28 @@ def _clean_tool(tool: str | None) -> str | None:
     return _CONTROL.sub("", tool or "")[:64] or None
 
 
+def _clean_version(version: str | None) -> str | None:
+    return _CONTROL.sub("", version or "").strip()[:64] or None
+
+
+def mcp_sessions(index, now: float | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[dict]:
+    """The MCP client sessions seen within the recent window: `{agent, repo, session, client_version,
+    client_pid, tool, at}`, newest first (read only; `sightings` ages old ones out)."""
+    now = time.time() if now is None else now
+    rows = index.conn.execute(
+        "SELECT agent, repo, session, client_version, client_pid, tool, at FROM presence_mcp WHERE at >= ?"
+        " ORDER BY at DESC", (now - thresholds.recent,)).fetchall()
+    return [{"agent": a, "repo": r, "session": s, "client_version": v, "client_pid": p, "tool": t, "at": at}
+            for a, r, s, v, p, t, at in rows]
+
+
 def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: str | None,
-                           files: Iterable[str] = (), *, now: float | None = None) -> dict:
+                           files: Iterable[str] = (), *, now: float | None = None, session: str = "",
+                           client_version: str | None = None, client_pid: int | None = None) -> dict:
     """Record that an MCP client called `tool` on `repo_path` (touching `files`) and return its presence row.
 
-    The evidence goes to `presence_mcp` (kept across refreshes); the (agent, repo) presence row is updated at
+    The evidence goes to `presence_mcp`, one record per client `session` (kept across refreshes) with the
+    client's self-declared version and, on stdio, its pid; the (agent, repo) presence row is updated at
     once to `working`, so the dashboard shows the caller without waiting for the next refresh. Raises
     FleetError(REPO_NOT_IN_FLEET) when the path is in no indexed repo.
     """
@@ -60,10 +77,13 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     agent, tool = agent_id(agent_name), _clean_tool(tool)
     touched = list(relative_files(repo, repo, files))
     with index.write() as conn:
-        old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ?", (agent, repo)).fetchone()
+        old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ? AND session = ?",
+                           (agent, repo, session)).fetchone()
         kept = [f for f in _json_list(old[0] if old else None) if f not in touched]
-        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, tool, files, at) VALUES (?, ?, ?, ?, ?)",
-                     (agent, repo, tool, json.dumps((touched + kept)[:MAX_FILES]), now))
+        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, session, tool, files, at, client_version,"
+                     " client_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (agent, repo, session, tool, json.dumps((touched + kept)[:MAX_FILES]), now,
+                      _clean_version(client_version), client_pid))
         row = read_row(conn, agent, repo) or {"agent": agent, "repo": repo, "sources": [], "files": [], "pids": [],
                                              "pid": None, "branch": None}
         row.update({

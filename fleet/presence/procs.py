@@ -148,6 +148,23 @@ def read_proc(pid: int, proc_root: Path = Path("/proc")) -> Proc | None:
     return Proc(pid, stat[0], stat[1], argv)
 
 
+def ancestors(pid: int, depth: int = 8, proc_root: Path = Path("/proc")) -> list[int]:
+    """`pid`'s parent, grandparent, ... (at most `depth`, stopping before init): on stdio, the MCP client
+    that launched fleetdeck is one of them, possibly behind a shell or launcher."""
+    chain: list[int] = []
+    current = pid
+    while len(chain) < depth:
+        try:
+            stat = parse_stat((proc_root / str(current) / "stat").read_text("utf-8", "replace"))
+        except OSError:
+            break
+        if stat is None or stat[0] <= 1:
+            break
+        current = stat[0]
+        chain.append(current)
+    return chain
+
+
 def process_start(pid: int, proc_root: Path = Path("/proc")) -> int | None:
     """The process's start time in clock ticks since boot (stat field 22), the pid-reuse guard."""
     try:

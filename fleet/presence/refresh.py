@@ -18,6 +18,7 @@ from fleet.presence import (amp, bridge, claude, cline, codex, continuedev, copi
 from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
 from fleet.presence.store import read_rows, replace_rows
+from fleet.presence.switches import presence_switches
 from fleet.repo.record import iso
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,17 @@ DETECTORS: dict[str, Detector] = {
 }
 
 
+# The detectors that read no agent's files (only the process table): all that runs when the settings turn
+# `presence.read_agent_sessions` off (fleet.presence.switches).
+PROCESS_ONLY = ("procs",)
+
+
 def detect_all(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
-               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
+               thresholds: Thresholds = DEFAULT_THRESHOLDS, only: tuple[str, ...] | None = None) -> list[Sighting]:
     found: list[Sighting] = []
     for name, detect in DETECTORS.items():
+        if only is not None and name not in only:
+            continue
         try:
             found += detect(repos, now, home, environ, thresholds=thresholds)
         except Exception:  # one broken store must not hide every other agent
@@ -45,14 +53,21 @@ def detect_all(repos: list[str], now: float, home: Path, environ: Mapping[str, s
 def refresh_presence(index, now: float | None = None, home: Path | str | None = None,
                      environ: Mapping[str, str] | None = None,
                      thresholds: Thresholds | None = None) -> list[dict]:
-    """Detect agents in every indexed repo, store the merged rows (replacing the old ones) and return them."""
+    """Detect agents in every indexed repo, store the merged rows (replacing the old ones) and return them.
+
+    The settings' off switches hold: with `read_agent_sessions` off only the process table is looked at,
+    with `record_mcp_clients` off the MCP clients' records are not read."""
     environ = os.environ if environ is None else environ
+    switches = presence_switches(environ)
     home = Path(home) if home is not None else Path(environ.get("HOME") or Path.home())
     now = time.time() if now is None else now
     thresholds = thresholds or DEFAULT_THRESHOLDS
     records = {r["path"]: r for r in index.summaries()}
     repos = list(records)
-    found = detect_all(repos, now, home, environ, thresholds) + bridge.sightings(index, repos, now, thresholds)
+    found = detect_all(repos, now, home, environ, thresholds,
+                       None if switches["read_agent_sessions"] else PROCESS_ONLY)
+    if switches["record_mcp_clients"]:
+        found += bridge.sightings(index, repos, now, thresholds)
     rows = merge(found, now, thresholds)
     for row in rows:
         record = records[row["repo"]]
