@@ -197,13 +197,14 @@ def cmd_patch(args: argparse.Namespace) -> int:
             changes = json.loads(_read_input(args.changes, "changes"))
         except json.JSONDecodeError as exc:
             raise FleetError("BAD_ARGUMENT", f"changes are not valid JSON: {exc}") from None
-        if isinstance(changes, dict) and set(changes) == {"changes"}:
-            changes = changes["changes"]
-        result = generate_patch(os.path.abspath(args.repo), changes, context_lines=args.context_lines,
-                                patch_file=os.path.abspath(args.patch_file) if args.patch_file else None,
-                                write_mode=args.write_mode, check=not args.no_check)
-        if args.raw:
-            sys.stdout.write(result["patch"])
+        spec = patch_spec(changes, args)
+        result = generate_patch(spec["root"], spec["changes"], context_lines=spec["context_lines"],
+                                patch_file=spec["patch_file"], write_mode=spec["write_mode"],
+                                check=not args.no_check, plain_folder=True, with_bytes=True)
+        data = result.pop("patch_bytes")
+        if args.raw:  # the exact bytes: entries in another encoding are written in it
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
             return 0
     elif action == "inspect":
         result = inspect_patch(os.path.abspath(args.patch_file))
@@ -217,6 +218,39 @@ def cmd_patch(args: argparse.Namespace) -> int:
             result = validate_patch(patch_file=os.path.abspath(args.patch_file), repo=repo)
     emit_json(result)
     return 0 if result.get("valid", True) else 1
+
+
+SPEC_KEYS = ("changes", "output_path", "write_mode", "project_root_dir", "context_lines")
+
+
+def patch_spec(spec: object, args: argparse.Namespace) -> dict:
+    """The generate call a JSON spec asks for: a list of changes, or uni-diff-patch's object {changes,
+    output_path?, write_mode?, project_root_dir?, context_lines?}; a flag given explicitly must agree."""
+    if isinstance(spec, list):
+        spec = {"changes": spec}
+    if not isinstance(spec, dict) or "changes" not in spec:
+        raise FleetError("BAD_ARGUMENT", "the spec must be a list of changes or an object with `changes`")
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise FleetError("BAD_ARGUMENT", f"unknown spec keys {', '.join(unknown)}; allowed: {', '.join(SPEC_KEYS)}")
+
+    def pick(key: str, flag: object, default: object) -> object:
+        if key in spec and flag is not None and flag != spec[key]:
+            raise FleetError("BAD_ARGUMENT", f"the spec's {key} and the command-line flag differ")
+        return spec.get(key, flag if flag is not None else default)
+
+    root = pick("project_root_dir", args.repo, None)
+    output = pick("output_path", args.patch_file, None)
+    for name, value in (("project_root_dir", root), ("output_path", output)):
+        if value is not None and not isinstance(value, str):
+            raise FleetError("BAD_ARGUMENT", f"{name} must be a path")
+    text_pairs_only = all(isinstance(c, dict) and c.get("mode") == "text_pair" for c in spec["changes"] or [None])
+    if root is None and not text_pairs_only:
+        root = "."
+    return {"changes": spec["changes"], "root": os.path.abspath(root) if root is not None else None,
+            "patch_file": os.path.abspath(output) if output is not None else None,
+            "write_mode": pick("write_mode", args.write_mode, "append"),
+            "context_lines": pick("context_lines", args.context_lines, 3)}
 
 
 def _read_input(source: str, what: str) -> str:
@@ -462,11 +496,13 @@ def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
     actions = patch.add_subparsers(dest="patch_command", metavar="{generate,inspect,remove,validate}")
     actions.required = True
     p = actions.add_parser("generate", help="structured changes (JSON list) -> one unified diff")
-    p.add_argument("--repo", default=".", help="top of the git work tree (default: current directory)")
-    p.add_argument("--changes", default="-", help="JSON file with the list of changes, or - for stdin")
-    p.add_argument("--context-lines", type=int, default=3, help="lines of context, 1..20 (default 3)")
-    p.add_argument("--patch-file", help="also store the entries in this .patch/.diff file")
-    p.add_argument("--write-mode", choices=WRITE_MODES, default="append")
+    p.add_argument("--repo", help="the root the paths are relative to: a git work tree or a plain folder "
+                                  "(default: the spec's project_root_dir, else the current directory)")
+    p.add_argument("--changes", default="-", help="JSON file: a list of changes, or a uni-diff-patch spec "
+                                                  "{changes, output_path, write_mode, project_root_dir}; - for stdin")
+    p.add_argument("--context-lines", type=int, help="lines of context, 1..20 (default 3)")
+    p.add_argument("--patch-file", help="also store the entries in this .patch/.diff file (spec: output_path)")
+    p.add_argument("--write-mode", choices=WRITE_MODES, help="append (default), upsert, overwrite, create_only")
     p.add_argument("--no-check", action="store_true", help="skip git apply --check")
     p.add_argument("--raw", action="store_true", help="print only the patch text")
     p = actions.add_parser("inspect", help="list a patch file's entries")

@@ -59,6 +59,12 @@ class Named(Out):
     repo: RepoIdentity
 
 
+class MaybeNamed(Out):
+    """Added to the output of a tool whose `repo` is optional: the repository, when one was given."""
+
+    repo: RepoIdentity | None = None
+
+
 # --- fleet ---------------------------------------------------------------------------------------------
 
 class Watcher(Out):
@@ -439,6 +445,7 @@ class PatchInspected(Out):
     insertions: int
     deletions: int
     bytes: int
+    tool_policy_ok: bool
 
 
 class PatchRemoved(Out):
@@ -457,6 +464,7 @@ class PatchValidated(Out):
     duplicate_paths: list[str]
     error: dict | None
     git_check: dict | None
+    tool_policy_ok: bool
 
 
 # --- lost work, branch stacks, scope, semantic diffs --------------------------------------------------------

@@ -22,7 +22,7 @@ from fleet.repo.identity import repo_identity
 from fleet.views.records import iso_times
 from mcp_bridge.bridge import Bridge, resolved
 from mcp_bridge.envelope import failure_from, success
-from mcp_bridge.models import Named
+from mcp_bridge.models import MaybeNamed, Named
 
 # The most a tool's arguments may weigh, as compact JSON (a frame is capped at 8 MiB: mcp_bridge/stdio.py).
 MAX_TOOL_INPUT = 6 * 1024 * 1024
@@ -46,7 +46,9 @@ class Toolkit:
             per_repo = "repo" in signature.parameters
             model = output
             if per_repo and "repo" not in output.model_fields:
-                model = type(output.__name__, (output, Named), {"__doc__": output.__doc__})
+                optional = signature.parameters["repo"].default is not inspect.Parameter.empty
+                model = type(output.__name__, (output, MaybeNamed if optional else Named),
+                             {"__doc__": output.__doc__})
 
             def call(**kwargs: object) -> CallToolResult:
                 token = resolved.set([])

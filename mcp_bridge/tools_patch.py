@@ -37,13 +37,19 @@ class FileChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
     mode: Literal["file_content", "search_replace", "create_file", "delete_file", "text_pair", "rename_file",
                   "chmod"]
-    path: Annotated[str, Field(min_length=1, max_length=4096, description="relative to the repository root")]
+    path: Annotated[str | None, Field(min_length=1, max_length=4096,
+                                      description="relative to the repository root (or absolute inside it)")] = None
+    file_path: Annotated[str | None, Field(min_length=1, max_length=4096,
+                                           description="uni-diff-patch's name for path")] = None
+    encoding: Annotated[str | None, Field(max_length=64, description="the file's encoding (default utf-8): "
+                                                                     "latin-1, cp1252, shift_jis, euc_jp, gbk ...")] = None
     new_content: Text | None = None
     replacements: Annotated[list[Replacement] | None, Field(max_length=200)] = None
     old_text: Text | None = None
     new_text: Text | None = None
     new_path: Annotated[str | None, Field(max_length=4096)] = None
     new_mode: Literal["100644", "100755"] | None = None
+    old_mode: Literal["100644", "100755"] | None = None
 
 
 def register(kit: Toolkit) -> None:
@@ -54,7 +60,9 @@ def register(kit: Toolkit) -> None:
 
     @kit.tool("patch.generate", models.PatchGenerated, "Write a patch from intended changes",
               annotations=WRITES_PATCH_FILE)
-    def generate(repo: Repo, changes: Annotated[list[FileChange], Field(min_length=1, max_length=MAX_CHANGES)],
+    def generate(changes: Annotated[list[FileChange], Field(min_length=1, max_length=MAX_CHANGES)],
+                 repo: Annotated[Repo | None, Field(description="the repository (needed unless every change is "
+                                                                "a text_pair)")] = None,
                  context_lines: Annotated[int, Field(ge=1, le=20)] = 3, patch_file: PatchFile | None = None,
                  write_mode: Literal["append", "upsert", "overwrite", "create_only"] = "append",
                  check: Annotated[bool, Field(description="run git apply --check")] = True) -> dict:
@@ -62,16 +70,19 @@ def register(kit: Toolkit) -> None:
 
         Modes: file_content {path, new_content}; search_replace {path, replacements: [{search, replace,
         line_hint?}]} (each search must match once, or nearest to line_hint); create_file {path,
-        new_content, new_mode?}; delete_file {path}; text_pair {path, old_text, new_text}; rename_file
-        {path, new_path, new_content?}; chmod {path, new_mode, new_content?}. With `patch_file` the entries
-        are stored there (append | upsert | overwrite | create_only). Nothing in the repository changes.
+        new_content, new_mode?}; delete_file {path}; text_pair {path, old_text, new_text} (needs no file and
+        no repo: its path is only a name); rename_file {path, new_path, new_content?}; chmod {path, new_mode,
+        old_mode?, new_content?}. `file_path` is accepted for `path`; `encoding` (default utf-8) reads and
+        writes a Latin-1, Shift-JIS ... file in its own encoding. With `patch_file` the entries are stored
+        there (append | upsert | overwrite | create_only) and the report says per entry what was added,
+        replaced or removed, where, and why, with coded warnings. Nothing in the repository changes.
         """
         plain: list[dict[str, Any]] = [c.model_dump(exclude_none=True) for c in changes]
         for change, model in zip(plain, changes):
             if model.replacements is not None:
                 change["replacements"] = [r.model_dump(exclude_none=True) for r in model.replacements]
-        return generate_patch(bridge.resolve(repo).path, plain, context_lines, scoped(patch_file), write_mode,
-                              check)
+        path = bridge.resolve(repo).path if repo is not None else None
+        return generate_patch(path, plain, context_lines, scoped(patch_file), write_mode, check)
 
     @kit.tool("patch.inspect", models.PatchInspected, "List a patch file's entries")
     def inspect(patch_file: PatchFile) -> dict:

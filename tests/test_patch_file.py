@@ -104,7 +104,9 @@ def test_overwrite_replaces_whole_file(repo: Path, pf: Path) -> None:
 def test_overwrite_replaces_unparseable_file_with_warning(repo: Path, pf: Path) -> None:
     write(pf, "this is not a patch\n")
     report = store(repo, pf, "overwrite", edit("c.txt", "C\n"))
-    assert report["warnings"] and "did not parse" in report["warnings"][0]
+    (warning,) = report["warnings"]
+    assert warning["code"] == "OVERWROTE_UNREADABLE_PATCH" and "did not parse" in warning["message"]
+    assert report["entries_before"] is None  # unreadable: not 0
     assert inspect_patch(str(pf))["entry_count"] == 1
     write(pf, "this is not a patch\n")
     with pytest.raises(FleetError) as info:

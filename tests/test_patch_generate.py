@@ -58,7 +58,8 @@ def test_file_content_matches_git_diff_exactly(repo: Path) -> None:
     apply(repo, result["patch"])
     assert (repo / "src/app.py").read_text() == new
     assert result["entries"] == [{"path": "src/app.py", "old_path": None, "kind": "modify", "hunks": 1,
-                                  "insertions": 2, "deletions": 1, "bytes": len(result["patch"].encode())}]
+                                  "insertions": 2, "deletions": 1, "bytes": len(result["patch"].encode()),
+                                  "encoding": "utf-8"}]
     assert (result["files_changed"], result["insertions"], result["deletions"]) == (1, 2, 1)
 
 

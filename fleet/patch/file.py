@@ -5,6 +5,10 @@ The file is re-parsed into entries (one per `diff --git` section, or per plain `
 write, so entries from elsewhere survive byte for byte, and it is replaced atomically (temp file in the same
 directory, fsync, `os.replace`) under an exclusive lock on the directory so two writers never interleave.
 
+Entries are bytes at heart: an entry for a Latin-1 or Shift-JIS file holds its lines in that encoding (that
+is what `git apply` compares), so entry text is kept as the file's bytes decoded UTF-8 with
+`surrogateescape` (`as_bytes` gives them back exactly); `shown` is the readable text for answers.
+
 Public functions take and return JSON-shaped values (snake_case dicts) so CLI and MCP share them.
 """
 
@@ -30,9 +34,15 @@ PATCH_SUFFIXES = (".patch", ".diff")
 
 
 
+def as_bytes(text: str) -> bytes:
+    """Patch text back to its exact bytes (non-UTF-8 bytes ride in it as surrogate escapes)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 @dataclass(frozen=True)
 class PatchEntry:
-    """One file's section of a patch. `text` is exactly the bytes it occupies in the patch ("" = no change)."""
+    """One file's section of a patch. `text` is exactly the bytes it occupies in the patch ("" = no change),
+    as `as_bytes` reads them; `shown` is its readable form when the file's `encoding` is not UTF-8."""
 
     path: str
     old_path: str | None
@@ -41,6 +51,8 @@ class PatchEntry:
     hunks: int
     insertions: int
     deletions: int
+    encoding: str = "utf-8"
+    shown: str | None = None
 
     @property
     def paths(self) -> frozenset[str]:
@@ -50,7 +62,7 @@ class PatchEntry:
     def summary(self) -> dict:
         return {"path": self.path, "old_path": self.old_path, "kind": self.kind, "hunks": self.hunks,
                 "insertions": self.insertions, "deletions": self.deletions,
-                "bytes": len(self.text.encode("utf-8"))}
+                "bytes": len(as_bytes(self.text)), "encoding": self.encoding}
 
 
 # --- parsing -------------------------------------------------------------------------------------------
@@ -168,6 +180,8 @@ def _entry_paths(first: str, header: dict[str, str], old_name: str | None, new_n
 
 
 def _checked(path: str, index: int) -> str:
+    if any("\udc80" <= ch <= "\udcff" for ch in path):
+        raise FleetError("BAD_PATH", f"patch line {index + 1}: a path is not UTF-8")
     try:
         return check_rel_path(path, f"patch line {index + 1}: path")
     except FleetError as exc:
@@ -306,12 +320,11 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _decode(data: bytes, what: str) -> str:
+    """Patch bytes as text; bytes that are not UTF-8 (entries for Latin-1, Shift-JIS ... files) are kept as
+    surrogate escapes so the file is written back byte for byte."""
     if b"\0" in data:
         raise FleetError("BAD_ARGUMENT", f"{what} contains NUL bytes (binary content is not supported)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FleetError("BAD_ARGUMENT", f"{what} is not UTF-8 text (byte {exc.start})") from None
+    return data.decode("utf-8", "surrogateescape")
 
 
 class _DirLock:
@@ -367,51 +380,77 @@ def _atomic_write(path: Path, data: bytes, *, exclusive: bool) -> None:
             os.unlink(tmp)
 
 
-def write_entries(patch_file: object, entries: list[PatchEntry], write_mode: str) -> dict:
+def write_entries(patch_file: object, entries: list[PatchEntry], write_mode: str,
+                  root: Path | None = None) -> dict:
     """Store `entries` (text "" = "this path has no diff") in `patch_file` with `write_mode` semantics.
 
     append: add entries, CONFLICT if a path is already held by an entry.
     upsert: replace the entry holding each path in place (or drop it when the new entry is empty), else add.
     overwrite: the file becomes exactly these entries. create_only: CONFLICT if the file exists.
-    Returns `{patch_file, write_mode, added, replaced, removed, added_count, replaced_count,
-    removed_count, entries_before, entries_after, written, warnings}`; `added`/`replaced`/`removed` list
-    paths; `written` is false when the file already held exactly these bytes.
+    Returns `{patch_file, write_mode, added, replaced, removed (paths), added_entries, replaced_entries,
+    removed_entries ([{path, index, old_index?, replaced_path?, reason?}] with positions in the file after
+    and before the write), added_count, replaced_count, removed_count, entries_before (null when the old
+    file could not be read), entries_after, written, warnings [{code, message}]}`; `written` is false when
+    the file already held exactly these bytes. Warnings: OVERWROTE_UNREADABLE_PATCH (overwrite replaced a
+    file that did not parse), POSSIBLE_PROJECT_ROOT_DIR_DRIFT (entries kept from before name files that
+    do not exist under `root`: they were probably made against another root).
     """
     if write_mode not in WRITE_MODES:
         raise FleetError("BAD_ARGUMENT", f"write_mode must be one of {', '.join(WRITE_MODES)}")
     path = check_patch_file(patch_file)
-    warnings: list[str] = []
+    warnings: list[dict] = []
     with _DirLock(path.parent):
         exists = path.exists()
         if write_mode == "create_only" and exists:
             raise FleetError("CONFLICT", f"patch file {str(path)!r} already exists (write_mode create_only)")
         current = path.read_bytes() if exists else None
-        before = read_patch_file(path) if exists and write_mode != "overwrite" else []
+        before: list[PatchEntry] | None = read_patch_file(path) if exists and write_mode != "overwrite" else []
         if exists and write_mode == "overwrite":
             try:
                 before = read_patch_file(path)
             except FleetError as exc:
-                warnings.append(f"replaced a patch file that did not parse: {exc.message}")
+                before = None
+                warnings.append({"code": "OVERWROTE_UNREADABLE_PATCH",
+                                 "message": f"replaced a patch file that did not parse: {exc.message}"})
         keep = before if write_mode in ("append", "upsert") else []
-        after, added, replaced, removed = _merge(keep, entries, write_mode)
+        after, report = _merge(keep or [], entries, write_mode)
         if write_mode == "overwrite":
-            removed = [entry.path for entry in before]
-        data = "".join(entry.text for entry in after).encode("utf-8")
+            report["removed"] = [{"path": e.path, "old_index": n, "reason": "overwrite"}
+                                 for n, e in enumerate(before or [])]
+        drift = _drifted(keep or [], root)
+        if drift:
+            warnings.append({"code": "POSSIBLE_PROJECT_ROOT_DIR_DRIFT",
+                             "message": f"{len(drift)} entries kept in the patch file name files that do not exist "
+                                        f"under {str(root)!r} (e.g. {drift[0]!r}): they may have been made "
+                                        "against another project root"})
+        data = as_bytes("".join(entry.text for entry in after))
         written = current != data
         if written:
             _atomic_write(path, data, exclusive=write_mode == "create_only")
-    return {"patch_file": str(path), "write_mode": write_mode, "added": added, "replaced": replaced,
-            "removed": removed, "added_count": len(added), "replaced_count": len(replaced),
-            "removed_count": len(removed), "entries_before": len(before), "entries_after": len(after),
+    names = {kind: [r["path"] for r in rows] for kind, rows in report.items()}
+    return {"patch_file": str(path), "write_mode": write_mode, **names,
+            "added_entries": report["added"], "replaced_entries": report["replaced"],
+            "removed_entries": report["removed"], "added_count": len(report["added"]),
+            "replaced_count": len(report["replaced"]), "removed_count": len(report["removed"]),
+            "entries_before": None if before is None else len(before), "entries_after": len(after),
             "written": written, "warnings": warnings}
 
 
+def _drifted(entries: list[PatchEntry], root: Path | None) -> list[str]:
+    """Paths that entries kept from before expect to exist (they modify, delete or move them) but that do
+    not exist under `root`."""
+    if root is None:
+        return []
+    return [e.old_path or e.path for e in entries
+            if e.kind != "create" and not os.path.lexists(root / (e.old_path or e.path))]
+
+
 def _merge(before: list[PatchEntry], entries: list[PatchEntry],
-           write_mode: str) -> tuple[list[PatchEntry], list[str], list[str], list[str]]:
+           write_mode: str) -> tuple[list[PatchEntry], dict[str, list[dict]]]:
+    """The entries after the write, and what happened to each: `added` / `replaced` / `removed` rows."""
     after = list(before)
-    added: list[str] = []
-    replaced: list[str] = []
-    removed: list[str] = []
+    slots = list(range(len(before)))  # each entry's index in the file before (None: new)
+    report: dict[str, list[dict]] = {"added": [], "replaced": [], "removed": []}
     for entry in entries:
         holders = [n for n, old in enumerate(after) if old.paths & entry.paths]
         if write_mode == "append" and holders and entry.text:
@@ -422,21 +461,38 @@ def _merge(before: list[PatchEntry], entries: list[PatchEntry],
             raise FleetError("CONFLICT", f"entries {', '.join('#' + str(n) for n in holders)} all hold paths of "
                                          f"{entry.path!r}; remove some first")
         if write_mode == "upsert" and holders:
+            n = holders[0]
+            old = after[n]
             if entry.text:
-                after[holders[0]] = entry
-                replaced.append(entry.path)
+                after[n] = entry
+                row = {"path": entry.path, "_entry": id(entry), "old_index": slots[n]}
+                if old.path != entry.path:
+                    row["replaced_path"] = old.path
+                report["replaced"].append(row)
             else:
-                removed.append(after.pop(holders[0]).path)
+                after.pop(n)
+                report["removed"].append({"path": old.path, "old_index": slots.pop(n),
+                                          "reason": "empty_diff_upsert"})
         elif entry.text:
             after.append(entry)
-            added.append(entry.path)
-    return after, added, replaced, removed
+            slots.append(None)
+            report["added"].append({"path": entry.path, "_entry": id(entry)})
+    position = {id(e): n for n, e in enumerate(after)}
+    for row in report["replaced"] + report["added"]:
+        row["index"] = position[row.pop("_entry")]  # where it ended up, after later removals
+    return after, report
 
 
 # --- the tools -----------------------------------------------------------------------------------------
 
 def _listing(entries: list[PatchEntry]) -> list[dict]:
     return [{"index": n, **entry.summary()} for n, entry in enumerate(entries)]
+
+
+def tool_policy_ok(entries: list[PatchEntry]) -> bool:
+    """Could patch.generate have written these entries? They parsed (so: no binary patch, combined diff,
+    unsafe path or miscounted hunk), there is at least one, and no path is held by two entries."""
+    return bool(entries) and not _duplicates(entries)
 
 
 def _duplicates(entries: list[PatchEntry]) -> list[str]:
@@ -462,7 +518,7 @@ def inspect_patch(patch_file: str) -> dict:
     return {"patch_file": str(path), "entries": _listing(entries), "entry_count": len(entries),
             "duplicate_paths": _duplicates(entries),
             "insertions": sum(e.insertions for e in entries), "deletions": sum(e.deletions for e in entries),
-            "bytes": sum(len(e.text.encode("utf-8")) for e in entries)}
+            "bytes": sum(len(as_bytes(e.text)) for e in entries), "tool_policy_ok": tool_policy_ok(entries)}
 
 
 def remove_patch_entries(patch_file: str, paths: list[str] | None = None,
@@ -493,7 +549,7 @@ def remove_patch_entries(patch_file: str, paths: list[str] | None = None,
                 raise FleetError("NOT_FOUND", f"no entry holds {value!r}")
             doomed |= holders
         keep = [entry for n, entry in enumerate(entries) if n not in doomed]
-        _atomic_write(path, "".join(entry.text for entry in keep).encode("utf-8"), exclusive=False)
+        _atomic_write(path, as_bytes("".join(entry.text for entry in keep)), exclusive=False)
     return {"patch_file": str(path), "removed": [row for row in _listing(entries) if row["index"] in doomed],
             "removed_count": len(doomed), "entries_before": len(entries), "entries_after": len(keep)}
 
@@ -520,14 +576,14 @@ def validate_patch(patch: str | None = None, patch_file: str | None = None, repo
 
     Input: exactly one of `patch` (the text) or `patch_file` (absolute path); optional `repo` (absolute
     path to the top of a git work tree). Output: `{valid, entries: [...as inspect_patch], entry_count,
-    total_hunks, duplicate_paths, error: null | {code, message}, git_check: null | {ok, message}}`.
-    A patch that does not parse is an answer (`valid: false` with `error`), not a failure.
+    total_hunks, duplicate_paths, error: null | {code, message}, git_check: null | {ok, message},
+    tool_policy_ok (see `tool_policy_ok`)}`. A patch that does not parse is an answer (`valid: false` with `error`), not a failure.
     """
     if (patch is None) == (patch_file is None):
         raise FleetError("BAD_ARGUMENT", "give exactly one of patch or patch_file")
     root = work_tree_root(repo) if repo is not None else None
     answer: dict = {"valid": False, "entries": [], "entry_count": 0, "total_hunks": 0, "duplicate_paths": [],
-                    "error": None, "git_check": None}
+                    "error": None, "git_check": None, "tool_policy_ok": False}
     if patch_file is not None:
         data = _read_bytes(check_patch_file(patch_file))
     elif not isinstance(patch, str):
@@ -544,8 +600,9 @@ def validate_patch(patch: str | None = None, patch_file: str | None = None, repo
         answer["error"] = exc.as_dict()
         return answer
     answer.update(entries=_listing(entries), entry_count=len(entries),
-                  total_hunks=sum(e.hunks for e in entries), duplicate_paths=_duplicates(entries))
+                  total_hunks=sum(e.hunks for e in entries), duplicate_paths=_duplicates(entries),
+                  tool_policy_ok=tool_policy_ok(entries))
     if root is not None:
-        answer["git_check"] = git_apply_check(root, "".join(e.text for e in entries).encode("utf-8"))
+        answer["git_check"] = git_apply_check(root, as_bytes("".join(e.text for e in entries)))
     answer["valid"] = answer["git_check"] is None or answer["git_check"]["ok"]
     return answer
