@@ -54,3 +54,23 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     digest = subprocess.run([sys.executable, "-m", "fleet", "--db", str(tmp_path / "fleet.db"), "digest",
                              "--format", "html"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert digest.returncode == 0 and "No activity" in digest.stdout, digest.stderr  # templates load from the wheel
+
+
+@pytest.mark.slow
+def test_pipx_installs_the_wheel_as_a_working_command(wheel: Path, tmp_path: Path):
+    """The README's `pipx install fleetdeck-*.whl`: an isolated venv with the `fleetdeck` command on PATH
+    (dependencies from the package index pip is configured with)."""
+    pytest.importorskip("pipx")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
+               PIPX_MAN_DIR=str(tmp_path / "man"), PIPX_DEFAULT_PYTHON=sys.executable)
+    proc = subprocess.run([sys.executable, "-m", "pipx", "install", str(wheel)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    command = tmp_path / "bin" / "fleetdeck"
+    version = subprocess.run([str(command), "--version"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert version.returncode == 0 and version.stdout.startswith("fleetdeck "), version.stderr
+    scan = subprocess.run([str(command), "--db", str(tmp_path / "f.db"), "repos", "--json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert scan.returncode == 0 and scan.stdout.strip() == "[]", scan.stderr
