@@ -158,6 +158,8 @@ class Conventions(Out):
     conventional_commits: bool
     conventional_ratio: float
     types: list[str]
+    area_prefix_ratio: float
+    area_prefixes: list[str]
     signed_off_ratio: float
     trailers: dict[str, int]
     subject_length: dict[str, int]

@@ -14,7 +14,11 @@ from typing import Any
 from fleet.git.run import GitError, run_git
 
 SAMPLE = 50
-_CONVENTIONAL = re.compile(r"^([a-z]+)(\([^()\n]{1,64}\))?(!)?: \S")
+_PREFIXED = re.compile(r"^([a-z][a-z0-9_-]{0,30})(\([^()\n]{1,64}\))?(!)?: \S")
+# The types of the Conventional Commits tooling (commitlint's config-conventional); any other lowercase
+# `word: subject` is the "area: subject" habit (git, the kernel), reported apart.
+CONVENTIONAL_TYPES = frozenset({"feat", "fix", "docs", "style", "refactor", "perf", "test", "build", "ci",
+                                "chore", "revert"})
 _TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9})-\d+\b")
 _ISSUE_REF = re.compile(r"(?:^|\s|\()#\d+\b")
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,40}): \S")
@@ -42,13 +46,16 @@ def _trailers(body: str) -> list[str]:
 
 
 def house_rules(path: str, sample: int = SAMPLE) -> dict[str, Any] | None:
-    """`{sampled, conventional_commits, conventional_ratio, types, signed_off_ratio, trailers,
-    subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}`; None without commits."""
+    """`{sampled, conventional_commits, conventional_ratio, types, area_prefix_ratio, area_prefixes,
+    signed_off_ratio, trailers, subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}`;
+    None without commits."""
     messages = _messages(path, sample)
     if not messages:
         return None
     n = len(messages)
-    conventional = [m for m in (_CONVENTIONAL.match(s) for s, _ in messages) if m]
+    prefixed = [m for m in (_PREFIXED.match(s) for s, _ in messages) if m]
+    conventional = [m for m in prefixed if m.group(1) in CONVENTIONAL_TYPES]
+    areas = Counter(m.group(1) for m in prefixed if m.group(1) not in CONVENTIONAL_TYPES)
     types = Counter(m.group(1) for m in conventional)
     trailers = Counter(key for _, body in messages for key in set(_trailers(body)))
     signed = sum(1 for _, body in messages if "Signed-off-by" in _trailers(body))
@@ -60,6 +67,8 @@ def house_rules(path: str, sample: int = SAMPLE) -> dict[str, Any] | None:
         "conventional_commits": ratio >= 0.8,
         "conventional_ratio": ratio,
         "types": [t for t, _ in types.most_common(6)],
+        "area_prefix_ratio": round(sum(areas.values()) / n, 2),
+        "area_prefixes": [a for a, _ in areas.most_common(4)],
         "signed_off_ratio": round(signed / n, 2),
         "trailers": {k: c for k, c in trailers.most_common(5)},
         "subject_length": {"median": int(median(lengths)), "p90": lengths[min(n - 1, int(n * 0.9))],
