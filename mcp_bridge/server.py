@@ -144,10 +144,14 @@ class FleetServer(MCPServer):
         """
         me = me or {}
         index = self.bridge.index()
+        try:
+            if not presence_switches()["record_mcp_clients"]:
+                return None
+        except FleetError as exc:  # a broken settings file: record nothing (these switches exist for privacy)
+            log.warning("presence not recorded: %s", exc.message)
+            return {"code": exc.code, "message": f"agent presence was not recorded: {exc.message}"}
         for n, path in enumerate(paths):
             try:
-                if not presence_switches()["record_mcp_clients"]:
-                    return None
                 with busy_timeout(index, BOOKKEEPING_WAIT_MS):
                     record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files],
                                            session=me.get("session") or "", client_version=me.get("version"),

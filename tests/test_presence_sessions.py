@@ -88,3 +88,16 @@ def test_a_broken_settings_file_is_an_error_not_a_silent_on(tmp_path):
         assert err.value.code == "BAD_ARGUMENT"
     assert presence_switches({"FLEETDECK_SETTINGS": str(tmp_path / "absent.toml")}) == {
         "read_agent_sessions": True, "record_mcp_clients": True}
+
+
+def test_a_broken_settings_file_records_nothing_and_says_so(small):
+    settings = small["tmp"] / "settings.toml"
+    settings.write_text("[presence\n")
+    env = fleetdeck_env(FLEETDECK_DB=str(small["db"]), FLEETDECK_SETTINGS=str(settings))
+    with StdioSession(fleetdeck_argv("mcp"), env) as session:
+        result = session.call_tool("repo.status", {"repo": "alpha"})["result"]
+        assert result.get("isError") is not True
+        assert [d["code"] for d in result["_meta"]["io.fleetdeck/degraded"]] == ["BAD_ARGUMENT"]
+        assert mcp_records(small["db"]) == []
+        error = session.call_tool("agents.presence", {})["result"]
+        assert error["isError"] is True and error["structuredContent"]["error"]["code"] == "BAD_ARGUMENT"
