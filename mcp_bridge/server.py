@@ -45,7 +45,9 @@ TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_context,
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
 Start with fleet.radar (what needs attention, fleet-wide) or repo.brief (one repository in one small call).
-Every per-repo tool takes `repo`: a fleet name (from fleet.repos) or an absolute path inside a fleet root.
+Every per-repo tool takes `repo`: a fleet name (from fleet.repos) or an absolute path inside a fleet root,
+and names the repository that answered in its `repo`. Fleet answers say how fresh the index is (`freshness`;
+`refresh` re-reads named repos first). repo.lost / fleet.lost list dropped commits you can still recover.
 No tool here changes a repository: they read (the patch.* tools write only a .patch file inside a fleet
 root, when asked to). Lists are capped and say `truncated` and `omitted_count`; times are ISO 8601 UTC
 strings; failures are isError results with `error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH,
