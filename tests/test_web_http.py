@@ -433,3 +433,17 @@ def test_the_dashboard_and_the_html_digest_share_one_environment(authed: TestCli
     for event in data["digest"]["events"]:
         assert f"{short(event['old_sha'])} → {short(event['new_sha'])}" in standalone
         assert f">{short(event['new_sha'])}</code>" in page
+
+
+def test_the_agents_page_says_which_presence_switches_are_off(authed: TestClient, tmp_path, monkeypatch) -> None:
+    settings = tmp_path / "settings.toml"
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
+    assert "Turned off" not in authed.get("/agents").text
+    settings.write_text("[presence]\nread_agent_sessions = false\nrecord_mcp_clients = false\n")
+    page = authed.get("/agents").text
+    assert "Turned off in the settings file: reading agents' session files" in page
+    assert "recording MCP clients' presence" in page
+    assert authed.get("/api/presence").json()["switches"] == {"read_agent_sessions": False,
+                                                              "record_mcp_clients": False, "error": None}
+    settings.write_text("[presence\n")
+    assert "The settings file does not parse" in authed.get("/fragments/agents").text

@@ -23,6 +23,7 @@ from fleet.index.events import KINDS
 from fleet.index.freshness import freshness
 from fleet.index.store import Index
 from fleet.presence import collisions, presence
+from fleet.presence.switches import switches_view
 from fleet.repo.detail import repo_detail
 from fleet.views.digest import report
 from fleet.views.queue import QueueFilter, attention_queue
@@ -78,7 +79,8 @@ def repo_context(request: Request, idx: Index) -> dict:
 
 def agents_context(request: Request, idx: Index) -> dict:
     rows = presence(idx)
-    return {"agents": rows, "collisions": collisions(rows), "freshness": freshness(idx)}
+    return {"agents": rows, "collisions": collisions(rows), "freshness": freshness(idx),
+            "switches": switches_view()}
 
 
 def digest_context(request: Request, idx: Index) -> dict:

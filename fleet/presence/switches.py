@@ -59,3 +59,12 @@ def presence_switches(environ: Mapping[str, str] | None = None) -> Switches:
                 raise FleetError("BAD_ARGUMENT", f"settings file {path}: presence.{key} must be true or false")
             switches[key] = section[key]  # type: ignore[literal-required]
     return switches
+
+
+def switches_view(environ: Mapping[str, str] | None = None) -> dict:
+    """The switches for a page that must render anyway: `{read_agent_sessions, record_mcp_clients, error}`;
+    an unreadable settings file shows both as off (nothing is read or recorded then) with its `error`."""
+    try:
+        return {**presence_switches(environ), "error": None}
+    except FleetError as exc:
+        return {"read_agent_sessions": False, "record_mcp_clients": False, "error": exc.message}
