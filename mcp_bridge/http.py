@@ -57,7 +57,7 @@ class FrameLimitAnswer:
 
 @dataclass
 class MCPEndpoint:
-    app: ASGIApp                                                      # mount with Mount("/", app), last
+    app: ASGIApp                                                      # route it as Route("/mcp", app), last
     run: Callable[[], contextlib.AbstractAsyncContextManager[None]]   # enter once in the host's lifespan
 
 

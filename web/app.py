@@ -52,7 +52,7 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
     The two extension points, so `fleetdeck serve` can host more than the dashboard in one process:
     `services` are async context managers entered (in order) for the app's lifetime — the watcher, or an MCP
     session manager (mounted apps' own lifespans never run); `mounts` are extra routes placed after the
-    dashboard's own, behind the same guards — e.g. `Mount("/", app=mcp_app)` for `/mcp`.
+    dashboard's own, behind the same guards — e.g. `Route("/mcp", mcp_app)`.
     """
     guard = Guard(token, allowed_hosts_for(bind_host))
     return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, guard.csrf, services),

@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 
 import uvicorn
-from starlette.routing import Mount
+from starlette.routing import Route
 
 from fleet.errors import FleetError
 from fleet.watch.service import watching
@@ -85,7 +85,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     services = [partial(watching, db_path)] if watch else []
     mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
     app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run],
-                     mounts=[Mount("/", app=mcp.app)])
+                     mounts=[Route("/mcp", mcp.app)])  # only /mcp: other paths get the site's 404 page
     print(f"fleetdeck dashboard: {url}", flush=True)
     if open_browser:
         webbrowser.open(url)
