@@ -1,0 +1,196 @@
+"""Every dashboard page, in light and in dark, free of axe-core WCAG 2.1 A/AA findings.
+
+The pages come from the app's own route listing, not from a list kept here: a new page without path
+parameters is checked as it is; a new page with parameters fails `test_every_page_has_axe_coverage` until
+VISITS says which instances to open. The fleet is `tests/fleetstates.py` (one repo in each state git can be
+in) served by a real `fleetdeck serve`."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import pytest
+from starlette.routing import Route
+
+from fleet.index.store import open_index
+from tests.browser.axe import assert_clean, report, violations
+from tests.browser.test_dashboard_browser import watcher_backlog
+from tests.fleetstates import build_fleet
+from tests.gitbuild import commit_file
+from tests.serving import Server, wait_for
+from web.app import routes
+from web.guards import API_PREFIXES
+from web.pages import PAGES
+
+pytestmark = pytest.mark.browser
+
+SCHEMES = ("light", "dark")
+NOT_PAGES = (*API_PREFIXES, "/fragments/", "/static")
+REPO_STATES = ("merging", "rebasing", "detached", "worktrees", "super", "empty", "stashes", "dirty", "branches",
+               "history", "bare", "broken")
+
+Fleet = tuple[Server, object, dict]
+Visit = Callable[[Fleet], str]
+
+
+def page_routes() -> list[Route]:
+    """The dashboard's HTML pages: every GET route that is not the API, a fragment or a static file."""
+    return [r for r in routes() if isinstance(r, Route) and "GET" in (r.methods or ())
+            and not r.path.startswith(NOT_PAGES)]
+
+
+def repo_visit(state: str) -> Visit:
+    return lambda fleet: f"/repos/{fleet[1].repo(str(fleet[2][state].resolve()))['id']}"
+
+
+# Pages with path parameters, and pages worth opening in more than one state: route name -> {label: visit}.
+VISITS: dict[str, dict[str, Visit]] = {
+    "queue": {"all": lambda f: "/", "no-match": lambda f: "/?q=no-such-repository-anywhere",
+              "attention": lambda f: "/?attention=1&reason=conflict"},
+    "repo": {state: repo_visit(state) for state in REPO_STATES},
+    "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
+               "bad-form": lambda f: "/digest?since=custom"},
+}
+# Pages no route names: the error page and the refusal a browser without the cookie gets.
+EXTRA = {"error-404-repo": lambda f: "/repos/987654321", "error-404-path": lambda f: "/no/such/page"}
+
+
+def visits() -> list:
+    found = []
+    for route in page_routes():
+        chosen = VISITS.get(route.name) or ({} if route.param_convertors else {"page": lambda f, p=route.path: p})
+        found += [pytest.param(visit, id=f"{route.name}-{label}") for label, visit in chosen.items()]
+    found += [pytest.param(visit, id=label) for label, visit in EXTRA.items()]
+    return found
+
+
+def test_every_page_has_axe_coverage() -> None:
+    missing = [r.path for r in page_routes() if r.param_convertors and r.name not in VISITS]
+    assert not missing, f"pages with path parameters need entries in VISITS (which instances to check): {missing}"
+    names = {r.name for r in page_routes()}
+    assert {page.name for page in PAGES} <= names and {"queue", "repo", "digest", "agents"} <= names
+    assert set(VISITS) <= names, f"VISITS names routes that no longer exist: {set(VISITS) - names}"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    base = tmp_path_factory.mktemp("a11y-fleet")
+    repos = build_fleet(base / "root", base / "side")
+    server = Server(base / "fleet.db", [base / "root"])
+    index = open_index(base / "fleet.db")
+    wanted = [str(p.resolve()) for p in repos.values()]
+    wait_for(lambda: all(index.repo(p) for p in wanted) and watcher_backlog(index) == 0, "the first read", 60)
+    for name, age_s in (("dirty", 0), ("ahead", 300)):  # agents on the agents page and in the queue:
+        trace = repos[name] / ".aider.chat.history.md"  # one working now, one recently active
+        trace.write_text("\n# aider chat started at 2026-05-01 10:00:00\n\n#### a question\n\nSure.\n")
+        os.utime(trace, (time.time() - age_s,) * 2)
+    wait_for(lambda: {r[0] for r in index.conn.execute("select state from presence")} == {"working", "recent"},
+             "both aider traces", 30)
+    yield server, index, repos
+    index.close()
+    server.stop()
+
+
+NARROW = {"width": 390, "height": 844}  # a phone: tables and the chart scroll sideways
+
+
+@pytest.fixture(scope="module")
+def contexts(browser, fleet):
+    """One signed-in browser context per colour scheme (the access link sets the cookie once)."""
+    made = {}
+    for scheme in SCHEMES:
+        made[scheme] = browser.new_context(color_scheme=scheme)
+        made[scheme].new_page().goto(fleet[0].url)
+    yield made
+    for context in made.values():
+        context.close()
+
+
+@pytest.fixture
+def tabs(contexts):
+    """`tabs(scheme)` opens a page in that scheme (checked: the browser really prefers it); closed after."""
+    opened = []
+
+    def open_tab(scheme: str):
+        tab = contexts[scheme].new_page()
+        opened.append(tab)
+        assert tab.evaluate(f"matchMedia('(prefers-color-scheme: {scheme})').matches")
+        return tab
+
+    yield open_tab
+    for tab in opened:
+        tab.close()
+
+
+def visit_and_settle(tab, server: Server, path: str) -> None:
+    response = tab.goto(server.base + path)
+    assert response.headers["content-type"].startswith("text/html"), f"{path}: not the site's page"
+    settle(tab)
+
+
+def settle(tab) -> None:
+    """Wait until the page script has run and, on a live page, the event stream is connected."""
+    tab.wait_for_function("() => document.documentElement.classList.contains('js') && "
+                          "(!document.querySelector('main[data-live]') || "
+                          "document.querySelector('#live-status.on'))")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("visit", visits())
+def test_page_has_no_axe_violations(tabs, fleet, visit, scheme) -> None:
+    tab, path = tabs(scheme), visit(fleet)
+    visit_and_settle(tab, fleet[0], path)
+    assert_clean(tab, f"{path} in the {scheme} scheme")
+
+
+@pytest.mark.parametrize("label", ["queue-all", "repo-worktrees", "repo-super", "digest-events", "agents-page"])
+def test_narrow_page_has_no_axe_violations(tabs, fleet, label) -> None:
+    """On a phone-sized screen the wide tables and the chart scroll: they must be reachable by keyboard."""
+    visit = next(p.values[0] for p in visits() if p.id == label)
+    tab, path = tabs("dark"), visit(fleet)
+    tab.set_viewport_size(NARROW)
+    visit_and_settle(tab, fleet[0], path)
+    assert_clean(tab, f"{path} on a narrow screen")
+
+
+def test_the_check_finds_violations(tabs, fleet) -> None:
+    """The harness can fail: faint text and an unnamed image on a real page are reported, readably."""
+    tab = tabs("light")
+    visit_and_settle(tab, fleet[0], "/")
+    tab.evaluate("""() => {
+        const p = document.createElement('p'); p.textContent = 'faint'; p.style.color = '#d0d0d0';
+        const img = document.createElement('img'); img.src = '/static/favicon.svg';
+        document.querySelector('main').append(p, img);
+    }""")
+    found = violations(tab)
+    assert {"color-contrast", "image-alt"} <= {v["id"] for v in found}
+    text = report(found)
+    assert "color-contrast (serious)" in text and "faint" in text and "Element has insufficient" in text
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_refusal_page_has_no_axe_violations(browser, fleet, scheme) -> None:
+    context = browser.new_context(color_scheme=scheme)  # no cookie: refused
+    try:
+        tab = context.new_page()
+        assert tab.goto(fleet[0].base + "/").status == 401
+        assert_clean(tab, f"the 401 refusal in the {scheme} scheme")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_queue_after_a_live_update_has_no_axe_violations(tabs, fleet, scheme) -> None:
+    """The patched fragment (rows marked `updated`, mid-animation) is checked, not just the first render."""
+    server, _index, repos = fleet
+    tab = tabs(scheme)
+    visit_and_settle(tab, server, "/")
+    tab.evaluate("window.__patched = 0; document.addEventListener('fleetdeck:patched', () => window.__patched++)")
+    commit_file(repos["ahead"], f"live-{scheme}.txt", "x\n", f"a live commit ({scheme})")
+    tab.wait_for_function("() => window.__patched > 0 && document.querySelector('#queue-live tr.updated')",
+                          timeout=10000)
+    assert_clean(tab, f"the queue after a live update in the {scheme} scheme")
+    time.sleep(1.3)  # the highlight has faded: the resting colours too
+    assert_clean(tab, f"the queue after the update's highlight faded in the {scheme} scheme")
