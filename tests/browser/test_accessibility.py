@@ -8,6 +8,7 @@ in) served by a real `fleetdeck serve`."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from typing import Callable
 
@@ -17,6 +18,7 @@ from starlette.routing import Route
 from fleet.index.store import open_index
 from tests.browser.axe import assert_clean, report, violations
 from tests.browser.test_dashboard_browser import watcher_backlog
+from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.fleetstates import build_fleet
 from tests.gitbuild import commit_file
 from tests.serving import Server, wait_for
@@ -194,3 +196,19 @@ def test_queue_after_a_live_update_has_no_axe_violations(tabs, fleet, scheme) ->
     assert_clean(tab, f"the queue after a live update in the {scheme} scheme")
     time.sleep(1.3)  # the highlight has faded: the resting colours too
     assert_clean(tab, f"the queue after the update's highlight faded in the {scheme} scheme")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_html_digest_report_has_no_axe_violations(browser, fleet, tmp_path, scheme) -> None:
+    """`fleetdeck digest --format html` (mailed or opened from disk) shares the chart partial with /digest."""
+    out, db = tmp_path / "digest.html", fleet[1].conn.execute("pragma database_list").fetchone()[2]
+    subprocess.run(fleetdeck_argv("--db", db, "digest", "--since", "2025-01-01T00:00:00+00:00",
+                                  "--format", "html", "--out", str(out)), env=fleetdeck_env(), check=True)
+    context = browser.new_context(color_scheme=scheme)
+    try:
+        tab = context.new_page()
+        tab.goto(out.as_uri())
+        assert tab.locator("svg.chart rect.cell").count() > 0
+        assert_clean(tab, f"the HTML digest report in the {scheme} scheme")
+    finally:
+        context.close()
