@@ -93,7 +93,9 @@ def test_filters_survive_a_live_update(page, fleet) -> None:
     page.evaluate("window.__patched = 0; document.addEventListener('fleetdeck:patched', () => window.__patched++)")
     write(repos["dirty"] / "another.txt", "more\n")
     git(repos["dirty"], "add", "another.txt")  # touches .git/index: the watcher sees it at once
-    page.wait_for_function("() => window.__patched > 0", timeout=5000)
+    # a patch may come first for something else the watcher saw (a sweep, presence): wait for the one with it
+    page.wait_for_function("() => window.__patched > 0 && document.querySelector('#queue-table tbody .summary')"
+                           "?.textContent.includes('1 staged')", timeout=5000)
     after = page.locator("#queue-table tbody .summary").inner_text()
     assert after != before and "1 staged" in after
     assert row_names(page) == ["dirty"]
