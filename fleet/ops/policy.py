@@ -11,10 +11,10 @@ reads never load it. Example (also in `fleetdeck policy --help` and the README):
 
     [[rules]]                    # first match wins
     agent = "*"                  # glob on the agent id (default "*")
-    op = ["push", "reset"]       # an op name or a list ("*" = any)
+    op = ["reset", "discard"]    # an op name or a list ("*" = any)
     repo = "*/work/*"            # glob on the repo's path or fleet name (default "*")
     action = "deny"
-    note = "no agent pushes or resets in work repos"
+    note = "no agent resets or discards in work repos"
 
     [[rules]]
     agent = "claude-code"

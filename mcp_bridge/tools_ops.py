@@ -1,0 +1,199 @@
+"""Write tools: every change an agent wants becomes a proposal a person approves (fleet.ops.service).
+
+`operation.preview.<op>` validates and previews at once and returns `{proposal_id, status, approve_url,
+next_action, preview, expires_at}` (with `dry_run`: `{status: "dry_run", preview}` and nothing stored);
+`operation.status` / `operation.cancel` follow it; `restore.list` / `restore.details` show what can be
+undone. The agent's id is its MCP client's self-declared name. Annotations say what the proposed operation
+would do once approved (destructiveHint), and that a repeated call makes a new proposal unless it carries
+the same idempotency_key (idempotentHint false).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from fleet.ops import restore, service
+from fleet.ops.catalog import OPS as CATALOG
+from fleet.presence import agent_id
+from mcp_bridge.bridge import caller
+from mcp_bridge.envelope import Out
+from mcp_bridge.toolkit import READ_ONLY, Toolkit
+from mcp_bridge.tools_repo import Repo
+
+Reason = Annotated[str, Field(min_length=1, max_length=500, description="why: shown to the person who decides")]
+Key = Annotated[str | None, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$",
+                                  description="a retry with the same key (same agent, same op) returns the same proposal")]
+DryRun = Annotated[bool, Field(description="validate and preview only; nothing is stored")]
+RelPath = Annotated[str, Field(min_length=1, max_length=4096, description="a literal path relative to the repository root")]
+Paths = Annotated[list[RelPath], Field(min_length=1, max_length=1000)]
+Rev = Annotated[str, Field(min_length=1, max_length=4096, description="a branch, tag, sha, HEAD~2, ...")]
+Message = Annotated[str, Field(min_length=1, max_length=65536)]
+ProposalId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class Proposal(Out):
+    proposal_id: str | None
+    status: str
+    op: str
+    repo: str
+    risk: str
+    approve_url: str | None
+    next_action: dict | None
+    preview: dict | None
+    expires_at: str | None
+
+
+class ProposalRow(Out):
+    id: str
+    op: str
+    repo: str
+    agent: str
+    reason: str
+    status: str
+    risk: str | None
+    preview: dict | None
+    result: dict | None
+    error: str | None
+    restore_point: str | None
+    interrupted: bool
+    created_at: str | None
+    expires_at: str | None
+    decided_at: str | None
+    decided_by: str | None
+    finished_at: str | None
+
+
+class RestoreList(Out):
+    repo: str
+    restore_points: list[dict]
+    truncated: bool
+    omitted_count: int
+
+
+class RestoreDetails(Out):
+    restore_point: str
+    repo: str
+    op: str | None
+    head_ref: str | None
+    head: str | None
+    refs: dict
+    files: list[dict]
+    git_refs: list[str]
+    undoable: bool
+
+
+def _agent() -> str:
+    return agent_id(caller.get())
+
+
+def _writes(op: str) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=False, destructive_hint=CATALOG[op].destructive, idempotent_hint=False,
+                           open_world_hint=False)
+
+
+def register(kit: Toolkit) -> None:
+    bridge = kit.bridge
+
+    def propose(op: str, repo: str, reason: str, dry_run: bool, key: str | None, **args: object) -> dict:
+        path = bridge.resolve(repo).path
+        clean = {k: v for k, v in args.items() if v is not None}
+        return service.propose(bridge.index(), _agent(), op, path, clean, reason, dry_run=dry_run,
+                               idempotency_key=key)
+
+    def preview_tool(op: str, title: str):
+        return kit.tool(f"operation.preview.{op}", Proposal, title, _writes(op))
+
+    @preview_tool("stage", "Propose staging files")
+    def stage(repo: Repo, reason: Reason, paths: Paths | None = None, all: bool = False,
+              dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose `git add` of literal `paths` (or `all: true`: every change, untracked files included).
+        A person approves it before it runs; poll operation.status."""
+        return propose("stage", repo, reason, dry_run, idempotency_key, paths=paths, all=all or None)
+
+    @preview_tool("unstage", "Propose unstaging files")
+    def unstage(repo: Repo, reason: Reason, paths: Paths, dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose taking `paths` out of the index (the working-tree files stay as they are)."""
+        return propose("unstage", repo, reason, dry_run, idempotency_key, paths=paths)
+
+    @preview_tool("commit", "Propose a commit")
+    def commit(repo: Repo, reason: Reason, message: Message, paths: Paths | None = None, amend: bool = False,
+               dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose committing the staged changes (or only `paths`) as the person, with a
+        `Proposed-by: <agent>` trailer. `amend: true` rewrites the last commit (high risk)."""
+        return propose("commit", repo, reason, dry_run, idempotency_key, message=message, paths=paths,
+                       amend=amend or None)
+
+    @preview_tool("branch", "Propose a new branch")
+    def branch(repo: Repo, reason: Reason, name: Rev, start_point: Rev = "HEAD", checkout: bool = False,
+               dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose creating branch `name` at `start_point` (default HEAD), optionally checking it out."""
+        return propose("branch", repo, reason, dry_run, idempotency_key, name=name, start_point=start_point,
+                       checkout=checkout)
+
+    @preview_tool("checkout", "Propose a checkout")
+    def checkout(repo: Repo, reason: Reason, ref: Rev, detach: bool = False, dry_run: DryRun = False,
+                 idempotency_key: Key = None) -> dict:
+        """Propose switching to local branch `ref` (or, with `detach: true`, to any commit, detached)."""
+        return propose("checkout", repo, reason, dry_run, idempotency_key, ref=ref, detach=detach)
+
+    @preview_tool("stash", "Propose stashing changes")
+    def stash(repo: Repo, reason: Reason, message: Message | None = None, include_untracked: bool = False,
+              dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose `git stash push` of the working-tree changes (untracked files with include_untracked)."""
+        return propose("stash", repo, reason, dry_run, idempotency_key, message=message,
+                       include_untracked=include_untracked)
+
+    @preview_tool("stash_pop", "Propose popping a stash")
+    def stash_pop(repo: Repo, reason: Reason, index: Annotated[int, Field(ge=0, le=10000)] = 0,
+                  dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose applying stash@{index} and dropping it."""
+        return propose("stash_pop", repo, reason, dry_run, idempotency_key, index=index)
+
+    @preview_tool("reset", "Propose a reset")
+    def reset(repo: Repo, reason: Reason, target: Rev, mode: Literal["soft", "mixed", "hard"] = "mixed",
+              dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose moving the current branch to `target`. The preview lists the commits it leaves behind
+        and, for `hard` (high risk), the uncommitted changes it throws away (kept in the restore point)."""
+        return propose("reset", repo, reason, dry_run, idempotency_key, target=target, mode=mode)
+
+    @preview_tool("discard", "Propose discarding changes")
+    def discard(repo: Repo, reason: Reason, paths: Paths, include_untracked: bool = False,
+                dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose throwing away the unstaged changes to `paths` (and deleting untracked files there with
+        include_untracked). High risk; the restore point keeps every file's exact content."""
+        return propose("discard", repo, reason, dry_run, idempotency_key, paths=paths,
+                       include_untracked=include_untracked)
+
+    @preview_tool("restore", "Propose undoing a proposal")
+    def restore_op(repo: Repo, reason: Reason, restore_point: ProposalId, dry_run: DryRun = False,
+                   idempotency_key: Key = None) -> dict:
+        """Propose going back to the state before a completed proposal (its id is its restore point).
+        Refused (STALE) when the repository changed since that proposal ran."""
+        return propose("restore", repo, reason, dry_run, idempotency_key, restore_point=restore_point)
+
+    @kit.tool("operation.status", ProposalRow, "A proposal's state")
+    def status(proposal_id: ProposalId) -> dict:
+        """A proposal: status (pending, approved, executing, completed, failed, rejected, cancelled,
+        expired; `interrupted` when its executor died), preview, result, error and restore point."""
+        return service.show(bridge.index(), proposal_id)
+
+    @kit.tool("operation.cancel", Proposal, "Withdraw a pending proposal",
+              ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                              open_world_hint=False))
+    def cancel(proposal_id: ProposalId) -> dict:
+        """Cancel one of this agent's own pending proposals (NOT_PENDING once a person decided it)."""
+        return service.cancel(bridge.index(), proposal_id, _agent())
+
+    @kit.tool("restore.list", RestoreList, "Restore points of a repository", READ_ONLY)
+    def restore_list(repo: Repo, limit: Annotated[int, Field(ge=1, le=1000)] = 200) -> dict:
+        """Restore points taken before proposals ran in this repository, newest first."""
+        return restore.list_points(bridge.index(), bridge.resolve(repo).path, limit)
+
+    @kit.tool("restore.details", RestoreDetails, "One restore point", READ_ONLY)
+    def restore_details(restore_point: ProposalId) -> dict:
+        """What a restore point holds: HEAD and the refs before the proposal ran, the saved files, the git
+        refs keeping them, and whether an undo is still possible."""
+        return restore.public(restore.details(bridge.index(), restore_point))
