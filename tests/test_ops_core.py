@@ -237,3 +237,14 @@ def test_orphaned_approved_is_claimed_after_revalidation(fleet):
         conn.execute("update proposals set worker_start = '1:0' where id = ?", (made["proposal_id"],))
     done = service.resume_orphans(index)
     assert [d["status"] for d in done] == ["completed"]
+
+
+def test_pending_proposal_tops_the_radar_until_decided(fleet):
+    from fleet.views.radar import radar
+
+    made = propose(fleet, "stage", {"paths": ["README.md"]})
+    top = radar(fleet["index"], limit=1)[0]
+    assert (top["path"], top["status"]) == (str(fleet["work"]), "pending_proposal")
+    assert made["proposal_id"] in top["next_step"]
+    service.reject(fleet["index"], made["proposal_id"], "cli", "no")
+    assert radar(fleet["index"], limit=1)[0]["status"] != "pending_proposal"

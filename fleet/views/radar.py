@@ -22,6 +22,7 @@ class ReasonKind(NamedTuple):
 
 REASONS = {
     "conflict": ReasonKind(100, "critical", "conflict"),
+    "pending_proposal": ReasonKind(98, "op", "proposal"),
     "broken": ReasonKind(97, "critical", "broken"),
     "predicted_conflict": ReasonKind(95, "high", "will conflict"),
     "agent_collision": ReasonKind(93, "high", "agent collision"),
