@@ -167,6 +167,20 @@ def register(kit: Toolkit) -> None:
         return propose("discard", repo, reason, dry_run, idempotency_key, paths=paths,
                        include_untracked=include_untracked)
 
+    @preview_tool("merge", "Propose a merge")
+    def merge(repo: Repo, reason: Reason, source: Rev, mode: Literal["merge", "squash", "ff_only"] = "merge",
+              message: Message | None = None, dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose merging `source` into the checked-out branch (a merge commit, a squash commit, or a
+        fast-forward only). The preview carries the merge-tree conflict preflight; a merge that conflicts
+        is aborted and the proposal fails."""
+        return propose("merge", repo, reason, dry_run, idempotency_key, source=source, mode=mode, message=message)
+
+    @preview_tool("rebase", "Propose a rebase")
+    def rebase(repo: Repo, reason: Reason, onto: Rev, dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose replaying the checked-out branch onto `onto` (never interactive; high risk: rewrites
+        history). The preflight replays commit by commit and names the first one that would conflict."""
+        return propose("rebase", repo, reason, dry_run, idempotency_key, onto=onto)
+
     @preview_tool("restore", "Propose undoing a proposal")
     def restore_op(repo: Repo, reason: Reason, restore_point: ProposalId, dry_run: DryRun = False,
                    idempotency_key: Key = None) -> dict:

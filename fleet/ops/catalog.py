@@ -3,8 +3,8 @@
 Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, a new branch, a stash);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft or mixed reset, restore);
-- high: history is rewritten or work is thrown away (hard reset, discard, amend). A policy rule can never
+  stash_pop, a soft or mixed reset, merge, restore);
+- high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase). A policy rule can never
   make a high-risk proposal run without a person (`auto` is refused for them).
 """
 
@@ -34,6 +34,10 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("reset", "medium", True, True, "move the current branch to a commit (soft, mixed or hard)"),
     OpInfo("discard", "high", True, True, "throw away working-tree changes to paths (the restore point keeps "
                                           "every file's exact content)"),
+    OpInfo("merge", "medium", False, True, "merge a branch or commit into the checked-out branch (merge, squash "
+                                           "or fast-forward only); conflicts abort it"),
+    OpInfo("rebase", "high", True, True, "replay the checked-out branch's commits onto another commit (never "
+                                         "interactive); conflicts abort it"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
 )}
 

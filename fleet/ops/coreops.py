@@ -45,7 +45,7 @@ def _spec(paths: list[str] | None) -> list[str]:
     return ["--", *paths] if paths else []
 
 
-def _head_after(ctx: Ctx) -> dict:
+def head_after(ctx: Ctx) -> dict:
     head_ref, head = head_state(ctx.repo)
     return {"head": head, "branch": short_ref(head_ref) if head_ref else None}
 
@@ -143,7 +143,7 @@ def run_commit(ctx: Ctx, args: dict) -> dict:
     if args["paths"]:
         cmd += ["--only", "--", *args["paths"]]
     result = exec_git(ctx.repo, cmd)
-    return {**_head_after(ctx), "stderr": result.stderr[-2000:]}
+    return {**head_after(ctx), "stderr": result.stderr[-2000:]}
 
 
 # --- branch / checkout ------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def run_checkout(ctx: Ctx, args: dict) -> dict:
         exec_git(ctx.repo, ["switch", "-q", "--detach", args["ref"]])
     else:
         exec_git(ctx.repo, ["switch", "-q", args["ref"]])
-    return _head_after(ctx)
+    return head_after(ctx)
 
 
 # --- stash ---------------------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ def _names(repo: str, a: str, b: str) -> list[str]:
 
 def run_reset(ctx: Ctx, args: dict) -> dict:
     exec_git(ctx.repo, ["reset", "-q", f"--{args['mode']}", args["target"]])
-    return _head_after(ctx)
+    return head_after(ctx)
 
 
 def preview_discard(ctx: Ctx, args: dict) -> Plan:
