@@ -91,7 +91,7 @@ def _agent() -> str:
 
 def _writes(op: str) -> ToolAnnotations:
     return ToolAnnotations(read_only_hint=False, destructive_hint=CATALOG[op].destructive, idempotent_hint=False,
-                           open_world_hint=False)
+                           open_world_hint=op == "push")
 
 
 def register(kit: Toolkit) -> None:
@@ -180,6 +180,32 @@ def register(kit: Toolkit) -> None:
         """Propose replaying the checked-out branch onto `onto` (never interactive; high risk: rewrites
         history). The preflight replays commit by commit and names the first one that would conflict."""
         return propose("rebase", repo, reason, dry_run, idempotency_key, onto=onto)
+
+    @preview_tool("patch", "Propose applying a patch")
+    def patch(repo: Repo, reason: Reason,
+              patch: Annotated[str, Field(min_length=1, max_length=4 * 1024 * 1024, description="unified diff text")],
+              target: Literal["worktree", "index"] = "worktree", dry_run: DryRun = False,
+              idempotency_key: Key = None) -> dict:
+        """Propose applying a unified diff (e.g. from patch.generate) to the working tree or the index.
+        Every path is checked and `git apply --check` must accept it before a proposal is made."""
+        return propose("patch", repo, reason, dry_run, idempotency_key, patch=patch, target=target)
+
+    @preview_tool("stage_hunks", "Propose staging chosen hunks")
+    def stage_hunks(repo: Repo, reason: Reason, path: RelPath,
+                    hunks: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(min_length=1, max_length=500)],
+                    dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose staging some hunks of one file: `hunks` are the `id`s repo.changes gives unstaged hunks
+        (stable while the file is unchanged, whatever `unified` was used to list them)."""
+        return propose("stage_hunks", repo, reason, dry_run, idempotency_key, path=path, hunks=hunks)
+
+    @preview_tool("push", "Propose a push")
+    def push(repo: Repo, reason: Reason, remote: Rev = "origin", branch: Rev | None = None,
+             set_upstream: bool = False, force_with_lease: bool = False, dry_run: DryRun = False,
+             idempotency_key: Key = None) -> dict:
+        """Propose pushing a local branch (default: the checked-out one) to `remote`. It cannot be undone by
+        fleetdeck. A force exists only as `force_with_lease`, pinned to the remote sha the preview saw."""
+        return propose("push", repo, reason, dry_run, idempotency_key, remote=remote, branch=branch,
+                       set_upstream=set_upstream, force_with_lease=force_with_lease)
 
     @preview_tool("restore", "Propose undoing a proposal")
     def restore_op(repo: Repo, reason: Reason, restore_point: ProposalId, dry_run: DryRun = False,

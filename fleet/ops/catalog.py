@@ -1,11 +1,12 @@
 """The operations agents may propose, with the risk level a person sees before approving each one.
 
 Risk levels (documented in docs/proposals.md and shown on every preview):
-- low: nothing is lost and the change is plain to undo (stage, unstage, a new branch, a stash);
+- low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft or mixed reset, merge, restore);
-- high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase). A policy rule can never
-  make a high-risk proposal run without a person (`auto` is refused for them).
+  stash_pop, a soft or mixed reset, merge, patch, restore) or, for a push, leaves the machine (it cannot
+  be undone, and says so);
+- high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase, force-with-lease
+  push). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
                                            "or fast-forward only); conflicts abort it"),
     OpInfo("rebase", "high", True, True, "replay the checked-out branch's commits onto another commit (never "
                                          "interactive); conflicts abort it"),
+    OpInfo("patch", "medium", True, True, "apply a unified diff to the working tree or the index"),
+    OpInfo("stage_hunks", "low", False, True, "stage chosen hunks of one file (ids from repo.changes)"),
+    OpInfo("push", "medium", True, False, "push a branch to a remote (cannot be undone by fleetdeck); a force "
+                                          "only as force-with-lease pinned to the sha the preview saw"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
 )}
 
@@ -59,6 +64,8 @@ def risk_of(op: str, args: dict) -> str:
     if op == "reset" and args.get("mode") == "hard":
         return HIGH
     if op == "commit" and args.get("amend"):
+        return HIGH
+    if op == "push" and args.get("force_with_lease"):
         return HIGH
     return op_info(op).risk
 

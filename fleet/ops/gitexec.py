@@ -62,6 +62,7 @@ def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check:
     if check and child.returncode != 0:
         first = next((ln for ln in stderr.strip().splitlines() if ln.strip()), f"exit status {child.returncode}")
         failed = FleetError("GIT_FAILED", f"git {_short(args)}: {first}")
-        failed.stderr = stderr  # the executor keeps a summary of it in the proposal's result
+        failed.stderr = stderr  # the executor keeps a summary of both in the proposal's result
+        failed.stdout = out.decode("utf-8", "replace")
         raise failed
     return GitResult(child.returncode, out, stderr)

@@ -17,7 +17,7 @@ import time
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import coreops, integrate, proposals, restore
+from fleet.ops import coreops, integrate, patchops, proposals, remote, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.model import Ctx, Op, Plan
@@ -27,7 +27,7 @@ from fleet.repo.target import resolve_target
 
 log = logging.getLogger("fleetdeck.ops")
 
-OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **undo_op.OPS}
+OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **undo_op.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
 PERSON = "person"
@@ -232,7 +232,8 @@ def execute(index: Index, proposal_id: str) -> dict:
         result = OPS[row["op"]].run(ctx, plan["args"])
         status, error = "completed", None
     except FleetError as exc:
-        result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:]}
+        result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:],
+                  "stdout": getattr(exc, "stdout", "")[-2000:]}
         status, error = "failed", f"{exc.code}: {exc.message}"
     undo_steps = result.pop("undo", {}) if isinstance(result, dict) else {}
     try:

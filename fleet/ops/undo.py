@@ -17,6 +17,10 @@ def preview_restore(ctx: Ctx, args: dict) -> Plan:
     known_args("restore", args, {"restore_point"})
     point_id = string(args, "restore_point", max_len=128)
     point = restore.details(ctx.index, point_id)
+    row = ctx.index.conn.execute("SELECT id, op, status, restore_point FROM proposals WHERE id = ?",
+                                 (point_id,)).fetchone()
+    if row is not None:
+        undoable(dict(zip(("id", "op", "status", "restore_point"), row)))
     restore.check_undo(ctx.repo, point)
     head_ref, head = head_state(ctx.repo)
     refs = {ref: {"now": ref_sha(ctx.repo, ref), "restored": sha} for ref, sha in point["refs"].items()}
@@ -46,7 +50,11 @@ OPS = {"restore": Op(preview_restore, run_restore)}
 
 
 def undoable(row: dict) -> None:
-    """BAD_ARGUMENT unless a proposal ran far enough to have something to undo."""
+    """BAD_ARGUMENT unless a proposal ran far enough to have something to undo, and fleetdeck can undo it."""
+    from fleet.ops.catalog import op_info
+
+    if not op_info(row["op"]).undoable:
+        raise FleetError("BAD_ARGUMENT", f"a {row['op']} cannot be undone by fleetdeck")
     if row["status"] not in ("completed", "failed") or not row.get("restore_point"):
         raise FleetError("BAD_ARGUMENT", f"proposal {row['id']} is {row['status']} and has no restore point to "
                                          "undo")
