@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from fleet.ops import restore, service
 from fleet.ops.catalog import OPS as CATALOG
@@ -32,6 +32,12 @@ Paths = Annotated[list[RelPath], Field(min_length=1, max_length=1000)]
 Rev = Annotated[str, Field(min_length=1, max_length=4096, description="a branch, tag, sha, HEAD~2, ...")]
 Message = Annotated[str, Field(min_length=1, max_length=65536)]
 ProposalId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    repo: Repo
+    branches: Annotated[list[Rev], Field(min_length=1, max_length=20)]
 
 
 class Proposal(Out):
@@ -206,6 +212,37 @@ def register(kit: Toolkit) -> None:
         fleetdeck. A force exists only as `force_with_lease`, pinned to the remote sha the preview saw."""
         return propose("push", repo, reason, dry_run, idempotency_key, remote=remote, branch=branch,
                        set_upstream=set_upstream, force_with_lease=force_with_lease)
+
+    @preview_tool("branch_delete", "Propose a branch clean-up across the fleet")
+    def branch_delete(reason: Reason, targets: Annotated[list[Target], Field(min_length=1, max_length=20)],
+                      merged_only: bool = True, dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose deleting local branches in one or more repositories (targets: [{repo, branches}], at most
+        20 x 20, 100 in all) with one approval. Never a checked-out branch or one whose tip moved since the
+        preview; with merged_only (default) only branches merged into their upstream or default branch. The
+        preview and the result say, per branch, deleted / kept / failed and why. Undo recreates them."""
+        plain = [{"repo": t.repo, "branches": list(t.branches)} for t in targets]
+        for t in plain:
+            bridge.resolve(t["repo"])
+        return propose("branch_delete", plain[0]["repo"], reason, dry_run, idempotency_key, targets=plain,
+                       merged_only=merged_only)
+
+    @preview_tool("worktree", "Propose a new worktree")
+    def worktree(repo: Repo, reason: Reason,
+                 path: Annotated[str, Field(min_length=1, max_length=4096, description="absolute path, inside a fleet root")],
+                 branch: Rev, new_branch: bool = False, dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose `git worktree add` at `path` on `branch` (created at HEAD with new_branch: true)."""
+        return propose("worktree", repo, reason, dry_run, idempotency_key, path=path, branch=branch,
+                       new_branch=new_branch)
+
+    @preview_tool("submodule_pointer", "Propose moving a submodule pointer")
+    def submodule_pointer(repo: Repo, reason: Reason, path: RelPath, action: Literal["record", "return"],
+                          message: Message | None = None, dry_run: DryRun = False,
+                          idempotency_key: Key = None) -> dict:
+        """`record`: commit the submodule's checked-out commit as the new pointer (needs `message`);
+        `return`: check out the recorded commit in the submodule. Refused unless the submodule is
+        initialized, clean and differs; both shas are pinned from the preview."""
+        return propose("submodule_pointer", repo, reason, dry_run, idempotency_key, path=path, action=action,
+                       message=message)
 
     @preview_tool("restore", "Propose undoing a proposal")
     def restore_op(repo: Repo, reason: Reason, restore_point: ProposalId, dry_run: DryRun = False,

@@ -1,12 +1,13 @@
 """The operations agents may propose, with the risk level a person sees before approving each one.
 
 Risk levels (documented in docs/proposals.md and shown on every preview):
-- low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash);
+- low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
+  a new worktree);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft or mixed reset, merge, patch, restore) or, for a push, leaves the machine (it cannot
+  stash_pop, a soft or mixed reset, merge, patch, submodule_pointer, restore) or, for a push, leaves the machine (it cannot
   be undone, and says so);
 - high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase, force-with-lease
-  push). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
+  push, branch deletion). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("stage_hunks", "low", False, True, "stage chosen hunks of one file (ids from repo.changes)"),
     OpInfo("push", "medium", True, False, "push a branch to a remote (cannot be undone by fleetdeck); a force "
                                           "only as force-with-lease pinned to the sha the preview saw"),
+    OpInfo("branch_delete", "high", True, True, "delete local branches across the fleet (merged ones only by "
+                                                "default; never a checked-out one); tips kept for undo"),
+    OpInfo("worktree", "low", False, True, "add a linked worktree (optionally on a new branch)"),
+    OpInfo("submodule_pointer", "medium", False, True, "record a submodule's checked-out commit as the new "
+                                                       "pointer (a commit), or return it to the recorded one"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
 )}
 

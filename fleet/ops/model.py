@@ -28,6 +28,7 @@ class Plan:
     moves: list[str] = field(default_factory=list)  # full ref names it moves (saved in the restore point)
     paths: list[str] | None = None                  # working-tree pin: None = whole tree, [] = none
     pin_index: bool = False                         # pin the whole index too (what a commit records)
+    pin_head: bool = True                           # pin HEAD (not for a fleet-wide branch clean-up)
     policy_refs: list[str] = field(default_factory=list)   # short ref names, for the policy's `ref` globs
     policy_paths: list[str] = field(default_factory=list)  # repo-relative paths, for its `path` prefixes
     untracked_content: list[str] = field(default_factory=list)  # untracked files it may delete

@@ -175,6 +175,8 @@ def check_undo(repo: str, point: dict) -> None:
 
 def apply(repo: str, point: dict) -> dict:
     """Bring `repo` back to the restore point. Call check_undo first (and take a restore point of now)."""
+    undo = point["_undo"]
+    _undo_satellites(repo, undo)
     pre_untracked = [p for p in point["_untracked"] if point["_saved"].get(p) is None
                      and os.path.lexists(os.path.join(repo, p))]
     keep_now = _save_blobs(repo, pre_untracked)  # files that were untracked before: keep today's bytes
@@ -208,7 +210,6 @@ def apply(repo: str, point: dict) -> dict:
                 fh.write(data)
             os.chmod(full, 0o755 if mode == "100755" else 0o644)
         written.append(rel)
-    undo = point["_undo"]
     if undo.get("stash_drop"):
         top = ref_sha(repo, "refs/stash")
         if top == undo["stash_drop"]:
@@ -217,6 +218,21 @@ def apply(repo: str, point: dict) -> dict:
         exec_git(repo, ["stash", "store", "-m", undo.get("stash_message") or "restored by fleetdeck",
                         undo["stash_store"]])
     return {"head": head_state(repo)[1], "files_written": len(written)}
+
+
+def _undo_satellites(repo: str, undo: dict) -> None:
+    """Undo steps outside the repository's own refs and files: a worktree it added, a submodule it moved."""
+    sub = undo.get("submodule_head")
+    if sub:
+        folder = os.path.join(repo, sub["path"])
+        if head_state(folder)[1] != sub["now"]:
+            raise FleetError("STALE", f"cannot undo: submodule {sub['path']} moved since")
+        if sub["ref"]:
+            exec_git(folder, ["switch", "-q", sub["ref"][len("refs/heads/"):]])
+        else:
+            exec_git(folder, ["switch", "-q", "--detach", sub["sha"]])
+    if undo.get("worktree_remove"):
+        exec_git(repo, ["worktree", "remove", undo["worktree_remove"]])
 
 
 def _check_inside(repo: str, rel: str) -> None:

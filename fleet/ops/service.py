@@ -17,7 +17,7 @@ import time
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import coreops, integrate, patchops, proposals, remote, restore
+from fleet.ops import cleanup, coreops, integrate, partsops, patchops, proposals, remote, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.model import Ctx, Op, Plan
@@ -27,7 +27,8 @@ from fleet.repo.target import resolve_target
 
 log = logging.getLogger("fleetdeck.ops")
 
-OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **undo_op.OPS}
+OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **cleanup.OPS,
+                      **partsops.OPS, **undo_op.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
 PERSON = "person"
@@ -153,7 +154,7 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
                 "proposal_id": None, "approve_url": None, "next_action": None, "expires_at": None}
     preview["_plan"] = {"args": plan.args, "refs": plan.refs, "moves": plan.moves, "paths": plan.paths,
                         "untracked_content": plan.untracked_content, "undo": plan.undo}
-    preview["_pins"] = pin(found.path, plan.refs, plan.paths, plan.pin_index)
+    preview["_pins"] = pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head)
     now = time.time()
     row = {"id": proposals.new_id(), "op": op, "repo": found.path, "agent": agent, "reason": reason,
            "args": args, "args_fingerprint": proposals.fingerprint(request), "idempotency_key": key,

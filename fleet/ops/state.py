@@ -72,13 +72,14 @@ def index_digest(repo: str) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def pin(repo: str, refs: list[str], paths: list[str] | None, index: bool = False) -> dict:
-    """Everything the executor re-checks: HEAD, the refs the op reads or moves, the working-tree state
-    (`paths` None: the whole tree; [] : none of it) and, with `index`, the whole index."""
-    head_ref, head = head_state(repo)
-    return {"head_ref": head_ref, "head": head, "refs": {r: ref_sha(repo, r) for r in refs},
+def pin(repo: str, refs: list[str], paths: list[str] | None, index: bool = False, head: bool = True) -> dict:
+    """Everything the executor re-checks: HEAD (unless `head` is False), the refs the op reads or moves, the
+    working-tree state (`paths` None: the whole tree; [] : none of it) and, with `index`, the whole index."""
+    head_ref, head_sha = head_state(repo)
+    return {"head_ref": head_ref, "head": head_sha, "head_pinned": head,
+            "refs": {r: ref_sha(repo, r) for r in refs},
             "tree_paths": paths, "tree": tree_fingerprint(repo, paths) if paths != [] else None,
-            "index": index_digest(repo) if index and head else None}
+            "index": index_digest(repo) if index and head_sha else None}
 
 
 def revalidate(repo: str, pins: dict) -> None:
@@ -87,6 +88,8 @@ def revalidate(repo: str, pins: dict) -> None:
         raise FleetError("STALE", f"the repository {repo} is gone")
     head_ref, head = head_state(repo)
     changed = []
+    if not pins.get("head_pinned", True):
+        head_ref, head = pins["head_ref"], pins["head"]
     if head_ref != pins["head_ref"]:
         changed.append(f"HEAD now points at {head_ref or 'a detached commit'} (was {pins['head_ref'] or 'detached'})")
     if head != pins["head"]:
