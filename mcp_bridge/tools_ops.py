@@ -40,6 +40,12 @@ class Target(BaseModel):
     branches: Annotated[list[Rev], Field(min_length=1, max_length=20)]
 
 
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash"]
+    args: dict = Field(default_factory=dict, description="the op's own arguments (as its preview tool takes them)")
+
+
 class Proposal(Out):
     proposal_id: str | None
     status: str
@@ -243,6 +249,15 @@ def register(kit: Toolkit) -> None:
         initialized, clean and differs; both shas are pinned from the preview."""
         return propose("submodule_pointer", repo, reason, dry_run, idempotency_key, path=path, action=action,
                        message=message)
+
+    @preview_tool("plan", "Propose a plan of steps")
+    def plan(repo: Repo, reason: Reason, steps: Annotated[list[Step], Field(min_length=1, max_length=10)],
+             dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
+        """Propose up to ten steps in one repository (stage, unstage, stage_hunks, commit, branch, checkout,
+        stash), approved once, run in order, stopping at the first failure; one undo returns to the state
+        before the plan."""
+        return propose("plan", repo, reason, dry_run, idempotency_key,
+                       steps=[{"op": s.op, "args": s.args} for s in steps])
 
     @preview_tool("restore", "Propose undoing a proposal")
     def restore_op(repo: Repo, reason: Reason, restore_point: ProposalId, dry_run: DryRun = False,

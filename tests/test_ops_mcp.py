@@ -20,8 +20,9 @@ from tests.gitbuild import git, write
 from tests.mcpfleet import error_of, ok
 from tests.opsfleet import build, state
 
-WRITE_TOOLS = {"stage", "unstage", "commit", "branch", "checkout", "stash", "stash_pop", "reset", "discard",
-               "restore"}
+from fleet.ops.catalog import OPS as CATALOG
+
+WRITE_TOOLS = set(CATALOG)
 
 
 @pytest.fixture
@@ -55,7 +56,10 @@ async def test_propose_approve_undo_over_stdio(fleet):
     before = state(work)
     async with _client(fleet) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert {f"operation.preview.{op}" for op in WRITE_TOOLS} <= set(tools)
+        assert {f"operation.preview.{op}" for op in WRITE_TOOLS} == {t for t in tools if t.startswith("operation.preview.")}
+        for op, info in CATALOG.items():
+            hints = tools[f"operation.preview.{op}"].annotations
+            assert (hints.destructive_hint, hints.read_only_hint, hints.open_world_hint) == (info.destructive, False, op == "push")
         assert {"operation.status", "operation.cancel", "restore.list", "restore.details"} <= set(tools)
         discard = tools["operation.preview.discard"]
         assert discard.annotations.destructive_hint is True and discard.annotations.read_only_hint is False
@@ -191,3 +195,24 @@ def test_kill_9_during_a_slow_hook_leaves_it_interrupted(fleet, tmp_path):
     assert git(work, "log", "-1", "--format=%s").strip() == "add app"  # never re-run
     settled = json.loads(cli(fleet, "proposals", "reconcile", pid, "--as", "failed", "--json", check=False).stdout)
     assert settled["status"] == "failed" and "interrupted" in settled["error"]
+
+
+async def test_nested_arguments_over_stdio(fleet):
+    """plan steps and branch_delete targets go through the published schemas to the same previews."""
+    async with _client(fleet) as client:
+        plan = ok(await client.call_tool("operation.preview.plan", {
+            "repo": "work", "reason": "two steps", "dry_run": True,
+            "steps": [{"op": "stage", "args": {"paths": ["README.md"]}},
+                      {"op": "commit", "args": {"message": "m"}}]}))
+        assert [s["op"] for s in plan["preview"]["steps"]] == ["stage", "commit"]
+        code, _ = error_of(await client.call_tool("operation.preview.plan", {
+            "repo": "work", "reason": "x", "steps": [{"op": "push", "args": {}}]}))
+        assert code == "BAD_ARGUMENT"
+        cleanup = ok(await client.call_tool("operation.preview.branch_delete", {
+            "reason": "tidy", "targets": [{"repo": "work", "branches": ["topic"]}], "dry_run": True}))
+        assert cleanup["preview"]["targets"][0]["branches"][0]["action"] == "delete"
+        code, _ = error_of(await client.call_tool("operation.preview.branch_delete", {
+            "reason": "tidy", "targets": [{"repo": "/etc", "branches": ["x"]}]}))
+        assert code == "REPO_NOT_IN_FLEET"
+    with open_index(fleet["db"]) as index:
+        assert index.conn.execute("select count(*) from proposals").fetchone()[0] == 0

@@ -4,7 +4,8 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
   a new worktree);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft or mixed reset, merge, patch, submodule_pointer, restore) or, for a push, leaves the machine (it cannot
+  stash_pop, a soft or mixed reset, merge, patch, submodule_pointer, restore; a plan takes its riskiest
+  step's level) or, for a push, leaves the machine (it cannot
   be undone, and says so);
 - high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase, force-with-lease
   push, branch deletion). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
@@ -49,6 +50,8 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("worktree", "low", False, True, "add a linked worktree (optionally on a new branch)"),
     OpInfo("submodule_pointer", "medium", False, True, "record a submodule's checked-out commit as the new "
                                                        "pointer (a commit), or return it to the recorded one"),
+    OpInfo("plan", "medium", False, True, "up to ten steps (stage, unstage, stage_hunks, commit, branch, "
+                                          "checkout, stash) approved once, run in order, undone at once"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
 )}
 
@@ -73,6 +76,9 @@ def risk_of(op: str, args: dict) -> str:
         return HIGH
     if op == "push" and args.get("force_with_lease"):
         return HIGH
+    if op == "plan":
+        risks = [risk_of(s["op"], s.get("args", {})) for s in args.get("steps", []) if s.get("op") in OPS]
+        return max(risks or ["low"], key=LEVELS.index)
     return op_info(op).risk
 
 

@@ -17,7 +17,7 @@ import time
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import cleanup, coreops, integrate, partsops, patchops, proposals, remote, restore
+from fleet.ops import cleanup, coreops, integrate, partsops, patchops, planop, proposals, remote, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.model import Ctx, Op, Plan
@@ -28,7 +28,7 @@ from fleet.repo.target import resolve_target
 log = logging.getLogger("fleetdeck.ops")
 
 OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **cleanup.OPS,
-                      **partsops.OPS, **undo_op.OPS}
+                      **partsops.OPS, **planop.OPS, **undo_op.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
 PERSON = "person"
@@ -234,7 +234,7 @@ def execute(index: Index, proposal_id: str) -> dict:
         status, error = "completed", None
     except FleetError as exc:
         result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:],
-                  "stdout": getattr(exc, "stdout", "")[-2000:]}
+                  "stdout": getattr(exc, "stdout", "")[-2000:], **getattr(exc, "partial", {})}
         status, error = "failed", f"{exc.code}: {exc.message}"
     undo_steps = result.pop("undo", {}) if isinstance(result, dict) else {}
     try:
