@@ -91,6 +91,8 @@ def cmd_proposals(args: argparse.Namespace) -> int:
             row = service.show(index, args.id)
             _emit(args, row, _describe(row))
             return 0
+        if action in ("approve", "undo"):  # this process is an executor now: claim what a dead one left
+            service.resume_orphans(index)
         if action == "approve":
             _confirm(args, service.show(index, args.id), "approve")
             row = service.approve(index, args.id, "cli")
