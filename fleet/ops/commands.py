@@ -22,13 +22,14 @@ def _index(args: argparse.Namespace):
     return index_for(args)
 
 
-def _emit(args: argparse.Namespace, value: dict, text: str) -> None:
+def _emit(args: argparse.Namespace, value: dict, text) -> None:
+    """JSON with --json, else the text (`text` may be a function of the value, built only when shown)."""
     from fleet.cli import emit_json
 
     if getattr(args, "json", False):
         emit_json(value)
     else:
-        print(text)
+        print(text(value) if callable(text) else text)
 
 
 def _line(row: dict) -> str:
@@ -51,9 +52,11 @@ def _describe(row: dict) -> str:
         lines.append(f"  warning: {preview['warning']}")
     if preview.get("rewrites_history"):
         lines.append("  rewrites history")
-    for key in ("files", "commits_leaving"):
+    for key in ("files", "commits_leaving", "commits_arriving"):
         for item in (preview.get(key) or [])[:20]:
-            lines.append(f"  {key}: {item.get('path') or item.get('sha', '')[:12]} {item.get('subject', '')}".rstrip())
+            shown = item if isinstance(item, str) else (item.get("path") or
+                                                        f"{item.get('sha', '')[:12]} {item.get('subject', '')}")
+            lines.append(f"  {key}: {shown}".rstrip())
     if preview.get("diff"):
         lines.append(preview["diff"].rstrip("\n"))
     if row.get("error"):
@@ -88,8 +91,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
             _emit(args, found, "\n".join(_line(r) for r in found["proposals"]) or "no proposals")
             return 0
         if action == "show":
-            row = service.show(index, args.id)
-            _emit(args, row, _describe(row))
+            _emit(args, service.show(index, args.id), _describe)
             return 0
         if action in ("approve", "undo"):  # this process is an executor now: claim what a dead one left
             service.resume_orphans(index)
@@ -106,7 +108,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
             row = service.wait(index, args.id, args.timeout)
         else:
             row = service.reconcile(index, args.id, args.as_status, "cli")
-    _emit(args, row, _describe(row))
+    _emit(args, row, _describe)
     return 0 if row["status"] not in ("failed",) else 1
 
 
