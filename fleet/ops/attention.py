@@ -1,5 +1,5 @@
 """Pending proposals as attention reasons: a repository with a proposal waiting for a person rises in the
-radar just below a conflict in progress (fleet.views.radar's extra sources)."""
+radar to the highest rung below a conflict in progress (fleet.views.radar's extra sources)."""
 
 from __future__ import annotations
 
