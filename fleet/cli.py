@@ -314,6 +314,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.roots = roots
     if not args.db:  # never mix the demo into the person's own index
         args.db = os.path.join(target, "fleet.db")
+    from fleet.demo import seed_proposals
+
+    seed_proposals(args.db, roots)
     return cmd_serve(args)
 
 
