@@ -15,15 +15,15 @@ from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch, short_ref
 from fleet.ops.restore import restore_ref
 from fleet.ops.state import ref_sha
-from fleet.repo.parts import parse_worktrees
+from fleet.repo.parts import worktree_list
 from fleet.repo.target import resolve_target
 
 MAX_REPOS, MAX_PER_REPO, MAX_TOTAL = 20, 20, 100
 
 
-def _checked_out(repo: str) -> dict[str, str]:
+def checked_out(index, repo: str) -> dict[str, str]:
     """{branch: worktree path} for every branch checked out in any worktree of the repository."""
-    rows = parse_worktrees(run(repo, ["worktree", "list", "--porcelain", "-z"]).stdout)
+    rows = worktree_list(resolve_target(index, repo), limit=100_000)["worktrees"]
     return {r["branch"]: r["path"] for r in rows if r["branch"]}
 
 
@@ -89,7 +89,7 @@ def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
         if path in seen:
             raise FleetError("BAD_ARGUMENT", f"{path} is named twice in targets")
         seen.add(path)
-        busy, default = _checked_out(path), _default_branch(path)
+        busy, default = checked_out(ctx.index, path), _default_branch(path)
         repos.append({"repo": path, "branches": [_judge(path, b, merged_only, busy, default) for b in branches]})
     doomed = [b for r in repos for b in r["branches"] if b["action"] == "delete"]
     if not doomed:
@@ -110,7 +110,7 @@ def run_branch_delete(ctx: Ctx, args: dict) -> dict:
     for target in args["targets"]:
         repo = target["repo"]
         try:
-            busy = _checked_out(repo)
+            busy = checked_out(ctx.index, repo)
         except FleetError as exc:
             results += [{"repo": repo, "branch": b["branch"], "status": "failed", "why": exc.message}
                         for b in target["branches"] if b["action"] == "delete"]

@@ -14,12 +14,13 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.read import run, text
+from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, short_ref, string)
 from fleet.ops.state import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.repo.target import _root_of
+from fleet.repo.scope import root_of
 
 
 # --- worktree ---------------------------------------------------------------------------------------------
@@ -30,7 +31,7 @@ def preview_worktree(ctx: Ctx, args: dict) -> Plan:
     if not os.path.isabs(path) or any(ord(c) < 32 for c in path):
         raise FleetError("BAD_PATH", "path must be an absolute path without control characters")
     parent = os.path.realpath(os.path.dirname(os.path.normpath(path)))
-    if _root_of(parent, ctx.index.roots()) is None:
+    if root_of(parent, ctx.index.roots()) is None:
         raise FleetError("BAD_PATH", f"{path!r} is not inside a fleet root")
     target = os.path.join(parent, os.path.basename(os.path.normpath(path)))
     if os.path.lexists(target):
@@ -50,9 +51,7 @@ def preview_worktree(ctx: Ctx, args: dict) -> Plan:
         start = ref_sha(ctx.repo, ref)
         if start is None:
             raise FleetError("BAD_REF", f"no local branch {short_ref(ref)!r} (pass new_branch: true to create it)")
-        from fleet.ops.cleanup import _checked_out
-
-        busy = _checked_out(ctx.repo)
+        busy = checked_out(ctx.index, ctx.repo)
         if short_ref(ref) in busy:
             raise FleetError("BAD_ARGUMENT", f"{short_ref(ref)} is already checked out in {busy[short_ref(ref)]}")
     preview = {"summary": f"add a worktree at {target} on {'new ' if new else ''}branch {short_ref(ref)}",
