@@ -10,7 +10,7 @@ upstream settings in the result), so an undo recreates exactly what was deleted.
 from __future__ import annotations
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch, short_ref
 from fleet.ops.restore import restore_ref

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.revs import index_base
+from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commits_between, flag,
                              inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string)
@@ -63,7 +64,7 @@ def preview_stage(ctx: Ctx, args: dict) -> Plan:
     if not todo:
         raise FleetError("BAD_ARGUMENT", "nothing to stage: no unstaged or untracked changes there")
     preview = {"summary": f"stage {len(todo)} file(s)", "files": _files(todo),
-               **capped_diff(ctx.repo, _spec(paths) or ["--"]),
+               **capped_diff(ctx.repo, ["diff-files", *(_spec(paths) or ["--"])]),
                "untracked": [e.path for e in todo if e.kind == "?"]}
     return Plan({"paths": paths, "all": everything}, preview, paths=paths,
                 policy_paths=[e.path for e in todo])
@@ -82,7 +83,7 @@ def preview_unstage(ctx: Ctx, args: dict) -> Plan:
     if not todo:
         raise FleetError("BAD_ARGUMENT", "nothing to unstage: none of these paths has staged changes")
     preview = {"summary": f"unstage {len(todo)} file(s) (working-tree files stay as they are)",
-               "files": _files(todo), **capped_diff(ctx.repo, ["--cached", *_spec(paths)])}
+               "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "--cached", index_base(ctx.repo), *_spec(paths)])}
     return Plan({"paths": paths}, preview, paths=paths, policy_paths=[e.path for e in todo])
 
 
@@ -113,10 +114,10 @@ def preview_commit(ctx: Ctx, args: dict) -> Plan:
         if untracked:
             raise FleetError("BAD_PATH", f"{untracked[0]!r} is untracked: stage it first (commit with paths "
                                          "only takes files git already tracks)")
-        diff = capped_diff(ctx.repo, ["HEAD", "--", *paths]) if head else capped_diff(ctx.repo, ["--cached", "--", *paths])
+        diff = capped_diff(ctx.repo, ["diff-index", index_base(ctx.repo), "--", *paths])
     else:
         files = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
-        diff = capped_diff(ctx.repo, ["--cached"])
+        diff = capped_diff(ctx.repo, ["diff-index", "--cached", index_base(ctx.repo)])
     if not files and not amend:
         raise FleetError("BAD_ARGUMENT", "nothing to commit: stage changes first (or name paths)")
     branch = short_ref(head_ref) if head_ref else None
@@ -190,7 +191,7 @@ def preview_checkout(ctx: Ctx, args: dict) -> Plan:
                                         "commit, or propose a branch first")
         if target_ref == head_ref:
             raise FleetError("BAD_ARGUMENT", f"{short_ref(target_ref)} is already checked out")
-    changed = text(run(ctx.repo, ["diff", "--no-renames", "--name-only", "-z", head, sha, "--"]).stdout).split("\0")
+    changed = text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", head, sha, "--"]).stdout).split("\0")
     changed = [p for p in changed if p]
     status, _ = read_status(ctx.repo)
     dirty = {e.path for e in status.entries if e.kind in "12u"}
@@ -229,7 +230,7 @@ def preview_stash(ctx: Ctx, args: dict) -> Plan:
         raise FleetError("BAD_ARGUMENT", "nothing to stash" + ("" if untracked else
                                                               " (untracked files need include_untracked)"))
     preview = {"summary": f"stash {len(todo)} file(s)" + (" including untracked ones" if untracked else ""),
-               "files": _files(todo), **capped_diff(ctx.repo, ["HEAD"]), "message": message}
+               "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "HEAD"]), "message": message}
     return Plan({"message": message, "include_untracked": untracked}, preview, refs=["refs/stash"], moves=[],
                 policy_paths=[e.path for e in todo],
                 untracked_content=[e.path for e in todo if e.kind == "?"])
@@ -258,7 +259,7 @@ def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
     if n >= len(entries):
         raise FleetError("NOT_FOUND", f"there is no stash@{{{n}}} ({len(entries)} stash entries)")
     sha, message = entries[n][:40], entries[n][41:]
-    files = text(run(ctx.repo, ["diff", "--no-renames", "--name-status", "-z", f"{sha}^1", sha, "--"]).stdout).split("\0")
+    files = text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-status", "-z", f"{sha}^1", sha, "--"]).stdout).split("\0")
     names = [p for kind, p in zip(files[::2], files[1::2])]
     untracked = []
     if ref_sha(ctx.repo, f"{sha}^3") is not None:
@@ -268,7 +269,7 @@ def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
     dirty = {e.path for e in status.entries}
     preview = {"summary": f"apply and drop stash@{{{n}}}: {message}", "stash": sha, "message": message,
                "files": names[:200], "untracked_files": untracked[:200],
-               **capped_diff(ctx.repo, [f"{sha}^1", sha])}
+               **capped_diff(ctx.repo, ["diff-tree", "-r", f"{sha}^1", sha])}
     clash = sorted(dirty & (set(names) | set(untracked)))
     if clash:
         preview["warning"] = "files changed locally are also in the stash; git may refuse: " + ", ".join(clash[:10])
@@ -302,7 +303,7 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
                "files_changing": _names(ctx.repo, head, target)}
     if lost:
         preview["uncommitted_changes_discarded"] = _files(lost)
-        preview.update(capped_diff(ctx.repo, ["HEAD"]))
+        preview.update(capped_diff(ctx.repo, ["diff-index", "HEAD"]))
     moves = _moved(ctx.repo)
     return Plan({"mode": mode, "target": target}, preview, refs=moves, moves=moves,
                 paths=[] if mode == "soft" else None, pin_index=mode == "soft",
@@ -310,7 +311,7 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
 
 
 def _names(repo: str, a: str, b: str) -> list[str]:
-    return [p for p in text(run(repo, ["diff", "--no-renames", "--name-only", "-z", a, b, "--"]).stdout).split("\0") if p][:200]
+    return [p for p in text(run(repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", a, b, "--"]).stdout).split("\0") if p][:200]
 
 
 def run_reset(ctx: Ctx, args: dict) -> dict:
@@ -332,7 +333,7 @@ def preview_discard(ctx: Ctx, args: dict) -> Plan:
                          ("" if untracked else " (untracked files need include_untracked)"))
     preview = {"summary": f"discard working-tree changes to {len(tracked)} tracked file(s)" +
                           (f" and delete {len(loose)} untracked file(s)" if loose else ""),
-               "files": _files(tracked + loose), **capped_diff(ctx.repo, ["--", *paths]),
+               "files": _files(tracked + loose), **capped_diff(ctx.repo, ["diff-files", "--", *paths]),
                "untracked_deleted": [e.path for e in loose],
                "note": "staged changes are kept; the restore point saves every file's exact content"}
     return Plan({"paths": paths, "include_untracked": untracked, "tracked": [e.path for e in tracked],

@@ -1,8 +1,9 @@
 """merge and rebase: bringing another line of history into the checked-out branch.
 
 Both previews predict conflicts without touching the repository: merge with the read side's merge-tree
-preflight; rebase by replaying the branch's commits one by one onto the target in a throwaway object
-store (`git merge-tree` against a synthetic parent, so each step is exactly a cherry-pick), naming the first
+preflight; rebase by replaying the branch's commits one by one onto the target in the read side's throwaway
+repository (fleet.git.mergetree: nothing written or freshened in the repository, no merge driver of its run;
+`git merge-tree` against a synthetic parent, so each step is exactly a cherry-pick), naming the first
 commit that would conflict. Runs never leave a half-done operation behind: a merge or rebase that stops on
 conflicts is aborted, and the proposal fails naming them (the restore point is there either way).
 """
@@ -10,11 +11,11 @@ conflicts is aborted, and the proposal fails naming them (the restore point is t
 from __future__ import annotations
 
 import os
-import tempfile
 
 from fleet.errors import FleetError
-from fleet.git.read import git_dirs, run, text
-from fleet.git.run import GitError, run_git
+from fleet.git.mergetree import scratch_repo
+from fleet.git.revs import git_dirs
+from fleet.git.run import GitError, run, run_git, text
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commits_between, is_ancestor, known_args,
@@ -66,7 +67,7 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
                "commits_arriving": arriving["commits"], "commits_truncated": arriving["truncated"],
                "preflight": {k: flight[k] for k in ("result", "conflicted_paths", "conflict_count", "merge_base")},
                "rewrites_history": False,
-               "files_changing": [p for p in text(run(ctx.repo, ["diff", "--no-renames", "--name-only", "-z",
+               "files_changing": [p for p in text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z",
                                                                   head, sha, "--"]).stdout).split("\0") if p][:200]}
     if flight["result"] == "conflicts":
         preview["warning"] = (f"the merge would conflict in {flight['conflict_count']} file(s); it will be "
@@ -103,8 +104,8 @@ def run_merge(ctx: Ctx, args: dict) -> dict:
 
 
 def _conflicted(repo: str) -> list[str]:
-    data = run(repo, ["diff", "--name-only", "--diff-filter=U", "-z"]).stdout
-    return sorted({p for p in text(data).split("\0") if p})
+    data = text(run(repo, ["ls-files", "--unmerged", "-z"]).stdout)
+    return sorted({entry.split("\t", 1)[1] for entry in data.split("\0") if "\t" in entry})
 
 
 # --- rebase ----------------------------------------------------------------------------------------------
@@ -116,15 +117,12 @@ def replay_preflight(repo: str, onto: str, head: str) -> dict:
                                        head, f"^{onto}", "--"]).stdout).split() if s]
     if len(shas) > MAX_REPLAY:
         raise FleetError("LIMIT", f"more than {MAX_REPLAY} commits to replay; rebase it in a terminal")
-    common = git_dirs(repo)[1]
     base = onto
-    with tempfile.TemporaryDirectory(prefix="fleetdeck-replay-") as scratch:
-        env = {"GIT_OBJECT_DIRECTORY": scratch,
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(common, "objects"), **_IDENTITY}
+    with scratch_repo(repo, git_dirs(repo)[1]) as gitdir:  # nothing written, freshened or run in the repo
 
         def git(args: list[str], ok: tuple[int, ...] = (0,)):
             try:
-                return run_git(repo, args, extra_env=env, ok_codes=ok, timeout=30)
+                return run_git(gitdir, args, extra_env=_IDENTITY, ok_codes=ok, timeout=30)
             except GitError as exc:
                 raise FleetError.from_git(exc) from exc
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fleet.errors import FleetError
-from fleet.git.read import resolve_commit, run, text
+from fleet.git.revs import resolve_commit
+from fleet.git.run import run, text
 from fleet.repo.scope import check_rev, resolve_file_in_repo
 
 MAX_PATHS = 1000
@@ -120,9 +121,11 @@ def short_ref(ref: str) -> str:
     return ref
 
 
-def capped_diff(repo: str, args: list[str]) -> dict:
-    """A diff as text, cut at DIFF_CAP bytes on a line boundary, saying so."""
-    data = run(repo, ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *args]).stdout
+def capped_diff(repo: str, command: list[str]) -> dict:
+    """A patch from diff plumbing (`diff-files`, `diff-index`, `diff-tree`: porcelain `git diff` would refresh
+    and rewrite .git/index), as text cut at DIFF_CAP bytes on a line boundary, saying so."""
+    name, *rest = command
+    data = run(repo, [name, "-p", "--no-color", "--no-ext-diff", "--no-textconv", *rest]).stdout
     truncated = len(data) > DIFF_CAP
     if truncated:
         data = data[:DIFF_CAP].rsplit(b"\n", 1)[0] + b"\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fleet.errors import FleetError
 from fleet.git import diffparse
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import DIFF_CAP, Ctx, Op, Plan, known_args, string
 from fleet.repo import hunkids
@@ -80,9 +80,9 @@ def run_patch(ctx: Ctx, args: dict) -> dict:
 
 def _zero_context(repo: str, path: str) -> tuple[bytes, list[bytes], list[dict]]:
     """The file's unstaged diff with no context: (header, raw hunks, parsed hunks), in the same order."""
-    raw = run(repo, ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--unified=0",
+    raw = run(repo, ["diff-files", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--unified=0",
                      "--", path]).stdout
-    parsed = diffparse.parse_diff(run(repo, ["diff", *DIFF_FLAGS, "--no-renames", "--unified=0", "--", path]).stdout)
+    parsed = diffparse.parse_diff(run(repo, ["diff-files", *DIFF_FLAGS, "--unified=0", "--", path]).stdout)
     if not raw or not parsed:
         raise FleetError("BAD_ARGUMENT", f"{path!r} has no unstaged changes")
     change = parsed[0]

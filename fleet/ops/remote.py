@@ -9,7 +9,7 @@ refuses. The push runs as the person would (pre-push hook, credential helpers, s
 from __future__ import annotations
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Op, Plan, commits_between, flag, is_ancestor, known_args, local_branch, short_ref, string
 from fleet.ops.state import head_state, ref_sha

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.index.store import Index
 from fleet.ops.gitexec import exec_git
 from fleet.ops.state import head_state, read_status, ref_sha, revalidate

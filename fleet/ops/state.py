@@ -12,7 +12,7 @@ import hashlib
 import os
 
 from fleet.errors import FleetError
-from fleet.git.read import run, text
+from fleet.git.run import run, text
 from fleet.git.status import Status, parse_status
 
 STATUS = ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none"]
@@ -68,7 +68,7 @@ def tree_fingerprint(repo: str, paths: list[str] | None = None) -> str:
 
 def index_digest(repo: str) -> str:
     """sha256 of what the index holds relative to HEAD (paths, modes, blob ids): what a commit would record."""
-    raw = run(repo, ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev"]).stdout
+    raw = run(repo, ["diff-index", "--cached", "--raw", "-z", "--no-abbrev", "HEAD"]).stdout
     return hashlib.sha256(raw).hexdigest()
 
 
