@@ -174,3 +174,18 @@ def test_restore_list_and_refs(fleet):
     assert f"refs/fleetdeck/restore/{done['id']}/HEAD" in refs
     assert f"refs/fleetdeck/restore/{done['id']}/files" in refs
     assert proposals.get(fleet["index"], done["id"])["restore_point"] == done["id"]
+
+
+def test_restore_points_are_pruned_only_on_purpose(fleet, capsys):
+    from fleet.cli import main as cli_main
+
+    done = run(fleet, "stage", {"paths": ["README.md"]})
+    work = fleet["work"]
+    assert git(work, "for-each-ref", f"refs/fleetdeck/restore/{done['id']}/") != ""
+    assert cli_main(["--db", str(fleet["db"]), "restore-points", str(work), "--prune", "p-other"]) == 1
+    assert cli_main(["--db", str(fleet["db"]), "restore-points", str(work), "--prune", done["id"], "--json"]) == 0
+    assert git(work, "for-each-ref", f"refs/fleetdeck/restore/{done['id']}/") == ""
+    assert restore.list_points(fleet["index"], str(work))["restore_points"] == []
+    with pytest.raises(FleetError) as err:
+        service.undo(fleet["index"], done["id"], "cli")
+    assert err.value.code == "NOT_FOUND"

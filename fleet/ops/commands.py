@@ -131,7 +131,15 @@ def cmd_restore_points(args: argparse.Namespace) -> int:
     from fleet.repo.target import resolve_target
 
     with _index(args) as index:
-        found = restore.list_points(index, resolve_target(index, args.repo).path)
+        path = resolve_target(index, args.repo).path
+        if args.prune:
+            ids = {p["restore_point"] for p in restore.list_points(index, path, limit=100_000)["restore_points"]}
+            if args.prune not in ids:
+                raise FleetError("NOT_FOUND", f"no restore point {args.prune} in {path}")
+            result = restore.prune(index, args.prune)
+            _emit(args, result, f"pruned {args.prune}: {result['refs_deleted']} ref(s) deleted")
+            return 0
+        found = restore.list_points(index, path)
     _emit(args, found, "\n".join(f"{p['restore_point']}  {p['created_at']}  {p['op']}  "
                                  f"{'undoable' if p['undoable'] else 'not undoable'}"
                                  for p in found["restore_points"]) or "no restore points")
@@ -184,5 +192,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("restore-points", help="restore points of one repository (what can be undone)")
     p.add_argument("repo")
+    p.add_argument("--prune", metavar="ID", help="delete this restore point (its refs) for good: the only way "
+                                                 "one goes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_restore_points)

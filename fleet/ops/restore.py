@@ -157,6 +157,20 @@ def list_points(index: Index, repo: str, limit: int = 200) -> dict:
             "omitted_count": max(0, len(rows) - limit)}
 
 
+def prune(index: Index, point_id: str) -> dict:
+    """The one way a restore point goes: its refs deleted (git may then collect what only they kept) and its
+    row marked pruned. Only by the person's explicit command (`fleetdeck restore-points REPO --prune ID`)."""
+    point = details(index, point_id)
+    if point["pruned"]:
+        raise FleetError("NOT_FOUND", f"restore point {point_id} is already pruned")
+    refs = text(run(point["repo"], ["for-each-ref", "--format=%(refname)", f"{PREFIX}/{point_id}/"]).stdout).split()
+    if refs:
+        exec_git(point["repo"], ["update-ref", "--stdin"], input_bytes="".join(f"delete {r}\n" for r in refs).encode())
+    with index.write() as conn:
+        conn.execute("UPDATE restore_points SET pruned = 1 WHERE id = ?", (point_id,))
+    return {"restore_point": point_id, "repo": point["repo"], "refs_deleted": len(refs)}
+
+
 def check_undo(repo: str, point: dict) -> None:
     """STALE unless the repository is exactly as the proposal left it (an undo must not lose later work)."""
     if point["pruned"]:
