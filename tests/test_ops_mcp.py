@@ -216,3 +216,12 @@ async def test_nested_arguments_over_stdio(fleet):
         assert code == "REPO_NOT_IN_FLEET"
     with open_index(fleet["db"]) as index:
         assert index.conn.execute("select count(*) from proposals").fetchone()[0] == 0
+
+
+def test_cli_text_makes_control_characters_visible(fleet):
+    """A repository's file names are a stranger's bytes: shown on a terminal, never obeyed by it."""
+    write(fleet["work"] / "evil\x1b]52;c;aGk=\x07.txt", "x\n")
+    with open_index(fleet["db"]) as index:
+        made = service.propose(index, "codex", "stage", "work", {"all": True}, "stage all")
+    shown = cli(fleet, "proposals", "show", made["proposal_id"]).stdout
+    assert "\x1b" not in shown and "\\x1b]52" in shown

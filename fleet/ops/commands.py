@@ -14,12 +14,18 @@ from fleet.errors import FleetError
 from fleet.ops import policy as policy_mod
 from fleet.ops import proposals, restore, service
 from fleet.ops.catalog import OPS, risk_of
+from fleet.views.safe import visible
 
 
 def _index(args: argparse.Namespace):
     from fleet.cli import index_for
 
     return index_for(args)
+
+
+def _shown(text: str) -> str:
+    """Repository and agent text for a terminal: every control character made visible, line by line."""
+    return "\n".join(visible(line) for line in text.split("\n"))
 
 
 def _emit(args: argparse.Namespace, value: dict, text) -> None:
@@ -29,7 +35,7 @@ def _emit(args: argparse.Namespace, value: dict, text) -> None:
     if getattr(args, "json", False):
         emit_json(value)
     else:
-        print(text(value) if callable(text) else text)
+        print(_shown(text(value) if callable(text) else text))
 
 
 def _line(row: dict) -> str:
@@ -74,7 +80,7 @@ def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
         return
     if not sys.stdin.isatty():
         raise FleetError("BAD_ARGUMENT", f"{verb} needs --yes when not run on a terminal")
-    print(_describe(row))
+    print(_shown(_describe(row)))
     word = "yes" if row.get("risk") == "high" else "y"
     answer = input(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: ").strip().lower()
     if answer != word:
