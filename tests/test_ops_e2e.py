@@ -16,7 +16,7 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops.catalog import OPS as CATALOG
 from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import bare_remote, commit_file, git, init_repo, write
+from tests.gitbuild import bare_remote, commit_file, git, init_repo
 from tests.mcpfleet import error_of, ok
 from tests.opsfleet import build, state
 

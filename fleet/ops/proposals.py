@@ -155,12 +155,6 @@ def list_proposals(index: Index, status: str | None = None, repo: str | None = N
             "omitted_count": max(0, total - len(rows))}
 
 
-def pending_count(index: Index) -> int:
-    with index.write() as conn:
-        expire_due(conn)
-        return conn.execute("SELECT count(*) FROM proposals WHERE status = 'pending'").fetchone()[0]
-
-
 def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, **fields: object) -> dict:
     """Move a proposal from one of `allowed` to `to` in one compare-and-set; NOT_PENDING names the state
     it is really in when it is no longer in any of `allowed` (someone else decided it first)."""
