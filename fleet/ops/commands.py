@@ -89,6 +89,12 @@ def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
 
 def cmd_proposals(args: argparse.Namespace) -> int:
     action = args.proposals_action
+    if action == "approver-token":
+        from fleet.ops.approver import approver_token
+
+        with _index(args) as index:
+            print(approver_token(index.path))
+        return 0
     with _index(args) as index:
         if action == "list":
             found = proposals.list_proposals(index, args.status, limit=args.limit)
@@ -159,6 +165,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("proposals", help="agents' proposals: list, show, approve, reject, undo, wait, reconcile")
     actions = p.add_subparsers(dest="proposals_action", metavar="ACTION")
     p.set_defaults(func=cmd_proposals, proposals_action="list", json=False, status=None, limit=200)
+    actions.add_parser("approver-token", help="the token your own scripts send as X-Fleetdeck-Approver to approve "
+                                              "or reject over HTTP (the dashboard's access token cannot)")
     a = actions.add_parser("list", help="pending first, then the rest newest first")
     a.add_argument("--status", choices=proposals.STATES)
     a.add_argument("--limit", type=int, default=200)

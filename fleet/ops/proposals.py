@@ -155,6 +155,15 @@ def list_proposals(index: Index, status: str | None = None, repo: str | None = N
             "omitted_count": max(0, total - len(rows))}
 
 
+def change_stamp(index: Index) -> tuple[int, float]:
+    """(pending count, the latest change to any proposal): what a live page polls to know it must refresh.
+    Read-only, so expiry shows up on the next write or list."""
+    row = index.conn.execute("SELECT sum(status = 'pending' AND expires_at > ?), max(max(created_at, "
+                             "ifnull(decided_at, 0), ifnull(started_at, 0), ifnull(finished_at, 0))) "
+                             "FROM proposals", (time.time(),)).fetchone()
+    return int(row[0] or 0), float(row[1] or 0)
+
+
 def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, **fields: object) -> dict:
     """Move a proposal from one of `allowed` to `to` in one compare-and-set; NOT_PENDING names the state
     it is really in when it is no longer in any of `allowed` (someone else decided it first)."""

@@ -81,6 +81,17 @@ def approve_url(index: Index, proposal_id: str) -> str | None:
     return f"{row[0].rstrip('/')}/proposals/{proposal_id}"
 
 
+def announce_dashboard(index: Index, base_url: str | None) -> None:
+    """`serve` says where its dashboard is (the proposals' approve_url), tied to this process's life;
+    None withdraws it."""
+    with index.write() as conn:
+        if base_url is None:
+            conn.execute("DELETE FROM meta WHERE key IN ('serve_url', 'serve_worker')")
+            return
+        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                         [("serve_url", base_url), ("serve_worker", proposals.process_identity())])
+
+
 def summary(index: Index, row: dict, replayed: bool = False) -> dict:
     """What an agent gets back for a proposal: its id, state, where a person approves it, what to call next."""
     url = approve_url(index, row["id"]) if row["status"] == "pending" else None
