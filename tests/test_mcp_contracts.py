@@ -164,16 +164,16 @@ def test_event_kinds_are_one_list():
 
 async def test_no_phantom_write_side(server):
     """What the instructions and the radar say about proposals is backed by the write side (fleet/ops): a
-    preview tool per catalogued op, status and cancel, and the radar source of pending proposals."""
-    from fleet.ops.attention import pending_reasons
+    preview tool per catalogued op, status and cancel, and the radar's pending_proposal reason (raised by
+    fleet.ops.attention; tests/test_ops_core.py checks a pending proposal tops the queue)."""
     from fleet.ops.catalog import OPS
-    from fleet.views.radar import SCORES, extra_sources
+    from fleet.views.radar import SCORES
     from mcp_bridge.server import INSTRUCTIONS
 
     tools = {t.name for t in await server.list_tools()}
     assert "operation.preview" in INSTRUCTIONS and "operation.status" in INSTRUCTIONS
     assert {f"operation.preview.{op}" for op in OPS} | {"operation.status", "operation.cancel"} <= tools
-    assert "pending_proposal" in SCORES and pending_reasons in extra_sources()
+    assert "pending_proposal" in SCORES
 
 
 def test_integer_arguments_are_parsed_one_way():

@@ -240,11 +240,11 @@ def test_orphaned_approved_is_claimed_after_revalidation(fleet):
 
 
 def test_pending_proposal_tops_the_radar_until_decided(fleet):
-    from fleet.views.radar import radar
+    from fleet.views.queue import radar_entries
 
     made = propose(fleet, "stage", {"paths": ["README.md"]})
-    top = radar(fleet["index"], limit=1)[0]
+    top = radar_entries(fleet["index"], limit=1)[0]
     assert (top["path"], top["status"]) == (str(fleet["work"]), "pending_proposal")
     assert made["proposal_id"] in top["next_step"]
     service.reject(fleet["index"], made["proposal_id"], "cli", "no")
-    assert radar(fleet["index"], limit=1)[0]["status"] != "pending_proposal"
+    assert radar_entries(fleet["index"], limit=1)[0]["status"] != "pending_proposal"
