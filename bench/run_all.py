@@ -26,6 +26,7 @@ SCRIPTS = {
     "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
                   ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
     "mcp": (["bench_mcp.py", "--runs", "15", "--connect-runs", "5"], ["--runs", "3", "--connect-runs", "2"]),
+    "ops": (["bench_ops.py", "--runs", "9"], ["--runs", "2", "--large-files", "2000"]),
 }
 
 

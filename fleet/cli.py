@@ -314,6 +314,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     args.roots = roots
     if not args.db:  # never mix the demo into the person's own index
         args.db = os.path.join(target, "fleet.db")
+    from fleet.demo import seed_proposals
+
+    seed_proposals(args.db, roots)
     return cmd_serve(args)
 
 
@@ -406,6 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fleetdeck {__version__}")
     parser.add_argument("--db", help="index database (default: $FLEETDECK_DB or $XDG_DATA_HOME/fleetdeck/fleet.db)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    parser.add_argument("--policy", help="the write policy file (default: $FLEETDECK_POLICY or "
+                                         "$XDG_CONFIG_HOME/fleetdeck/policy.toml)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -485,6 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
     p.set_defaults(func=cmd_mcp)
+
+    from fleet.ops.commands import add_parsers as add_ops_parsers
+
+    add_ops_parsers(sub)
     return parser
 
 
@@ -534,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "action", None) in ("add", "remove") and not args.path:
         parser.error(f"roots {args.action} needs a PATH")
+    if args.policy:  # every part of this process (and the executor) loads the same policy
+        os.environ["FLEETDECK_POLICY"] = os.path.abspath(args.policy)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="fleetdeck: %(levelname)s: %(message)s")
     try:

@@ -182,3 +182,48 @@ def _clean(b: DemoBuilder, root: Path, name: str) -> None:
 def _no_upstream(b: DemoBuilder, root: Path) -> None:
     repo = b.repo(root / "scratch", {"notes.md": "# ideas\n"})
     b.commit(repo, "notes.md", "# ideas\n- a fleet dashboard\n", "more ideas")
+
+
+# Proposals the demo's agents are waiting on: (agent, op, repo under its root, args, reason).
+DEMO_PROPOSALS = (
+    ("claude-code", "commit", "oss/mobile-app", {"message": "Name the package", "paths": ["package.json"]},
+     "package.json is staged and names the app; committing it before the release branch is cut"),
+    ("codex", "discard", "oss/mobile-app", {"paths": ["notes.txt"], "include_untracked": True},
+     "notes.txt is a scratch file I left behind"),
+    ("claude-code", "submodule_pointer", "oss/monorepo",
+     {"path": "vendor/shared-lib", "action": "record", "message": "vendor shared-lib v2"},
+     "shared-lib v2 is checked out and tested; record it as the new pointer"),
+    ("codex", "merge", "work/billing", {"source": "origin/main"},
+     "bring in the teammates' tax-rate change before continuing the export work"),
+)
+
+
+def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[str]:
+    """Index the demo fleet and make the demo agents' pending proposals (under no personal policy);
+    returns their ids. A proposal the fleet's state refuses is skipped, never fatal to the demo."""
+    from fleet.errors import FleetError
+    from fleet.index.scan import scan
+    from fleet.index.store import open_index
+    from fleet.ops import service
+
+    base = Path(roots[0]).parent
+    made = []
+    saved = os.environ.get("FLEETDECK_POLICY")
+    os.environ["FLEETDECK_POLICY"] = str(base.parent / "demo-policy.toml")
+    Path(os.environ["FLEETDECK_POLICY"]).write_text("# the demo's policy: every proposal waits for a person\n")
+    try:
+        with open_index(db_path) as index:
+            for root in roots:
+                index.add_root(root)
+            scan(index, roots)
+            for agent, op, where, args, reason in DEMO_PROPOSALS:
+                try:
+                    made.append(service.propose(index, agent, op, str(base / where), args, reason)["proposal_id"])
+                except FleetError:
+                    continue
+    finally:
+        if saved is None:
+            os.environ.pop("FLEETDECK_POLICY", None)
+        else:
+            os.environ["FLEETDECK_POLICY"] = saved
+    return made

@@ -232,6 +232,7 @@ class StashList(Capped):
 # --- git reads (fleet.repo.changes, history, diffs, refs, blame, conflicts) --------------------------------------
 
 class Hunk(Out):
+    id: str | None = None  # stable while the file is unchanged; operation.preview.stage_hunks takes it
     header: str
     old_start: int
     old_lines: int

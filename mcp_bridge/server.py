@@ -27,8 +27,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import (tools_agents, tools_context, tools_fleet, tools_git, tools_patch, tools_recovery,
-                        tools_repo)
+from mcp_bridge import (tools_agents, tools_context, tools_fleet, tools_git, tools_ops, tools_patch,
+                        tools_recovery, tools_repo)
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
 from fleet.presence.switches import presence_switches
@@ -40,7 +40,8 @@ log = logging.getLogger("fleetdeck.mcp")
 
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
-TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery, tools_patch)
+TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery, tools_patch,
+                tools_ops)
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
@@ -48,10 +49,11 @@ Start with fleet.radar (what needs attention, fleet-wide) or repo.brief (one rep
 Every per-repo tool takes `repo`: a fleet name (from fleet.repos) or an absolute path inside a fleet root,
 and names the repository that answered in its `repo`. Fleet answers say how fresh the index is (`freshness`;
 `refresh` re-reads named repos first). repo.lost / fleet.lost list dropped commits you can still recover.
-No tool here changes a repository: they read (the patch.* tools write only a .patch file inside a fleet
-root, when asked to). Lists are capped and say `truncated` and `omitted_count`; times are ISO 8601 UTC
-strings; failures are isError results with `error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH,
-BAD_ARGUMENT, GIT_FAILED, LIMIT, INTERNAL, ...).
+Reads change nothing (the patch.* tools write only a .patch file inside a fleet root, when asked to).
+Changes are proposals (operation.preview.<op>, with a required reason) that a person approves on the
+fleetdeck dashboard or CLI; never assume a proposal ran until operation.status says so. Lists are capped and
+say `truncated` and `omitted_count`; times are ISO 8601 UTC strings; failures are isError results with
+`error.code` (REPO_NOT_IN_FLEET, BAD_REF, BAD_PATH, BAD_ARGUMENT, GIT_FAILED, LIMIT, INTERNAL, ...).
 """
 
 

@@ -163,14 +163,17 @@ def test_event_kinds_are_one_list():
 
 
 async def test_no_phantom_write_side(server):
-    """Nothing tells an agent about proposals or approvals: no such feature exists yet."""
+    """What the instructions and the radar say about proposals is backed by the write side (fleet/ops): a
+    preview tool per catalogued op, status and cancel, and the radar's pending_proposal reason (raised by
+    fleet.ops.attention; tests/test_ops_core.py checks a pending proposal tops the queue)."""
+    from fleet.ops.catalog import OPS
     from fleet.views.radar import SCORES
     from mcp_bridge.server import INSTRUCTIONS
 
-    tools = await server.list_tools()
-    text = INSTRUCTIONS + " ".join((t.description or "") for t in tools)
-    assert "proposal" not in text.lower() and "approve" not in text.lower()
-    assert "pending_proposal" not in SCORES
+    tools = {t.name for t in await server.list_tools()}
+    assert "operation.preview" in INSTRUCTIONS and "operation.status" in INSTRUCTIONS
+    assert {f"operation.preview.{op}" for op in OPS} | {"operation.status", "operation.cancel"} <= tools
+    assert "pending_proposal" in SCORES
 
 
 def test_integer_arguments_are_parsed_one_way():

@@ -15,6 +15,7 @@ from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.scan import refresh_repo
 from fleet.index.store import Index
+from fleet.ops.proposals import change_stamp
 from fleet.views.digest import digest
 from fleet.views.repos import public_records
 from web.pages import repo_id
@@ -69,11 +70,15 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
     indexed `max()` per tick.
     """
     seen = idx.generation()
+    stamp = change_stamp(idx)
     yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
     ticks = 0
     while True:
         await anyio.sleep(POLL_SECONDS)
         ticks += 1
+        if change_stamp(idx) != stamp:  # a proposal arrived or was decided: pending count and pages
+            stamp = change_stamp(idx)
+            yield ServerSentEvent(event="proposals", data=json.dumps({"pending": stamp[0]}))
         current = idx.generation()
         if current != seen:
             changed = idx.changed_since(seen)

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from web import api
+from web import api, proposals
 from web.guards import API_PREFIXES, guards
 from web.pages import PAGES, render
 from web.security import Guard, allowed_hosts_for
@@ -41,6 +41,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/repos/{repo_id:int}/refresh", api.api_refresh, methods=["POST"], name="api_refresh"),
         Route("/api/digest", api.api_digest, name="api_digest"),
         Route("/api/events", api.api_events, name="api_events"),
+        *proposals.routes(),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

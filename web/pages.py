@@ -30,6 +30,7 @@ from fleet.views.queue import QueueFilter, attention_queue
 from fleet.views.render import environment
 from fleet.views.report import chart_geometry
 from web.params import digest_form
+from web.proposals import list_context, pending_badge, proposal_context
 from web.state import AppState, index
 
 MAX_ROW_ID = 2**63 - 1  # SQLite's integer range: a larger id names no row (and must not overflow)
@@ -41,7 +42,7 @@ def _paths(request: Request) -> dict:
     return {"url_for": lambda name, /, **params: request.app.url_path_for(name, **params)}
 
 
-templates = Jinja2Templates(env=environment(), context_processors=[_paths])
+templates = Jinja2Templates(env=environment(), context_processors=[_paths, pending_badge])
 
 Context = Callable[[Request, Index], dict]
 
@@ -147,4 +148,8 @@ PAGES = (
          status=digest_status),
     Page("agents", "/agents", "/fragments/agents", agents_context, "agents.html", "_agents.html",
          "/api/presence"),
+    Page("proposals", "/proposals", "/fragments/proposals", list_context, "proposals.html", "_proposals.html",
+         "/api/proposals"),
+    Page("proposal", "/proposals/{proposal_id}", "/fragments/proposals/{proposal_id}", proposal_context,
+         "proposal.html", "_proposal.html", "/api/proposals/{proposal_id}"),
 )

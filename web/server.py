@@ -21,6 +21,8 @@ import uvicorn
 from starlette.routing import Route
 
 from fleet.errors import FleetError
+from fleet.index.store import open_index
+from fleet.ops.service import announce_dashboard, resume_orphans
 from fleet.watch.service import watching
 from web.app import create_app
 from web.security import allowed_hosts_for, is_loopback, new_token
@@ -86,6 +88,9 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
     app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run],
                      mounts=[Route("/mcp", mcp.app)])  # only /mcp: other paths get the site's 404 page
+    with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
+        announce_dashboard(idx, url.split("/?token=", 1)[0])
+        resume_orphans(idx)
     print(f"fleetdeck dashboard: {url}", flush=True)
     if open_browser:
         webbrowser.open(url)
@@ -101,3 +106,5 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
+        with open_index(db_path) as idx:
+            announce_dashboard(idx, None)

@@ -21,12 +21,14 @@ the person's global/system merge settings; a repository's own merge driver never
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import tempfile
 import threading
+from typing import Iterator
 
 from fleet.git.files import is_sha
 from fleet.git.neutralize import guard_for
@@ -47,11 +49,19 @@ def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str]
             raise GitError("GIT_FAILED", f"cannot resolve {' '.join(named)}", args=args)
         resolved = dict(zip(named, shas))
         args = [resolved.get(a, a) for a in args]
+    with scratch_repo(worktree, commondir) as gitdir:
+        return run_git(gitdir, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), timeout=timeout)
+
+
+@contextlib.contextmanager
+def scratch_repo(worktree: str, commondir: str | os.PathLike[str]) -> Iterator[str]:
+    """The throwaway repository (its git dir) over a shadow of the repository's objects, removed on exit:
+    for a caller that runs several steps there (the write side's rebase preflight replays commit by commit)."""
     config = guard_for(worktree).config
     with tempfile.TemporaryDirectory(prefix="fleetdeck-mt-") as scratch:
         gitdir = _throwaway_repo(scratch, config.object_format if config else "sha1")
         shadow_objects(os.path.join(os.fspath(commondir), "objects"), os.path.join(gitdir, "objects"))
-        return run_git(gitdir, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), timeout=timeout)
+        yield gitdir
 
 
 def _throwaway_repo(scratch: str, object_format: str) -> str:

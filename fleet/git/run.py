@@ -18,8 +18,9 @@ Merge drivers cannot be emptied this way (git then runs an empty command and wri
 tree), so `merge-tree` runs against a throwaway git dir instead (fleet/git/mergetree.py).
 
 A run is described by a `Mode` (forced options, config, environment, whether repo drivers are overridden).
-`READ` is the only mode; running git as a person would (hooks and filters honoured) is one more `Mode`
-value, passed explicitly by the one caller that needs it.
+`READ` is the mode of every read; running git as a person would (hooks and filters honoured) is one more
+`Mode` value, `PERSON` in fleet/ops/gitexec.py, passed explicitly by the one caller that needs it (the
+executor of approved proposals).
 """
 
 from __future__ import annotations

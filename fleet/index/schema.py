@@ -108,3 +108,27 @@ def m005_presence_mcp_sessions(db: Database) -> None:
     table.add_column("client_version", str)
     table.add_column("client_pid", int)
     table.transform(pk=("agent", "repo", "session"))
+
+
+@migrations()
+def m006_proposals(db: Database) -> None:
+    """The write side (fleet/ops): proposals with their lifecycle, and the restore points taken before each
+    approved proposal ran. Times are unix seconds (REAL) so expiry is one indexed comparison."""
+    db["proposals"].create({
+        "id": str, "op": str, "repo": str, "agent": str, "reason": str, "args": str, "args_fingerprint": str,
+        "idempotency_key": str, "preview": str, "risk": str, "status": str, "policy": str,
+        "created_at": float, "expires_at": float, "decided_at": float, "decided_by": str,
+        "decision_reason": str, "started_at": float, "finished_at": float, "result": str, "error": str,
+        "restore_point": str, "worker_pid": int, "worker_start": str,
+    }, pk="id", not_null={"op", "repo", "agent", "reason", "status", "created_at", "expires_at"})
+    db.execute("CREATE UNIQUE INDEX proposals_idempotency ON proposals (agent, op, idempotency_key) "
+               "WHERE idempotency_key IS NOT NULL")
+    db["proposals"].create_index(["status", "expires_at"])
+    db["proposals"].create_index(["agent", "status"])
+    db["proposals"].create_index(["repo", "created_at"])
+    db["restore_points"].create({
+        "id": str, "repo": str, "created_at": float, "head_ref": str, "head": str, "refs": str,
+        "index_tree": str, "stash_snapshot": str, "files_commit": str, "files": str, "after": str,
+        "pruned": int,
+    }, pk="id", not_null={"repo", "created_at"}, defaults={"pruned": 0})
+    db["restore_points"].create_index(["repo", "created_at"])

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.git import diffparse
+from fleet.repo import hunkids
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.git import files as gitfiles
 from fleet.git.revs import git_dirs, index_base
@@ -110,6 +111,7 @@ def repo_changes(path: str, path_filter: str | None = None, summary_only: bool =
                         "old_mode": None, "new_mode": None, "binary": False, "insertions": 0,
                         "deletions": 0, "hunks": [], "sides": ["untracked"]})
     diffparse.number(changes)
+    hunkids.assign(changes)
     kept, info = cap(changes, max_changes)
     for change in kept:
         if change["sides"] == ["untracked"]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from fleet.caps import cap, check_int, parse_int
 from fleet.errors import FleetError
+from fleet.ops.attention import pending_reasons
 from fleet.presence.attention import collision_reasons
 from fleet.views.radar import SCORES, radar
 from fleet.views.records import RadarEntry, RadarView
@@ -69,7 +70,8 @@ def radar_entries(index, presence_rows: list[dict] | None = None, include_clean:
                   limit: int | None = None) -> list[RadarEntry]:
     """The ranked queue as public records (records.RadarEntry): each entry with the agents present in it."""
     by_repo = agents_by_repo(presence_rows or [])
-    entries = radar(index, limit=limit, include_clean=include_clean, extra_sources=(collision_reasons,))
+    entries = radar(index, limit=limit, include_clean=include_clean,
+                    extra_sources=(collision_reasons, pending_reasons))
     for entry in entries:
         entry["agents"] = by_repo.get(entry["path"], [])
     return entries  # type: ignore[return-value]

@@ -22,6 +22,7 @@ class ReasonKind(NamedTuple):
 
 REASONS = {
     "conflict": ReasonKind(100, "critical", "conflict"),
+    "pending_proposal": ReasonKind(98, "op", "proposal"),
     "broken": ReasonKind(97, "critical", "broken"),
     "predicted_conflict": ReasonKind(95, "high", "will conflict"),
     "agent_collision": ReasonKind(93, "high", "agent collision"),
@@ -154,7 +155,7 @@ def radar(index, limit: int | None = None, include_clean: bool = False,
     """The ranked queue from the index: one entry per repo that needs attention, most urgent first.
 
     `extra_sources` add reasons kept outside the repo records (the surfaces pass
-    `fleet.presence.attention.collision_reasons`). Ranking happens in SQL on the stored score; extra
+    `fleet.presence.attention.collision_reasons` and `fleet.ops.attention.pending_reasons`). Ranking happens in SQL on the stored score; extra
     reasons can only raise a repo, so the top `limit` is always within the stored top `limit + len(extra)`
     plus the repos that have extra reasons.
     """

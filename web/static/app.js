@@ -112,6 +112,14 @@
       if (live === "queue" || live === "agents" || live === "digest") patch(data.ids);
       else if (live === "repo" && data.ids.indexOf(Number(main.dataset.repoId)) !== -1) patch(data.ids);
     });
+    source.addEventListener("proposals", function (ev) {
+      const data = JSON.parse(ev.data);
+      flash();
+      const badge = document.getElementById("pending-count");
+      if (badge) { badge.textContent = data.pending; badge.hidden = !data.pending; }
+      notify(data.pending);
+      if (live === "proposals" || live === "proposal" || live === "queue") patch();
+    });
     source.addEventListener("status", function (ev) {
       const data = JSON.parse(ev.data);
       const w = data.watcher || {};
@@ -129,6 +137,34 @@
       startPolling();
     });
   }
+  // ---- browser notifications for new proposals: off until the person turns them on ----------------------------
+  let pendingSeen = null;
+  const notifyKey = "fleetdeck.notify";
+  function notify(pending) {
+    const on = window.Notification && Notification.permission === "granted" && localStorage.getItem(notifyKey) === "on";
+    if (on && pendingSeen !== null && pending > pendingSeen) {
+      new Notification("fleetdeck", { body: pending + " proposal" + (pending === 1 ? "" : "s") + " waiting for you" });
+    }
+    pendingSeen = pending;
+  }
+  const toggle = document.getElementById("notify-toggle");
+  if (toggle && window.Notification) {
+    const show = function () {
+      const on = Notification.permission === "granted" && localStorage.getItem(notifyKey) === "on";
+      toggle.setAttribute("aria-pressed", on ? "true" : "false");
+      toggle.textContent = on ? "Notifications on (turn off)" : "Notify me of new proposals";
+    };
+    toggle.hidden = false;
+    show();
+    toggle.addEventListener("click", function () {
+      if (localStorage.getItem(notifyKey) === "on") { localStorage.removeItem(notifyKey); show(); return; }
+      Notification.requestPermission().then(function (answer) {
+        if (answer === "granted") localStorage.setItem(notifyKey, "on");
+        show();
+      });
+    });
+  }
+
   connect();
 
   // ---- filters: the queue applies as you type, the digest on each change; both keep them in the URL ----------

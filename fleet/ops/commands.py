@@ -1,0 +1,212 @@
+"""`fleetdeck proposals ...` and `fleetdeck policy check`: the person's side of the write path on a terminal.
+
+`approve` executes at once in this process (after asking on a terminal, unless `--yes`); `undo` makes and
+runs a `restore` proposal; `wait` blocks until a proposal is decided (for scripts); `reconcile` settles a
+proposal whose executor died. JSON with `--json`, a short text otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fleet.errors import FleetError
+from fleet.ops import policy as policy_mod
+from fleet.ops import proposals, restore, service
+from fleet.ops.catalog import OPS, risk_of
+from fleet.views.safe import visible
+
+
+def _index(args: argparse.Namespace):
+    from fleet.cli import index_for
+
+    return index_for(args)
+
+
+def _shown(text: str) -> str:
+    """Repository and agent text for a terminal: every control character made visible, line by line."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def _emit(args: argparse.Namespace, value: dict, text) -> None:
+    """JSON with --json, else the text (`text` may be a function of the value, built only when shown)."""
+    from fleet.cli import emit_json
+
+    if getattr(args, "json", False):
+        emit_json(value)
+    else:
+        print(_shown(text(value) if callable(text) else text))
+
+
+def _line(row: dict) -> str:
+    flag = " (interrupted: run `fleetdeck proposals reconcile`)" if row.get("interrupted") else ""
+    summary = (row.get("preview") or {}).get("summary", "")
+    return (f"{row['id']}  {row['status']:<9} {row['risk'] or '-':<6} {row['op']:<9} {row['agent']:<14} "
+            f"{row['repo']}  {summary}{flag}")
+
+
+def _describe(row: dict) -> str:
+    preview = row.get("preview") or {}
+    lines = [_line(row), f"  reason: {row['reason']}", f"  created {row['created_at']}, expires {row['expires_at']}"]
+    if row.get("decided_by"):
+        lines.append(f"  decided by {row['decided_by']} at {row['decided_at']}"
+                     + (f": {row['decision_reason']}" if row.get("decision_reason") else ""))
+    for agent in preview.get("other_agents", []):
+        overlap = f" on {', '.join(agent['overlapping_paths'])}" if agent["overlapping_paths"] else ""
+        lines.append(f"  warning: {agent['agent']} is {agent['state']} in this repository{overlap}")
+    if preview.get("warning"):
+        lines.append(f"  warning: {preview['warning']}")
+    if preview.get("rewrites_history"):
+        lines.append("  rewrites history")
+    for key in ("files", "commits_leaving", "commits_arriving"):
+        for item in (preview.get(key) or [])[:20]:
+            shown = item if isinstance(item, str) else (item.get("path") or
+                                                        f"{item.get('sha', '')[:12]} {item.get('subject', '')}")
+            lines.append(f"  {key}: {shown}".rstrip())
+    if preview.get("diff"):
+        lines.append(preview["diff"].rstrip("\n"))
+    if row.get("error"):
+        lines.append(f"  error: {row['error']}")
+    if row.get("result"):
+        lines.append(f"  result: {row['result']}")
+    if row.get("restore_point"):
+        lines.append(f"  restore point: {row['restore_point']} (undo: fleetdeck proposals undo {row['id']})")
+    return "\n".join(lines)
+
+
+def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
+    """On a terminal, show the proposal and ask; elsewhere `--yes` is required (nobody could answer)."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise FleetError("BAD_ARGUMENT", f"{verb} needs --yes when not run on a terminal")
+    print(_shown(_describe(row)))
+    word = "yes" if row.get("risk") == "high" else "y"
+    answer = input(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: ").strip().lower()
+    if answer != word:
+        raise FleetError("BAD_ARGUMENT", f"not confirmed; nothing was {verb}d")
+
+
+def cmd_proposals(args: argparse.Namespace) -> int:
+    action = args.proposals_action
+    if action == "approver-token":
+        from fleet.ops.approver import approver_token
+
+        with _index(args) as index:
+            print(approver_token(index.path))
+        return 0
+    with _index(args) as index:
+        if action == "list":
+            found = proposals.list_proposals(index, args.status, limit=args.limit)
+            for row in found["proposals"]:
+                row["preview"] = service.public_preview(row)
+            _emit(args, found, "\n".join(_line(r) for r in found["proposals"]) or "no proposals")
+            return 0
+        if action == "show":
+            _emit(args, service.show(index, args.id), _describe)
+            return 0
+        if action in ("approve", "undo"):  # this process is an executor now: claim what a dead one left
+            service.resume_orphans(index)
+        if action == "approve":
+            _confirm(args, service.show(index, args.id), "approve")
+            row = service.approve(index, args.id, "cli")
+        elif action == "reject":
+            row = service.reject(index, args.id, "cli", args.reason)
+        elif action == "undo":
+            original = service.show(index, args.id)
+            _confirm(args, original, "undo")
+            row = service.undo(index, args.id, "cli")
+        elif action == "wait":
+            row = service.wait(index, args.id, args.timeout)
+        else:
+            row = service.reconcile(index, args.id, args.as_status, "cli")
+    _emit(args, row, _describe)
+    return 0 if row["status"] not in ("failed",) else 1
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    """Which rule applies to (agent, op, repo, ref, path), and why; or POLICY_INVALID for a broken file."""
+    if args.op not in OPS:
+        raise FleetError("BAD_ARGUMENT", f"unknown operation {args.op!r}; known: {', '.join(sorted(OPS))}")
+    loaded = policy_mod.load_policy()
+    risk = risk_of(args.op, {"mode": args.mode, "amend": args.amend})
+    decision = policy_mod.decide(loaded, args.agent, args.op, args.repo, args.repo, args.ref or [],
+                                 args.path or [], risk)
+    result = {"policy_file": loaded.source, "agent": args.agent, "op": args.op, "repo": args.repo,
+              "refs": args.ref or [], "paths": args.path or [], "risk": risk, **decision.as_dict(),
+              "settings": loaded.settings}
+    _emit(args, result, f"{decision.action}: {decision.why}")
+    return 0
+
+
+def cmd_restore_points(args: argparse.Namespace) -> int:
+    from fleet.repo.target import resolve_target
+
+    with _index(args) as index:
+        path = resolve_target(index, args.repo).path
+        if args.prune:
+            ids = {p["restore_point"] for p in restore.list_points(index, path, limit=100_000)["restore_points"]}
+            if args.prune not in ids:
+                raise FleetError("NOT_FOUND", f"no restore point {args.prune} in {path}")
+            result = restore.prune(index, args.prune)
+            _emit(args, result, f"pruned {args.prune}: {result['refs_deleted']} ref(s) deleted")
+            return 0
+        found = restore.list_points(index, path)
+    _emit(args, found, "\n".join(f"{p['restore_point']}  {p['created_at']}  {p['op']}  "
+                                 f"{'undoable' if p['undoable'] else 'not undoable'}"
+                                 for p in found["restore_points"]) or "no restore points")
+    return 0
+
+
+POLICY_HELP = (policy_mod.__doc__ or "").split("Example (also in", 1)[-1].split("\n", 1)[-1]
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("proposals", help="agents' proposals: list, show, approve, reject, undo, wait, reconcile")
+    actions = p.add_subparsers(dest="proposals_action", metavar="ACTION")
+    p.set_defaults(func=cmd_proposals, proposals_action="list", json=False, status=None, limit=200)
+    actions.add_parser("approver-token", help="the token your own scripts send as X-Fleetdeck-Approver to approve "
+                                              "or reject over HTTP (the dashboard's access token cannot)")
+    a = actions.add_parser("list", help="pending first, then the rest newest first")
+    a.add_argument("--status", choices=proposals.STATES)
+    a.add_argument("--limit", type=int, default=200)
+    a.add_argument("--json", action="store_true")
+    for name, text in (("show", "one proposal with its preview"), ("approve", "approve and execute now"),
+                       ("reject", "reject with a reason"), ("undo", "go back to the state before it ran"),
+                       ("wait", "block until it is decided and run (for scripts)"),
+                       ("reconcile", "settle a proposal whose executor died (never re-run)")):
+        a = actions.add_parser(name, help=text)
+        a.add_argument("id", metavar="ID")
+        a.add_argument("--json", action="store_true")
+        if name in ("approve", "undo"):
+            a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        if name == "reject":
+            a.add_argument("--reason", required=True)
+        if name == "wait":
+            a.add_argument("--timeout", type=float, default=3600.0, help="seconds (default 3600)")
+        if name == "reconcile":
+            a.add_argument("--as", dest="as_status", required=True, choices=["failed", "completed"])
+
+    p = sub.add_parser("policy", help="which policy rule applies to a proposal, and why",
+                       description="Check the policy file ($FLEETDECK_POLICY / --policy, or "
+                                   "$XDG_CONFIG_HOME/fleetdeck/policy.toml). A complete example file:\n" + POLICY_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    checks = p.add_subparsers(dest="policy_action", metavar="check")
+    checks.required = True
+    c = checks.add_parser("check", help="explain the decision for AGENT OP REPO")
+    c.add_argument("agent")
+    c.add_argument("op")
+    c.add_argument("repo", help="the repository's path or fleet name")
+    c.add_argument("--ref", action="append", help="a ref the proposal names or moves (repeatable)")
+    c.add_argument("--path", action="append", help="a repo-relative path it touches (repeatable)")
+    c.add_argument("--mode", help="reset mode (hard is high-risk)")
+    c.add_argument("--amend", action="store_true", help="a commit that amends (high-risk)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_policy)
+
+    p = sub.add_parser("restore-points", help="restore points of one repository (what can be undone)")
+    p.add_argument("repo")
+    p.add_argument("--prune", metavar="ID", help="delete this restore point (its refs) for good: the only way "
+                                                 "one goes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_restore_points)

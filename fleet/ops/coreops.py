@@ -1,0 +1,364 @@
+"""The everyday operations: stage, unstage, commit, branch, checkout, stash, stash_pop, reset, discard.
+
+Each has a preview (validate every argument with the read side's rules, then show exactly what would
+change, computed with read-only git) and a run (the approved change, through the executor's runner with
+literal pathspecs). Runs return what they did: new shas, and git's messages.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fleet.errors import FleetError
+from fleet.git.revs import index_base
+from fleet.git.run import run, text
+from fleet.ops.gitexec import exec_git
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commits_between, flag,
+                             inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string)
+from fleet.ops.state import head_state, read_status, ref_sha
+
+def _need_head(repo: str, op: str) -> tuple[str | None, str]:
+    head_ref, head = head_state(repo)
+    if head is None:
+        raise FleetError("BAD_ARGUMENT", f"{op} needs a commit: this repository has none yet")
+    return head_ref, head
+
+
+def _moved(repo: str) -> list[str]:
+    """The ref a commit or reset moves: the checked-out branch, or HEAD itself when detached."""
+    head_ref, _ = head_state(repo)
+    return [head_ref] if head_ref else ["HEAD"]
+
+
+def _files(entries) -> list[dict]:
+    out = []
+    for e in entries:
+        kind = {"?": "untracked", "u": "conflicted"}.get(e.kind) or ("renamed" if e.kind == "2" else "changed")
+        item = {"path": e.path, "kind": kind, "index": e.xy[0] if e.kind in "12u" else "?",
+                "worktree": e.xy[1] if e.kind in "12u" else "?"}
+        if e.orig_path:
+            item["from"] = e.orig_path
+        out.append(item)
+    return out
+
+
+def _spec(paths: list[str] | None) -> list[str]:
+    return ["--", *paths] if paths else []
+
+
+def head_after(ctx: Ctx) -> dict:
+    head_ref, head = head_state(ctx.repo)
+    return {"head": head, "branch": short_ref(head_ref) if head_ref else None}
+
+
+# --- stage / unstage ---------------------------------------------------------------------------------------
+
+def preview_stage(ctx: Ctx, args: dict) -> Plan:
+    known_args("stage", args, {"paths", "all"})
+    everything = flag(args, "all")
+    if everything == ("paths" in args and args["paths"] is not None):
+        raise FleetError("BAD_ARGUMENT", "stage takes either paths or all: true")
+    paths = None if everything else repo_paths(ctx.repo, args)
+    status, _ = read_status(ctx.repo, paths)
+    todo = [e for e in status.entries if e.kind == "?" or (e.kind in "12u" and e.xy[1] != ".")]
+    if not todo:
+        raise FleetError("BAD_ARGUMENT", "nothing to stage: no unstaged or untracked changes there")
+    preview = {"summary": f"stage {len(todo)} file(s)", "files": _files(todo),
+               **capped_diff(ctx.repo, ["diff-files", *(_spec(paths) or ["--"])]),
+               "untracked": [e.path for e in todo if e.kind == "?"]}
+    return Plan({"paths": paths, "all": everything}, preview, paths=paths,
+                policy_paths=[e.path for e in todo])
+
+
+def run_stage(ctx: Ctx, args: dict) -> dict:
+    exec_git(ctx.repo, ["add", "-A", *(_spec(args["paths"]) or ["--", "."])])
+    return {"staged": True}
+
+
+def preview_unstage(ctx: Ctx, args: dict) -> Plan:
+    known_args("unstage", args, {"paths"})
+    paths = repo_paths(ctx.repo, args)
+    status, _ = read_status(ctx.repo, paths)
+    todo = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
+    if not todo:
+        raise FleetError("BAD_ARGUMENT", "nothing to unstage: none of these paths has staged changes")
+    preview = {"summary": f"unstage {len(todo)} file(s) (working-tree files stay as they are)",
+               "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "--cached", index_base(ctx.repo), *_spec(paths)])}
+    return Plan({"paths": paths}, preview, paths=paths, policy_paths=[e.path for e in todo])
+
+
+def run_unstage(ctx: Ctx, args: dict) -> dict:
+    if head_state(ctx.repo)[1] is None:
+        exec_git(ctx.repo, ["rm", "-r", "-q", "--cached", "--", *args["paths"]])
+    else:
+        exec_git(ctx.repo, ["reset", "-q", "--", *args["paths"]])
+    return {"unstaged": True}
+
+
+# --- commit -------------------------------------------------------------------------------------------------
+
+def preview_commit(ctx: Ctx, args: dict) -> Plan:
+    known_args("commit", args, {"message", "paths", "amend"})
+    message = string(args, "message", max_len=MAX_MESSAGE)
+    amend = flag(args, "amend")
+    paths = repo_paths(ctx.repo, args, required=False)
+    head_ref, head = head_state(ctx.repo)
+    if amend and head is None:
+        raise FleetError("BAD_ARGUMENT", "amend needs a commit to amend: this repository has none yet")
+    status, _ = read_status(ctx.repo, paths)
+    if status.conflicted:
+        raise FleetError("CONFLICT", "unresolved conflicts: a commit would record conflict markers")
+    if paths:
+        files = [e for e in status.entries if e.kind in "12"]
+        untracked = [e.path for e in status.entries if e.kind == "?"]
+        if untracked:
+            raise FleetError("BAD_PATH", f"{untracked[0]!r} is untracked: stage it first (commit with paths "
+                                         "only takes files git already tracks)")
+        diff = capped_diff(ctx.repo, ["diff-index", index_base(ctx.repo), "--", *paths])
+    else:
+        files = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
+        diff = capped_diff(ctx.repo, ["diff-index", "--cached", index_base(ctx.repo)])
+    if not files and not amend:
+        raise FleetError("BAD_ARGUMENT", "nothing to commit: stage changes first (or name paths)")
+    branch = short_ref(head_ref) if head_ref else None
+    preview = {"summary": ("amend the last commit" if amend else "commit") + f" on {branch or 'detached HEAD'}"
+                          f" ({len(files)} file(s))",
+               "message": message, "files": _files(files), **diff, "rewrites_history": amend,
+               "branch": branch, "parent": head}
+    if amend:
+        upstream = run(ctx.repo, ["rev-parse", "--verify", "--quiet", "--symbolic-full-name", "@{upstream}"],
+                       check=False)
+        up = text(upstream.stdout).strip()
+        preview["amends"] = head
+        preview["amended_commit_pushed"] = bool(up) and is_ancestor(ctx.repo, head, up)
+    moves = _moved(ctx.repo)
+    return Plan({"message": message, "paths": paths, "amend": amend}, preview, refs=moves, moves=moves,
+                paths=paths or [], pin_index=not paths, policy_refs=[branch] if branch else [],
+                policy_paths=[e.path for e in files])
+
+
+def run_commit(ctx: Ctx, args: dict) -> dict:
+    cmd = ["commit", "-q", "-m", args["message"], "--trailer", f"Proposed-by: {ctx.agent}"]
+    if args["amend"]:
+        cmd.append("--amend")
+    if args["paths"]:
+        cmd += ["--only", "--", *args["paths"]]
+    result = exec_git(ctx.repo, cmd)
+    return {**head_after(ctx), "stderr": result.stderr[-2000:]}
+
+
+# --- branch / checkout ------------------------------------------------------------------------------------
+
+def preview_branch(ctx: Ctx, args: dict) -> Plan:
+    known_args("branch", args, {"name", "start_point", "checkout"})
+    ref = local_branch(ctx.repo, string(args, "name"), "name")
+    start = string(args, "start_point", required=False) or "HEAD"
+    sha = commit_of(ctx.repo, start, "start_point")
+    checkout = flag(args, "checkout")
+    if ref_sha(ctx.repo, ref) is not None:
+        raise FleetError("BAD_REF", f"branch {short_ref(ref)!r} already exists")
+    preview = {"summary": f"create branch {short_ref(ref)} at {sha[:12]}" + (" and check it out" if checkout else ""),
+               "branch": short_ref(ref), "start_point": start, "start_sha": sha, "checkout": checkout}
+    moves = [ref]
+    if checkout:
+        preview["note"] = "uncommitted changes are carried over to the new branch"
+    return Plan({"name": short_ref(ref), "start_sha": sha, "checkout": checkout}, preview, refs=[ref], moves=moves,
+                paths=None if checkout else [], policy_refs=[short_ref(ref)])
+
+
+def run_branch(ctx: Ctx, args: dict) -> dict:
+    if args["checkout"]:
+        exec_git(ctx.repo, ["switch", "-q", "--no-track", "-c", args["name"], args["start_sha"]])
+    else:
+        exec_git(ctx.repo, ["branch", "--no-track", args["name"], args["start_sha"]])
+    return {"branch": args["name"], "head": ref_sha(ctx.repo, "refs/heads/" + args["name"]), **(
+        {"checked_out": True} if args["checkout"] else {})}
+
+
+def preview_checkout(ctx: Ctx, args: dict) -> Plan:
+    known_args("checkout", args, {"ref", "detach"})
+    name = string(args, "ref")
+    detach = flag(args, "detach")
+    head_ref, head = _need_head(ctx.repo, "checkout")
+    if detach:
+        sha = commit_of(ctx.repo, name, "ref")
+        target_ref = None
+    else:
+        target_ref = local_branch(ctx.repo, name, "ref")
+        sha = ref_sha(ctx.repo, target_ref)
+        if sha is None:
+            raise FleetError("BAD_REF", f"{name!r} is not a local branch; pass detach: true to check out a "
+                                        "commit, or propose a branch first")
+        if target_ref == head_ref:
+            raise FleetError("BAD_ARGUMENT", f"{short_ref(target_ref)} is already checked out")
+    changed = text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", head, sha, "--"]).stdout).split("\0")
+    changed = [p for p in changed if p]
+    status, _ = read_status(ctx.repo)
+    dirty = {e.path for e in status.entries if e.kind in "12u"}
+    blocking = sorted(dirty & set(changed))
+    preview = {"summary": f"check out {short_ref(target_ref) if target_ref else sha[:12] + ' (detached)'}",
+               "from": {"branch": short_ref(head_ref) if head_ref else None, "head": head},
+               "to": {"branch": short_ref(target_ref) if target_ref else None, "head": sha},
+               "files_changing": changed[:200], "files_changing_count": len(changed),
+               "local_changes_carried": sorted(dirty - set(changed))[:200]}
+    if blocking:
+        preview["warning"] = (f"{len(blocking)} locally changed file(s) differ on the target; git will refuse "
+                              "the checkout: " + ", ".join(blocking[:10]))
+    refs = [target_ref] if target_ref else []
+    return Plan({"ref": short_ref(target_ref) if target_ref else sha, "detach": detach}, preview, refs=refs,
+                moves=[], policy_refs=[short_ref(target_ref)] if target_ref else [sha], policy_paths=changed)
+
+
+def run_checkout(ctx: Ctx, args: dict) -> dict:
+    if args["detach"]:
+        exec_git(ctx.repo, ["switch", "-q", "--detach", args["ref"]])
+    else:
+        exec_git(ctx.repo, ["switch", "-q", args["ref"]])
+    return head_after(ctx)
+
+
+# --- stash ---------------------------------------------------------------------------------------------
+
+def preview_stash(ctx: Ctx, args: dict) -> Plan:
+    known_args("stash", args, {"message", "include_untracked"})
+    message = string(args, "message", required=False, max_len=MAX_MESSAGE)
+    untracked = flag(args, "include_untracked")
+    _need_head(ctx.repo, "stash")
+    status, _ = read_status(ctx.repo)
+    todo = [e for e in status.entries if e.kind in "12u" or (untracked and e.kind == "?")]
+    if not todo:
+        raise FleetError("BAD_ARGUMENT", "nothing to stash" + ("" if untracked else
+                                                              " (untracked files need include_untracked)"))
+    preview = {"summary": f"stash {len(todo)} file(s)" + (" including untracked ones" if untracked else ""),
+               "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "HEAD"]), "message": message}
+    return Plan({"message": message, "include_untracked": untracked}, preview, refs=["refs/stash"], moves=[],
+                policy_paths=[e.path for e in todo],
+                untracked_content=[e.path for e in todo if e.kind == "?"])
+
+
+def run_stash(ctx: Ctx, args: dict) -> dict:
+    cmd = ["stash", "push", "-q"]
+    if args["include_untracked"]:
+        cmd.append("--include-untracked")
+    if args["message"]:
+        cmd += ["-m", args["message"]]
+    exec_git(ctx.repo, cmd, literal=False)
+    sha = ref_sha(ctx.repo, "refs/stash")
+    return {"stash": sha, "undo": {"stash_drop": sha}}
+
+
+def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
+    known_args("stash_pop", args, {"index"})
+    n = args.get("index", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10000:
+        raise FleetError("BAD_ARGUMENT", "index must be an integer 0..10000 (stash@{index})")
+    _need_head(ctx.repo, "stash_pop")
+    entries = text(run(ctx.repo, ["reflog", "show", "--format=%H %gs", "-z", "refs/stash", "--"],
+                       check=False).stdout).split("\0")
+    entries = [e for e in entries if e]
+    if n >= len(entries):
+        raise FleetError("NOT_FOUND", f"there is no stash@{{{n}}} ({len(entries)} stash entries)")
+    sha, message = entries[n][:40], entries[n][41:]
+    files = text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-status", "-z", f"{sha}^1", sha, "--"]).stdout).split("\0")
+    names = [p for kind, p in zip(files[::2], files[1::2])]
+    untracked = []
+    if ref_sha(ctx.repo, f"{sha}^3") is not None:
+        untracked = [p for p in text(run(ctx.repo, ["ls-tree", "-r", "-z", "--name-only", f"{sha}^3"]).stdout)
+                     .split("\0") if p]
+    status, _ = read_status(ctx.repo)
+    dirty = {e.path for e in status.entries}
+    preview = {"summary": f"apply and drop stash@{{{n}}}: {message}", "stash": sha, "message": message,
+               "files": names[:200], "untracked_files": untracked[:200],
+               **capped_diff(ctx.repo, ["diff-tree", "-r", f"{sha}^1", sha])}
+    clash = sorted(dirty & (set(names) | set(untracked)))
+    if clash:
+        preview["warning"] = "files changed locally are also in the stash; git may refuse: " + ", ".join(clash[:10])
+    return Plan({"index": n, "stash": sha, "message": message}, preview, refs=["refs/stash"], moves=[],
+                policy_paths=names + untracked, undo={"stash_store": sha, "stash_message": message})
+
+
+def run_stash_pop(ctx: Ctx, args: dict) -> dict:
+    exec_git(ctx.repo, ["stash", "pop", "-q", f"stash@{{{args['index']}}}"], literal=False)
+    return {"popped": args["stash"]}
+
+
+# --- reset / discard -----------------------------------------------------------------------------------
+
+def preview_reset(ctx: Ctx, args: dict) -> Plan:
+    known_args("reset", args, {"mode", "target"})
+    mode = args.get("mode", "mixed")
+    if mode not in ("soft", "mixed", "hard"):
+        raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed or hard")
+    head_ref, head = _need_head(ctx.repo, "reset")
+    target = commit_of(ctx.repo, string(args, "target"), "target")
+    leaving = commits_between(ctx.repo, target, head)
+    arriving = commits_between(ctx.repo, head, target)
+    rewrites = bool(leaving["commits"])
+    status, _ = read_status(ctx.repo)
+    lost = [e for e in status.entries if e.kind in "12u"] if mode == "hard" else []
+    branch = short_ref(head_ref) if head_ref else None
+    preview = {"summary": f"{mode} reset of {branch or 'detached HEAD'} from {head[:12]} to {target[:12]}",
+               "mode": mode, "from": head, "to": target, "commits_leaving": leaving["commits"],
+               "commits_arriving": arriving["commits"], "rewrites_history": rewrites,
+               "files_changing": _names(ctx.repo, head, target)}
+    if lost:
+        preview["uncommitted_changes_discarded"] = _files(lost)
+        preview.update(capped_diff(ctx.repo, ["diff-index", "HEAD"]))
+    moves = _moved(ctx.repo)
+    return Plan({"mode": mode, "target": target}, preview, refs=moves, moves=moves,
+                paths=[] if mode == "soft" else None, pin_index=mode == "soft",
+                policy_refs=[branch] if branch else [], policy_paths=[e.path for e in lost])
+
+
+def _names(repo: str, a: str, b: str) -> list[str]:
+    return [p for p in text(run(repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", a, b, "--"]).stdout).split("\0") if p][:200]
+
+
+def run_reset(ctx: Ctx, args: dict) -> dict:
+    exec_git(ctx.repo, ["reset", "-q", f"--{args['mode']}", args["target"]])
+    return head_after(ctx)
+
+
+def preview_discard(ctx: Ctx, args: dict) -> Plan:
+    known_args("discard", args, {"paths", "include_untracked"})
+    paths = repo_paths(ctx.repo, args)
+    untracked = flag(args, "include_untracked")
+    status, _ = read_status(ctx.repo, paths)
+    if status.conflicted:
+        raise FleetError("CONFLICT", "some of these paths are conflicted; resolve or abort the operation first")
+    tracked = [e for e in status.entries if e.kind in "12" and e.xy[1] != "."]
+    loose = [e for e in status.entries if e.kind == "?"] if untracked else []
+    if not tracked and not loose:
+        raise FleetError("BAD_ARGUMENT", "nothing to discard: no unstaged changes there" +
+                         ("" if untracked else " (untracked files need include_untracked)"))
+    preview = {"summary": f"discard working-tree changes to {len(tracked)} tracked file(s)" +
+                          (f" and delete {len(loose)} untracked file(s)" if loose else ""),
+               "files": _files(tracked + loose), **capped_diff(ctx.repo, ["diff-files", "--", *paths]),
+               "untracked_deleted": [e.path for e in loose],
+               "note": "staged changes are kept; the restore point saves every file's exact content"}
+    return Plan({"paths": paths, "include_untracked": untracked, "tracked": [e.path for e in tracked],
+                 "untracked": [e.path for e in loose]}, preview, paths=paths,
+                policy_paths=[e.path for e in tracked + loose], untracked_content=[e.path for e in loose])
+
+
+def run_discard(ctx: Ctx, args: dict) -> dict:
+    if args["tracked"]:
+        exec_git(ctx.repo, ["restore", "--worktree", "--", *args["tracked"]])
+    for rel in args["untracked"]:
+        full = inside(ctx.repo, rel)
+        if os.path.lexists(full) and not os.path.isdir(full):
+            os.unlink(full)
+    return {"discarded": len(args["tracked"]), "deleted": len(args["untracked"])}
+
+
+OPS = {
+    "stage": Op(preview_stage, run_stage),
+    "unstage": Op(preview_unstage, run_unstage),
+    "commit": Op(preview_commit, run_commit),
+    "branch": Op(preview_branch, run_branch),
+    "checkout": Op(preview_checkout, run_checkout),
+    "stash": Op(preview_stash, run_stash),
+    "stash_pop": Op(preview_stash_pop, run_stash_pop),
+    "reset": Op(preview_reset, run_reset),
+    "discard": Op(preview_discard, run_discard),
+}

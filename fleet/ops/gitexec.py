@@ -1,0 +1,67 @@
+"""How the executor runs git for an approved proposal: as the person would, in their repository.
+
+The read-side runner (fleet.git.run, mode READ) strips the environment and overrides what a repository
+configures, because a read must never run a stranger's code. An approved write is the person's own act:
+this module's `PERSON` mode (the runner's extension point for exactly this caller) lets hooks and filters
+run as git itself would run them and keeps the person's environment (ssh-agent, credential helpers,
+GPG/SSH signing, identity variables). What is still removed are the variables that would point git at
+another repository or index (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, ...), and git never waits for a
+terminal or an editor. Spawning, the timeout (killing the process group) and the output cap are the runner's.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fleet.errors import FleetError
+from fleet.git.run import DEFAULT_MAX_BYTES, GitError, GitResult, Mode, run_git
+
+EXEC_TIMEOUT = 600.0
+PERSON = Mode(name="person", options=("--no-pager",), config=("color.ui=false", "core.quotePath=false"),
+              env=(), neutralize_repo=False)
+# Variables that redirect git to another repository, index or object store: never inherited by a write.
+_REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+              "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+              "GIT_CONFIG_COUNT", "GIT_QUARANTINE_PATH", "GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS",
+              "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_OPTIONAL_LOCKS", "GIT_LITERAL_PATHSPECS",
+              "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_TRACE",
+              "GIT_NO_LAZY_FETCH")
+
+
+def person_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in _REDIRECTS and not k.startswith("GIT_CONFIG_KEY_") and not k.startswith("GIT_CONFIG_VALUE_")}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true",
+                "GIT_PAGER": "cat", "GIT_MERGE_AUTOEDIT": "no", "LC_ALL": "C"})
+    if extra:
+        env.update(extra)
+    return env
+
+
+def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check: bool = True,
+             input_bytes: bytes | None = None, extra_env: dict[str, str] | None = None,
+             max_bytes: int = DEFAULT_MAX_BYTES, literal: bool = True) -> GitResult:
+    """Run `git args` in `cwd` as the person would; FleetError(GIT_FAILED/TIMEOUT/LIMIT) on failure, carrying
+    git's stdout and stderr (the executor keeps a summary of both in the proposal's result).
+
+    Paths are literal (no globs, no `:(magic)`) unless `literal` is False, which only commands taking no
+    path from an agent may ask for (`stash -u` passes `:/` to its own internal clean).
+    """
+    env = person_env(extra_env)
+    if literal:
+        env["GIT_LITERAL_PATHSPECS"] = "1"
+    try:
+        result = run_git(cwd, args, timeout=timeout, check=False, input_bytes=input_bytes, extra_env=env,
+                         max_bytes=max_bytes, mode=PERSON)
+    except GitError as exc:
+        raise FleetError.from_git(exc) from exc
+    if check and result.returncode != 0:
+        first = next((ln for ln in result.stderr.strip().splitlines() if ln.strip()),
+                     f"exit status {result.returncode}")
+        shown = " ".join(args)
+        failed = FleetError("GIT_FAILED", f"git {shown if len(shown) <= 120 else shown[:117] + '...'}: {first}")
+        failed.stderr = result.stderr
+        failed.stdout = result.stdout.decode("utf-8", "replace")
+        raise failed
+    return result

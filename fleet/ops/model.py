@@ -1,0 +1,152 @@
+"""What every operation module provides: a preview that validates and plans, and a run that executes.
+
+`Plan` is the preview's output: the normalised arguments that will run, what people and agents are shown,
+and what the executor must pin (refs, working-tree paths) and save in the restore point (refs it moves,
+untracked files it may delete). `Op` pairs an op's preview and run functions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fleet.errors import FleetError
+from fleet.git.revs import resolve_commit
+from fleet.git.run import run, text
+from fleet.repo.scope import check_rev, resolve_file_in_repo
+
+MAX_PATHS = 1000
+DIFF_CAP = 64 * 1024
+MAX_MESSAGE = 64 * 1024
+
+
+@dataclass
+class Plan:
+    args: dict                                      # the arguments that will run, normalised
+    preview: dict                                   # what a person (and the agent) is shown
+    refs: list[str] = field(default_factory=list)   # full ref names pinned (read or moved)
+    moves: list[str] = field(default_factory=list)  # full ref names it moves (saved in the restore point)
+    paths: list[str] | None = None                  # working-tree pin: None = whole tree, [] = none
+    pin_index: bool = False                         # pin the whole index too (what a commit records)
+    pin_head: bool = True                           # pin HEAD (not for a fleet-wide branch clean-up)
+    policy_refs: list[str] = field(default_factory=list)   # short ref names, for the policy's `ref` globs
+    policy_paths: list[str] = field(default_factory=list)  # repo-relative paths, for its `path` prefixes
+    untracked_content: list[str] = field(default_factory=list)  # untracked files it may delete
+    undo: dict = field(default_factory=dict)        # extra undo steps (stash entries) known up front
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Who asks, where: the repository's canonical path, the agent's id, the index, the proposal's id."""
+    repo: str
+    agent: str
+    index: object
+    proposal_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Op:
+    preview: Callable[[Ctx, dict], Plan]
+    run: Callable[[Ctx, dict], dict]               # returns the result recorded on the proposal
+
+
+# --- argument checks shared by the ops ------------------------------------------------------------------
+
+def known_args(op: str, args: dict, allowed: set[str]) -> None:
+    extra = set(args) - allowed
+    if extra:
+        raise FleetError("BAD_ARGUMENT", f"{op} takes no argument {sorted(extra)[0]!r}; it takes "
+                                         f"{', '.join(sorted(allowed))}")
+
+
+def flag(args: dict, key: str, default: bool = False) -> bool:
+    value = args.get(key, default)
+    if not isinstance(value, bool):
+        raise FleetError("BAD_ARGUMENT", f"{key} must be true or false")
+    return value
+
+
+def string(args: dict, key: str, *, required: bool = True, max_len: int = 4096, default: str | None = None) -> str | None:
+    value = args.get(key, default)
+    if value is None:
+        if required:
+            raise FleetError("BAD_ARGUMENT", f"{key} is required")
+        return None
+    if not isinstance(value, str) or not value:
+        raise FleetError("BAD_ARGUMENT", f"{key} must be a non-empty string")
+    if len(value) > max_len:
+        raise FleetError("BAD_ARGUMENT", f"{key} is longer than {max_len} characters")
+    if "\0" in value:
+        raise FleetError("BAD_ARGUMENT", f"{key} contains a NUL character")
+    return value
+
+
+def repo_paths(repo: str, args: dict, key: str = "paths", required: bool = True) -> list[str] | None:
+    """A list of literal repo-relative paths, each checked (no `..`, no absolute, no symlink out, no
+    control characters, not into .git); duplicates dropped, order kept."""
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise FleetError("BAD_ARGUMENT", f"{key} is required (a list of repo-relative paths)")
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
+        raise FleetError("BAD_PATH", f"{key} must be a non-empty list of repo-relative paths")
+    if len(value) > MAX_PATHS:
+        raise FleetError("LIMIT", f"{key} lists more than {MAX_PATHS} paths")
+    return list(dict.fromkeys(resolve_file_in_repo(repo, p) for p in value))
+
+
+def commit_of(repo: str, rev: str, field: str) -> str:
+    check_rev(rev, field)
+    if ".." in rev:
+        raise FleetError("BAD_REF", f"{field} must name one commit, not a range")
+    return resolve_commit(repo, rev, field)
+
+
+def local_branch(repo: str, name: str, field: str) -> str:
+    """`refs/heads/<name>` for a branch name that git accepts (check-ref-format --branch)."""
+    check_rev(name, field)
+    short = name[len("refs/heads/"):] if name.startswith("refs/heads/") else name
+    result = run(repo, ["check-ref-format", "--branch", short], check=False)
+    if result.returncode != 0 or short.startswith("-") or short == "HEAD" or short.startswith("@"):
+        raise FleetError("BAD_REF", f"{field} {name!r} is not a valid branch name")
+    return "refs/heads/" + short
+
+
+def short_ref(ref: str) -> str:
+    for prefix in ("refs/heads/", "refs/remotes/", "refs/tags/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def capped_diff(repo: str, command: list[str]) -> dict:
+    """A patch from diff plumbing (`diff-files`, `diff-index`, `diff-tree`: porcelain `git diff` would refresh
+    and rewrite .git/index), as text cut at DIFF_CAP bytes on a line boundary, saying so."""
+    name, *rest = command
+    data = run(repo, [name, "-p", "--no-color", "--no-ext-diff", "--no-textconv", *rest]).stdout
+    truncated = len(data) > DIFF_CAP
+    if truncated:
+        data = data[:DIFF_CAP].rsplit(b"\n", 1)[0] + b"\n"
+    return {"diff": text(data), "diff_truncated": truncated}
+
+
+def commits_between(repo: str, exclude: str, include: str, limit: int = 50) -> dict:
+    """Commits reachable from `include` but not `exclude`: [{sha, subject}], newest first, capped."""
+    raw = text(run(repo, ["log", "--no-color", "--format=%H %s", "-z", f"--max-count={limit + 1}",
+                          include, f"^{exclude}", "--"]).stdout)
+    items = [{"sha": rec[:40], "subject": rec[41:]} for rec in raw.split("\0") if rec]
+    return {"commits": items[:limit], "truncated": len(items) > limit}
+
+
+def is_ancestor(repo: str, older: str, newer: str) -> bool:
+    return run(repo, ["merge-base", "--is-ancestor", older, newer], ok_codes=(0, 1)).returncode == 0
+
+
+def inside(repo: str, rel: str) -> str:
+    full = os.path.join(repo, rel)
+    root = os.path.realpath(repo)
+    if os.path.commonpath([os.path.realpath(os.path.dirname(full)), root]) != root:
+        raise FleetError("BAD_PATH", f"{rel!r} leads outside the repository")
+    return full

@@ -1,0 +1,222 @@
+"""The person's policy for agents' proposals: which are refused, which wait for a person, which run at once.
+
+The file is `$XDG_CONFIG_HOME/fleetdeck/policy.toml` (or `--policy PATH`, passed on as `$FLEETDECK_POLICY`).
+Without one, every proposal waits for a person. A policy that is configured but missing, unreadable,
+unparsable or carrying unknown keys/actions makes every write refuse with POLICY_INVALID (fail closed);
+reads never load it. Example (also in `fleetdeck policy --help` and the README):
+
+    [settings]
+    expiry_minutes = 30          # pending proposals expire after this long (1..10080)
+    max_pending_per_agent = 20   # more pending proposals from one agent are refused with LIMIT (1..1000)
+
+    [[rules]]                    # first match wins
+    agent = "*"                  # glob on the agent id (default "*")
+    op = ["reset", "discard"]    # an op name or a list ("*" = any)
+    repo = "*/work/*"            # glob on the repo's path or fleet name (default "*")
+    action = "deny"
+    note = "no agent resets or discards in work repos"
+
+    [[rules]]
+    agent = "claude-code"
+    op = ["stage", "unstage", "commit"]
+    ref = "scratch/*"            # glob every ref the proposal names or moves must match
+    path = "docs/"               # repo-relative prefix every path it touches must start with
+    action = "auto"              # run at once, still recorded, with a restore point, undoable
+
+`ref` and `path` are conservative both ways: a `deny` rule matches when ANY ref/path of the proposal
+matches; an `approve`/`auto` rule only when the proposal names refs/paths and ALL of them match. `auto`
+never applies to a high-risk proposal: a rule naming an always-high-risk op (or `op = "*"`) with `auto` is
+invalid, and a proposal made high-risk by its arguments (hard reset, amend) falls back to `approve`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleet.errors import FleetError
+from fleet.ops.catalog import HIGH, OPS, always_high
+
+ACTIONS = ("deny", "approve", "auto")
+RULE_KEYS = {"agent", "op", "repo", "ref", "path", "action", "note"}
+SETTINGS = {"expiry_minutes": (30, 1, 7 * 24 * 60), "max_pending_per_agent": (20, 1, 1000)}
+MAX_POLICY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Rule:
+    number: int
+    action: str
+    agent: str = "*"
+    ops: tuple[str, ...] = ("*",)
+    repo: str = "*"
+    ref: str | None = None
+    path: str | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        parts = [f"agent={self.agent}", f"op={','.join(self.ops)}", f"repo={self.repo}"]
+        if self.ref is not None:
+            parts.append(f"ref={self.ref}")
+        if self.path is not None:
+            parts.append(f"path={self.path}")
+        return f"rule #{self.number} ({' '.join(parts)}) -> {self.action}" + (f": {self.note}" if self.note else "")
+
+
+@dataclass(frozen=True)
+class Policy:
+    source: str | None                  # the file, or None when no policy is configured
+    rules: tuple[Rule, ...] = ()
+    settings: dict[str, int] = field(default_factory=lambda: {k: v[0] for k, v in SETTINGS.items()})
+
+    @property
+    def expiry_seconds(self) -> float:
+        return self.settings["expiry_minutes"] * 60.0
+
+    @property
+    def max_pending(self) -> int:
+        return self.settings["max_pending_per_agent"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str          # deny | approve | auto
+    rule: int | None     # the rule's number (1-based), None for the default
+    why: str
+
+    def as_dict(self) -> dict:
+        return {"action": self.action, "rule": self.rule, "why": self.why}
+
+
+def policy_path() -> tuple[Path, bool]:
+    """(the policy file, whether it was configured explicitly): `$FLEETDECK_POLICY` or the XDG default."""
+    explicit = os.environ.get("FLEETDECK_POLICY")
+    if explicit:
+        return Path(explicit), True
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(config_home) / "fleetdeck" / "policy.toml", False
+
+
+_CACHE: dict[tuple, Policy] = {}
+
+
+def load_policy() -> Policy:
+    """The policy every write obeys; POLICY_INVALID when it is configured but unusable (never a default)."""
+    path, explicit = policy_path()
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if explicit:
+            raise FleetError("POLICY_INVALID", f"the policy file {path} does not exist") from None
+        return Policy(None)
+    except OSError as exc:
+        raise FleetError("POLICY_INVALID", f"cannot read the policy file {path}: {exc.strerror}") from None
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    cached = _CACHE.get(key)
+    if cached is None:
+        _CACHE.clear()
+        cached = _CACHE[key] = parse_policy_file(path)
+    return cached
+
+
+def parse_policy_file(path: Path) -> Policy:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise FleetError("POLICY_INVALID", f"cannot read the policy file {path}: {exc.strerror}") from None
+    if len(data) > MAX_POLICY_BYTES:
+        raise FleetError("POLICY_INVALID", f"the policy file {path} is larger than {MAX_POLICY_BYTES} bytes")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FleetError("POLICY_INVALID", f"the policy file {path} is not valid TOML: {exc}") from None
+    return parse_policy(doc, str(path))
+
+
+def parse_policy(doc: dict, source: str) -> Policy:
+    """Validate a parsed policy document strictly: unknown keys, actions or ops are errors, not ignored."""
+    def bad(message: str) -> FleetError:
+        return FleetError("POLICY_INVALID", f"{source}: {message}")
+
+    unknown = set(doc) - {"settings", "rules"}
+    if unknown:
+        raise bad(f"unknown top-level key {sorted(unknown)[0]!r} (expected [settings] and [[rules]])")
+    settings = {k: v[0] for k, v in SETTINGS.items()}
+    raw_settings = doc.get("settings", {})
+    if not isinstance(raw_settings, dict):
+        raise bad("[settings] must be a table")
+    for key, value in raw_settings.items():
+        if key not in SETTINGS:
+            raise bad(f"unknown setting {key!r} (known: {', '.join(SETTINGS)})")
+        _, low, high = SETTINGS[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise bad(f"setting {key} must be an integer in {low}..{high}")
+        settings[key] = value
+    raw_rules = doc.get("rules", [])
+    if not isinstance(raw_rules, list):
+        raise bad("rules must be an array of tables ([[rules]])")
+    rules = []
+    for number, raw in enumerate(raw_rules, start=1):
+        if not isinstance(raw, dict):
+            raise bad(f"rule #{number} must be a table")
+        extra = set(raw) - RULE_KEYS
+        if extra:
+            raise bad(f"rule #{number} has unknown key {sorted(extra)[0]!r} (known: {', '.join(sorted(RULE_KEYS))})")
+        action = raw.get("action")
+        if action not in ACTIONS:
+            raise bad(f"rule #{number} needs action = one of {', '.join(ACTIONS)}")
+        ops = raw.get("op", "*")
+        ops = (ops,) if isinstance(ops, str) else ops
+        if not isinstance(ops, (list, tuple)) or not ops or not all(isinstance(o, str) for o in ops):
+            raise bad(f"rule #{number}: op must be an op name or a non-empty list of them")
+        for op in ops:
+            if op != "*" and op not in OPS:
+                raise bad(f"rule #{number}: unknown op {op!r}")
+        if action == "auto" and ("*" in ops or any(always_high(o) for o in ops)):
+            raise bad(f"rule #{number}: auto cannot apply to high-risk ops; name the low/medium ops it covers")
+        for key in ("agent", "repo", "ref", "path", "note"):
+            if key in raw and not isinstance(raw[key], str):
+                raise bad(f"rule #{number}: {key} must be a string")
+        rules.append(Rule(number, action, raw.get("agent", "*"), tuple(ops), raw.get("repo", "*"),
+                          raw.get("ref"), raw.get("path"), raw.get("note", "")))
+    return Policy(source, tuple(rules), settings)
+
+
+def _covers(pattern: str | None, values: list[str], action: str, match) -> bool:
+    if pattern is None:
+        return True
+    if action == "deny":
+        return any(match(v, pattern) for v in values)
+    return bool(values) and all(match(v, pattern) for v in values)
+
+
+def _prefix(path: str, prefix: str) -> bool:
+    prefix = prefix.strip("/")
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def decide(policy: Policy, agent: str, op: str, repo_path: str, repo_name: str | None,
+           refs: list[str], paths: list[str], risk: str) -> Decision:
+    """The first rule that matches this proposal, or the default (a person approves)."""
+    for rule in policy.rules:
+        if not fnmatch.fnmatchcase(agent, rule.agent):
+            continue
+        if "*" not in rule.ops and op not in rule.ops:
+            continue
+        if not (fnmatch.fnmatchcase(repo_path, rule.repo)
+                or (repo_name is not None and fnmatch.fnmatchcase(repo_name, rule.repo))):
+            continue
+        if not _covers(rule.ref, refs, rule.action, fnmatch.fnmatchcase):
+            continue
+        if not _covers(rule.path, paths, rule.action, _prefix):
+            continue
+        if rule.action == "auto" and risk == HIGH:
+            return Decision("approve", rule.number, f"{rule.describe()}; but this proposal is high-risk, "
+                                                    "so a person approves it")
+        return Decision(rule.action, rule.number, rule.describe())
+    where = f"no rule in {policy.source} matches" if policy.source else "no policy file"
+    return Decision("approve", None, f"{where}: a person approves every proposal")

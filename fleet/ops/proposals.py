@@ -1,0 +1,192 @@
+"""Proposals in the index: rows, and the lifecycle moves between their states.
+
+    pending -> approved -> executing -> completed | failed
+    pending -> rejected (a person) | cancelled (the proposing agent) | expired (time)
+
+Every move is a compare-and-set (`UPDATE ... WHERE status IN (...)` inside BEGIN IMMEDIATE), so two
+processes (the CLI and `serve`) racing to approve or execute one proposal cannot both win. A proposal left
+`executing` by a process that died is never re-run: it shows as `interrupted` until a person reconciles it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import time
+
+from fleet.errors import FleetError
+from fleet.index.store import Index
+from fleet.repo.record import iso
+
+STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired")
+TERMINAL = ("completed", "failed", "rejected", "cancelled", "expired")
+JSON_FIELDS = ("args", "preview", "result", "policy")
+TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at")
+DECIDERS = ("dashboard", "cli", "policy", "api")
+
+
+def new_id() -> str:
+    return "p-" + secrets.token_hex(6)
+
+
+def fingerprint(value: object) -> str:
+    """sha256 of canonical JSON: how a retried idempotency key is checked against the first call's args."""
+    canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+
+
+def process_identity(pid: int | None = None) -> str | None:
+    """`pid:start-time` of a process (from /proc), so a recycled pid is not mistaken for the same process."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return f"{pid}:{fields[19]}" if len(fields) > 19 else None
+
+
+def worker_alive(worker: str | None) -> bool:
+    if not worker:
+        return False
+    pid = int(worker.split(":", 1)[0])
+    return process_identity(pid) == worker
+
+
+def expire_due(conn: sqlite3.Connection, now: float | None = None) -> int:
+    """Pending proposals past their expiry become `expired`; so do approved ones whose approver died."""
+    now = time.time() if now is None else now
+    cur = conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
+                       "WHERE status = 'pending' AND expires_at <= ?", (now, now))
+    count = cur.rowcount
+    for pid, worker in conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved' "
+                                    "AND expires_at <= ?", (now,)).fetchall():
+        if not worker_alive(worker):
+            count += conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
+                                  "WHERE id = ? AND status = 'approved'", (now, pid)).rowcount
+    return count
+
+
+def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
+    """Store a new proposal, or return the one an idempotency key already made. Returns (row, replayed).
+
+    Over `max_pending` pending proposals from this agent: LIMIT. The same key with other arguments:
+    BAD_ARGUMENT (a retry must be the same request).
+    """
+    with index.write() as conn:
+        expire_due(conn)
+        key = row.get("idempotency_key")
+        if key is not None:
+            found = conn.execute("SELECT id, args_fingerprint FROM proposals WHERE agent = ? AND op = ? "
+                                 "AND idempotency_key = ?", (row["agent"], row["op"], key)).fetchone()
+            if found is not None:
+                if found[1] != row["args_fingerprint"]:
+                    raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different "
+                                                     f"{row['op']} request (proposal {found[0]})")
+                return _read(conn, found[0]), True
+        pending = conn.execute("SELECT count(*) FROM proposals WHERE agent = ? AND status = 'pending'",
+                               (row["agent"],)).fetchone()[0]
+        if row["status"] == "pending" and pending >= max_pending:
+            raise FleetError("LIMIT", f"agent {row['agent']!r} already has {pending} pending proposals "
+                                      f"(the most allowed is {max_pending}); wait for decisions or cancel some")
+        stored = {k: (json.dumps(v, sort_keys=True, default=str) if k in JSON_FIELDS and v is not None else v)
+                  for k, v in row.items()}
+        cols = ", ".join(stored)
+        conn.execute(f"INSERT INTO proposals ({cols}) VALUES ({', '.join('?' * len(stored))})",
+                     tuple(stored.values()))
+        return _read(conn, row["id"]), False
+
+
+def get(index: Index, proposal_id: str) -> dict:
+    if not isinstance(proposal_id, str) or not proposal_id:
+        raise FleetError("BAD_ARGUMENT", "proposal_id must be a non-empty string")
+    with index.write() as conn:  # expiry is applied before anyone reads a status
+        expire_due(conn)
+        return _read(conn, proposal_id)
+
+
+def _read(conn: sqlite3.Connection, proposal_id: str) -> dict:
+    cur = conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,))
+    found = cur.fetchone()
+    if found is None:
+        raise FleetError("NOT_FOUND", f"no proposal {proposal_id[:80]!r}")
+    return decode(dict(zip([d[0] for d in cur.description], found)))
+
+
+def decode(row: dict) -> dict:
+    """A stored row as the surfaces show it: JSON parsed, ISO times, and `interrupted` for a dead executor."""
+    out = dict(row)
+    for key in JSON_FIELDS:
+        if out.get(key) is not None:
+            out[key] = json.loads(out[key])
+    for key in TIME_FIELDS:
+        out[key] = iso(out[key]) if out.get(key) is not None else None
+    out["interrupted"] = out["status"] == "executing" and not worker_alive(out.get("worker_start"))
+    out.pop("args_fingerprint", None)
+    out.pop("worker_pid", None)
+    return out
+
+
+def list_proposals(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:
+    """Proposals, pending first (oldest first: the queue), then the rest newest first; capped honestly."""
+    if status is not None and status not in STATES:
+        raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
+    where, params = [], []
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    if repo:
+        where.append("repo = ?")
+        params.append(repo)
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    with index.write() as conn:
+        expire_due(conn)
+        total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
+        cur = conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
+                           "CASE WHEN status = 'pending' THEN created_at ELSE -created_at END LIMIT ?",
+                           (*params, limit))
+        names = [d[0] for d in cur.description]
+        rows = [decode(dict(zip(names, r))) for r in cur.fetchall()]
+    return {"proposals": rows, "total": total, "truncated": total > len(rows),
+            "omitted_count": max(0, total - len(rows))}
+
+
+def change_stamp(index: Index) -> tuple[int, float]:
+    """(pending count, the latest change to any proposal): what a live page polls to know it must refresh.
+    Read-only, so expiry shows up on the next write or list."""
+    row = index.conn.execute("SELECT sum(status = 'pending' AND expires_at > ?), max(max(created_at, "
+                             "ifnull(decided_at, 0), ifnull(started_at, 0), ifnull(finished_at, 0))) "
+                             "FROM proposals", (time.time(),)).fetchone()
+    return int(row[0] or 0), float(row[1] or 0)
+
+
+def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, **fields: object) -> dict:
+    """Move a proposal from one of `allowed` to `to` in one compare-and-set; NOT_PENDING names the state
+    it is really in when it is no longer in any of `allowed` (someone else decided it first)."""
+    assert to in STATES
+    sets = {"status": to, **{k: (json.dumps(v, sort_keys=True, default=str) if k in JSON_FIELDS and v is not None
+                                 else v) for k, v in fields.items()}}
+    assignments = ", ".join(f"{k} = ?" for k in sets)
+    marks = ", ".join("?" * len(allowed))
+    with index.write() as conn:
+        expire_due(conn)
+        cur = conn.execute(f"UPDATE proposals SET {assignments} WHERE id = ? AND status IN ({marks})",
+                           (*sets.values(), proposal_id, *allowed))
+        if cur.rowcount == 1:
+            return _read(conn, proposal_id)
+        current = _read(conn, proposal_id)  # NOT_FOUND when there is no such proposal
+    raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {current['status']}, not "
+                                    f"{' or '.join(allowed)}")
+
+
+def orphaned_approved(index: Index) -> list[str]:
+    """Approved proposals whose approving process died before it started them (the next executor claims
+    them after re-validating)."""
+    with index.write() as conn:
+        expire_due(conn)
+        rows = conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved'").fetchall()
+    return [pid for pid, worker in rows if not worker_alive(worker)]

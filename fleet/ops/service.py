@@ -1,0 +1,304 @@
+"""The write side's one entry point for every surface (MCP tools, CLI, dashboard): propose, decide, execute.
+
+- `propose` validates and previews at once (nothing is stored with `dry_run`), applies the policy (deny,
+  approve, auto), honours idempotency keys and the per-agent quota, and stores a pending proposal;
+- `approve` / `reject` are a person's decisions; `cancel` is the proposing agent's own;
+- `execute` claims an approved proposal (compare-and-set), re-validates everything the preview pinned,
+  takes the restore point, runs the operation as the person would, records the result and refreshes the
+  index. A proposal whose executor dies stays `executing` (interrupted) until `reconcile`: never re-run;
+- `undo` turns a completed proposal's restore point into a `restore` proposal the person approves at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from fleet.errors import FleetError
+from fleet.index.store import Index
+from fleet.ops import cleanup, coreops, integrate, partsops, patchops, planop, proposals, remote, restore
+from fleet.ops import undo as undo_op
+from fleet.ops.catalog import op_info, risk_of
+from fleet.ops.model import Ctx, Op, Plan
+from fleet.ops.policy import Decision, decide, load_policy
+from fleet.ops.state import pin, revalidate
+from fleet.repo.target import resolve_target
+
+log = logging.getLogger("fleetdeck.ops")
+
+OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **cleanup.OPS,
+                      **partsops.OPS, **planop.OPS, **undo_op.OPS}
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_REASON = 500
+PERSON = "person"
+ACTIVE = ("pending", "approved", "executing")
+
+
+def _check_reason(reason: object) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise FleetError("BAD_ARGUMENT", "reason is required: say why, in 1..500 characters")
+    if len(reason) > MAX_REASON:
+        raise FleetError("BAD_ARGUMENT", f"reason is longer than {MAX_REASON} characters")
+    if any(ord(c) < 32 and c not in "\n\t" for c in reason):
+        raise FleetError("BAD_ARGUMENT", "reason contains control characters")
+    return reason
+
+
+def _check_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise FleetError("BAD_ARGUMENT", "idempotency_key must be 1..128 characters of A-Z a-z 0-9 _ -")
+    return key
+
+
+def _other_agents(index: Index, repo: str, agent: str, paths: list[str]) -> list[dict]:
+    from fleet.presence.store import read_rows
+
+    touched = set(paths)
+    out = []
+    for row in read_rows(index, repo):
+        if row["agent"] == agent:
+            continue
+        files = row.get("files") or []
+        overlap = sorted(f for f in files if f in touched or any(f.startswith(p.rstrip("/") + "/") for p in touched))
+        out.append({"agent": row["agent"], "state": row["state"], "overlapping_paths": overlap[:50]})
+    return out
+
+
+def _repo_name(index: Index, path: str) -> str | None:
+    row = index.conn.execute("SELECT name FROM repos WHERE path = ?", (path,)).fetchone()
+    return row[0] if row else None
+
+
+def approve_url(index: Index, proposal_id: str) -> str | None:
+    """The proposal's page on the running dashboard (no token in it), or None when no `serve` runs."""
+    row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
+    worker = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_worker'").fetchone()
+    if not row or not worker or not proposals.worker_alive(worker[0]):
+        return None
+    return f"{row[0].rstrip('/')}/proposals/{proposal_id}"
+
+
+def announce_dashboard(index: Index, base_url: str | None) -> None:
+    """`serve` says where its dashboard is (the proposals' approve_url), tied to this process's life;
+    None withdraws it."""
+    with index.write() as conn:
+        if base_url is None:
+            conn.execute("DELETE FROM meta WHERE key IN ('serve_url', 'serve_worker')")
+            return
+        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                         [("serve_url", base_url), ("serve_worker", proposals.process_identity())])
+
+
+def summary(index: Index, row: dict, replayed: bool = False) -> dict:
+    """What an agent gets back for a proposal: its id, state, where a person approves it, what to call next."""
+    url = approve_url(index, row["id"]) if row["status"] == "pending" else None
+    if row["status"] == "pending":
+        how = (f"a person approves it at {url}" if url else
+               f"a person approves it with `fleetdeck proposals approve {row['id']}` (or on the dashboard)")
+        next_action = {"tool": "operation.status", "args": {"proposal_id": row["id"]},
+                       "message": f"Pending: {how}. Poll operation.status; never assume it ran."}
+    elif row["status"] in ACTIVE:
+        next_action = {"tool": "operation.status", "args": {"proposal_id": row["id"]},
+                       "message": f"{row['status'].capitalize()}: poll operation.status for the result."}
+    else:
+        next_action = None
+    out = {"proposal_id": row["id"], "status": row["status"], "op": row["op"], "repo": row["repo"],
+           "risk": row["risk"], "approve_url": url, "next_action": next_action, "preview": public_preview(row),
+           "expires_at": row["expires_at"], "policy": row.get("policy"), "result": row.get("result"),
+           "error": row.get("error"), "restore_point": row.get("restore_point")}
+    if replayed:
+        out["replayed"] = True
+    return out
+
+
+def public_preview(row: dict) -> dict | None:
+    preview = row.get("preview")
+    return {k: v for k, v in preview.items() if not k.startswith("_")} if preview else None
+
+
+def show(index: Index, proposal_id: str) -> dict:
+    """A proposal as every surface shows it (internal plan and pins left out)."""
+    row = proposals.get(index, proposal_id)
+    row["preview"] = public_preview(row)
+    return row
+
+
+# --- proposing -------------------------------------------------------------------------------------------
+
+def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: str, *, dry_run: bool = False,
+            idempotency_key: str | None = None, by_person: bool = False) -> dict:
+    """Validate, preview and (unless dry_run) store a proposal; run it at once when the policy says auto."""
+    info = op_info(op)
+    reason = _check_reason(reason)
+    key = _check_key(idempotency_key)
+    if not isinstance(args, dict):
+        raise FleetError("BAD_ARGUMENT", "args must be an object")
+    policy = load_policy()  # POLICY_INVALID refuses every write, whatever else is wrong
+    found = resolve_target(index, repo)
+    request = {"repo": found.path, "args": args}
+    if key is not None and not dry_run:
+        existing = index.conn.execute("SELECT id, args_fingerprint FROM proposals WHERE agent = ? AND op = ? "
+                                      "AND idempotency_key = ?", (agent, op, key)).fetchone()
+        if existing is not None:
+            if existing[1] != proposals.fingerprint(request):
+                raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different {op} "
+                                                 f"request (proposal {existing[0]})")
+            return summary(index, proposals.get(index, existing[0]), replayed=True)
+    ctx = Ctx(found.path, agent, index)
+    plan: Plan = OPS[op].preview(ctx, args)
+    risk = risk_of(op, plan.args)
+    if by_person:
+        decision = Decision("approve", None, "the person's own request")
+    else:
+        decision = decide(policy, agent, op, found.path, _repo_name(index, found.path), plan.policy_refs,
+                          plan.policy_paths, risk)
+    preview = {"op": op, "risk": risk, "destructive": info.destructive, "undoable": info.undoable,
+               **plan.preview, "other_agents": _other_agents(index, found.path, agent, plan.policy_paths),
+               "policy": decision.as_dict()}
+    if decision.action == "deny":
+        raise FleetError("POLICY_DENIED", f"the policy refuses this {op}: {decision.why}")
+    if dry_run:
+        return {"status": "dry_run", "op": op, "repo": found.path, "risk": risk, "preview": preview,
+                "proposal_id": None, "approve_url": None, "next_action": None, "expires_at": None}
+    preview["_plan"] = {"args": plan.args, "refs": plan.refs, "moves": plan.moves, "paths": plan.paths,
+                        "untracked_content": plan.untracked_content, "undo": plan.undo}
+    preview["_pins"] = pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head)
+    now = time.time()
+    row = {"id": proposals.new_id(), "op": op, "repo": found.path, "agent": agent, "reason": reason,
+           "args": args, "args_fingerprint": proposals.fingerprint(request), "idempotency_key": key,
+           "preview": preview, "risk": risk, "status": "pending", "policy": decision.as_dict(),
+           "created_at": now, "expires_at": now + policy.expiry_seconds}
+    stored, replayed = proposals.insert(index, row, policy.max_pending)
+    if decision.action == "auto" and not replayed:
+        approve(index, stored["id"], "policy")
+        stored = proposals.get(index, stored["id"])
+    return summary(index, stored, replayed)
+
+
+# --- deciding ----------------------------------------------------------------------------------------------
+
+def approve(index: Index, proposal_id: str, by: str, *, run: bool = True) -> dict:
+    """A person (or an `auto` policy rule) approves: pending -> approved, then executed here and now."""
+    if by not in proposals.DECIDERS:
+        raise FleetError("BAD_ARGUMENT", f"decided_by must be one of {', '.join(proposals.DECIDERS)}")
+    proposals.transition(index, proposal_id, ("pending",), "approved", decided_at=time.time(), decided_by=by,
+                         worker_start=proposals.process_identity())
+    return execute(index, proposal_id) if run else show(index, proposal_id)
+
+
+def reject(index: Index, proposal_id: str, by: str, reason: str) -> dict:
+    reason = _check_reason(reason)
+    proposals.transition(index, proposal_id, ("pending",), "rejected", decided_at=time.time(), decided_by=by,
+                         decision_reason=reason, finished_at=time.time())
+    return show(index, proposal_id)
+
+
+def cancel(index: Index, proposal_id: str, agent: str) -> dict:
+    """The proposing agent withdraws its own pending proposal (another agent's is NOT_FOUND to it)."""
+    row = proposals.get(index, proposal_id)
+    if row["agent"] != agent:
+        raise FleetError("NOT_FOUND", f"no proposal {proposal_id} from agent {agent!r}")
+    proposals.transition(index, proposal_id, ("pending",), "cancelled", decided_at=time.time(),
+                         decided_by="agent", finished_at=time.time())
+    return summary(index, proposals.get(index, proposal_id))
+
+
+def reconcile(index: Index, proposal_id: str, as_status: str, by: str) -> dict:
+    """A person settles an interrupted proposal (its executor died while running): never re-run."""
+    if as_status not in ("failed", "completed"):
+        raise FleetError("BAD_ARGUMENT", "reconcile --as takes failed or completed")
+    row = proposals.get(index, proposal_id)
+    if row["status"] != "executing":
+        raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {row['status']}, not executing")
+    if not row["interrupted"]:
+        raise FleetError("NOT_PENDING", f"proposal {proposal_id} is still running (its executor is alive)")
+    proposals.transition(index, proposal_id, ("executing",), as_status, finished_at=time.time(),
+                         error=(row.get("error") or f"interrupted; reconciled as {as_status} by {by}"))
+    return show(index, proposal_id)
+
+
+# --- executing ----------------------------------------------------------------------------------------------
+
+def execute(index: Index, proposal_id: str) -> dict:
+    """Run one approved proposal: claim, re-validate, restore point, run, record, refresh the index."""
+    row = proposals.transition(index, proposal_id, ("approved",), "executing", started_at=time.time(),
+                               worker_start=proposals.process_identity())
+    internal = row["preview"]
+    plan, pins, repo = internal["_plan"], internal["_pins"], row["repo"]
+    ctx = Ctx(repo, row["agent"], index, proposal_id)
+    try:
+        revalidate(repo, pins)
+    except FleetError as exc:
+        return _finish(index, proposal_id, "failed", error=f"{exc.code}: {exc.message}",
+                       result={"touched": False})
+    try:
+        restore.take(index, repo, proposal_id, plan["moves"], plan["untracked_content"], plan["undo"])
+    except FleetError as exc:
+        return _finish(index, proposal_id, "failed", error=f"{exc.code}: restore point not taken, nothing "
+                                                           f"ran: {exc.message}", result={"touched": False})
+    _set(index, proposal_id, restore_point=proposal_id)
+    try:
+        result = OPS[row["op"]].run(ctx, plan["args"])
+        status, error = "completed", None
+    except FleetError as exc:
+        result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:],
+                  "stdout": getattr(exc, "stdout", "")[-2000:], **getattr(exc, "partial", {})}
+        status, error = "failed", f"{exc.code}: {exc.message}"
+    undo_steps = result.pop("undo", {}) if isinstance(result, dict) else {}
+    try:
+        restore.record_after(index, proposal_id, pin(repo, [*plan["refs"], *plan["moves"]], None), undo_steps)
+    except FleetError as exc:
+        log.warning("state after %s not recorded: %s", proposal_id, exc.message)
+    return _finish(index, proposal_id, status, error=error, result=result)
+
+
+def _set(index: Index, proposal_id: str, **fields: object) -> None:
+    sets = ", ".join(f"{k} = ?" for k in fields)
+    with index.write() as conn:
+        conn.execute(f"UPDATE proposals SET {sets} WHERE id = ?", (*fields.values(), proposal_id))
+
+
+def _finish(index: Index, proposal_id: str, status: str, *, error: str | None, result: dict) -> dict:
+    proposals.transition(index, proposal_id, ("executing",), status, finished_at=time.time(), error=error,
+                         result=result)
+    row = proposals.get(index, proposal_id)
+    try:
+        from fleet.index.scan import refresh_repo
+
+        refresh_repo(index, row["repo"])
+    except Exception as exc:  # the index catches up on its next sweep; the proposal's outcome stands
+        log.warning("index not refreshed after %s: %s", proposal_id, exc)
+    return show(index, proposal_id)
+
+
+def resume_orphans(index: Index) -> list[dict]:
+    """Approved proposals whose approver died before starting them: claimed and run (after re-validation)."""
+    done = []
+    for proposal_id in proposals.orphaned_approved(index):
+        try:
+            done.append(execute(index, proposal_id))
+        except FleetError as exc:  # another executor claimed it first
+            log.debug("orphan %s not claimed: %s", proposal_id, exc.message)
+    return done
+
+
+def undo(index: Index, proposal_id: str, by: str) -> dict:
+    """The person undoes a completed proposal: a `restore` proposal, approved by them and run at once."""
+    row = proposals.get(index, proposal_id)
+    undo_op.undoable(row)
+    made = propose(index, PERSON, "restore", row["repo"], {"restore_point": row["restore_point"]},
+                   f"undo {proposal_id} ({row['op']})", by_person=True)
+    return approve(index, made["proposal_id"], by)
+
+
+def wait(index: Index, proposal_id: str, timeout: float, poll: float = 0.2) -> dict:
+    """Block until the proposal leaves pending/approved/executing (or is interrupted), or the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        row = show(index, proposal_id)
+        if row["status"] not in ACTIVE or row["interrupted"] or time.monotonic() >= deadline:
+            return row
+        time.sleep(poll)

@@ -1,0 +1,83 @@
+"""The `restore` operation: back to the state before a completed proposal, from its restore point.
+
+It is itself a proposal (an agent may ask; `fleetdeck proposals undo` is the person's shortcut), so it
+gets its own restore point and can be undone in turn. It refuses (STALE) when the repository is no longer
+exactly as that proposal left it: an undo must never throw away work done since. A fleet-wide branch
+clean-up is undone branch by branch instead (fleet.ops.cleanup): it recreates what it deleted.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fleet.errors import FleetError
+from fleet.ops import restore
+from fleet.ops.catalog import op_info
+from fleet.ops.cleanup import undo_branch_delete
+from fleet.ops.model import Ctx, Op, Plan, known_args, short_ref, string
+from fleet.ops.state import head_state, ref_sha
+
+
+def undoable(row: dict) -> None:
+    """BAD_ARGUMENT unless a proposal ran far enough to have something to undo, and fleetdeck can undo it."""
+    if not op_info(row["op"]).undoable:
+        raise FleetError("BAD_ARGUMENT", f"a {row['op']} cannot be undone by fleetdeck")
+    if row["status"] not in ("completed", "failed") or not row.get("restore_point"):
+        raise FleetError("BAD_ARGUMENT", f"proposal {row['id']} is {row['status']} and has no restore point to "
+                                         "undo")
+
+
+def _proposal(ctx: Ctx, point_id: str) -> dict | None:
+    cur = ctx.index.conn.execute("SELECT id, op, status, restore_point, result FROM proposals WHERE id = ?",
+                                 (point_id,))
+    found = cur.fetchone()
+    if found is None:
+        return None
+    row = dict(zip([d[0] for d in cur.description], found))
+    row["result"] = json.loads(row["result"]) if row["result"] else {}
+    undoable(row)
+    return row
+
+
+def preview_restore(ctx: Ctx, args: dict) -> Plan:
+    known_args("restore", args, {"restore_point"})
+    point_id = string(args, "restore_point", max_len=128)
+    point = restore.details(ctx.index, point_id)
+    row = _proposal(ctx, point_id)
+    if row is not None and row["op"] == "branch_delete":
+        deleted = [b for b in row["result"].get("branches", []) if b["status"] == "deleted"]
+        preview = {"summary": f"undo branch clean-up {point_id}: recreate {len(deleted)} branch(es)",
+                   "restore_point": point_id, "undoes_op": "branch_delete",
+                   "recreate": [{k: b[k] for k in ("repo", "branch", "tip")} for b in deleted]}
+        return Plan({"restore_point": point_id}, preview, paths=[], pin_head=False,
+                    policy_refs=[b["branch"] for b in deleted])
+    restore.check_undo(ctx.repo, point)
+    head_ref, head = head_state(ctx.repo)
+    refs = {ref: {"now": ref_sha(ctx.repo, ref), "restored": sha} for ref, sha in point["refs"].items()}
+    preview = {
+        "summary": f"undo {point['op'] or 'proposal'} {point_id}: back to "
+                   f"{point['head'][:12] if point['head'] else 'no commit'} on "
+                   f"{short_ref(point['head_ref']) if point['head_ref'] else 'detached HEAD'}",
+        "restore_point": point_id, "undoes_op": point["op"],
+        "head": {"now": head, "restored": point["head"],
+                 "branch_now": short_ref(head_ref) if head_ref else None,
+                 "branch_restored": short_ref(point["head_ref"]) if point["head_ref"] else None},
+        "refs": refs, "files_restored": [f["path"] for f in point["files"]][:200],
+        "files_restored_count": len(point["files"]),
+    }
+    moves = [r for r in point["refs"] if r != "HEAD"]
+    return Plan({"restore_point": point_id}, preview, refs=moves, moves=moves,
+                policy_refs=[short_ref(r) for r in moves], policy_paths=[f["path"] for f in point["files"]])
+
+
+def run_restore(ctx: Ctx, args: dict) -> dict:
+    point_id = args["restore_point"]
+    point = restore.details(ctx.index, point_id)
+    row = _proposal(ctx, point_id)
+    if row is not None and row["op"] == "branch_delete":
+        return {"restored": point_id, **undo_branch_delete(row["result"])}
+    restore.check_undo(ctx.repo, point)
+    return {"restored": point_id, **restore.apply(ctx.repo, point)}
+
+
+OPS = {"restore": Op(preview_restore, run_restore)}

@@ -1,0 +1,65 @@
+"""A small indexed fleet for the write-side tests, and helpers that read a repo's state with the git CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from fleet.ops import service
+from tests.gitbuild import commit_file, git, init_repo, write
+
+
+def build(base: Path) -> dict:
+    """`base/fleet/work` (2 commits, a topic branch, local edits, an untracked file) indexed in base/fleet.db."""
+    root = base / "fleet"
+    root.mkdir()
+    work = init_repo(root / "work", commits=2)
+    commit_file(work, "src/app.py", "print('one')\n", "add app")
+    git(work, "branch", "topic")
+    write(work / "README.md", "edited\n")
+    write(work / "notes.txt", "untracked notes\n")
+    index = open_index(base / "fleet.db")
+    scan(index, [str(root)])
+    return {"root": root, "work": work, "index": index, "db": base / "fleet.db"}
+
+
+@pytest.fixture
+def fleet(tmp_path, monkeypatch):
+    monkeypatch.delenv("FLEETDECK_POLICY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    built = build(tmp_path)
+    yield built
+    built["index"].close()
+
+
+def state(repo: Path) -> dict:
+    """Everything a test compares before and after: HEAD, branches, stashes, status, file bytes."""
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            full = Path(dirpath) / name
+            files[str(full.relative_to(repo))] = full.read_bytes()
+    return {
+        "head": git(repo, "rev-parse", "HEAD").strip(),
+        "symbolic": git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip(),
+        "branches": git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"),
+        "stash": git(repo, "stash", "list", "--format=%H"),
+        "status": git(repo, "status", "--porcelain=v2", "-uall"),
+        "index": git(repo, "ls-files", "-s"),
+        "files": files,
+    }
+
+
+def propose(fleet: dict, op: str, args: dict, agent: str = "claude-code", **kw) -> dict:
+    return service.propose(fleet["index"], agent, op, str(fleet["work"]), args, f"test {op}", **kw)
+
+
+def run(fleet: dict, op: str, args: dict, **kw) -> dict:
+    """Propose and approve (as the CLI does); returns the finished proposal."""
+    made = propose(fleet, op, args, **kw)
+    return service.approve(fleet["index"], made["proposal_id"], "cli")

@@ -1,0 +1,175 @@
+"""Proposals on the dashboard (Starlette TestClient over a real fleet): the pages, the JSON API, approving and
+rejecting with the browser session (CSRF + Origin) or the approver token, never with the MCP/access token
+alone; the high-risk second confirmation; the header's pending count; the SSE proposals event."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+from fleet.ops import service
+from fleet.ops.approver import approver_token
+from tests.gitbuild import git
+from tests.opsfleet import build
+from web.app import create_app
+from web.security import csrf_for
+
+TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
+BASE = "http://127.0.0.1:8765"
+ORIGIN = {"Origin": BASE}
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def fleet(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    built = build(tmp_path)
+    yield built
+    built["index"].close()
+
+
+@pytest.fixture
+def client(fleet):
+    with TestClient(create_app(fleet["db"], TOKEN), base_url=BASE, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture
+def browser(client):
+    assert client.get(f"/?token={TOKEN}").status_code == 303
+    return client
+
+
+def propose(fleet, op="stage", args=None, agent="claude-code"):
+    return service.propose(fleet["index"], agent, op, str(fleet["work"]), args or {"paths": ["README.md"]},
+                           "please stage the readme")["proposal_id"]
+
+
+def test_pages_show_pending_first_with_the_preview(browser, fleet):
+    pid = propose(fleet)
+    page = browser.get("/proposals")
+    assert page.status_code == 200 and pid in page.text and "Waiting for you" in page.text
+    assert re.search(r'id="pending-count"[^>]*>1<', browser.get("/").text)  # the header, on every page
+    one = browser.get(f"/proposals/{pid}")
+    assert one.status_code == 200
+    assert '<span class="d-add">+edited</span>' in one.text and "please stage the readme" in one.text
+    assert 'name="csrf_token"' in one.text and "confirm_high_risk" not in one.text
+    api = browser.get("/api/proposals").json()
+    assert [p["id"] for p in api["pending"]] == [pid]
+    assert browser.get(f"/api/proposals/{pid}").json()["proposal"]["status"] == "pending"
+    assert browser.get("/proposals/p-nothing").status_code == 404
+    assert browser.get("/api/proposals/p-nothing").json()["error"]["code"] == "NOT_FOUND"
+
+
+def test_browser_form_approves_and_runs(browser, fleet):
+    pid = propose(fleet)
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)}, headers=ORIGIN)
+    assert r.status_code == 303 and r.headers["location"] == f"/proposals/{pid}?decided=approved"
+    assert git(fleet["work"], "diff", "--cached", "--name-only") == "README.md\n"
+    row = browser.get(f"/api/proposals/{pid}").json()["proposal"]
+    assert (row["status"], row["decided_by"]) == ("completed", "dashboard")
+    assert "Undo: <code>fleetdeck proposals undo" in browser.get(f"/proposals/{pid}").text
+
+
+def test_the_access_token_alone_cannot_decide(client, fleet):
+    """The token MCP clients use for /mcp opens the API but never approves, rejects or undoes."""
+    pid = propose(fleet)
+    for action in ("approve", "reject"):
+        r = client.post(f"/api/proposals/{pid}/{action}", headers=BEARER, json={"reason": "no"})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "FORBIDDEN"
+    r = client.post(f"/api/proposals/{pid}/approve", headers={**BEARER, "X-Fleetdeck-Approver": "guess"})
+    assert r.status_code == 403
+    assert client.get(f"/api/proposals/{pid}", headers=BEARER).json()["proposal"]["status"] == "pending"
+    assert git(fleet["work"], "diff", "--cached", "--name-only") == ""
+
+
+def test_the_approver_token_decides_for_scripts(client, fleet):
+    pid = propose(fleet)
+    approver = {**BEARER, "X-Fleetdeck-Approver": approver_token(fleet["db"])}
+    r = client.post(f"/api/proposals/{pid}/approve", headers=approver)
+    assert r.status_code == 200 and r.json()["status"] == "completed" and r.json()["decided_by"] == "api"
+    again = client.post(f"/api/proposals/{pid}/approve", headers=approver)
+    assert again.status_code == 409 and again.json()["error"]["code"] == "NOT_PENDING"
+    other = propose(fleet, "unstage", {"paths": ["README.md"]})
+    r = client.post(f"/api/proposals/{other}/reject", headers=approver, json={"reason": "keep it staged"})
+    assert r.json()["status"] == "rejected" and r.json()["decision_reason"] == "keep it staged"
+
+
+def test_csrf_and_origin_still_guard_the_browser(browser, fleet):
+    pid = propose(fleet)
+    assert browser.post(f"/proposals/{pid}/approve", headers=ORIGIN).status_code == 403
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
+                     headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert service.show(fleet["index"], pid)["status"] == "pending"
+
+
+def test_high_risk_needs_the_second_confirmation(browser, fleet):
+    pid = propose(fleet, "discard", {"paths": ["README.md"]})
+    page = browser.get(f"/proposals/{pid}").text
+    assert 'name="confirm_high_risk"' in page and "required" in page
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
+                     headers={**ORIGIN, "Accept": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "CONFIRM_REQUIRED"
+    assert (fleet["work"] / "README.md").read_text() == "edited\n"
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN), "confirm_high_risk": "yes"},
+                     headers=ORIGIN)
+    assert r.status_code == 303
+    assert git(fleet["work"], "status", "--porcelain", "--", "README.md") == ""
+
+
+def test_reject_needs_a_reason(browser, fleet):
+    pid = propose(fleet)
+    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": csrf_for(TOKEN), "reason": ""},
+                     headers={**ORIGIN, "Accept": "application/json"})
+    assert r.status_code == 400
+    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": csrf_for(TOKEN), "reason": "not now"},
+                     headers=ORIGIN)
+    assert r.status_code == 303
+    assert service.show(fleet["index"], pid)["status"] == "rejected"
+
+
+def test_events_announce_new_proposals(browser, fleet):
+    with browser.stream("GET", "/api/events") as events:
+        lines = events.iter_lines()
+        first = next(line for line in lines if line.startswith("event:"))
+        assert first == "event: status"
+        propose(fleet)
+        for line in lines:
+            if line.startswith("event: proposals"):
+                data = next(lines)
+                assert json.loads(data.split(":", 1)[1]) == {"pending": 1}
+                break
+
+
+def test_racing_approvals_from_http_and_cli_run_once(browser, fleet):
+    import threading
+
+    from fleet.errors import FleetError
+    from fleet.index.store import open_index
+
+    pid = propose(fleet, "commit", {"message": "raced", "paths": ["README.md"]})
+    outcomes = []
+
+    def from_cli():
+        with open_index(fleet["db"]) as idx:
+            try:
+                outcomes.append(service.approve(idx, pid, "cli")["status"])
+            except FleetError as exc:
+                outcomes.append(exc.code)
+
+    def from_http():
+        r = browser.post(f"/api/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
+                         headers={**ORIGIN, "Accept": "application/json"})
+        outcomes.append(r.json().get("status") or r.json()["error"]["code"])
+
+    threads = [threading.Thread(target=from_cli), threading.Thread(target=from_http)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == ["NOT_PENDING", "completed"]
+    assert git(fleet["work"], "log", "--format=%s", "-2").split("\n")[:2] == ["raced", "add app"]

@@ -1,0 +1,141 @@
+"""Proposals on the dashboard: the list (pending first), one proposal's page with its preview, and the
+person's decisions (approve, reject) as forms and as JSON.
+
+Deciding is a person's act. The approve and reject routes accept the browser session (the cookie, which
+the guards only let through with our Origin and the CSRF token) or the approver token of the person's own
+scripts (`X-Fleetdeck-Approver`, see fleet/ops/approver.py); the dashboard's bearer token alone, which MCP
+clients hold for `/mcp`, is refused. A high-risk proposal needs a second, explicit confirmation
+(`confirm_high_risk`). Approving runs the proposal here and now (fleet.ops.service.approve).
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from fleet.errors import FleetError
+from fleet.index.store import Index
+from fleet.ops import proposals, service
+from fleet.ops.approver import is_approver
+from web.state import index
+
+APPROVER_HEADER = "x-fleetdeck-approver"
+MAX_BODY = 64 * 1024
+STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMENT": 400, "FORBIDDEN": 403,
+                "CONFIRM_REQUIRED": 400}
+
+
+def list_context(request: Request, idx: Index) -> dict:
+    found = proposals.list_proposals(idx, limit=300)
+    rows = found["proposals"]
+    for row in rows:
+        row["preview"] = service.public_preview(row)
+    return {"pending": [r for r in rows if r["status"] == "pending"],
+            "active": [r for r in rows if r["status"] in ("approved", "executing")],
+            "history": [r for r in rows if r["status"] not in service.ACTIVE],
+            "total": found["total"], "truncated": found["truncated"], "omitted_count": found["omitted_count"]}
+
+
+def proposal_context(request: Request, idx: Index) -> dict:
+    try:
+        row = service.show(idx, request.path_params["proposal_id"])
+    except FleetError as exc:
+        raise HTTPException(404 if exc.code == "NOT_FOUND" else 400, exc.message) from None
+    return {"proposal": row}
+
+
+def pending_badge(request: Request) -> dict:
+    """The pending count every page's header shows (one indexed count)."""
+    try:
+        return {"pending_proposals": proposals.change_stamp(index(request))[0]}
+    except (KeyError, AttributeError):  # an error page rendered outside the app's lifespan
+        return {"pending_proposals": 0}
+
+
+# --- decisions ---------------------------------------------------------------------------------------------
+
+def _decider(request: Request) -> str:
+    """Who decides: the browser session ('dashboard') or the approver token ('api'); otherwise refused."""
+    if "cookie" in request.auth.scopes:
+        return "dashboard"
+    if is_approver(index(request).path, request.headers.get(APPROVER_HEADER)):
+        return "api"
+    raise FleetError("FORBIDDEN", "deciding a proposal needs the dashboard session or the approver token "
+                                  "(`fleetdeck proposals approver-token`); the access token alone cannot")
+
+
+async def _fields(request: Request) -> dict:
+    if request.headers.get("content-type", "").startswith("application/json"):
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            raise FleetError("BAD_ARGUMENT", "request body too large")
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            raise FleetError("BAD_ARGUMENT", "the body is not JSON") from None
+        return data if isinstance(data, dict) else {}
+    form = await request.form(max_files=0, max_fields=20)
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+
+
+def _error(request: Request, exc: FleetError) -> Response:
+    status = STATUS_CODES.get(exc.code, 400)
+    if _wants_json(request):
+        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
+    from web.pages import render  # web.pages registers this module's pages: imported late, no cycle
+
+    return render(request, "error.html", {"status": status, "message": exc.message}, status)
+
+
+def _done(request: Request, row: dict, what: str) -> Response:
+    if _wants_json(request):
+        return JSONResponse(row)
+    url = request.app.url_path_for("proposal", proposal_id=row["id"])
+    return RedirectResponse(f"{url}?decided={what}", status_code=303)
+
+
+async def approve(request: Request) -> Response:
+    proposal_id = request.path_params["proposal_id"]
+    try:
+        by = _decider(request)
+        fields = await _fields(request)
+        row = await run_in_threadpool(service.show, index(request), proposal_id)
+        confirmed = fields.get("confirm_high_risk") in (True, "yes", "on", "true", "1")
+        if row["risk"] == "high" and not confirmed:
+            raise FleetError("CONFIRM_REQUIRED", f"{row['op']} is high-risk: confirm it explicitly "
+                                                 "(confirm_high_risk)")
+        done = await run_in_threadpool(lambda: service.approve(index(request), proposal_id, by))
+    except FleetError as exc:
+        return _error(request, exc)
+    return _done(request, done, "approved")
+
+
+async def reject(request: Request) -> Response:
+    proposal_id = request.path_params["proposal_id"]
+    try:
+        by = _decider(request)
+        fields = await _fields(request)
+        reason = fields.get("reason") or ""
+        done = await run_in_threadpool(lambda: service.reject(index(request), proposal_id, by, reason))
+    except FleetError as exc:
+        return _error(request, exc)
+    return _done(request, done, "rejected")
+
+
+def routes() -> list[Route]:
+    """The decision routes (the pages and their JSON are Page entries in web/pages.py)."""
+    return [
+        Route("/proposals/{proposal_id}/approve", approve, methods=["POST"], name="proposal_approve"),
+        Route("/proposals/{proposal_id}/reject", reject, methods=["POST"], name="proposal_reject"),
+        Route("/api/proposals/{proposal_id}/approve", approve, methods=["POST"], name="api_proposal_approve"),
+        Route("/api/proposals/{proposal_id}/reject", reject, methods=["POST"], name="api_proposal_reject"),
+    ]
