@@ -326,6 +326,7 @@ class Reflog(Capped):
 class Refs(Capped):
     head_ref: str | None
     detached: bool
+    tag_sort: str
     branches: list[dict]
     remote_branches: list[dict]
     tags: list[dict]

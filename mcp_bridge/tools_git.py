@@ -6,7 +6,7 @@ revision (nothing starting with `-`, ranges side by side) and each path (relativ
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -70,10 +70,12 @@ def register(kit: Toolkit) -> None:
         return annotate_reflog(path, repo_reflog(path, ref, limit))
 
     @kit.tool("repo.refs", models.Refs, "Branches, tags, remotes, stashes")
-    def refs(repo: Repo, max_entries: Entries = 200) -> dict:
-        """Local branches (upstream, ahead/behind, worktree), remote-tracking branches, tags, remotes (URLs
-        with credentials redacted) and stashes."""
-        return repo_refs(path_of(repo), max_entries)
+    def refs(repo: Repo, max_entries: Entries = 200,
+             sort: Literal["newest", "oldest", "name", "version"] = "newest") -> dict:
+        """Local branches (upstream, ahead/behind, worktree; a gone upstream keeps its name with
+        `upstream_gone: true`), remote-tracking branches, tags (`sort`: newest first by creator date by
+        default, oldest, name, or version), remotes (URLs with credentials redacted) and stashes."""
+        return repo_refs(path_of(repo), max_entries, sort)
 
     @kit.tool("commit.details", models.CommitDetails, "One commit with its diff")
     def details(repo: Repo, rev: Rev, unified: Unified = 3, max_bytes: DiffBytes = DEFAULT_DIFF_BYTES,

@@ -207,8 +207,8 @@ def test_refs(tmp_path: Path):
     assert "origin/main" in {b["name"] for b in result["remote_branches"]}
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
     gone = {b["name"]: b for b in repo_refs(str(repo))["branches"]}
-    assert gone["orphaned"]["upstream_gone"] and gone["orphaned"]["upstream"] is None
-    assert gone["orphaned"]["gone_upstream_name"] == "origin/main"
+    assert gone["orphaned"]["upstream_gone"] and gone["orphaned"]["upstream"] == "origin/main"
+    assert gone["orphaned"]["ahead"] is None and "gone_upstream_name" not in gone["orphaned"]
     capped = repo_refs(str(repo), max_entries=1)
     assert capped["truncated"] and len(capped["branches"]) == 1
     assert capped["omitted_count"] == sum(n - 1 for n in capped["counts"].values() if n)
