@@ -114,6 +114,7 @@ class SearchResult(Capped, Fresh):
     query: str
     matches: list[SearchMatch]
     match_count: int
+    searched: dict
 
 
 # --- one repository ---------------------------------------------------------------------------------------

@@ -108,3 +108,18 @@ def m005_presence_mcp_sessions(db: Database) -> None:
     table.add_column("client_version", str)
     table.add_column("client_pid", int)
     table.transform(pk=("agent", "repo", "session"))
+
+
+@migrations()
+def m006_commit_history(db: Database) -> None:
+    """Commit subjects from recent history (fleet search): the last 90 days of every local and
+    remote-tracking branch, one row per (repo, commit), with a trigram FTS5 index kept in step by the code
+    that writes the rows (fleet.index.history). `history_state` says what each repo's rows reflect."""
+    db["commits"].create({"id": int, "repo_id": int, "sha": str, "at": int, "author": str, "subject": str},
+                         pk="id", not_null={"repo_id", "sha", "at"})
+    db["commits"].create_index(["repo_id", "sha"], unique=True)
+    db["commits"].create_index(["at"])
+    db.execute("CREATE VIRTUAL TABLE commit_search USING fts5(subject, content='commits', content_rowid='id', "
+               "tokenize='trigram')")
+    db["history_state"].create({"repo_id": int, "signature": str, "indexed_at": int, "capped": int},
+                               pk="repo_id")
