@@ -128,10 +128,13 @@ def cmd_repos(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(records)
         return 0
-    print_table(("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "op"), (
-        (r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"), (r["head"] or "(no commits)")[:10],
-         r["upstream"] or "-", _num(r["ahead"]), _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]),
-         _num(r["untracked"]), r["operation"] or "") for r in records))
+    print_table(("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "conflicted",
+                 "stashes", "op"), (
+        (r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"),
+         r["head"][:10] if r["head"] else "(no commits)",
+         (r["upstream"] or "-") + (" (gone)" if r.get("upstream_gone") else ""), _num(r["ahead"]),
+         _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]), _num(r["untracked"]), _num(r["conflicted"]),
+         _num(r["stashes"]), r["operation"] or "") for r in records))
     return 0
 
 
@@ -152,9 +155,10 @@ def cmd_radar(args: argparse.Namespace) -> int:
     if not entries:
         console().print("Nothing needs attention: every repository is clean and in sync.")
         return 0
+    # one line per reason, each with its own next step (the repo's score and name on its first line)
     print_table(("score", "repo", "why", "next step"), (
-        (e["score"], e["name"], [r["summary"] for r in e["reasons"]], e["next_step"])
-        for e in entries), right=("score",))
+        (e["score"] if n == 0 else "", e["name"] if n == 0 else "", r["summary"], r["next_step"])
+        for e in entries for n, r in enumerate(e["reasons"])), right=("score",))
     return 0
 
 

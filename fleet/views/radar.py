@@ -51,7 +51,10 @@ def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    """`1 file`, `2 files`, `2 branches`, `2 stashes`: English plurals of the nouns reasons use."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}{'es' if word.endswith(('ch', 'sh', 's', 'x')) else 's'}"
 
 
 def attention(record: dict, now: datetime | None = None) -> list[dict]:
@@ -102,7 +105,7 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
                           "push them or delete them if merged", branches=[b["name"] for b in others]))
     stale = [s for s in record.get("stash_list", []) if _older_than(s.get("at"), now, STALE_STASH_AGE)]
     if stale:
-        out.append(reason("stale_stash", f"{len(stale)} stash{'' if len(stale) == 1 else 'es'} older than a week",
+        out.append(reason("stale_stash", f"{_plural(len(stale), 'stash')} older than a week",
                           "git stash list; apply or drop them"))
     for wt in record.get("worktrees", []):
         if wt.get("prunable"):
