@@ -26,6 +26,8 @@ SCRIPTS = {
     "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
                   ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
     "mcp": (["bench_mcp.py", "--runs", "15", "--connect-runs", "5"], ["--runs", "3", "--connect-runs", "2"]),
+    "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "9"],
+              ["--commits", "5000", "--files", "600", "--runs", "3"]),
 }
 
 
