@@ -374,7 +374,8 @@ class Blame(Capped):
     file: str
     ref: str | None
     ref_sha: str | None
-    line_count: int
+    binary: bool
+    line_count: int | None
     start_line: int
     end_line: int | None
     ranges: list[dict]

@@ -109,7 +109,8 @@ def register(kit: Toolkit) -> None:
               start_line: Annotated[int | None, Field(ge=1)] = None, end_line: Annotated[int | None, Field(ge=1)] = None,
               ignore_whitespace: bool = False, detect_moves: bool = False,
               max_lines: Annotated[int, Field(ge=1, le=5000)] = 200) -> dict:
-        """Line ranges of `file` (at `ref`, or the working tree) with the commit that last changed each."""
+        """Line ranges of `file` (at `ref`, or the working tree) with the commit that last changed each; a binary
+        file gives `binary: true` and no lines."""
         return repo_blame(path_of(repo), file, ref, start_line, end_line, ignore_whitespace, detect_moves,
                           max_lines)
 
