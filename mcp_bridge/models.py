@@ -292,11 +292,18 @@ class Commit(Out):
     is_merge: bool
 
 
-class History(Capped):
+class History(Out):
     ref: str | None
     head_sha: str | None
+    range: str | None = None
     commits: list[Commit]
     next_cursor: str | None
+    truncated: bool
+    has_more: bool
+    omitted_count: int | None
+    omitted_count_at_least: int
+    path_match: str | None = None
+    note: str | None = None
 
 
 class Dropped(Out):

@@ -52,14 +52,22 @@ def register(kit: Toolkit) -> None:
         return repo_changes(path_of(repo), path_filter, summary_only, unified, max_changes)
 
     @kit.tool("repo.history", models.History, "Commit history")
-    def history(repo: Repo, ref: Rev | None = None, limit: Annotated[int, Field(ge=1, le=200)] = 20,
+    def history(repo: Repo, ref: Annotated[Rev | None, Field(description="a revision, or a range a..b / a...b")] = None,
+                limit: Annotated[int, Field(ge=1, le=200)] = 20,
                 path_filter: RelPath | None = None,
                 since: Annotated[str | None, Field(max_length=100, description="ISO 8601 or '2 weeks ago'")] = None,
                 until: Annotated[str | None, Field(max_length=100)] = None, include_merges: bool = True,
                 cursor: Annotated[str | None, Field(max_length=512, description="next_cursor of the previous page")] = None,
+                author: Annotated[str | None, Field(max_length=200, description="part of the author's name or email (case-insensitive)")] = None,
+                path_glob: Annotated[bool, Field(description="path_filter is a glob (* ? [..] within a folder, ** across)")] = False,
+                count_omitted: Annotated[bool, Field(description="count the commits after this page (a full walk: slow on big histories)")] = False,
                 ) -> dict:
-        """Commits reachable from `ref` (default HEAD), newest first, paged with a stable cursor."""
-        return repo_history(path_of(repo), ref, limit, path_filter, since, until, include_merges, cursor)
+        """Commits reachable from `ref` (default HEAD, or a range), newest first, paged with a stable cursor,
+        at about the cost of `git log` for the page: `has_more` and `omitted_count_at_least` say there is
+        more; `omitted_count` is null unless `count_omitted`. `path_filter` is a literal path unless
+        `path_glob`; a filter that matched no commit says so in `note`."""
+        return repo_history(path_of(repo), ref, limit, path_filter, since, until, include_merges, cursor,
+                            author, path_glob, count_omitted)
 
     @kit.tool("repo.reflog", models.Reflog, "Reflog of a ref")
     def reflog(repo: Repo, ref: Rev = "HEAD", limit: Annotated[int, Field(ge=1, le=1000)] = 50) -> dict:

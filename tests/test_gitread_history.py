@@ -43,7 +43,14 @@ def test_history_pages_equal_git_log(rich: Path):
     assert _pages(rich, ref="side") == git(rich, "log", "--format=%H", "side").split()
     first = repo_history(str(rich), limit=3)
     total = len(git(rich, "log", "--format=%H").split())
-    assert first["truncated"] is True and first["omitted_count"] == total - 3
+    assert first["truncated"] is True and first["has_more"] is True
+    assert first["omitted_count"] is None and first["omitted_count_at_least"] == 1   # not counted by default
+    counted = repo_history(str(rich), limit=3, count_omitted=True)
+    assert counted["omitted_count"] == counted["omitted_count_at_least"] == total - 3
+    second = repo_history(str(rich), limit=3, count_omitted=True, cursor=counted["next_cursor"])
+    assert second["omitted_count"] == total - 6
+    last = repo_history(str(rich), limit=200)
+    assert last["has_more"] is False and last["omitted_count"] == 0 and last["omitted_count_at_least"] == 0
     merge = next(c for c in repo_history(str(rich), limit=200)["commits"] if c["is_merge"])
     assert merge["parents"] == git(rich, "rev-parse", "HEAD^1", "HEAD^2").split()
     root = repo_history(str(rich), limit=200)["commits"][-1]
