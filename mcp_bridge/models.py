@@ -346,11 +346,13 @@ class Refs(Capped):
 class CommitDetails(Capped, Commit):
     tree: str
     message: str
+    message_truncated: bool
     diff_against: str
     is_root: bool
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int
+    lines_omitted_count: int
 
 
 class DiffRefs(Capped):
@@ -363,6 +365,7 @@ class DiffRefs(Capped):
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int
+    lines_omitted_count: int
 
 
 class DiffText(Capped):

@@ -27,7 +27,10 @@ RelPath = Annotated[str, Field(min_length=1, max_length=4096, description="a pat
 Unified = Annotated[int, Field(ge=0, le=20, description="context lines around each hunk")]
 Entries = Annotated[int, Field(ge=1, le=10000, description="most entries per list")]
 Files = Annotated[int, Field(ge=1, le=5000, description="most files to return")]
-DiffBytes = Annotated[int, Field(ge=1024, le=16 * 1024 * 1024, description="byte budget for hunk text")]
+DiffBytes = Annotated[int, Field(ge=1024, le=16 * 1024 * 1024,
+                                  description="byte budget for the whole result's JSON (plus a 1 KiB envelope)")]
+Hunks = Annotated[int, Field(ge=1, le=100000, description="most hunks per file")]
+HunkLines = Annotated[int, Field(ge=1, le=100000, description="most lines per hunk")]
 
 
 def register(kit: Toolkit) -> None:
@@ -87,18 +90,22 @@ def register(kit: Toolkit) -> None:
 
     @kit.tool("commit.details", models.CommitDetails, "One commit with its diff")
     def details(repo: Repo, rev: Rev, unified: Unified = 3, max_bytes: DiffBytes = DEFAULT_DIFF_BYTES,
-                max_files: Files = 200) -> dict:
+                max_files: Files = 200, max_hunks: Hunks = 200, max_hunk_lines: HunkLines = 200) -> dict:
         """A commit's metadata, full message, parents and parsed diff (root commits against the empty tree,
-        merges against their first parent)."""
-        return commit_details(path_of(repo), rev, unified, max_bytes, max_files)
+        merges against their first parent). The result's JSON stays within `max_bytes` + 1 KiB: files,
+        hunks and lines are cut in order, each level saying `truncated` and `omitted_count`."""
+        return commit_details(path_of(repo), rev, unified, max_bytes, max_files, max_hunks, max_hunk_lines)
 
     @kit.tool("diff.refs", models.DiffRefs, "Structured diff between revisions")
     def refs_diff(repo: Repo, base: Range, head: Rev | None = None, unified: Unified = 3,
                   path_filter: RelPath | None = None, max_files: Files = 200,
-                  max_bytes: DiffBytes = DEFAULT_DIFF_BYTES) -> dict:
+                  max_bytes: DiffBytes = DEFAULT_DIFF_BYTES, max_hunks: Hunks = 200,
+                  max_hunk_lines: HunkLines = 200) -> dict:
         """Change[] from `base` to `head` (default HEAD). `base` may be a range: `a..b`, or `a...b` for what b
-        adds since it forked from a."""
-        return diff_refs(path_of(repo), base, head, unified, path_filter, max_files, max_bytes)
+        adds since it forked from a. The result's JSON stays within `max_bytes` + 1 KiB: files, hunks and
+        lines are cut in order, each level saying `truncated` and `omitted_count`."""
+        return diff_refs(path_of(repo), base, head, unified, path_filter, max_files, max_bytes, max_hunks,
+                         max_hunk_lines)
 
     @kit.tool("diff.text", models.DiffText, "Patch text")
     def text_diff(repo: Repo, base: Range | None = None, head: Rev | None = None, staged: bool = False,

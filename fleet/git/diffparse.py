@@ -217,28 +217,3 @@ def summarize(change: dict[str, Any]) -> dict[str, Any]:
     slim = {k: v for k, v in change.items() if k != "hunks"}
     slim["hunk_count"] = len(change["hunks"])
     return slim
-
-
-def budget(changes: list[dict[str, Any]], max_bytes: int) -> bool:
-    """Drop hunk bodies once their text passes `max_bytes` (later changes keep their metadata only).
-
-    Returns True when anything was dropped; each affected change says `truncated` and `omitted_count`.
-    """
-    used = 0
-    dropped = full = False
-    for change in changes:
-        keep: list[dict[str, Any]] = []
-        for hunk in change["hunks"]:
-            size = sum(len(line) + 1 for line in hunk["lines"]) + len(hunk["header"])
-            full = full or used + size > max_bytes
-            if full:
-                break
-            used += size
-            keep.append(hunk)
-        omitted = len(change["hunks"]) - len(keep)
-        if omitted:
-            dropped = True
-            change["hunks"] = keep
-            change["truncated"] = True
-            change["omitted_count"] = change.get("omitted_count", 0) + omitted
-    return dropped

@@ -9,11 +9,12 @@ import re
 from typing import Any
 
 from fleet.git import diffparse
-from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.caps import DEFAULT_CAP, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import has_head, resolve_commit
 from fleet.git.run import GitError, out, run_git, text
 from fleet.repo.scope import check_rel_path, check_rev
+from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 
 # Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.
 _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",
@@ -161,15 +162,19 @@ def _git(path: str, args: list[str], glob: bool) -> bytes:
 
 
 def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAULT_DIFF_BYTES,
-                   max_files: int = DEFAULT_CAP) -> dict[str, Any]:
-    """Metadata, parents and the parsed diff of one commit.
+                   max_files: int = DEFAULT_CAP, max_hunks: int = DEFAULT_MAX_HUNKS,
+                   max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
+    """Metadata, parents and the parsed diff of one commit, its JSON within `max_bytes` + ENVELOPE.
 
     A root commit is diffed against the empty tree; a merge commit against its first parent
-    (`diff_against` says which), which shows what the merge brought into the branch.
+    (`diff_against` says which), which shows what the merge brought into the branch. A message longer than
+    a quarter of `max_bytes` is cut (`message_truncated`).
     """
     check_int(unified, "unified", 0, 20)
     check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
     check_int(max_files, "max_files", 1, 5000)
+    check_int(max_hunks, "max_hunks", 1, 100000)
+    check_int(max_hunk_lines, "max_hunk_lines", 1, 100000)
     sha = resolve_commit(path, rev, "rev")
     meta = out(path, ["show", "-s", "--format=%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
                       sha])
@@ -194,16 +199,10 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
     if info["is_merge"]:
         info["note"] = ("merge commit: the diff is against the first parent, i.e. everything the merge "
                         "brought into the branch")
-    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes))
+    info["message_truncated"] = json_size(info["message"]) > max_bytes // 4
+    if info["message_truncated"]:
+        info["message"] = info["message"].encode()[:max_bytes // 8].decode("utf-8", "ignore")
+    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+                              max_lines=max_hunk_lines, reserve=json_size(info)))
+    info["truncated"] = info["truncated"] or info["message_truncated"]
     return info
-
-
-def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int) -> dict[str, Any]:
-    """Number, cap (files, hunks, lines) and byte-budget a Change[]; totals say what was left out."""
-    kept, info = cap(diffparse.number(changes), max_files)
-    kept = [diffparse.cap_change(c) for c in kept]
-    diffparse.budget(kept, max_bytes)
-    hunks_omitted = sum(c["omitted_count"] for c in kept)
-    return {"changes": kept, "file_count": len(changes), "omitted_count": info["omitted_count"],
-            "hunks_omitted_count": hunks_omitted,
-            "truncated": info["truncated"] or any(c["truncated"] for c in kept)}
