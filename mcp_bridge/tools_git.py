@@ -137,7 +137,10 @@ def register(kit: Toolkit) -> None:
 
     @kit.tool("conflict.read", models.ConflictRead, "The conflict in progress")
     def conflict(repo: Repo, max_bytes: Annotated[int, Field(ge=1, le=1024 * 1024)] = 16384,
-                 max_files: Annotated[int, Field(ge=1, le=200)] = 20) -> dict:
+                 max_files: Annotated[int, Field(ge=1, le=200)] = 20,
+                 context_lines: Annotated[int, Field(ge=0, le=50, description="lines shown around each conflict region")] = 3) -> dict:
         """An active merge/rebase/cherry-pick/revert conflict: ours and theirs (with the rebase inversion
-        spelled out), and per file its kind, base/ours/theirs contents and marker regions."""
-        return conflict_read(path_of(repo), max_bytes, max_files)
+        spelled out), and per file its kind, its conflict regions first (line numbers, the ours/base/theirs
+        text of each with `context_lines` around it), then the whole base/ours/theirs contents of the sides
+        that fit in `max_bytes` (a bigger side gives its size and `content_omitted: "too_large"`)."""
+        return conflict_read(path_of(repo), max_bytes, max_files, context_lines)
