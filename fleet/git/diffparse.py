@@ -173,6 +173,12 @@ def parse_diff(data: bytes) -> list[dict[str, Any]]:
 
 def parse_numstat(data: bytes) -> list[dict[str, Any]]:
     """`git diff --numstat -z` records: `{path, old_path, insertions, deletions, binary}`."""
+    return split_numstat(data)[0]
+
+
+def split_numstat(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """(numstat records, the patch after them) from `git diff --numstat --patch -z`: one git run gives
+    both (the records end at an empty NUL-terminated field, then the patch follows)."""
     records: list[dict[str, Any]] = []
     parts = data.split(b"\0")
     i = 0
@@ -190,7 +196,8 @@ def parse_numstat(data: bytes) -> list[dict[str, Any]]:
             "insertions": None if binary else int(ins), "deletions": None if binary else int(dels),
             "binary": binary,
         })
-    return records
+    consumed = sum(len(part) + 1 for part in parts[:i + 1])   # the records and the empty separator field
+    return records, data[consumed:] if i < len(parts) - 1 else b""
 
 
 def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:

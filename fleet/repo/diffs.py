@@ -92,10 +92,11 @@ def diff_text(path: str, base: str | None = None, head: str | None = None, stage
     (command, *revs), info = _text_args(path, base, head, staged)
     spec = _spec(path_filter)
     flags = [*diffparse.PATCH_FLAGS, "-M"]
-    patch = out(path, [command, "--patch", f"--unified={unified}", *flags, *revs, *spec],
-                max_bytes=PATCH_READ_LIMIT)
-    numstat = out(path, [command, "--numstat", "-z", *flags, *revs, *spec])
-    files, files_info = cap(diffparse.parse_numstat(numstat), max_files)
+    # One git run for the numstat and the patch: each run of a work-tree diff stats every tracked file.
+    numstat, patch = diffparse.split_numstat(out(
+        path, [command, "--numstat", "-z", "--patch", f"--unified={unified}", *flags, *revs, *spec],
+        max_bytes=PATCH_READ_LIMIT))
+    files, files_info = cap(numstat, max_files)
     kept = _cut(patch, max_bytes, max_lines)
     total_lines = patch.count(b"\n") + (0 if patch.endswith(b"\n") or not patch else 1)
     cut = len(kept) < len(patch)
