@@ -114,7 +114,8 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
             why = f" ({wt['lock_reason']})" if wt.get("lock_reason") else ""
             out.append(reason("worktree", f"worktree {wt['path']} is locked{why}",
                               "git worktree unlock when it is no longer needed"))
-    subs = [s for s in record.get("submodules", []) if s.get("state") not in (None, "clean")]
+    # A submodule the repo tells git status to ignore (submodule.<name>.ignore=all) raises nothing either.
+    subs = [s for s in record.get("submodules", []) if s.get("state") not in (None, "clean") and s.get("ignore") != "all"]
     if subs:
         text = ", ".join(f"{s['path']} {s['state']}" for s in subs[:3])
         out.append(reason("submodule", f"submodules: {text}", "git submodule update --init, or commit the pointer"))
