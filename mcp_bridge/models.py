@@ -178,6 +178,7 @@ class Brief(Out):
     stashes: int
     submodules: BriefSubmodules
     worktrees: int
+    worktree_attention: list[dict]
     recent_commits: list[BriefCommit]
     hints: list[str]
     error: str | None
@@ -194,6 +195,11 @@ class Worktree(Out):
     prunable: bool
     prunable_reason: str | None
     is_main: bool
+    operation: str | None
+    staged: int | None
+    unstaged: int | None
+    untracked: int | None
+    conflicted: int | None
     current: bool
 
 

@@ -18,10 +18,16 @@ def _record(n: int) -> dict:
         "branch": "main", "head": "a" * 40, "upstream": "origin/main", "ahead": n, "behind": n,
         "staged": n, "unstaged": n, "untracked": n, "conflicted": n, "operation": "merge" if n else None,
         "branches": [{"name": "main", "current": True}] + [
-            {"name": f"topic-{i}", "current": False, "ahead": 1, "upstream": f"origin/topic-{i}"} for i in range(n)],
+            {"name": f"{state}-{i}", "current": False, "upstream": f"origin/{state}-{i}", **counts}
+            for state, counts in (("ahead", {"ahead": 1, "behind": 0}), ("behind", {"ahead": 0, "behind": 2}),
+                                  ("diverged", {"ahead": 1, "behind": 1}),
+                                  ("gone", {"ahead": None, "behind": None, "upstream_gone": True}))
+            for i in range(n)],
         "stash_list": [{"at": OLD}] * n,
         "submodules": [{"path": f"lib{i}", "state": "drifted"} for i in range(n)],
-        "worktrees": [], "predicted_conflicts": {"clean": False, "paths": [f"f{i}" for i in range(n)]} if n else None,
+        "worktrees": [{"path": f"/w/wt{i}", "branch": f"b{i}", "operation": "cherry-pick", "conflicted": n,
+                       "staged": n, "unstaged": n, "untracked": n} for i in range(n)],
+        "predicted_conflicts": {"clean": False, "paths": [f"f{i}" for i in range(n)]} if n else None,
     }
 
 
@@ -37,5 +43,7 @@ def test_every_reason_reads_right(n: int):
     if n == 0:
         assert {r["code"] for r in reasons} == {"clean"}
     else:
-        assert {"conflict", "predicted_conflict", "diverged", "ahead", "stale_stash", "submodule"} <= {
-            r["code"] for r in reasons}
+        assert {"conflict", "predicted_conflict", "diverged", "ahead", "behind", "no_upstream", "stale_stash",
+                "submodule", "local_changes"} <= {r["code"] for r in reasons}
+        assert any("in worktree /w/wt0" in r["summary"] and r["next_step"].startswith("in /w/wt0: ")
+                   for r in reasons)

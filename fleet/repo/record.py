@@ -292,7 +292,19 @@ def main_worktree(found: Found, refs: dict[str, str], cfg: ConfigFile) -> dict:
     return {"path": path, "id": None, "branch": _branch_of(head.ref), "head": head.sha, "detached": head.detached,
             "bare": bare, "is_main": True, "locked": False, "lock_reason": None, "prunable": False,
             "prunable_reason": None, "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
-            "operation": None, "error": None}
+            "operation": None if bare else gitfiles.operation(found.commondir)[0], "error": None}
+
+
+def worktree_counts(row: dict) -> None:
+    """Fill a worktree row's staged/unstaged/untracked/conflicted from `git status` in that folder."""
+    if row["bare"] or row["prunable"] or row["error"] or not os.path.isdir(row["path"]):
+        return
+    try:
+        st = read_status(row["path"])
+    except GitError as exc:
+        row["error"] = exc.message
+        return
+    row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked, conflicted=st.conflicted)
 
 
 def read_submodules(path: str, commondir: StrPath) -> list[dict]:
