@@ -237,3 +237,20 @@ def test_history_ignores_log_follow_config(rich: Path):
         assert len(git(rich, "log", "--format=%H", "--", "src/main.py").split()) > len(page["commits"])
     finally:
         git(rich, "config", "--unset", "log.follow")
+
+
+def test_head_commit_from_files_agrees_with_git(tmp_path: Path):
+    from fleet.git.revs import head_commit
+
+    repo = init_repo(tmp_path / "h", commits=2)
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "--orphan", "fresh")
+    assert head_commit(str(repo)) is None and repo_history(str(repo))["commits"] == []
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/../../../../outside\n")
+    assert git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""   # git sees no commit there
+    assert repo_history(str(repo))["commits"] == []       # git's answer, not a file read outside .git

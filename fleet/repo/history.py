@@ -11,7 +11,7 @@ from typing import Any
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, check_int
 from fleet.errors import FleetError
-from fleet.git.revs import has_head, resolve_commit
+from fleet.git.revs import head_commit, resolve_commit
 from fleet.git.run import GitError, out, run_git, text
 from fleet.repo.scope import check_rel_path, check_rev
 from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
@@ -110,11 +110,12 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
         for side in re.split(r"\.\.\.?", tip):
             resolve_commit(path, side, "cursor")
     else:
-        if ref is None and not has_head(path):
+        tip = head_commit(path) if ref is None else _resolve_walk(path, ref)
+        if tip is None:
             return {"ref": None, "head_sha": None, "commits": [], "next_cursor": None, "truncated": False,
                     "has_more": False, "omitted_count": 0, "omitted_count_at_least": 0,
                     "note": "repository has no commits yet"}
-        tip, skip = _resolve_walk(path, ref or "HEAD"), 0
+        skip = 0
     walk = ["--no-follow"]
     if since:
         walk.append(f"--since={since}")
