@@ -111,7 +111,7 @@ def _fill(change: dict[str, Any], section: list[bytes]) -> None:
     """Add the hunks, binary flag and counts found in one patch section to `change`."""
     hunk: dict[str, Any] | None = None
     for line in section[1:]:
-        header = hunk_header(line)
+        header = hunk_header(line) if line[:2] == b"@@" else None   # a hunk header always starts with @@
         if header:
             hunk = {
                 "old_start": header[0],
