@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from fleet.index.discovery import Found, discover
-from fleet.index.scan import scan
+from fleet.index.scan import ingest, scan
 from fleet.index.store import open_index
 from fleet.repo.record import read_repo
 from tests.gitbuild import bare_remote, git, init_repo
@@ -52,7 +52,7 @@ def test_a_fixture_indexed_before_leaves_the_fleet_on_the_next_scan(tmp_path):
     root = os.path.realpath(tmp_path)
     fixture = os.path.realpath(repos["tracked"])
     item = Found(fixture, fixture, fixture, True, root)
-    index.store_repo(item, read_repo(item))       # what an older fleetdeck stored
+    ingest(index, [(item, read_repo(item))])       # what an older fleetdeck stored
     assert fixture in index.known_paths()
     summary = scan(index, [root])
     assert fixture in summary["gone"]
