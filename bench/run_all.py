@@ -27,6 +27,8 @@ SCRIPTS = {
                   ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
     "mcp": (["bench_mcp.py", "--runs", "15", "--connect-runs", "5"], ["--runs", "3", "--connect-runs", "2"]),
     "ops": (["bench_ops.py", "--runs", "9"], ["--runs", "2", "--large-files", "2000"]),
+    "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "9"],
+              ["--commits", "5000", "--files", "600", "--runs", "3"]),
 }
 
 

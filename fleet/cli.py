@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from fleet import __version__
 from fleet.errors import FleetError
-from fleet.index.store import Index, open_index
+from fleet.index.store import Index, default_db_path, open_index
 from fleet.repo.record import iso
 from fleet.views.safe import json_safe, visible
 
@@ -52,8 +52,28 @@ def print_table(columns: Iterable[str], rows: Iterable[Iterable[object]], right:
     console().print(table)
 
 
-def index_for(args: argparse.Namespace) -> Index:
-    return open_index(args.db)
+def index_for(args: argparse.Namespace, *, create: bool = False) -> Index:
+    """The index named by --db / $FLEETDECK_DB / the default. Only commands that add roots (scan ROOT,
+    watch ROOT, serve, roots add) create it: a read of a missing index creates nothing and says so."""
+    path = args.db or default_db_path()
+    if not create and not os.path.exists(path):
+        raise FleetError("NOT_FOUND", f"no index yet: run `fleetdeck scan ROOT` (looked for {path})")
+    return open_index(path)
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type for an integer option within [low, high]: anything else is a usage error (exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high}, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        return value
+
+    parse.__name__ = f"integer {low}..{high}"
+    return parse
 
 
 # --- commands ------------------------------------------------------------------------------------------
@@ -61,15 +81,13 @@ def index_for(args: argparse.Namespace) -> Index:
 def cmd_scan(args: argparse.Namespace) -> int:
     from fleet.index.scan import scan, set_skip_patterns, skip_patterns
 
-    with index_for(args) as index:
+    require_dirs(args.roots)  # before the index is opened: a bad ROOT creates no database
+    roots = args.roots or None
+    with index_for(args, create=bool(roots)) as index:
         if args.skip:
             set_skip_patterns(index, list(skip_patterns(index)) + args.skip)
-        roots = args.roots or None
         if not roots and not index.roots():
             raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck scan PATH` or `fleetdeck roots add PATH`")
-        bad = [r for r in (roots or []) if not os.path.isdir(r)]
-        if bad:
-            raise FleetError("BAD_PATH", f"not a directory: {', '.join(bad)}")
         if sys.stderr.isatty() and not args.json:
             summary = _scan_with_progress(index, roots)
         else:
@@ -110,10 +128,13 @@ def cmd_repos(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(records)
         return 0
-    print_table(("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "op"), (
-        (r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"), (r["head"] or "(no commits)")[:10],
-         r["upstream"] or "-", _num(r["ahead"]), _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]),
-         _num(r["untracked"]), r["operation"] or "") for r in records))
+    print_table(("name", "branch", "head", "upstream", "↑", "↓", "staged", "modified", "untracked", "conflicted",
+                 "stashes", "op"), (
+        (r["name"], r["branch"] or ("(detached)" if r["detached"] else "-"),
+         r["head"][:10] if r["head"] else "(no commits)",
+         (r["upstream"] or "-") + (" (gone)" if r.get("upstream_gone") else ""), _num(r["ahead"]),
+         _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]), _num(r["untracked"]), _num(r["conflicted"]),
+         _num(r["stashes"]), r["operation"] or "") for r in records))
     return 0
 
 
@@ -134,9 +155,10 @@ def cmd_radar(args: argparse.Namespace) -> int:
     if not entries:
         console().print("Nothing needs attention: every repository is clean and in sync.")
         return 0
+    # one line per reason, each with its own next step (the repo's score and name on its first line)
     print_table(("score", "repo", "why", "next step"), (
-        (e["score"], e["name"], [r["summary"] for r in e["reasons"]], e["next_step"])
-        for e in entries), right=("score",))
+        (e["score"] if n == 0 else "", e["name"] if n == 0 else "", r["summary"], r["next_step"])
+        for e in entries for n, r in enumerate(e["reasons"])), right=("score",))
     return 0
 
 
@@ -168,10 +190,10 @@ def cmd_presence(args: argparse.Namespace) -> int:
 
 
 def cmd_roots(args: argparse.Namespace) -> int:
-    with index_for(args) as index:
+    if args.action == "add":
+        require_dirs([args.path])
+    with index_for(args, create=args.action == "add") as index:
         if args.action == "add":
-            if not os.path.isdir(args.path):
-                raise FleetError("BAD_PATH", f"not a directory: {args.path}")
             print(visible(index.add_root(args.path)))
         elif args.action == "remove":
             if not index.remove_root(args.path):
@@ -286,7 +308,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from web.server import serve
 
     require_dirs(args.roots)
-    with index_for(args) as index:
+    with index_for(args, create=True) as index:
         for root in args.roots:
             index.add_root(root)
         if args.no_watch and index.roots():
@@ -325,7 +347,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     require_dirs(args.roots)
     logging.getLogger("fleetdeck.watcher").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    with index_for(args) as index:
+    with index_for(args, create=bool(args.roots)) as index:
         if not args.roots and not index.roots():
             raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck watch PATH` or `fleetdeck roots add PATH`")
         fleet_watcher(index, args.roots or None, force_polling=args.poll).run_forever()
@@ -404,9 +426,34 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 # --- parser ----------------------------------------------------------------------------------------------
 
+def versions() -> str:
+    """fleetdeck's version, and which git it runs with that git's own version line."""
+    from fleet.git.run import GitError, git_path, run_git
+
+    try:
+        found = git_path()
+        line = run_git("/", ["version"], timeout=10).stdout.decode("utf-8", "replace").strip()
+        git_line = f"{line} ({found})"
+    except GitError as exc:
+        git_line = f"git: {exc.message}"
+    return f"fleetdeck {__version__}\n{git_line}"
+
+
+class VersionAction(argparse.Action):
+    """`--version`, computed only when asked (it runs git once)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        for line in versions().splitlines():
+            print(visible(line))
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fleetdeck", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"fleetdeck {__version__}")
+    parser.add_argument("--version", action=VersionAction, help="show fleetdeck's version and the git it runs")
     parser.add_argument("--db", help="index database (default: $FLEETDECK_DB or $XDG_DATA_HOME/fleetdeck/fleet.db)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
     parser.add_argument("--policy", help="the write policy file (default: $FLEETDECK_POLICY or "
@@ -428,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("radar", help="the attention queue, most urgent first")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=bounded(1, 1_000_000), default=None,
+                   help="show at most N repositories (1..1000000; default all)")
     p.add_argument("--all", action="store_true", help="include clean repositories")
     p.set_defaults(func=cmd_radar)
 
@@ -447,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--dir", help="build the sample fleet here (an empty or new folder)")
             p.set_defaults(func=cmd_demo)
         p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-        p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+        p.add_argument("--port", type=bounded(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
         p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
         p.add_argument("--open", action="store_true", help="open the dashboard in a browser")
         p.add_argument("--no-watch", action="store_true",
@@ -474,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", action="append", default=[], metavar="NAME", help="only this repository (repeatable)")
     p.add_argument("--kind", dest="kinds", action="append", default=[], metavar="KIND",
                    help="only these event kinds (repeatable or comma-separated)")
-    p.add_argument("--max-events", type=int, default=200, help="1..1000 (default 200)")
+    p.add_argument("--max-events", type=bounded(1, 1000), default=200, help="1..1000 (default 200)")
     p.set_defaults(func=cmd_digest)
 
     p = sub.add_parser("lost", help="recoverable commits: dropped tips no ref reaches any more")
@@ -509,7 +557,7 @@ def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
                                   "(default: the spec's project_root_dir, else the current directory)")
     p.add_argument("--changes", default="-", help="JSON file: a list of changes, or a uni-diff-patch spec "
                                                   "{changes, output_path, write_mode, project_root_dir}; - for stdin")
-    p.add_argument("--context-lines", type=int, help="lines of context, 1..20 (default 3)")
+    p.add_argument("--context-lines", type=bounded(1, 20), help="lines of context, 1..20 (default 3)")
     p.add_argument("--patch-file", help="also store the entries in this .patch/.diff file (spec: output_path)")
     p.add_argument("--write-mode", choices=WRITE_MODES, help="append (default), upsert, overwrite, create_only")
     p.add_argument("--no-check", action="store_true", help="skip git apply --check")
@@ -519,7 +567,7 @@ def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
     p = actions.add_parser("remove", help="remove entries from a patch file")
     p.add_argument("patch_file")
     p.add_argument("--path", action="append", default=[], help="remove the entries holding PATH (repeatable)")
-    p.add_argument("--index", action="append", type=int, default=[], help="remove entry #N (repeatable)")
+    p.add_argument("--index", action="append", type=bounded(0, 1_000_000), default=[], help="remove entry #N, counted from 0 (repeatable)")
     p = actions.add_parser("validate", help="parse a patch; with --repo also git apply --check it")
     p.add_argument("patch_file", help="a .patch/.diff file, or - for stdin")
     p.add_argument("--repo", help="work tree to run git apply --check in")

@@ -114,6 +114,7 @@ class SearchResult(Capped, Fresh):
     query: str
     matches: list[SearchMatch]
     match_count: int
+    searched: dict
 
 
 # --- one repository ---------------------------------------------------------------------------------------
@@ -177,6 +178,7 @@ class Brief(Out):
     stashes: int
     submodules: BriefSubmodules
     worktrees: int
+    worktree_attention: list[dict]
     recent_commits: list[BriefCommit]
     hints: list[str]
     error: str | None
@@ -193,6 +195,11 @@ class Worktree(Out):
     prunable: bool
     prunable_reason: str | None
     is_main: bool
+    operation: str | None
+    staged: int | None
+    unstaged: int | None
+    untracked: int | None
+    conflicted: int | None
     current: bool
 
 
@@ -292,11 +299,18 @@ class Commit(Out):
     is_merge: bool
 
 
-class History(Capped):
+class History(Out):
     ref: str | None
     head_sha: str | None
+    range: str | None = None
     commits: list[Commit]
     next_cursor: str | None
+    truncated: bool
+    has_more: bool
+    omitted_count: int | None
+    omitted_count_at_least: int
+    path_match: str | None = None
+    note: str | None = None
 
 
 class Dropped(Out):
@@ -327,6 +341,7 @@ class Reflog(Capped):
 class Refs(Capped):
     head_ref: str | None
     detached: bool
+    tag_sort: str
     branches: list[dict]
     remote_branches: list[dict]
     tags: list[dict]
@@ -338,11 +353,13 @@ class Refs(Capped):
 class CommitDetails(Capped, Commit):
     tree: str
     message: str
+    message_truncated: bool
     diff_against: str
     is_root: bool
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int
+    lines_omitted_count: int
 
 
 class DiffRefs(Capped):
@@ -355,6 +372,7 @@ class DiffRefs(Capped):
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int
+    lines_omitted_count: int
 
 
 class DiffText(Capped):
@@ -373,7 +391,8 @@ class Blame(Capped):
     file: str
     ref: str | None
     ref_sha: str | None
-    line_count: int
+    binary: bool
+    line_count: int | None
     start_line: int
     end_line: int | None
     ranges: list[dict]

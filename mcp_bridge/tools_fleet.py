@@ -96,7 +96,9 @@ def register(kit: Toolkit) -> None:
         """Find branch names, commit subjects and reflog messages across the whole fleet.
 
         Searches the index's memory, which keeps reflog events after git expires them, so it also finds
-        dropped commits and deleted branches' history.
+        dropped commits and deleted branches' history; commit subjects also come from the last 90 days of
+        every branch (`searched` in the result says exactly what was searched, and how many repositories'
+        recent history was not indexed yet).
         """
         fresh_state = fresh(refresh)
         return {**search(bridge.index(), query, kinds=kinds, repos=repos, limit=limit), "freshness": fresh_state}

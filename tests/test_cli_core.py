@@ -73,6 +73,10 @@ def test_exit_codes_and_version(tmp_path: Path):
     assert run("roots", "add", db=db, check_rc=2).returncode == 2
     missing = run("scan", str(tmp_path / "nope"), db=db, check_rc=1)
     assert "not a directory" in missing.stderr and missing.stdout == ""
+    assert "no index yet" in run("scan", db=db, check_rc=1).stderr
+    assert not db.exists()
+    run("roots", "add", str(tmp_path), db=db)
+    run("roots", "remove", str(tmp_path), db=db)
     assert "no roots saved" in run("scan", db=db, check_rc=1).stderr
 
 

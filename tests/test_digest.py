@@ -128,7 +128,7 @@ def test_cli_json_follows_the_contract(fleet, db_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == digest(index, EPOCH, max_events=3)
     bad = run_cli(db_path, "digest", "--max-events", "5000", "--format", "json")
-    assert bad.returncode == 1 and "BAD_ARGUMENT" in bad.stderr and bad.stdout == ""
+    assert bad.returncode == 2 and "--max-events" in bad.stderr and bad.stdout == ""  # a usage error
 
 
 def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
@@ -197,6 +197,7 @@ def test_absurd_since_values_are_clear_errors(since):
 
 
 def test_absurd_since_on_the_cli_exits_1_without_a_traceback(tmp_path):
+    open_index(tmp_path / "f.db").close()
     proc = subprocess.run(fleetdeck_argv("--db", str(tmp_path / "f.db"), "digest", "--since",
                                          "99999999999999999999999999999999"),
                           capture_output=True, text=True, env=fleetdeck_env(), timeout=60)

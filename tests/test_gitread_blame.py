@@ -84,3 +84,18 @@ def test_blame_errors_and_uncommitted(blamed: Path, tmp_path: Path):
     result = repo_blame(str(repo), "a.txt")
     assert [c["uncommitted"] for c in result["commits"]] == [False, True]
     assert result["ranges"][1]["lines"] == ["TWO"]
+
+
+def test_blame_of_a_binary_file_says_binary_and_sends_no_bytes(tmp_path: Path):
+    repo = init_repo(tmp_path / "bin")
+    payload = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 4 + b"\nmore\n"
+    write(repo / "logo.png", payload)
+    git(repo, "add", "logo.png")
+    git(repo, "commit", "-q", "-m", "logo")
+    assert "-\t-\tlogo.png" in git(repo, "diff", "--numstat", "HEAD~1", "HEAD")   # git calls it binary too
+    for ref in ("HEAD", None):
+        result = repo_blame(str(repo), "logo.png", ref=ref)
+        assert result["binary"] is True and result["ranges"] == [] and result["commits"] == []
+        assert result["line_count"] is None and result["truncated"] is False
+    text = repo_blame(str(repo), "README.md")
+    assert text["binary"] is False and text["line_count"] == 1 and text["ranges"]

@@ -153,8 +153,8 @@ def test_status_upstream_detached_stash_gone(tmp_path: Path):
     assert repo_status(str(repo))["stashes"] == 1
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
     gone = repo_status(str(repo))
-    assert gone["upstream"] is None and gone["upstream_gone"] is True
-    assert gone["gone_upstream_name"] == "origin/main" and gone["ahead"] is None
+    assert gone["upstream"] == "origin/main" and gone["upstream_gone"] is True
+    assert gone["ahead"] is None and gone["behind"] is None and "gone_upstream_name" not in gone
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
     detached = repo_status(str(repo))
     assert detached["detached"] is True and detached["branch"] is None

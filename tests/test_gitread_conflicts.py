@@ -77,10 +77,13 @@ def test_read_merge_conflict(tmp_path: Path):
     lines = (repo / "both.txt").read_text().splitlines()
     assert lines[region["start_line"] - 1].startswith("<<<<<<<")
     assert lines[region["sep_line"] - 1] == "=======" and lines[region["end_line"] - 1].startswith(">>>>>>>")
+    assert (region["context_before"], region["ours"], region["base"], region["theirs"], region["context_after"]) == (
+        ["one"], ["MAIN"], None, ["OTHER"], ["three"])
     small = conflict_read(str(repo), max_bytes=4, max_files=1)
     assert small["truncated"] and small["omitted_count"] == 3 and small["conflicted_file_count"] == 4
     side = small["files"][0]["sides"]["ours"]
-    assert side.get("binary") or (side["truncated"] and len(side["content"]) <= 4)
+    assert side.get("binary") or (side["truncated"] and side["content"] is None
+                                  and side["content_omitted"] == "too_large" and side["size"] > 4)
 
 
 def test_read_rebase_inverts_ours_and_theirs(tmp_path: Path):
@@ -110,3 +113,38 @@ def test_read_cherry_pick_and_nothing(tmp_path: Path):
 def test_marker_regions_diff3():
     data = b"a\n<<<<<<< ours\nx\n||||||| base\nb\n=======\ny\n>>>>>>> theirs\nz\n<<<<<<< lone\n"
     assert marker_regions(data) == [{"start_line": 2, "base_line": 4, "sep_line": 6, "end_line": 8}]
+
+
+def test_read_returns_regions_deep_inside_a_big_file_first(tmp_path: Path):
+    """Conflicts at lines ~2,061 and ~2,113 of a 2,400-line file: the regions with their context come back,
+    the 40 KB sides do not (they do not fit the default 16 KB)."""
+    repo = init_repo(tmp_path / "deep")
+    header = "".join(f"# license header line {i}\n" for i in range(2000))
+    body = [f"code line {i}\n" for i in range(400)]
+    commit_file(repo, "big.py", header + "".join(body), "base")
+    git(repo, "checkout", "-q", "-b", "topic")
+    theirs = list(body)
+    theirs[60], theirs[112] = "code line 60 THEIRS\n", "code line 112 THEIRS\n"
+    commit_file(repo, "big.py", header + "".join(theirs), "theirs")
+    git(repo, "checkout", "-q", "main")
+    ours = list(body)
+    ours[60], ours[112] = "code line 60 OURS\n", "code line 112 OURS\n"
+    commit_file(repo, "big.py", header + "".join(ours), "ours")
+    git(repo, "merge", "-q", "topic", check=False)
+    result = conflict_read(str(repo))
+    [f] = result["files"]
+    working = (repo / "big.py").read_text().splitlines()
+    assert [r["start_line"] for r in f["regions"]] == [n + 1 for n, line in enumerate(working) if line.startswith("<<<<<<<")]
+    first, second = f["regions"]
+    assert first["start_line"] > 2000
+    assert first["ours"] == ["code line 60 OURS"] and first["theirs"] == ["code line 60 THEIRS"]
+    assert first["context_before"] == working[first["start_line"] - 4:first["start_line"] - 1]
+    assert first["context_after"] == working[first["end_line"]:first["end_line"] + 3]
+    assert second["ours"] == ["code line 112 OURS"] and not second["text_omitted"]
+    assert list(f)[:3] == ["path", "kind", "regions"]                        # regions come first
+    for side in ("base", "ours", "theirs"):
+        assert f["sides"][side]["content"] is None and f["sides"][side]["content_omitted"] == "too_large"
+    assert len(str(result)) < 8000
+    wide = conflict_read(str(repo), max_bytes=200_000, context_lines=10)
+    assert wide["files"][0]["sides"]["ours"]["content"] == git(repo, "show", ":2:big.py")
+    assert len(wide["files"][0]["regions"][0]["context_before"]) == 10

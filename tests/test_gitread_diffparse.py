@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.git.diffparse import parse_diff, parse_numstat
+from fleet.git.diffparse import parse_diff, parse_numstat, split_numstat
 from tests.gitbuild import git, init_repo, write
 from tests.gitread_repos import rich_repo
 
@@ -147,3 +147,23 @@ def test_path_quoting_round_trips_and_matches_git(tmp_path, name):
     assert header == expected
     assert unquote_path(quote_text(name)) == name
     assert quote_path(name.encode(), high=True).startswith(b'"') == (name != "plain.txt" and name != "sp ace")
+
+
+def test_numstat_and_patch_from_one_git_run_equal_two_runs(tmp_path):
+    """diff.text asks git once for `--numstat -z --patch`: the split gives what two separate runs give."""
+    repo = init_repo(tmp_path / "z")
+    write(repo / "we ird\tname\nx.txt", "a\n")
+    write(repo / "é.txt", "a\n")
+    write(repo / "r.txt", "".join(f"{i}\n" for i in range(50)))
+    write(repo / "img.bin", b"\0\1\2")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "x")
+    write(repo / "we ird\tname\nx.txt", "b\n")
+    write(repo / "é.txt", "b\n")
+    write(repo / "img.bin", b"\0\1\3")
+    git(repo, "mv", "r.txt", "s.txt")
+    for cmd in (["diff-files"], ["diff-index", "--cached", "HEAD"], ["diff-index", "HEAD"]):
+        records, patch = split_numstat(git(repo, *cmd, "--numstat", "-z", "--patch", "-M").encode())
+        assert patch.decode() == git(repo, *cmd, "--patch", "-M")
+        assert records == parse_numstat(git(repo, *cmd, "--numstat", "-z", "-M").encode()) and records
+    assert split_numstat(b"") == ([], b"")

@@ -9,6 +9,7 @@ import pytest
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.errors import FleetError
 from fleet.repo.history import commit_details, repo_history
+from fleet.repo.shape import ENVELOPE, json_size
 from fleet.git.files import redact_url
 from fleet.repo.refs import repo_reflog, repo_refs
 from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
@@ -43,7 +44,14 @@ def test_history_pages_equal_git_log(rich: Path):
     assert _pages(rich, ref="side") == git(rich, "log", "--format=%H", "side").split()
     first = repo_history(str(rich), limit=3)
     total = len(git(rich, "log", "--format=%H").split())
-    assert first["truncated"] is True and first["omitted_count"] == total - 3
+    assert first["truncated"] is True and first["has_more"] is True
+    assert first["omitted_count"] is None and first["omitted_count_at_least"] == 1   # not counted by default
+    counted = repo_history(str(rich), limit=3, count_omitted=True)
+    assert counted["omitted_count"] == counted["omitted_count_at_least"] == total - 3
+    second = repo_history(str(rich), limit=3, count_omitted=True, cursor=counted["next_cursor"])
+    assert second["omitted_count"] == total - 6
+    last = repo_history(str(rich), limit=200)
+    assert last["has_more"] is False and last["omitted_count"] == 0 and last["omitted_count_at_least"] == 0
     merge = next(c for c in repo_history(str(rich), limit=200)["commits"] if c["is_merge"])
     assert merge["parents"] == git(rich, "rev-parse", "HEAD^1", "HEAD^2").split()
     root = repo_history(str(rich), limit=200)["commits"][-1]
@@ -109,11 +117,16 @@ def test_commit_details_byte_budget(tmp_path: Path):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "big")
     result = commit_details(str(repo), "HEAD", max_bytes=2000, max_files=2)
-    assert result["truncated"] and result["file_count"] == 3 and result["omitted_count"] == 1
-    assert len(result["changes"]) == 2
-    first, second = result["changes"]
-    assert len(first["hunks"][0]["lines"]) == 100 and not first["truncated"]   # ~1.2 KB fits the budget
-    assert second["hunks"] == [] and second["truncated"] and result["hunks_omitted_count"] == 1
+    assert json_size(result) <= 2000 + ENVELOPE
+    assert result["truncated"] and result["file_count"] == 3
+    assert len(result["changes"]) + result["omitted_count"] == 3 and result["omitted_count"] >= 1
+    first = result["changes"][0]
+    assert first["truncated"] and len(first["hunks"]) + first["omitted_count"] == 1
+    hunk = first["hunks"][0]
+    assert hunk["truncated"] and 0 < len(hunk["lines"]) < 100 and len(hunk["lines"]) + hunk["omitted_count"] == 100
+    assert result["lines_omitted_count"] >= hunk["omitted_count"]
+    roomy = commit_details(str(repo), "HEAD", max_bytes=20000)
+    assert not roomy["truncated"] and all(len(c["hunks"][0]["lines"]) == 100 for c in roomy["changes"])
 
 
 def test_diff_refs_ranges(rich: Path):
@@ -207,8 +220,8 @@ def test_refs(tmp_path: Path):
     assert "origin/main" in {b["name"] for b in result["remote_branches"]}
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
     gone = {b["name"]: b for b in repo_refs(str(repo))["branches"]}
-    assert gone["orphaned"]["upstream_gone"] and gone["orphaned"]["upstream"] is None
-    assert gone["orphaned"]["gone_upstream_name"] == "origin/main"
+    assert gone["orphaned"]["upstream_gone"] and gone["orphaned"]["upstream"] == "origin/main"
+    assert gone["orphaned"]["ahead"] is None and "gone_upstream_name" not in gone["orphaned"]
     capped = repo_refs(str(repo), max_entries=1)
     assert capped["truncated"] and len(capped["branches"]) == 1
     assert capped["omitted_count"] == sum(n - 1 for n in capped["counts"].values() if n)
@@ -224,3 +237,20 @@ def test_history_ignores_log_follow_config(rich: Path):
         assert len(git(rich, "log", "--format=%H", "--", "src/main.py").split()) > len(page["commits"])
     finally:
         git(rich, "config", "--unset", "log.follow")
+
+
+def test_head_commit_from_files_agrees_with_git(tmp_path: Path):
+    from fleet.git.revs import head_commit
+
+    repo = init_repo(tmp_path / "h", commits=2)
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    assert head_commit(str(repo)) == git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "checkout", "-q", "--orphan", "fresh")
+    assert head_commit(str(repo)) is None and repo_history(str(repo))["commits"] == []
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/../../../../outside\n")
+    assert git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""   # git sees no commit there
+    assert repo_history(str(repo))["commits"] == []       # git's answer, not a file read outside .git

@@ -51,6 +51,9 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     version = subprocess.run([sys.executable, "-m", "fleet", "--version"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and version.stdout.startswith("fleetdeck "), version.stderr
+    made = subprocess.run([sys.executable, "-m", "fleet", "--db", str(tmp_path / "fleet.db"), "roots", "add",
+                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr     # a read of a missing index creates none: make an empty one
     digest = subprocess.run([sys.executable, "-m", "fleet", "--db", str(tmp_path / "fleet.db"), "digest",
                              "--format", "html"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert digest.returncode == 0 and "No activity" in digest.stdout, digest.stderr  # templates load from the wheel

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from fleet.views.digest import digest
+from fleet.views.digest import BULK_KINDS, digest
 from fleet.index.scan import refresh_repo
 from tests.dashboard_fleet import indexed_fleet
 from tests.gitbuild import commit_file, git
@@ -105,7 +105,9 @@ def test_digest_page_lists_events_with_the_chart_and_marks_rewrites_and_recovera
     html = r.text
     assert html.count('<svg class="chart"') == 1 and "events per repository per day" in html
     body = digest(index, SINCE)
-    assert html.count('<tr class="ev ') == len(body["events"])
+    assert html.count('<tr class="ev ') == len([e for e in body["events"] if e["kind"] not in BULK_KINDS])
+    fetched = {e["repo"] for e in body["events"] if e["kind"] in BULK_KINDS}
+    assert html.count('<tr class="bulk ') == len(fetched)   # fetches: one row per repository
     rows = html.split('<tr class="ev ')[1:]
     amend_row, = [row for row in rows if row.startswith("kind-amend")]
     reset_row, = [row for row in rows if row.startswith("kind-reset")]

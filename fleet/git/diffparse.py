@@ -111,7 +111,7 @@ def _fill(change: dict[str, Any], section: list[bytes]) -> None:
     """Add the hunks, binary flag and counts found in one patch section to `change`."""
     hunk: dict[str, Any] | None = None
     for line in section[1:]:
-        header = hunk_header(line)
+        header = hunk_header(line) if line[:2] == b"@@" else None   # a hunk header always starts with @@
         if header:
             hunk = {
                 "old_start": header[0],
@@ -173,6 +173,12 @@ def parse_diff(data: bytes) -> list[dict[str, Any]]:
 
 def parse_numstat(data: bytes) -> list[dict[str, Any]]:
     """`git diff --numstat -z` records: `{path, old_path, insertions, deletions, binary}`."""
+    return split_numstat(data)[0]
+
+
+def split_numstat(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """(numstat records, the patch after them) from `git diff --numstat --patch -z`: one git run gives
+    both (the records end at an empty NUL-terminated field, then the patch follows)."""
     records: list[dict[str, Any]] = []
     parts = data.split(b"\0")
     i = 0
@@ -190,7 +196,8 @@ def parse_numstat(data: bytes) -> list[dict[str, Any]]:
             "insertions": None if binary else int(ins), "deletions": None if binary else int(dels),
             "binary": binary,
         })
-    return records
+    consumed = sum(len(part) + 1 for part in parts[:i + 1])   # the records and the empty separator field
+    return records, data[consumed:] if i < len(parts) - 1 else b""
 
 
 def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,28 +224,3 @@ def summarize(change: dict[str, Any]) -> dict[str, Any]:
     slim = {k: v for k, v in change.items() if k != "hunks"}
     slim["hunk_count"] = len(change["hunks"])
     return slim
-
-
-def budget(changes: list[dict[str, Any]], max_bytes: int) -> bool:
-    """Drop hunk bodies once their text passes `max_bytes` (later changes keep their metadata only).
-
-    Returns True when anything was dropped; each affected change says `truncated` and `omitted_count`.
-    """
-    used = 0
-    dropped = full = False
-    for change in changes:
-        keep: list[dict[str, Any]] = []
-        for hunk in change["hunks"]:
-            size = sum(len(line) + 1 for line in hunk["lines"]) + len(hunk["header"])
-            full = full or used + size > max_bytes
-            if full:
-                break
-            used += size
-            keep.append(hunk)
-        omitted = len(change["hunks"]) - len(keep)
-        if omitted:
-            dropped = True
-            change["hunks"] = keep
-            change["truncated"] = True
-            change["omitted_count"] = change.get("omitted_count", 0) + omitted
-    return dropped

@@ -9,6 +9,8 @@ _ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v"
             0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
 _UNESCAPES = {chr(v[1]): k for k, v in _ESCAPES.items()}
 _OCTAL = re.compile(r"[0-3][0-7]{2}")
+_NEEDS_QUOTE = re.compile(rb'[\x00-\x1f"\\\x7f]')
+_NEEDS_QUOTE_HIGH = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
 
 
 def hunk_header(line: bytes | str) -> tuple[int, int, int, int] | None:
@@ -26,7 +28,7 @@ def quote_path(name: bytes, *, high: bool = False) -> bytes:
     def special(b: int) -> bool:
         return b < 0x20 or b in (0x22, 0x5C, 0x7F) or (high and b >= 0x80)
 
-    if not any(special(b) for b in name):
+    if not (_NEEDS_QUOTE_HIGH if high else _NEEDS_QUOTE).search(name):   # the usual case, at C speed
         return name
     out = bytearray(b'"')
     for b in name:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from fleet.errors import FleetError
 from fleet.git.run import out, run, text
 from fleet.repo.scope import check_rev
@@ -64,7 +67,69 @@ def index_base(repo: str) -> str:
 
 
 def git_dirs(repo: str) -> tuple[str, str]:
-    """(per-worktree git dir, common git dir), absolute."""
+    """(per-worktree git dir, common git dir), absolute. Read from `.git` (a folder, or a `gitdir:` file)
+    and `commondir` as git reads them, without a git process (one `rev-parse` cost as much as the
+    `git status` a repo.status call is about); git answers only for a layout these reads do not know."""
+    from fleet.index.discovery import common_dir, is_bare_repo, read_gitfile
+
+    top = Path(os.path.abspath(repo))
+    dotgit = top / ".git"
+    git_dir: Path | None = None
+    if os.path.isdir(dotgit) and not os.path.islink(dotgit):
+        git_dir = dotgit
+    elif os.path.isfile(dotgit) and not os.path.islink(dotgit):
+        git_dir = read_gitfile(dotgit)
+    elif not os.path.lexists(dotgit) and is_bare_repo(top):
+        git_dir = top
+    if git_dir is not None:
+        return str(git_dir), str(common_dir(git_dir))
     lines = text(out(repo, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]))
-    git_dir, common = lines.splitlines()[:2]
-    return git_dir, common
+    first, common = lines.splitlines()[:2]
+    return first, common
+
+
+_UNKNOWN = object()
+
+
+def head_commit(repo: str) -> str | None:
+    """HEAD's commit sha, or None when HEAD is unborn, read from git's files (HEAD, the loose ref, else its
+    line in packed-refs) without a git process: a history page must cost about one `git log`. Layouts these
+    reads do not know (reftable, a symref chain, an odd HEAD) are asked of git."""
+    found = _head_from_files(repo)
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
+    if not has_head(repo):
+        return None
+    return resolve_commit(repo, "HEAD")
+
+
+def _head_from_files(repo: str) -> object:
+    from fleet.git.files import BrokenRepo, is_sha, read_file
+
+    try:
+        git_dir, common = git_dirs(repo)
+        head = read_file(os.path.join(git_dir, "HEAD"), 4096, "HEAD")
+        if head is None or os.path.isdir(os.path.join(common, "reftable")):
+            return _UNKNOWN
+        text = head.decode("utf-8", "replace").strip()
+        if is_sha(text):
+            return text
+        if not text.startswith("ref: refs/heads/"):
+            return _UNKNOWN
+        ref = text[len("ref: "):]
+        if ".." in ref.split("/") or any(ord(ch) <= 32 for ch in ref):
+            return _UNKNOWN          # git refuses such a HEAD: let it say so
+        loose = read_file(os.path.join(common, *ref.split("/")), 4096, "ref")
+        if loose is not None:
+            value = loose.decode("ascii", "replace").strip()
+            return value if is_sha(value) else _UNKNOWN
+        packed = read_file(os.path.join(common, "packed-refs"), 64 * 1024 * 1024, "packed-refs")
+        needle = b" " + ref.encode() + b"\n"
+        at = (packed or b"").find(needle)
+        if at < 0:
+            return None if not (packed or b"").endswith(needle[:-1]) else _UNKNOWN
+        line_start = packed.rfind(b"\n", 0, at) + 1
+        value = packed[line_start:at].decode("ascii", "replace")
+        return value if is_sha(value) else _UNKNOWN
+    except (BrokenRepo, OSError, ValueError):
+        return _UNKNOWN

@@ -73,6 +73,16 @@ READ = Mode(
 )
 
 _GIT: str | None = None
+
+
+def git_path() -> str:
+    """Which git executable every call runs (found once per process)."""
+    global _GIT
+    if _GIT is None:
+        _GIT = find_git()
+    return _GIT
+
+
 _ENV_CACHE: dict[tuple, dict[str, str]] = {}
 
 
@@ -92,10 +102,7 @@ def _base_env(mode: Mode) -> dict[str, str]:
 
 def git_command(cwd: str | os.PathLike[str], args: list[str], mode: Mode = READ) -> list[str]:
     """The full argv for `git args` in `cwd`, with the mode's options in front."""
-    global _GIT
-    if _GIT is None:
-        _GIT = find_git()
-    argv = [_GIT, *mode.options]
+    argv = [git_path(), *mode.options]
     for item in mode.config:
         argv += ["-c", item]
     argv += ["-C", os.fspath(cwd)]

@@ -38,12 +38,12 @@ class GitResult:
 
 
 def find_git() -> str:
-    for candidate in ("/usr/bin/git", "/usr/local/bin/git", "/opt/homebrew/bin/git"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
+    """The git a shell would run: the first executable `git` in PATH order (absolute entries only: a relative
+    one would make the choice depend on the current folder), else the usual install places."""
+    folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(f)]
+    for folder in folders + ["/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"]:
         candidate = os.path.join(folder, "git")
-        if os.path.isabs(candidate) and os.access(candidate, os.X_OK):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     raise GitError("NO_GIT", "git is not installed or not on PATH")
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from fleet.git.run import run_git
 
-STATUS_ARGS = ["status", "--porcelain=v2", "--branch", "--show-stash", "-z", "--untracked-files=normal",
-               "--ignore-submodules=none"]
+# No --untracked-files / --ignore-submodules: git applies the repository's own status.showUntrackedFiles
+# and submodule.<name>.ignore (plain settings that run nothing), so the counts are what `git status` shows
+# there (a dotfiles repo in $HOME with showUntrackedFiles=no has no untracked files).
+STATUS_ARGS = ["status", "--porcelain=v2", "--branch", "--show-stash", "-z"]
 
 
 @dataclass

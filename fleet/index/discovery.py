@@ -4,6 +4,8 @@ A walk with `os.scandir` that never follows symlinked folders (a symlinked `.git
 into a `.git` directory or a bare repository, and skips dependency/build folders. Linked worktrees and
 submodules (`.git` *files*) are attached to the repository that owns them instead of being counted twice.
 A `.git` file may point anywhere: such a repository is still listed, and reading it checks its scope.
+A bare repository whose files the enclosing working tree tracks (test fixtures kept in a project) is data,
+not a repository of the fleet: it is skipped unless a root names it. Nested independent repositories stay.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file
+from fleet.git.run import GitError, run_git
 
 DEFAULT_SKIP = (
     "node_modules", ".venv", "venv", ".tox", "vendor", "target", "dist", "build", ".cache",
@@ -77,6 +80,32 @@ def is_bare_repo(path: Path) -> bool:
             and (isdir(os.path.join(path, "refs")) or isdir(os.path.join(path, "reftable"))))
 
 
+def tracked_by(work_tree: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
+    """True when the repository whose working tree is `work_tree` tracks `path`'s HEAD file: a bare
+    repository kept as files of a project. One `git ls-files` of a single literal path (a few ms), run only
+    for a bare repository found inside a working tree, which is rare."""
+    rel = os.path.relpath(path, work_tree)
+    try:
+        result = run_git(work_tree, ["ls-files", "-z", "--", f":(literal){rel}/HEAD"], timeout=10, max_bytes=65536)
+    except GitError:
+        return False
+    return bool(result.stdout)
+
+
+def enclosing_work_tree(path: str | os.PathLike[str]) -> str | None:
+    """The nearest folder above `path` holding a `.git` (directory or file), or None."""
+    for parent in Path(os.path.normpath(path)).parents:
+        if os.path.lexists(os.path.join(parent, ".git")):
+            return str(parent)
+    return None
+
+
+def tracked_fixture(path: str | os.PathLike[str]) -> bool:
+    """A bare repository that its enclosing working tree tracks as files (what discovery skips)."""
+    outer = enclosing_work_tree(path)
+    return outer is not None and is_bare_repo(Path(path)) and tracked_by(outer, path)
+
+
 def _skipped(name: str, rel: str, names: frozenset[str], patterns: tuple[str, ...]) -> bool:
     if name in names:
         return True
@@ -98,9 +127,10 @@ def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_
     patterns = tuple(extra_skip)
     owned: set[str] = set()
     gitfile_repos: list[Found] = []
-    stack = [root_path]
+    # (folder, the nearest working tree above or at it): a bare repo inside a working tree may be its data.
+    stack: list[tuple[Path, str | None]] = [(root_path, enclosing_work_tree(root_path))]
     while stack:
-        folder = stack.pop()
+        folder, outer = stack.pop()
         if folder == root_path and is_bare_repo(folder):
             yield Found(str(folder), str(folder), str(folder), True, str(root_path))
             continue
@@ -108,6 +138,8 @@ def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_
             entries = list(os.scandir(folder))
         except OSError:
             continue
+        if any(entry.name == ".git" for entry in entries):
+            outer = str(folder)
         subdirs: list[Path] = []
         for entry in entries:
             if entry.name == ".git":
@@ -129,11 +161,13 @@ def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_
                 continue
             sub = Path(entry.path)
             if is_bare_repo(sub):
+                if outer is not None and tracked_by(outer, sub):
+                    continue
                 owned.add(os.path.normpath(sub))
                 yield Found(str(sub), str(sub), str(sub), True, str(root_path))
                 continue
             subdirs.append(sub)
-        stack.extend(sorted(subdirs, reverse=True))
+        stack.extend((sub, outer) for sub in sorted(subdirs, reverse=True))
     for item in gitfile_repos:
         if not _owned_elsewhere(item, owned):
             yield item

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile
+from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile, tracked_fixture
 from fleet.index.events import record_events
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
@@ -97,8 +97,11 @@ def scan(index: Index, roots: list[str] | None = None, progress: Progress | None
         if progress:
             progress(done, len(found), chunk[-1].path)
     present = {f.path for f in found}
+    named = set(targets)
+    # Gone: vanished from disk, or a bare repo now known to be files its enclosing repo tracks.
     gone = [p for p in index.known_paths()
-            if any(inside(p, r) for r in targets) and p not in present and not os.path.exists(p)]
+            if any(inside(p, r) for r in targets) and p not in present
+            and (not os.path.exists(p) or (p not in named and tracked_fixture(p)))]
     index.mark_gone(gone)
     return {
         "roots": targets, "missing_roots": missing_roots, "repos": len(found), "errors": errors,

@@ -132,3 +132,18 @@ def m006_proposals(db: Database) -> None:
         "pruned": int,
     }, pk="id", not_null={"repo", "created_at"}, defaults={"pruned": 0})
     db["restore_points"].create_index(["repo", "created_at"])
+
+
+@migrations()
+def m007_commit_history(db: Database) -> None:
+    """Commit subjects from recent history (fleet search): the last 90 days of every local and
+    remote-tracking branch, one row per (repo, commit), with a trigram FTS5 index kept in step by the code
+    that writes the rows (fleet.index.history). `history_state` says what each repo's rows reflect."""
+    db["commits"].create({"id": int, "repo_id": int, "sha": str, "at": int, "author": str, "subject": str},
+                         pk="id", not_null={"repo_id", "sha", "at"})
+    db["commits"].create_index(["repo_id", "sha"], unique=True)
+    db["commits"].create_index(["at"])
+    db.execute("CREATE VIRTUAL TABLE commit_search USING fts5(subject, content='commits', content_rowid='id', "
+               "tokenize='trigram')")
+    db["history_state"].create({"repo_id": int, "signature": str, "indexed_at": int, "capped": int},
+                               pk="repo_id")

@@ -1,7 +1,9 @@
 """Search the fleet's memory: branch names, commit subjects and reflog messages across every repository.
 
-Everything comes from the index (no git calls), so a search over a thousand repositories is one query per
-kind. Matching is a case-insensitive substring test; reflog messages use the trigram index
+Everything comes from the index, so a search over a thousand repositories is one query per kind. Commit
+subjects come from two places: the reflogs (this clone's own commits, kept after git expires them) and recent
+history (fleet.index.history: the last 90 days of every branch, brought up to date before a commit search
+with one `git log` per repo whose refs moved). The result's `searched` says what was searched. Matching is a case-insensitive substring test; reflog messages use the trigram index
 (`reflog_search`) when the query is long enough for it (3+ characters) and a plain scan otherwise.
 The same commit appears in HEAD's and its branch's reflog: each movement is reported once.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from fleet.caps import check_int
 from fleet.errors import FleetError
+from fleet.index.history import MAX_PER_REPO, WINDOW_DAYS, sync_history
 from fleet.index.store import Index
 from fleet.repo.record import iso
 
@@ -81,6 +84,7 @@ def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: l
     ids = _repo_ids(index, repos)
     if len(query) >= 3 and ("commit" in wanted or "reflog" in wanted):
         sync_search_index(index)
+    history = sync_history(index) if "commit" in wanted else None
     conn = index.conn
     names = {row[0]: (row[1], row[2]) for row in conn.execute("select id, name, path from repos")}
     matches: list[dict] = []
@@ -89,15 +93,56 @@ def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: l
         found, count = _branches(conn, query, ids, limit)
         matches += found
         total += count
-    for kind in ("commit", "reflog"):
-        if kind in wanted:
-            found, count = _events(conn, query, kind, ids, max(0, limit - len(matches)))
-            matches += found
-            total += count
+    room = max(0, limit - len(matches))
+    if history is not None:
+        events, event_count = _events(conn, query, "commit", ids, room)
+        commits, commit_count = _history(conn, query, ids, room, history["since"])
+        matches += sorted(events + commits, key=lambda m: m["at"] or "", reverse=True)[:room]
+        total += event_count + commit_count
+    if "reflog" in wanted:
+        found, count = _events(conn, query, "reflog", ids, max(0, limit - len(matches)))
+        matches += found
+        total += count
     for m in matches:
         m["repo"], m["path"] = names.get(m.pop("repo_id"), (None, None))
     return {"query": query, "matches": matches, "match_count": total,
-            "truncated": total > len(matches), "omitted_count": total - len(matches)}
+            "truncated": total > len(matches), "omitted_count": total - len(matches),
+            "searched": _searched(wanted, history)}
+
+
+def _searched(wanted: list[str], history: dict | None) -> dict:
+    """What this search looked at, in words and figures (a person or agent must know what a miss means)."""
+    out: dict = {"kinds": wanted}
+    if "branch" in wanted:
+        out["branches"] = "local branch names of every repository in the index"
+    if "reflog" in wanted or history is not None:
+        out["reflog"] = "every reflog line the index holds (kept after git expires them)"
+    if history is not None:
+        out["history"] = {
+            "description": (f"commit subjects from the last {WINDOW_DAYS} days of every local and remote-tracking "
+                            f"branch (at most {MAX_PER_REPO} commits a repository)"),
+            "since": iso(history["since"]), "repos": history["repos"] - history["pending"],
+            "pending_repos": history["pending"]}
+    return out
+
+
+def _history(conn, query: str, ids: list[int] | None, limit: int, since: int) -> tuple[list[dict], int]:
+    """Commits from recent history whose subject matches, minus those a reflog commit event already gives."""
+    where, args = _in_repos(ids, "c.repo_id")
+    if len(query) >= 3:
+        source, match, match_args = ("commits c join commit_search s on s.rowid = c.id", "commit_search match ?",
+                                     [_fts_phrase(query)])
+    else:
+        source, match, match_args = "commits c", "instr(lower(c.subject), lower(?)) > 0", [query]
+    marks = ", ".join("?" * len(COMMIT_KINDS))
+    sql = (f"from {source} where {match} and c.at >= ?{where} and not exists (select 1 from reflog r where"
+           f" r.repo_id = c.repo_id and r.new_sha = c.sha and r.kind in ({marks}))")
+    params = [*match_args, since, *args, *COMMIT_KINDS]
+    count = conn.execute(f"select count(*) {sql}", params).fetchone()[0]
+    rows = conn.execute(f"select c.repo_id, c.sha, c.at, c.author, c.subject {sql} order by c.at desc, c.repo_id"
+                        f" limit ?", [*params, limit]).fetchall() if limit else []
+    return [{"kind": "commit", "source": "history", "repo_id": r[0], "ref": None, "sha": r[1], "old_sha": None,
+             "event": None, "text": r[4], "identity": r[3], "at": iso(r[2])} for r in rows], count
 
 
 def _in_repos(ids: list[int] | None, column: str = "repo_id") -> tuple[str, list]:
@@ -140,7 +185,7 @@ def _events(conn, query: str, kind: str, ids: list[int] | None, limit: int) -> t
         if limit else []
     out = []
     for repo_id, ref, old, new, at, message, event_kind, identity in rows:
-        out.append({"kind": kind, "repo_id": repo_id, "ref": ref, "sha": new, "old_sha": old,
+        out.append({"kind": kind, "source": "reflog", "repo_id": repo_id, "ref": ref, "sha": new, "old_sha": old,
                     "event": event_kind, "text": _subject(message) if kind == "commit" else message,
                     "identity": identity, "at": iso(at)})
     return out, count

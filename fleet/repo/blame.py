@@ -1,4 +1,8 @@
-"""`git blame --porcelain` as line ranges grouped by the commit that last touched them."""
+"""`git blame --porcelain` as line ranges grouped by the commit that last touched them.
+
+A binary file (a NUL byte in its first 8,000 bytes: git's own test for "binary") is answered with
+`binary: true` and no lines instead of raw bytes cut at newlines.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from fleet.repo.scope import resolve_file_in_repo
 _HEADER = re.compile(rb"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?$")
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
+BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_binary)
 
 
 def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -81,6 +86,11 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
     if detect_moves:
         args += ["-M", "-C"]
     sha = resolve_commit(path, ref, "ref") if ref is not None else None
+    data = _content(path, sha, rel)
+    if data is not None and b"\0" in data[:BINARY_PROBE]:
+        return {"file": rel, "ref": ref, "ref_sha": sha, "binary": True, "line_count": None, "start_line": start,
+                "end_line": None, "ranges": [], "commits": [], "truncated": False, "omitted_count": 0,
+                "note": "binary file: git blame has no lines to show"}
     args += ([sha] if sha else []) + ["--", rel]
     result = run(path, args, check=False)
     if result.returncode != 0:
@@ -93,7 +103,7 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
         message = result.stderr.strip().splitlines()[0] if result.stderr.strip() else "git blame failed"
         raise FleetError("GIT_FAILED", message)
     lines, commits = parse_porcelain(result.stdout)
-    total = _line_total(path, sha, rel) if lines else 0
+    total = 0 if not lines or data is None else data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     wanted_last = min(asked_end, total) if asked_end is not None else total
     omitted = max(0, wanted_last - (lines[-1]["line"] if lines else start - 1))
     ranges: list[dict[str, Any]] = []
@@ -105,21 +115,23 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
         else:
             ranges.append({"start_line": line["line"], "end_line": line["line"], "sha": line["sha"],
                            "orig_start_line": line["orig_line"], "lines": [line["text"]]})
-    return {"file": rel, "ref": ref, "ref_sha": sha, "line_count": total,
+    return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
             "start_line": start, "end_line": lines[-1]["line"] if lines else None,
             "ranges": ranges,
             "commits": [_commit_view(commits[sha_]) for sha_ in dict.fromkeys(x["sha"] for x in lines)],
             "truncated": omitted > 0, "omitted_count": omitted}
 
 
-def _line_total(path: str, sha: str | None, rel: str) -> int:
-    """Lines in the blamed version of the file (to say how many lines a capped answer left out)."""
+def _content(path: str, sha: str | None, rel: str) -> bytes | None:
+    """The blamed version of the file (working tree or `sha`), or None when it does not exist there (blame
+    then says so itself)."""
     if sha is None:
         try:
             with open(os.path.join(path, rel), "rb") as fh:
-                data = fh.read()
+                return fh.read()
+        except FileNotFoundError:
+            return None
         except OSError as exc:
             raise FleetError("NOT_FOUND", f"cannot read {rel}: {exc.strerror}") from exc
-    else:
-        data = run(path, ["cat-file", "blob", f"{sha}:{rel}"]).stdout
-    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    result = run(path, ["cat-file", "blob", f"{sha}:{rel}"], check=False)
+    return result.stdout if result.returncode == 0 else None

@@ -21,6 +21,7 @@ BUDGET = 2400
 MAX_COMMITS = 10
 MAX_TEXT = 72
 MAX_SUBMODULES = 5
+MAX_WORKTREES = 3
 
 # Which tool tells an agent more about each radar reason.
 _FOLLOW_UP = {
@@ -75,6 +76,18 @@ def _hints(record: dict) -> list[str]:
     return hints[:3]
 
 
+def _worktree_attention(record: dict) -> list[dict]:
+    """Linked worktrees with an operation in progress or uncommitted changes: path, branch, operation and
+    counts (the first MAX_WORKTREES)."""
+    rows = []
+    for wt in record.get("worktrees") or []:
+        dirty = sum(wt.get(k) or 0 for k in ("staged", "unstaged", "untracked"))
+        if wt.get("operation") or dirty or wt.get("conflicted"):
+            rows.append({"path": _clip(wt["path"]), "branch": _clip(wt.get("branch")), "operation": wt.get("operation"),
+                         **{k: wt.get(k) or 0 for k in ("staged", "unstaged", "untracked", "conflicted")}})
+    return rows[:MAX_WORKTREES]
+
+
 def brief_of(record: dict, commits: list[dict], extra: dict | None = None) -> dict:
     """The brief for a repository record (as `read_repo` returns it) and its recent commits (`extra` keys
     are added before the budget is applied)."""
@@ -104,6 +117,7 @@ def brief_of(record: dict, commits: list[dict], extra: dict | None = None) -> di
         "submodules": {"total": len(subs), **counts, "attention": attention_subs[:MAX_SUBMODULES],
                        "attention_truncated": len(attention_subs) > MAX_SUBMODULES},
         "worktrees": len(record.get("worktrees") or []),
+        "worktree_attention": _worktree_attention(record),
         "recent_commits": commits,
         "hints": _hints(record),
         "error": _clip(record.get("error"), 200),
@@ -122,6 +136,8 @@ def _fit(brief: dict) -> dict:
     while size() > BUDGET and brief["submodules"]["attention"]:
         brief["submodules"]["attention"].pop()
         brief["submodules"]["attention_truncated"] = True
+    while size() > BUDGET and brief["worktree_attention"]:
+        brief["worktree_attention"].pop()
     while size() > BUDGET and brief["hints"]:
         brief["hints"].pop()
     if size() > BUDGET:

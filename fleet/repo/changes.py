@@ -159,8 +159,7 @@ def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
     gone = status.upstream is not None and status.ahead is None
     result: dict[str, Any] = {
         "branch": status.head, "detached": status.head is None, "head": status.oid,
-        "upstream": None if gone else status.upstream, "upstream_gone": gone,
-        "gone_upstream_name": status.upstream if gone else None,
+        "upstream": status.upstream, "upstream_gone": gone,   # the repo record's shape for a gone upstream
         "ahead": status.ahead, "behind": status.behind, "stashes": status.stash,
         "operation": operation, "operation_details": details,
     }

@@ -124,7 +124,9 @@ def _unmerged(path: str) -> dict[str, dict[int, dict[str, str]]]:
 
 
 def _blobs(path: str, shas: list[str], max_bytes: int) -> dict[str, dict[str, Any]]:
-    """Side contents for `shas`, each capped at `max_bytes`; blobs over BLOB_READ_LIMIT give size only."""
+    """Side contents for `shas`: whole when a side fits in `max_bytes`, else its size only
+    (`content_omitted: "too_large"`: the conflict regions carry the part that matters); blobs over
+    BLOB_READ_LIMIT are not read at all."""
     if not shas:
         return {}
     request = "".join(f"{s}\n" for s in shas).encode()
@@ -150,9 +152,11 @@ def _blobs(path: str, shas: list[str], max_bytes: int) -> dict[str, dict[str, An
             pos = header_end + 1 + size + 1
             if b"\0" in blob[:BINARY_SNIFF]:
                 found[s] = {"sha": s, "size": size, "binary": True}
+            elif size > max_bytes:
+                found[s] = {"sha": s, "size": size, "binary": False, "content": None, "truncated": True,
+                            "content_omitted": "too_large"}
             else:
-                found[s] = {"sha": s, "size": size, "binary": False, "truncated": size > max_bytes,
-                            "content": text(blob[:max_bytes])}
+                found[s] = {"sha": s, "size": size, "binary": False, "truncated": False, "content": text(blob)}
     return found
 
 
@@ -177,7 +181,9 @@ def marker_regions(data: bytes) -> list[dict[str, Any]]:
     return regions
 
 
-def _working_regions(path: str, rel: str) -> dict[str, Any]:
+def _working_regions(path: str, rel: str, context: int, max_bytes: int) -> dict[str, Any]:
+    """The working file's conflict regions, each with its text (ours, base for diff3, theirs) and `context`
+    lines around it, at most `max_bytes` of text per file (later regions keep their line numbers only)."""
     try:
         safe = resolve_file_in_repo(path, rel)
     except FleetError:
@@ -188,8 +194,36 @@ def _working_regions(path: str, rel: str) -> dict[str, Any]:
     with open(full, "rb") as fh:
         data = fh.read(MARKER_SCAN_LIMIT + 1)
     regions, info = cap(marker_regions(data[:MARKER_SCAN_LIMIT]), 200)
+    lines = data[:MARKER_SCAN_LIMIT].split(b"\n")
+    room = max_bytes
+    for region in regions:
+        room = _region_text(region, lines, context, room)
     return {"regions": regions, "regions_truncated": info["truncated"] or len(data) > MARKER_SCAN_LIMIT,
             "regions_omitted_count": info["omitted_count"], "working_file": "present"}
+
+
+def _region_text(region: dict[str, Any], lines: list[bytes], context: int, room: int) -> int:
+    """Fill one region's text within `room` bytes; returns the room left. A region that does not fit whole
+    keeps its line numbers and says `text_omitted`."""
+    start, sep, end = region["start_line"], region["sep_line"], region["end_line"]
+    base = region["base_line"]
+
+    def span(first: int, last: int) -> list[str]:     # 1-based, inclusive
+        return [text(line.rstrip(b"\r")) for line in lines[max(first, 1) - 1:max(last, 0)]]
+
+    parts = {
+        "context_before": span(start - context, start - 1),
+        "ours": span(start + 1, (base or sep) - 1),
+        "base": span(base + 1, sep - 1) if base else None,
+        "theirs": span(sep + 1, end - 1),
+        "context_after": span(end + 1, min(end + context, len(lines) - (0 if lines[-1] else 1))),
+    }
+    size = sum(len(line.encode()) + 4 for part in parts.values() for line in part or [])
+    if size > room:
+        region["text_omitted"] = True
+        return room
+    region.update(parts, text_omitted=False)
+    return room - size
 
 
 def _side(path: str, ref: str | None) -> dict[str, Any] | None:
@@ -202,10 +236,13 @@ def _side(path: str, ref: str | None) -> dict[str, Any] | None:
     return {"ref": ref, "sha": sha, "subject": subject}
 
 
-def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20) -> dict[str, Any]:
-    """The conflict in progress: operation, ours/theirs, and per file its kind, sides and marker regions."""
+def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20, context_lines: int = 3) -> dict[str, Any]:
+    """The conflict in progress: operation, ours/theirs, and per file its kind, its conflict regions first
+    (the text of each side with `context_lines` around it, `max_bytes` of it per file), then the whole
+    base/ours/theirs contents of the sides that fit in `max_bytes` each."""
     check_int(max_bytes, "max_bytes", 1, 1024 * 1024)
     check_int(max_files, "max_files", 1, 200)
+    check_int(context_lines, "context_lines", 0, 50)
     git_dir, _ = git_dirs(path)
     operation, details = gitfiles.operation(Path(git_dir))
     files = _unmerged(path)
@@ -229,8 +266,8 @@ def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20) -> dic
         stages = files[name]
         sides = {label: ({**blobs[stages[n]["sha"]], "mode": stages[n]["mode"]} if n in stages else None)
                  for n, label in ((1, "base"), (2, "ours"), (3, "theirs"))}
-        entries.append({"path": name, "kind": _KIND.get(frozenset(stages), "unknown"), "sides": sides,
-                        **_working_regions(path, name)})
+        entries.append({"path": name, "kind": _KIND.get(frozenset(stages), "unknown"),
+                        **_working_regions(path, name, context_lines, max_bytes), "sides": sides})
     result.update({"files": entries, "conflicted_file_count": len(files), "max_bytes_per_side": max_bytes,
                    **info})
     return result

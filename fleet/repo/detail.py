@@ -20,7 +20,7 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
     history_error = None
     if not record.get("gone"):
         try:
-            history = repo_history(record["path"], limit=commits)
+            history = repo_history(record["path"], limit=commits, count_omitted=True)  # the page says how many
         except (FleetError, GitError) as exc:
             history_error = exc.message
     return {

@@ -9,7 +9,8 @@ from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
-from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS, shape_changes
+from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS
+from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 from fleet.repo.scope import check_rel_path
 
 PATCH_READ_LIMIT = 64 * 1024 * 1024
@@ -21,18 +22,23 @@ def _spec(path_filter: str | None) -> list[str]:
 
 def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
               path_filter: str | None = None, max_files: int = DEFAULT_CAP,
-              max_bytes: int = DEFAULT_DIFF_BYTES) -> dict[str, Any]:
-    """Change[] from `base` to `head` (default HEAD); `base` may be a range `a..b` or `a...b`.
+              max_bytes: int = DEFAULT_DIFF_BYTES, max_hunks: int = DEFAULT_MAX_HUNKS,
+              max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
+    """Change[] from `base` to `head` (default HEAD); `base` may be a range `a..b` or `a...b`. The JSON of
+    the result stays within `max_bytes` + ENVELOPE (fleet.repo.shape).
 
     `a...b` diffs from the merge base of a and b to b (what b adds), as `git diff a...b` does.
     """
     check_int(unified, "unified", 0, 20)
     check_int(max_files, "max_files", 1, 5000)
     check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
+    check_int(max_hunks, "max_hunks", 1, 100000)
+    check_int(max_hunk_lines, "max_hunk_lines", 1, 100000)
     sides = resolve_range(path, base, head)
     raw = out(path, ["diff", *DIFF_FLAGS, f"--unified={unified}", sides["diff_from"], sides["head_sha"],
                      *_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
-    return {**sides, **shape_changes(diffparse.parse_diff(raw), max_files, max_bytes)}
+    return {**sides, **shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+                                     max_lines=max_hunk_lines, reserve=json_size(sides))}
 
 
 def _text_args(path: str, base: str | None, head: str | None, staged: bool) -> tuple[list[str], dict]:
@@ -86,10 +92,11 @@ def diff_text(path: str, base: str | None = None, head: str | None = None, stage
     (command, *revs), info = _text_args(path, base, head, staged)
     spec = _spec(path_filter)
     flags = [*diffparse.PATCH_FLAGS, "-M"]
-    patch = out(path, [command, "--patch", f"--unified={unified}", *flags, *revs, *spec],
-                max_bytes=PATCH_READ_LIMIT)
-    numstat = out(path, [command, "--numstat", "-z", *flags, *revs, *spec])
-    files, files_info = cap(diffparse.parse_numstat(numstat), max_files)
+    # One git run for the numstat and the patch: each run of a work-tree diff stats every tracked file.
+    numstat, patch = diffparse.split_numstat(out(
+        path, [command, "--numstat", "-z", "--patch", f"--unified={unified}", *flags, *revs, *spec],
+        max_bytes=PATCH_READ_LIMIT))
+    files, files_info = cap(numstat, max_files)
     kept = _cut(patch, max_bytes, max_lines)
     total_lines = patch.count(b"\n") + (0 if patch.endswith(b"\n") or not patch else 1)
     cut = len(kept) < len(patch)

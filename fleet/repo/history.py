@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from typing import Any
 
 from fleet.git import diffparse
-from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.caps import DEFAULT_CAP, check_int
 from fleet.errors import FleetError
-from fleet.git.revs import has_head, resolve_commit
-from fleet.git.run import out, text
-from fleet.repo.scope import check_rel_path
+from fleet.git.revs import head_commit, resolve_commit
+from fleet.git.run import GitError, out, run_git, text
+from fleet.repo.scope import check_rel_path, check_rev
+from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 
 # Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.
 _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",
@@ -43,6 +45,9 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
+_REV = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?:\.\.\.?(?:[0-9a-f]{40}|[0-9a-f]{64}))?")
+
+
 def _encode_cursor(tip: str, skip: int, fp: str) -> str:
     raw = json.dumps({"tip": tip, "skip": skip, "fp": fp}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -52,68 +57,125 @@ def _decode_cursor(cursor: str) -> tuple[str, int, str]:
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         tip, skip, fp = data["tip"], data["skip"], data["fp"]
-        if not (isinstance(tip, str) and len(tip) in (40, 64) and all(c in "0123456789abcdef" for c in tip)
-                and isinstance(skip, int) and skip >= 0 and isinstance(fp, str)):
+        if not (isinstance(tip, str) and _REV.fullmatch(tip) and isinstance(skip, int) and skip >= 0
+                and isinstance(fp, str)):
             raise ValueError("bad cursor fields")
     except (ValueError, KeyError, TypeError) as exc:
         raise FleetError("BAD_ARGUMENT", "cursor is not one this tool returned") from exc
     return tip, skip, fp
 
 
+def _resolve_walk(path: str, ref: str) -> str:
+    """`ref`, or each side of an `a..b` / `a...b` range, pinned to full shas (what the cursor keeps)."""
+    check_rev(ref, "ref")
+    op = "..." if "..." in ref else ".." if ".." in ref else None
+    if op is None:
+        return resolve_commit(path, ref, "ref")
+    left, right = ref.split(op, 1)
+    return (resolve_commit(path, left or "HEAD", "ref") + op + resolve_commit(path, right or "HEAD", "ref"))
+
+
+def _check_author(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > 200 or any(ord(c) < 32 for c in value):
+        raise FleetError("BAD_ARGUMENT", "author must be a short string (part of a name or an email)")
+    return value
+
+
 def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter: str | None = None,
                  since: str | None = None, until: str | None = None, include_merges: bool = True,
-                 cursor: str | None = None) -> dict[str, Any]:
-    """Commits reachable from `ref` (default HEAD), newest first, `limit` per page.
+                 cursor: str | None = None, author: str | None = None, path_glob: bool = False,
+                 count_omitted: bool = False) -> dict[str, Any]:
+    """Commits reachable from `ref` (default HEAD; `a..b` and `a...b` ranges too), newest first, `limit` per
+    page, at about the cost of `git log` for that page.
 
-    The cursor pins the walk to the sha the first page started from, so commits landing meanwhile do not
-    shift later pages; it also pins the filters (a cursor reused with other filters is refused).
+    The cursor pins the walk to the shas the first page started from, so commits landing meanwhile do not
+    shift later pages; it also pins the filters (a cursor reused with other filters is refused). How many
+    commits a page left out is not counted by default (a full walk: seconds on a big history): `has_more`
+    and `omitted_count_at_least` say there is more, `omitted_count` is null; `count_omitted` counts them.
+    `author` matches part of the author's name or email (case-insensitive, literal). `path_filter` is a
+    literal path (a file or a folder) unless `path_glob`: then `*`, `?`, `[...]` match within a folder and
+    `**` across folders (git's glob pathspec). A filter that matched no commit says so in `note`.
     """
     check_int(limit, "limit", 1, 200)
     spec = check_rel_path(path_filter, "path_filter") if path_filter is not None else None
     since, until = _check_date(since, "since"), _check_date(until, "until")
-    fp = _fingerprint(spec, since, until, bool(include_merges))
+    author = _check_author(author)
+    fp = _fingerprint(spec, since, until, bool(include_merges), author, bool(path_glob))
     if cursor is not None:
         tip, skip, cursor_fp = _decode_cursor(cursor)
         if cursor_fp != fp:
             raise FleetError("BAD_ARGUMENT", "cursor was made with other filters; start again without it")
-        resolve_commit(path, tip, "cursor")
+        for side in re.split(r"\.\.\.?", tip):
+            resolve_commit(path, side, "cursor")
     else:
-        if ref is None and not has_head(path):
+        tip = head_commit(path) if ref is None else _resolve_walk(path, ref)
+        if tip is None:
             return {"ref": None, "head_sha": None, "commits": [], "next_cursor": None, "truncated": False,
-                    "omitted_count": 0, "note": "repository has no commits yet"}
-        tip, skip = resolve_commit(path, ref or "HEAD"), 0
-    args = ["log", "-z", "--no-follow", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}"]
+                    "has_more": False, "omitted_count": 0, "omitted_count_at_least": 0,
+                    "note": "repository has no commits yet"}
+        skip = 0
+    walk = ["--no-follow"]
     if since:
-        args.append(f"--since={since}")
+        walk.append(f"--since={since}")
     if until:
-        args.append(f"--until={until}")
+        walk.append(f"--until={until}")
     if not include_merges:
-        args.append("--no-merges")
-    args += [tip, "--"] + ([spec] if spec else [])
-    fields = out(path, args).split(b"\0")
+        walk.append("--no-merges")
+    if author:
+        walk += ["--fixed-strings", "--regexp-ignore-case", f"--author={author}"]
+    walk += [tip, "--"] + ([spec] if spec else [])
+    fields = _git(path, ["log", "-z", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}", *walk],
+                  path_glob).split(b"\0")
     width = len(_LOG_FIELDS)
     commits = [_commit_record(fields[i:i + width]) for i in range(0, len(fields) - width + 1, width)]
     more = len(commits) > limit
     commits = commits[:limit]
-    omitted = 0
+    omitted: int | None = 0
     if more:
-        count_args = ["rev-list", "--count", *args[args.index(f"--max-count={limit + 1}") + 1:]]
-        omitted = int(out(path, count_args).strip()) - skip - limit
-    return {"ref": ref or "HEAD", "head_sha": tip, "commits": commits,
-            "next_cursor": _encode_cursor(tip, skip + limit, fp) if more else None,
-            "truncated": more, "omitted_count": omitted}
+        omitted = (int(_git(path, ["rev-list", "--count", *walk], path_glob).strip()) - skip - limit
+                   if count_omitted else None)
+    ranged = "." in tip
+    result = {"ref": ref or "HEAD", "head_sha": tip.rpartition(".")[2] if ranged else tip,
+              "range": tip if ranged else None,
+              "commits": commits, "next_cursor": _encode_cursor(tip, skip + limit, fp) if more else None,
+              "truncated": more, "has_more": more, "omitted_count": omitted,
+              "omitted_count_at_least": (omitted if omitted is not None else 1) if more else 0,
+              "path_match": "glob" if path_glob else "literal"}
+    if not commits and skip == 0 and (spec or author):
+        what = " and ".join(x for x in (f"path_filter {spec!r} ({result['path_match']})" if spec else "",
+                                         f"author {author!r}" if author else "") if x)
+        hint = (" (it is a literal path: set path_glob for a pattern)" if spec and not path_glob
+                and any(c in spec for c in "*?[") else "")
+        result["note"] = f"{what} matched no commit reachable from {ref or 'HEAD'}{hint}"
+    return result
+
+
+def _git(path: str, args: list[str], glob: bool) -> bytes:
+    """git's output, pathspecs literal (fleet.git.run.out) or, for `path_glob`, as glob patterns."""
+    if not glob:
+        return out(path, args)
+    try:
+        return run_git(path, ["--glob-pathspecs", *args]).stdout
+    except GitError as exc:
+        raise FleetError.from_git(exc) from exc
 
 
 def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAULT_DIFF_BYTES,
-                   max_files: int = DEFAULT_CAP) -> dict[str, Any]:
-    """Metadata, parents and the parsed diff of one commit.
+                   max_files: int = DEFAULT_CAP, max_hunks: int = DEFAULT_MAX_HUNKS,
+                   max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
+    """Metadata, parents and the parsed diff of one commit, its JSON within `max_bytes` + ENVELOPE.
 
     A root commit is diffed against the empty tree; a merge commit against its first parent
-    (`diff_against` says which), which shows what the merge brought into the branch.
+    (`diff_against` says which), which shows what the merge brought into the branch. A message longer than
+    a quarter of `max_bytes` is cut (`message_truncated`).
     """
     check_int(unified, "unified", 0, 20)
     check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
     check_int(max_files, "max_files", 1, 5000)
+    check_int(max_hunks, "max_hunks", 1, 100000)
+    check_int(max_hunk_lines, "max_hunk_lines", 1, 100000)
     sha = resolve_commit(path, rev, "rev")
     meta = out(path, ["show", "-s", "--format=%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
                       sha])
@@ -138,16 +200,10 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
     if info["is_merge"]:
         info["note"] = ("merge commit: the diff is against the first parent, i.e. everything the merge "
                         "brought into the branch")
-    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes))
+    info["message_truncated"] = json_size(info["message"]) > max_bytes // 4
+    if info["message_truncated"]:
+        info["message"] = info["message"].encode()[:max_bytes // 8].decode("utf-8", "ignore")
+    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+                              max_lines=max_hunk_lines, reserve=json_size(info)))
+    info["truncated"] = info["truncated"] or info["message_truncated"]
     return info
-
-
-def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int) -> dict[str, Any]:
-    """Number, cap (files, hunks, lines) and byte-budget a Change[]; totals say what was left out."""
-    kept, info = cap(diffparse.number(changes), max_files)
-    kept = [diffparse.cap_change(c) for c in kept]
-    diffparse.budget(kept, max_bytes)
-    hunks_omitted = sum(c["omitted_count"] for c in kept)
-    return {"changes": kept, "file_count": len(changes), "omitted_count": info["omitted_count"],
-            "hunks_omitted_count": hunks_omitted,
-            "truncated": info["truncated"] or any(c["truncated"] for c in kept)}

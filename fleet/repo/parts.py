@@ -11,17 +11,20 @@ from fleet.caps import cap
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
-from fleet.repo.record import linked_worktrees, main_worktree, read_stashes, read_submodules
+from fleet.repo.record import linked_worktrees, main_worktree, read_stashes, read_submodules, worktree_counts
 
 DEFAULT_LIMIT = 200
 
 
 def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
-    """Every worktree of the repository (main first) with HEAD, branch, locked and prunable state."""
+    """Every worktree of the repository (main first) with HEAD, branch, locked and prunable state, the
+    operation in progress there and its staged/unstaged/untracked/conflicted counts (a `git status` in each
+    worktree whose `.git` points back to this repository, as the index record reads them)."""
     try:
         refs = gitfiles.read_refs(found.commondir)
-        rows = [main_worktree(found, refs, gitfiles.read_config(found.commondir, complete=True)),
-                *linked_worktrees(found.commondir, refs, with_status=False)]
+        main = main_worktree(found, refs, gitfiles.read_config(found.commondir, complete=True))
+        worktree_counts(main)
+        rows = [main, *linked_worktrees(found.commondir, refs, with_status=True)]
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", f"cannot list worktrees: {exc}") from None
     for row in rows:

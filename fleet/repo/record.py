@@ -292,7 +292,19 @@ def main_worktree(found: Found, refs: dict[str, str], cfg: ConfigFile) -> dict:
     return {"path": path, "id": None, "branch": _branch_of(head.ref), "head": head.sha, "detached": head.detached,
             "bare": bare, "is_main": True, "locked": False, "lock_reason": None, "prunable": False,
             "prunable_reason": None, "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
-            "operation": None, "error": None}
+            "operation": None if bare else gitfiles.operation(found.commondir)[0], "error": None}
+
+
+def worktree_counts(row: dict) -> None:
+    """Fill a worktree row's staged/unstaged/untracked/conflicted from `git status` in that folder."""
+    if row["bare"] or row["prunable"] or row["error"] or not os.path.isdir(row["path"]):
+        return
+    try:
+        st = read_status(row["path"])
+    except GitError as exc:
+        row["error"] = exc.message
+        return
+    row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked, conflicted=st.conflicted)
 
 
 def read_submodules(path: str, commondir: StrPath) -> list[dict]:
@@ -301,7 +313,8 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
         return []
     try:  # git never follows include.path in .gitmodules: neither does this
         data = gitfiles.read_file(gitmodules, gitfiles.MAX_CONFIG_BYTES, ".gitmodules")
-        entries = list(parse_submodules(gitfiles.parse_config(data or b"", what=".gitmodules", includes=False)))
+        modules = gitfiles.parse_config(data or b"", what=".gitmodules", includes=False)
+        entries = list(parse_submodules(modules))
     except (BrokenRepo, KeyError) as exc:  # a bad .gitmodules must not fail the whole repo
         why = str(exc) if isinstance(exc, BrokenRepo) else ".gitmodules names a submodule without path or url"
         return [{"path": ".gitmodules", "name": None, "url": None, "recorded": None, "checked_out": None,
@@ -326,6 +339,7 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
             elif mode == "160000":
                 recorded[rel] = sha
     rows = []
+    ignores = _submodule_ignores(modules, commondir, [name for _, _, name in subs]) if subs else {}
     for sub_path, url, name in subs:
         checked_out, error = _submodule_head(Path(path) / sub_path, (path, os.fspath(commondir)))
         if sub_path in conflicted:
@@ -337,10 +351,29 @@ def read_submodules(path: str, commondir: StrPath) -> list[dict]:
         else:
             state = "clean"
         rows.append({"path": sub_path, "name": name, "url": url, "recorded": recorded.get(sub_path),
-                     "checked_out": checked_out, "state": state, "error": error})
+                     "checked_out": checked_out, "state": state, "error": error, "ignore": ignores.get(name)})
     rows += [{"path": sub_path, "name": name, "url": url, "recorded": None, "checked_out": None, "state": "error",
               "error": ".gitmodules gives this submodule a path git cannot have"} for sub_path, url, name in bad]
     return rows
+
+
+def _submodule_ignores(modules: ConfigFile, commondir: StrPath, names: list[str]) -> dict[str, str]:
+    """`submodule.<name>.ignore` per submodule as `git status` applies it: the repository's config over
+    .gitmodules (`none`, `untracked`, `dirty` or `all`; absent when neither sets it)."""
+    try:
+        cfg = gitfiles.read_config(commondir, complete=True)
+    except BrokenRepo:
+        cfg = ConfigFile()
+    found: dict[str, str] = {}
+    for name in names:
+        for source in (cfg, modules):
+            try:
+                value = source.get((b"submodule", name.encode()), b"ignore").decode("utf-8", "replace").lower()
+            except KeyError:
+                continue
+            found[name] = value
+            break
+    return found
 
 
 def _valid_path(rel: str) -> bool:

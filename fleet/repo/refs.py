@@ -87,10 +87,22 @@ def _stashes(path: str) -> list[dict[str, Any]]:
         raise FleetError("GIT_FAILED", f"cannot read the stash list: {exc}") from None
 
 
-def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
-    """Local and remote-tracking branches, tags, remotes and stashes, each list capped."""
+# `sort` values and git's --sort keys for them. Tags are newest first by default (creator date: the tag's own
+# date when annotated, else its commit's), so the cap keeps the releases people look for; ties by name.
+TAG_SORTS = {"newest": ["--sort=refname", "--sort=-creatordate"], "oldest": ["--sort=refname", "--sort=creatordate"],
+             "name": ["--sort=refname"], "version": ["--sort=refname", "--sort=-version:refname"]}
+
+
+def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -> dict[str, Any]:
+    """Local and remote-tracking branches (by name), tags (in `sort` order), remotes and stashes, each list
+    capped. A gone upstream keeps its name: `upstream: "origin/x", upstream_gone: true`, ahead/behind null
+    (the repo record's shape)."""
     check_int(max_entries, "max_entries", 1, 10000)
-    data = out(path, ["for-each-ref", f"--format={_REF_FORMAT}", "refs/heads", "refs/remotes", "refs/tags"])
+    if sort not in TAG_SORTS:
+        raise FleetError("BAD_ARGUMENT", f"sort must be one of {', '.join(TAG_SORTS)}, not {str(sort)[:40]!r}")
+    fmt = f"--format={_REF_FORMAT}"
+    data = out(path, ["for-each-ref", fmt, "refs/heads", "refs/remotes"])
+    data += out(path, ["for-each-ref", *TAG_SORTS[sort], fmt, "refs/tags"])
     lists: dict[str, list[dict[str, Any]]] = {"branches": [], "remote_branches": [], "tags": []}
     for line in data.split(b"\n"):
         if not line:
@@ -103,8 +115,7 @@ def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
             has_upstream = bool(upstream) and not gone
             lists["branches"].append({
                 "name": refname[len("refs/heads/"):], "ref": refname, "sha": sha, "current": head == "*",
-                "upstream": upstream_short if has_upstream else None, "upstream_gone": gone,
-                "gone_upstream_name": upstream_short if gone else None,
+                "upstream": upstream_short or None, "upstream_gone": gone,
                 "ahead": ahead if has_upstream else None, "behind": behind if has_upstream else None,
                 "worktree_path": worktree or None, "subject": subject, "committer_time": when})
         elif refname.startswith("refs/remotes/"):
@@ -125,5 +136,5 @@ def repo_refs(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
         counts[key] = len(items)
         result[key], info = cap(items, max_entries)
         omitted += info["omitted_count"]
-    result.update({"counts": counts, "truncated": omitted > 0, "omitted_count": omitted})
+    result.update({"tag_sort": sort, "counts": counts, "truncated": omitted > 0, "omitted_count": omitted})
     return result

@@ -3,7 +3,9 @@
 
 `digest()` returns exactly the DESIGN.md contract. `report()` adds what the human formats show on top of it:
 events per repo per day (`activity_by_repo_day`, reused by the dashboard's chart) and the state of the fleet
-at the end of the window (unpushed, dirty, old stashes, rewrites, recoverable commits).
+at the end of the window (unpushed, dirty, old stashes, rewrites, recoverable commits). In the report, bulk
+events (fetches: one `git fetch` moves every remote-tracking ref) are grouped per repository instead of
+listed, so real work is not crowded out of the list; asking for such a kind by name lists them again.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ STALE_STASH_S = 7 * 86400
 CHART_MAX_REPOS = 20
 CHART_MAX_DAYS = 92
 SUMMARY_CAP = 50
+BULK_KINDS = ("fetch",)
+BULK_REFS_SHOWN = 5
 
 
 def digest(index: "Index", since: str | int | float, repos: list[str] | None = None,
@@ -152,21 +156,47 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     The chart covers at most CHART_MAX_DAYS days: the end of the window, or up to its newest event.
     """
     start, scope, kinds, max_events = _arguments(index, since, repos, kinds, max_events)
-    body = _digest(index, start, scope, kinds, max_events)
+    listed = kinds if kinds is not None else [k for k in KINDS if k not in BULK_KINDS]
+    body = _digest(index, start, scope, listed, max_events)
     now = time.time()
     chart_end = now
     if now - start > CHART_MAX_DAYS * 86400 and body["events"]:
         chart_end = min(now, datetime.fromisoformat(body["events"][0]["at"]).timestamp())  # the newest event
     chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
-    where, args = _where(chart_start, scope, kinds)
+    where, args = _where(chart_start, scope, listed)
     names = _names(index)
     every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.conn.execute(
         f"select e.repo_id, e.at from events e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
     return {
         "generated_at": iso(now), "digest": body,
         "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
+        "bulk": bulk_groups(index, start, scope) if kinds is None else {"groups": [], "event_count": 0, "summary": ""},
         "fleet": fleet_state(index, start, scope, now),
     }
+
+
+def bulk_groups(index: "Index", start: float, scope: list[int] | None) -> dict:
+    """Bulk events since `start` grouped per (repo, kind), busiest first: `{groups: [{repo, kind, count,
+    ref_count, refs (the first few, by name), first_at, last_at}], event_count, summary}`."""
+    where, args = _where(start, scope, list(BULK_KINDS))
+    names = _names(index)
+    refs: dict[tuple[int, str], list[str]] = {}
+    for repo_id, kind, ref in index.conn.execute(
+            f"select distinct e.repo_id, e.kind, e.ref from events e where {where} order by e.ref", args):
+        refs.setdefault((repo_id, kind), []).append(ref)
+    groups = []
+    for repo_id, kind, count, first, last in index.conn.execute(
+            f"select e.repo_id, e.kind, count(*), min(e.at), max(e.at) from events e where {where}"
+            " group by e.repo_id, e.kind order by count(*) desc, max(e.at) desc", args):
+        names_ = refs.get((repo_id, kind), [])
+        groups.append({"repo": names.get(repo_id, str(repo_id)), "kind": kind, "count": count,
+                       "ref_count": len(names_), "refs": names_[:BULK_REFS_SHOWN],
+                       "first_at": iso(first), "last_at": iso(last)})
+    total = sum(g["count"] for g in groups)
+    kinds = "/".join(sorted({g["kind"] for g in groups}))
+    return {"groups": groups, "event_count": total,
+            "summary": f"{total} {kinds} event{'s' if total != 1 else ''} in {len(groups)} "
+                       f"repositor{'ies' if len(groups) != 1 else 'y'} (grouped per repository)"}
 
 
 def fleet_state(index: "Index", start: float, scope: list[int] | None, now: float) -> dict:

@@ -52,7 +52,10 @@ def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    """`1 file`, `2 files`, `2 branches`, `2 stashes`: English plurals of the nouns reasons use."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}{'es' if word.endswith(('ch', 'sh', 's', 'x')) else 's'}"
 
 
 def attention(record: dict, now: datetime | None = None) -> list[dict]:
@@ -96,14 +99,11 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
         out.append(reason("behind", f"{behind} behind {record.get('upstream')}", "git pull --ff-only"))
     if ahead and not behind:
         out.append(reason("ahead", f"{_plural(ahead, 'unpushed commit')} on {record.get('branch')}", "git push"))
-    others = [b for b in record.get("branches", []) if not b.get("current") and (b.get("ahead") or 0) > 0]
-    if others:
-        names = ", ".join(b["name"] for b in others[:3]) + (" …" if len(others) > 3 else "")
-        out.append(reason("ahead", f"{_plural(len(others), 'other branch')} with unpushed commits: {names}",
-                          "push them or delete them if merged", branches=[b["name"] for b in others]))
+    out += _other_branches(record)
+    out += _worktree_reasons(record)
     stale = [s for s in record.get("stash_list", []) if _older_than(s.get("at"), now, STALE_STASH_AGE)]
     if stale:
-        out.append(reason("stale_stash", f"{len(stale)} stash{'' if len(stale) == 1 else 'es'} older than a week",
+        out.append(reason("stale_stash", f"{_plural(len(stale), 'stash')} older than a week",
                           "git stash list; apply or drop them"))
     for wt in record.get("worktrees", []):
         if wt.get("prunable"):
@@ -112,7 +112,8 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
             why = f" ({wt['lock_reason']})" if wt.get("lock_reason") else ""
             out.append(reason("worktree", f"worktree {wt['path']} is locked{why}",
                               "git worktree unlock when it is no longer needed"))
-    subs = [s for s in record.get("submodules", []) if s.get("state") not in (None, "clean")]
+    # A submodule the repo tells git status to ignore (submodule.<name>.ignore=all) raises nothing either.
+    subs = [s for s in record.get("submodules", []) if s.get("state") not in (None, "clean") and s.get("ignore") != "all"]
     if subs:
         text = ", ".join(f"{s['path']} {s['state']}" for s in subs[:3])
         out.append(reason("submodule", f"submodules: {text}", "git submodule update --init, or commit the pointer"))
@@ -124,6 +125,68 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
     if not out:
         return [reason("clean", "clean and in sync", "nothing to do")]
     out.sort(key=lambda r: -r["score"])
+    return out
+
+
+def _names(branches: list[dict], with_counts: bool = False) -> str:
+    shown = [f"{b['name']} ({b['ahead']} ahead, {b['behind']} behind)" if with_counts else b["name"]
+             for b in branches[:3]]
+    return ", ".join(shown) + (" …" if len(branches) > 3 else "")
+
+
+def _other_branches(record: dict) -> list[dict]:
+    """Each branch other than HEAD's in its real state against its upstream, with advice that fits it. The
+    branch under a rebase is the operation's, not one to push or delete."""
+    rebasing = (record.get("operation_detail") or {}).get("branch") if record.get("operation") == "rebase" else None
+    others = [b for b in record.get("branches", []) if not b.get("current") and b["name"] != rebasing]
+    diverged = [b for b in others if (b.get("ahead") or 0) > 0 and (b.get("behind") or 0) > 0]
+    ahead = [b for b in others if (b.get("ahead") or 0) > 0 and not b.get("behind")]
+    behind = [b for b in others if (b.get("behind") or 0) > 0 and not b.get("ahead")]
+    gone = [b for b in others if b.get("upstream_gone")]
+    out = []
+    if diverged:
+        out.append(reason("diverged", f"{_plural(len(diverged), 'other branch')} diverged from upstream: "
+                          f"{_names(diverged, True)}",
+                          "rebase each on its upstream (git rebase <upstream> <branch>), then push",
+                          branches=[b["name"] for b in diverged]))
+    if ahead:
+        out.append(reason("ahead", f"{_plural(len(ahead), 'other branch')} with unpushed commits: {_names(ahead)}",
+                          "push them (git push origin <branch>), or delete them if merged",
+                          branches=[b["name"] for b in ahead]))
+    if behind:
+        out.append(reason("behind", f"{_plural(len(behind), 'other branch')} behind upstream: {_names(behind)}",
+                          "fast-forward when needed (git branch -f <branch> <upstream>: they hold no commits "
+                          "of their own)", branches=[b["name"] for b in behind]))
+    if gone:
+        out.append(reason("no_upstream", f"{_plural(len(gone), 'other branch')} whose upstream is gone: "
+                          f"{_names(gone)}", "delete them if merged (git branch -d <branch>), or "
+                          "git branch --unset-upstream <branch>", branches=[b["name"] for b in gone]))
+    return out
+
+
+def _worktree_reasons(record: dict) -> list[dict]:
+    """A conflict, an operation or uncommitted changes in a linked worktree, as urgent as in the main one,
+    with that worktree's path in the reason and in its next step."""
+    out = []
+    for wt in record.get("worktrees", []):
+        if wt.get("prunable") or wt.get("error") or wt.get("is_main"):
+            continue
+        where = f"worktree {wt['path']}" + (f" ({wt['branch']})" if wt.get("branch") else "")
+        op, conflicted = wt.get("operation"), wt.get("conflicted") or 0
+        step = f"in {wt['path']}: "
+        if conflicted:
+            during = f" during {op}" if op else ""
+            out.append(reason("conflict", f"{_plural(conflicted, 'conflicted file')}{during} in {where}",
+                              step + _finish_step(op, conflicted=True), worktree=wt["path"]))
+        elif op:
+            out.append(reason("operation", f"{op} in progress in {where}", step + _finish_step(op, conflicted=False),
+                              worktree=wt["path"]))
+        dirty = [(wt.get("staged") or 0, "staged"), (wt.get("unstaged") or 0, "modified"),
+                 (wt.get("untracked") or 0, "untracked")]
+        if any(n for n, _ in dirty):
+            parts = ", ".join(f"{n} {label}" for n, label in dirty if n)
+            out.append(reason("local_changes", f"uncommitted changes in {where}: {parts}",
+                              step + "review and commit, or stash", worktree=wt["path"]))
     return out
 
 

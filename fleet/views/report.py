@@ -12,16 +12,19 @@ from fleet.views.safe import md_code, md_text
 
 def render_markdown(data: dict) -> str:
     """The digest as Markdown; every value that comes from a repository is inert (fleet.views.safe)."""
-    body, fleet = data["digest"], data["fleet"]
+    body, fleet, bulk = data["digest"], data["fleet"], data["bulk"]
     out = [f"# Fleet digest since {body['since']}", "",
            f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched."]
-    if not body["event_count"]:
+    if not body["event_count"] and not bulk["event_count"]:
         out += ["", f"**No activity** in the fleet since {body['since']}."]
+    elif not body["event_count"]:
+        out += ["", f"**No work** in the fleet since {body['since']}, only {bulk['summary']}."]
     else:
         repos = {e["repo"] for e in body["events"]}
         shown = len(body["events"])
         out += ["", f"**{body['event_count']} events** in {len(repos)} repositories"
-                + (f" (the newest {shown} are listed)." if body["truncated"] else ".")]
+                + (f" (the newest {shown} are listed)" if body["truncated"] else "")
+                + (f", plus {bulk['summary']}." if bulk["event_count"] else ".")]
         out += ["", "## Activity", "", "| repository | events |", "|---|---:|"]
         out += [f"| {md_text(row['repo'])} | {row['total']} |" for row in data["activity"]["rows"]]
         out += ["", "## Events"]
@@ -32,6 +35,12 @@ def render_markdown(data: dict) -> str:
                 out.append(f"- {ev['at']} `{ev['kind']}` {md_text(ev['ref'])} {_md_sha(ev['old_sha'])} → "
                            f"{_md_sha(ev['new_sha'])}{flag} — {md_text(one_line(ev['message']))}"
                            + (f" ({md_text(ev['identity'])})" if ev["identity"] else ""))
+    if bulk["groups"]:
+        out += ["", "## Fetches and other bulk updates, per repository", ""]
+        out += [f"- {md_text(g['repo'])}: {g['count']} `{g['kind']}` event{'s' if g['count'] != 1 else ''} on "
+                f"{g['ref_count']} ref{'s' if g['ref_count'] != 1 else ''} ({md_text(', '.join(g['refs']))}"
+                + (f", … {g['ref_count'] - len(g['refs'])} more" if g["ref_count"] > len(g["refs"]) else "")
+                + f"), {g['first_at']} to {g['last_at']}" for g in bulk["groups"]]
     out += ["", "## The fleet now", ""]
     out += _section("Unpushed commits", fleet["unpushed_count"], [
         f"{md_text(u['repo'])} {md_code(u['branch'])}: {u['ahead']} ahead of {md_text(u['upstream'])}"

@@ -1,0 +1,181 @@
+"""Benchmark the per-repo MCP tools on a large repository: per-call overhead over the bare git commands.
+
+    python bench/bench_large.py [--commits 50000] [--files 3000] [--runs 9] [--workdir DIR]
+
+The repository is generated with `git fast-import` (deterministic, a few seconds): `--files` files in a
+few hundred folders, `--commits` commits each touching a few of them, one file (`hot.txt`) edited in every
+50th commit (a blame with history), one commit touching 500 files, then a dirty working tree (40 modified
+files). Each tool is called in-process through the server's call path (as bench_mcp.py does) and the git
+commands it started are replayed bare: `overhead_ms` = median(tool) - median(replay). `repo.history`'s first
+page is also compared with a plain `git log` of the same page (`history_vs_git_log`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_mcp import GitRecorder, median_ms, replay  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from mcp_bridge.server import build_server  # noqa: E402
+
+WIDE = 500       # files the wide commit touches
+HOT_EVERY = 50   # hot.txt is edited in every HOT_EVERY-th commit
+EPOCH = 1_600_000_000
+
+
+def _git(repo: Path, *args: str, data: bytes | None = None) -> str:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+           "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True, env=env)
+    if proc.returncode:
+        raise SystemExit(f"git {' '.join(args)} failed: {proc.stderr.decode()[-2000:]}")
+    return proc.stdout.decode()
+
+
+def _name(n: int) -> str:
+    return f"src/d{n % 300:03d}/f{n:05d}.txt"
+
+
+def _stream(commits: int, files: int):
+    """fast-import commands for the whole history, produced lazily (bytes)."""
+    def blob(text: str) -> bytes:
+        data = text.encode()
+        return b"data %d\n%s\n" % (len(data), data)
+
+    hot: list[str] = []
+    wide_at = commits // 2
+    for c in range(commits):
+        when = EPOCH + c * 600
+        head = f"commit refs/heads/main\nmark :{c + 1}\n"
+        head += f"author Person {c % 17} <p{c % 17}@example.com> {when} +0000\n"
+        head += f"committer Bench <bench@example.com> {when} +0000\n"
+        subject = f"change {c}: {'touch many files' if c == wide_at else 'edit a few files'}"
+        out = [head.encode(), blob(subject)]
+        if c:
+            out.append(b"from :%d\n" % c)
+        if c == 0:
+            touched = range(files)
+        elif c == wide_at:
+            touched = range(0, WIDE * (files // WIDE), files // WIDE)
+        else:
+            touched = [(c * 7919 + k * 104729) % files for k in range(3)]
+        for n in touched:
+            out.append(f"M 644 inline {_name(n)}\n".encode())
+            out.append(blob("".join(f"file {n} line {i} version {c}\n" for i in range(20))))
+        if c % HOT_EVERY == 0:
+            hot.append(f"line added by commit {c}")
+            if len(hot) > 400:
+                hot.pop(0)
+            out.append(b"M 644 inline hot.txt\n")
+            out.append(blob("\n".join(hot) + "\n"))
+        out.append(b"\n")
+        yield b"".join(out)
+
+
+def build(base: Path, commits: int, files: int) -> Path:
+    repo = base / "large"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    proc = subprocess.Popen(["git", "-C", str(repo), "fast-import", "--quiet"], stdin=subprocess.PIPE)
+    for chunk in _stream(commits, files):
+        proc.stdin.write(chunk)
+    proc.stdin.close()
+    if proc.wait():
+        raise SystemExit("fast-import failed")
+    _git(repo, "reset", "-q", "--hard", "main")
+    for n in range(0, 40 * 37, 37):  # a dirty working tree: 40 modified files
+        path = repo / _name(n % files)
+        path.write_text(path.read_text() + "a local edit\n")
+    return repo
+
+
+def _calls(repo: Path, commits: int) -> list[tuple[str, dict]]:
+    wide = _git(repo, "log", "-1", "--format=%H", "--grep=touch many files", "main").strip()
+    return [
+        ("repo.status", {}),
+        ("repo.brief", {}),
+        ("repo.history", {"limit": 20}),
+        ("repo.history deep", {"limit": 20, "ref": f"HEAD~{commits - 200}"}),
+        ("commit.details", {"rev": wide}),
+        ("diff.text", {}),
+        ("repo.blame", {"file": "hot.txt"}),
+    ]
+
+
+async def per_call(server, repo: Path, calls: list[tuple[str, dict]], runs: int) -> list[dict]:
+    out = []
+    for label, args in calls:
+        name = label.split()[0]
+        args = {"repo": str(repo), **args}
+        with GitRecorder() as rec:
+            first = await server.call_tool(name, args)
+        assert not first.is_error, first.content[0].text
+        size = len(first.content[0].text)
+        tool, bare = [], []
+        for _ in range(runs):  # alternate so machine noise hits both alike
+            start = time.perf_counter()
+            await server.call_tool(name, args)
+            tool.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            replay(rec.calls)
+            bare.append(time.perf_counter() - start)
+        out.append({"tool": label, "git_commands": len(rec.calls), "response_bytes": size,
+                    "tool_ms": median_ms(tool), "bare_git_ms": median_ms(bare),
+                    "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)})
+    return out
+
+
+def git_log_page(repo: Path, runs: int) -> float:
+    """The plain `git log` of the first page, with the options repo.history uses."""
+    argv = ["git", "-C", str(repo), "log", "-z", "--no-follow",
+            "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s", "--max-count=21", "HEAD", "--"]
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        samples.append(time.perf_counter() - start)
+    return median_ms(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=50_000)
+    parser.add_argument("--files", type=int, default=3_000)
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args()
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="fleetdeck-bench-large-"))
+    started = time.perf_counter()
+    repo = build(base, args.commits, args.files)
+    build_s = round(time.perf_counter() - started, 1)
+    db = base / "fleet.db"
+    index = open_index(db)
+    scan(index, [str(repo)])
+    index.close()
+    server = build_server(str(db))
+    calls = asyncio.run(per_call(server, repo, _calls(repo, args.commits), args.runs))
+    log_ms = git_log_page(repo, args.runs)
+    first_page = next(c for c in calls if c["tool"] == "repo.history")
+    result = {
+        "commits": int(_git(repo, "rev-list", "--count", "HEAD")), "files": int(_git(repo, "ls-files").count("\n")),
+        "build_s": build_s, "per_call": calls, "git_log_page_ms": log_ms,
+        "history_vs_git_log": round(first_page["tool_ms"] / log_ms, 2) if log_ms else None,
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
