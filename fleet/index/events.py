@@ -50,6 +50,76 @@ def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | Non
     return int(result.returncode == 1)
 
 
+def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> list[int | None]:
+    """`rewrote` for many (old, new, kind) moves of one repo, asking git as little as possible.
+
+    Every commit the moves name (all kinds: a commit's line is an edge too) is read in one
+    `git cat-file --batch` (parent lines only; cat-file runs no filter). Within
+    that graph, a path from new down to old proves old is an ancestor (0); a path from old down to new, or an
+    amend (same parents, other commit), proves it cannot be (1: the graph is acyclic). Only moves the graph
+    cannot settle (a rebase onto commits never named in a reflog) cost one `merge-base --is-ancestor` each.
+    """
+    asked = [i for i, (old, new, kind) in enumerate(moves)
+             if kind in REWRITE_KINDS and old is not None and new is not None and old != new]
+    verdicts: list[int | None] = [0] * len(moves)
+    if not asked:
+        return verdicts
+    parents = _parents(path, {sha for old, new, _ in moves for sha in (old, new) if sha})
+    for i in asked:
+        old, new, kind = moves[i]
+        if _reaches(parents, new, old):
+            verdicts[i] = 0
+        elif _reaches(parents, old, new) or (
+                parents.get(old) is not None and parents.get(old) == parents.get(new)):
+            verdicts[i] = 1
+        else:
+            verdicts[i] = rewrote(path, old, new, kind)
+    return verdicts
+
+
+def _parents(path: str, shas: set[str]) -> dict[str, tuple[str, ...] | None]:
+    """Each commit's parents as its object says (None: missing or not a commit), one `cat-file --batch`."""
+    listing = "".join(sorted(sha + "\n" for sha in shas if len(sha) == 40 and sha.isalnum())).encode()
+    try:
+        data = run_git(path, ["cat-file", "--batch"], input_bytes=listing, timeout=30).stdout
+    except GitError:
+        return {}
+    found: dict[str, tuple[str, ...] | None] = {}
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        header = data[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<sha> missing"
+            if header:
+                found[header[0].decode()] = None
+            continue
+        size = int(header[2])
+        body = data[pos:pos + size]
+        pos += size + 1
+        if header[1] != b"commit":
+            found[header[0].decode()] = None
+            continue
+        head_part = body.split(b"\n\n", 1)[0]
+        found[header[0].decode()] = tuple(line[7:47].decode() for line in head_part.split(b"\n")
+                                          if line.startswith(b"parent "))
+    return found
+
+
+def _reaches(parents: dict[str, tuple[str, ...] | None], start: str, target: str) -> bool:
+    """True when `target` is `start` or one of its ancestors through the commits in `parents`."""
+    seen, todo = {start}, [start]
+    while todo:
+        sha = todo.pop()
+        if sha == target:
+            return True
+        for parent in parents.get(sha) or ():
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
+
+
 def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
 
@@ -70,7 +140,10 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
             return _record_deleted_branches(conn, list(paths))
     pruned_before = _pruned_before(index)
     fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
-    verdicts = {ln[0]: rewrote(paths[ln[1]], ln[3], ln[4], ln[8]) for ln in fresh}
+    verdicts: dict[int, int | None] = {}
+    for repo_id, path in paths.items():
+        mine = [ln for ln in fresh if ln[1] == repo_id]
+        verdicts.update(zip((ln[0] for ln in mine), rewrote_all(path, [(ln[3], ln[4], ln[8]) for ln in mine])))
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
     branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
     renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
