@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from fleet.git import files as gitfiles
+from fleet.index import events
 from fleet.index.events import rewrote_all
 from tests.gitbuild import commit_file, git, init_repo
 
@@ -18,7 +19,7 @@ def _oracle(repo, old, new) -> int | None:
     return {0: 0, 1: 1}.get(code)
 
 
-def test_batched_verdicts_match_merge_base(tmp_path):
+def test_batched_verdicts_match_merge_base(tmp_path, monkeypatch):
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     repo = init_repo(tmp_path / "repo", commits=3)
@@ -45,6 +46,8 @@ def test_batched_verdicts_match_merge_base(tmp_path):
             expected.append(_oracle(repo, line.old_sha, line.new_sha) if kind in
                             ("amend", "reset", "rebase", "pull", "other") else 0)
     assert len(moves) > 20 and 1 in expected and expected.count(0) > expected.count(1)
+    assert rewrote_all(str(repo), moves) == expected
+    monkeypatch.setattr(events, "HISTORY_CAP", 3)  # a "big" repo: cat-file graph first, merge-base for the rest
     assert rewrote_all(str(repo), moves) == expected
     # a move naming an object that is gone: git cannot tell, and neither may the batch
     assert rewrote_all(str(repo), [("1" * 40, moves[-1][1], "reset")]) == [None]

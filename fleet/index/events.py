@@ -27,6 +27,7 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
+HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 
 
 def is_head_ref(ref: str) -> bool:
@@ -53,28 +54,56 @@ def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | Non
 def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> list[int | None]:
     """`rewrote` for many (old, new, kind) moves of one repo, asking git as little as possible.
 
-    Every commit the moves name (all kinds: a commit's line is an edge too) is read in one
-    `git cat-file --batch` (parent lines only; cat-file runs no filter). Within
-    that graph, a path from new down to old proves old is an ancestor (0); a path from old down to new, or an
-    amend (same parents, other commit), proves it cannot be (1: the graph is acyclic). Only moves the graph
-    cannot settle (a rebase onto commits never named in a reflog) cost one `merge-base --is-ancestor` each.
+    Usually one `rev-list --parents` lists the whole ancestry of every commit the moves name, and each
+    answer is a walk in that graph. A repo with more than HISTORY_CAP such commits, or where an object is gone,
+    has the commits the moves name read in one `cat-file --batch` instead: a path from new down to old proves
+    old is an ancestor (0); a path from old down to new, or an amend (same parents, other commit), proves it
+    cannot be (1: the graph is acyclic); only the moves left (a rebase onto commits no reflog line names)
+    cost one `merge-base --is-ancestor` each.
     """
     asked = [i for i, (old, new, kind) in enumerate(moves)
              if kind in REWRITE_KINDS and old is not None and new is not None and old != new]
     verdicts: list[int | None] = [0] * len(moves)
     if not asked:
         return verdicts
+    tips = {sha for i in asked for sha in moves[i][:2]}
+    history = _history(path, tips)
+    if history is not None:
+        for i in asked:
+            verdicts[i] = int(not _reaches(history, moves[i][1], moves[i][0]))
+        return verdicts
     parents = _parents(path, {sha for old, new, _ in moves for sha in (old, new) if sha})
     for i in asked:
         old, new, kind = moves[i]
-        if _reaches(parents, new, old):
+        if parents.get(old) is None or parents.get(new) is None:
+            verdicts[i] = None  # an object is gone (or never was a commit): merge-base could not tell either
+        elif _reaches(parents, new, old):
             verdicts[i] = 0
-        elif _reaches(parents, old, new) or (
-                parents.get(old) is not None and parents.get(old) == parents.get(new)):
+        elif _reaches(parents, old, new) or parents[old] == parents[new]:
             verdicts[i] = 1
         else:
             verdicts[i] = rewrote(path, old, new, kind)
     return verdicts
+
+
+def _history(path: str, tips: set[str]) -> dict[str, tuple[str, ...]] | None:
+    """Every ancestor of `tips` with its parents (one `rev-list --parents`), or None when an object is gone or
+    there are more than HISTORY_CAP of them."""
+    if not all(len(sha) == 40 and sha.isalnum() for sha in tips):
+        return None
+    try:
+        data = run_git(path, ["rev-list", "--parents", f"--max-count={HISTORY_CAP + 1}", *sorted(tips), "--"],
+                       timeout=30).stdout
+    except GitError:
+        return None
+    lines = data.decode().splitlines()
+    if len(lines) > HISTORY_CAP:
+        return None
+    graph: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        sha, *parents = line.split()
+        graph[sha] = tuple(parents)
+    return graph if tips <= graph.keys() else None
 
 
 def _parents(path: str, shas: set[str]) -> dict[str, tuple[str, ...] | None]:
