@@ -69,8 +69,10 @@ def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> l
     tips = {sha for i in asked for sha in moves[i][:2]}
     history = _history(path, tips)
     if history is not None:
+        olds = sorted({moves[i][0] for i in asked})
+        reach, position = _reach_sets(history, olds), {sha: n for n, sha in enumerate(olds)}
         for i in asked:
-            verdicts[i] = int(not _reaches(history, moves[i][1], moves[i][0]))
+            verdicts[i] = int(not reach[moves[i][1]] >> position[moves[i][0]] & 1)
         return verdicts
     parents = _parents(path, {sha for old, new, _ in moves for sha in (old, new) if sha})
     for i in asked:
@@ -92,7 +94,7 @@ def _history(path: str, tips: set[str]) -> dict[str, tuple[str, ...]] | None:
     if not all(len(sha) == 40 and sha.isalnum() for sha in tips):
         return None
     try:
-        data = run_git(path, ["rev-list", "--parents", f"--max-count={HISTORY_CAP + 1}", *sorted(tips), "--"],
+        data = run_git(path, ["rev-list", "--parents", "--topo-order", f"--max-count={HISTORY_CAP + 1}", *sorted(tips), "--"],
                        timeout=30).stdout
     except GitError:
         return None
@@ -104,6 +106,19 @@ def _history(path: str, tips: set[str]) -> dict[str, tuple[str, ...]] | None:
         sha, *parents = line.split()
         graph[sha] = tuple(parents)
     return graph if tips <= graph.keys() else None
+
+
+def _reach_sets(history: dict[str, tuple[str, ...]], targets: list[str]) -> dict[str, int]:
+    """For every commit, the `targets` it reaches (itself included) as bit n for targets[n]: one pass over the
+    graph, parents before children (`history` is in rev-list's topological order, children first)."""
+    bit = {sha: 1 << n for n, sha in enumerate(targets)}
+    reach: dict[str, int] = {}
+    for sha in reversed(history):
+        mask = bit.get(sha, 0)
+        for parent in history[sha]:
+            mask |= reach.get(parent, 0)
+        reach[sha] = mask
+    return reach
 
 
 def _parents(path: str, shas: set[str]) -> dict[str, tuple[str, ...] | None]:
