@@ -19,8 +19,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 SCRIPTS = {
-    "scan": (["bench_scan.py", "--sizes", "100,1000", "--query-sizes", "1000,10000", "--runs", "5"],
-             ["--runs", "2", "--sizes", "100", "--query-sizes", "1000"]),
+    "scan": (["bench_scan.py", "--profiles", "realistic,simple", "--sizes", "1000", "--query-sizes", "1000,10000",
+              "--runs", "5"],
+             ["--runs", "1", "--sizes", "40", "--query-sizes", "1000"]),
     "watcher": (["bench_watcher.py", "--rounds", "3"], ["--rounds", "1", "--repos", "200"]),
     "presence": (["bench_presence.py", "--runs", "7"], ["--runs", "3"]),
     "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
