@@ -184,10 +184,16 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
             return _record_deleted_branches(conn, list(paths))
     pruned_before = _pruned_before(index)
     fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
+    by_repo: dict[int, list[tuple]] = {}
+    for ln in fresh:
+        by_repo.setdefault(ln[1], []).append(ln)
     verdicts: dict[int, int | None] = {}
-    for repo_id, path in paths.items():
-        mine = [ln for ln in fresh if ln[1] == repo_id]
-        verdicts.update(zip((ln[0] for ln in mine), rewrote_all(path, [(ln[3], ln[4], ln[8]) for ln in mine])))
+    for repo_id, mine in by_repo.items():
+        verdicts.update(zip((ln[0] for ln in mine),
+                            rewrote_all(paths[repo_id], [(ln[3], ln[4], ln[8]) for ln in mine])))
+    # A repo never turned into events before has all its lines here: no need to look for older twins.
+    seen_before = {row[0] for row in conn.execute(
+        f"select repo_id from event_cursor where repo_id in ({marks})", list(paths))}
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
     branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
     renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
@@ -197,12 +203,12 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
         before = conn.total_changes
         for rid, repo_id, ref, old, new, at, identity, message, kind in fresh:
             if is_head_ref(ref):
-                if (repo_id, old, new, at) in branch_moves or conn.execute(
+                if (repo_id, old, new, at) in branch_moves or repo_id in seen_before and conn.execute(
                         "select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
                         " old_sha is ? and new_sha is ? and at = ? limit 1", (repo_id, old, new, at)).fetchone():
                     continue  # the branch's own line says it (and names the branch)
             elif ref.startswith("refs/heads/"):
-                if repo_id in renamed and conn.execute(
+                if repo_id in renamed and repo_id in seen_before and conn.execute(
                         "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
                         " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
                         (repo_id, ref, old, new, at, message)).fetchone():
