@@ -121,12 +121,15 @@ def synthetic_index(path: Path, size: int, sample: Path) -> None:
     template = read_repo(Found(str(sample), str(sample / ".git"), str(sample / ".git"), False, str(sample.parent)))
     index = open_index(path)
     root = "/synthetic"
+    batch: list[tuple[Found, dict]] = []
     for i in range(size):
         record = dict(template)
         record.update(path=f"{root}/r{i:05d}", untracked=i % 3, ahead=i % 4, behind=i % 5 == 0 and 2 or 0,
                       upstream="origin/main", conflicted=1 if i % 97 == 0 else 0)
-        found = Found(record["path"], f"{record['path']}/.git", f"{record['path']}/.git", False, root)
-        ingest(index, [(found, record)])
+        batch.append((Found(record["path"], f"{record['path']}/.git", f"{record['path']}/.git", False, root), record))
+        if len(batch) == 500 or i == size - 1:
+            ingest(index, batch)  # the scan's own batched path
+            batch = []
     index.close()
 
 
