@@ -1,9 +1,15 @@
 """Benchmark the index core: cold `fleetdeck scan` vs the naive `xargs -P2 git status` loop, same run,
-and in-process query time of `repos`/`radar` from the index at 1,000 and 10,000 repos.
+a re-scan of the unchanged fleet, and in-process query time of `repos`/`radar` at 1,000 and 10,000 repos.
 
-    python bench/bench_scan.py [--sizes 100,1000] [--runs 5] [--query-sizes 1000,10000] [--workdir DIR]
+    python bench/bench_scan.py [--profiles realistic,simple] [--sizes 1000] [--runs 5]
+                               [--query-sizes 1000,10000] [--workdir DIR]
 
-Prints one JSON object (medians of --runs runs, scan and loop alternating so noise hits both alike).
+Profiles: `realistic` (bench/realfleet.py: long reflogs, branches on two remotes, diverged/behind/stashed/
+mid-operation/worktree/submodule repos, bare mirrors under the root; the loop runs `git status` in every
+working tree, the scan indexes the whole root) and `simple` (bench/fleetgen.py: four small templates).
+Prints one JSON object: medians of --runs runs, wall and CPU seconds (the scan's CPU includes its worker
+processes and every git it ran; the loop's includes every git), scan and loop alternating so noise hits
+both alike. Generated fleets are kept under --workdir (default bench/out/).
 """
 
 from __future__ import annotations
@@ -11,10 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fleetgen import generate  # noqa: E402
+from bench.realfleet import generate_realistic  # noqa: E402
 from fleet.index.discovery import Found  # noqa: E402
 from fleet.index.scan import ingest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
@@ -33,38 +40,80 @@ from fleet.repo.record import read_repo  # noqa: E402
 SOURCES = (collision_reasons,)  # the radar as the surfaces ask for it
 
 
-def time_scan(fleet: Path, tmp: Path) -> float:
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process and its descendants so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], **kwargs) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command run to completion."""
+    cpu, start = children_cpu(), time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kwargs)
+    return time.perf_counter() - start, children_cpu() - cpu
+
+
+def scan_cmd(fleet: Path, db: Path) -> list[str]:
+    return [sys.executable, "-m", "fleet", "--db", str(db), "scan", str(fleet), "--json"]
+
+
+def time_scan(fleet: Path, tmp: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """A cold scan into a new index, then a re-scan of the unchanged fleet into the same index."""
     db = tmp / f"scan-{time.monotonic_ns()}.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "fleet", "--db", str(db), "scan", str(fleet), "--json"], check=True,
-                   env=env, stdout=subprocess.DEVNULL)
-    elapsed = time.perf_counter() - start
+    cold = timed(scan_cmd(fleet, db), env=env)
+    again = timed(scan_cmd(fleet, db), env=env)
     for suffix in ("", "-wal", "-shm", ".migrate.lock"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    return elapsed
+    return cold, again
 
 
-def time_loop(repos: list[Path]) -> float:
+def time_loop(repos: list[Path]) -> tuple[float, float]:
     listing = "\0".join(str(r) for r in repos).encode()
-    start = time.perf_counter()
-    subprocess.run(["xargs", "-0", "-P2", "-I{}", "git", "-C", "{}", "status", "--porcelain=v2", "--branch"],
-                   input=listing, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return timed(["xargs", "-0", "-P2", "-I{}", "git", "-C", "{}", "status", "--porcelain=v2", "--branch"],
+                 input=listing)
 
 
-def bench_scan(size: int, runs: int, workdir: Path) -> dict:
-    fleet = workdir / f"fleet-{size}"
-    repos = generate(fleet, size)
-    scans, loops = [], []
-    time_loop(repos)  # warm the page cache for both sides
+def make_fleet(profile: str, size: int, workdir: Path) -> tuple[Path, list[Path], dict]:
+    """(root to scan, working trees the loop visits, what the fleet holds)."""
+    if profile == "simple":
+        root = workdir / f"fleet-{size}"
+        repos = generate(root, size)
+        return root, repos, {"repos": size}
+    root = workdir / f"real-{size}"
+    fleet = generate_realistic(root, size)
+    return root, [*fleet["repos"], *fleet["worktrees"]], {
+        "repos": size, "linked_worktrees": len(fleet["worktrees"]), "bare_mirrors": len(fleet["mirrors"]),
+        "reflog_lines": sum(len(p.read_bytes().splitlines()) for r in fleet["repos"]
+                            for p in (r / ".git" / "logs").rglob("*") if p.is_file())}
+
+
+def _med(values: list[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
+    started = time.perf_counter()
+    root, trees, shape = make_fleet(profile, size, workdir)
+    generated_s = time.perf_counter() - started
+    colds, agains, loops = [], [], []
+    time_loop(trees)  # warm the page cache for both sides
     for _ in range(runs):
-        scans.append(time_scan(fleet, workdir))
-        loops.append(time_loop(repos))
-    scan_med, loop_med = statistics.median(scans), statistics.median(loops)
-    return {"repos": size, "scan_s": round(scan_med, 3), "git_status_loop_s": round(loop_med, 3),
-            "ratio": round(scan_med / loop_med, 2), "scan_runs": [round(s, 3) for s in scans],
-            "loop_runs": [round(s, 3) for s in loops]}
+        cold, again = time_scan(root, workdir)
+        colds.append(cold)
+        agains.append(again)
+        loops.append(time_loop(trees))
+    scan_wall, scan_cpu = _med([c[0] for c in colds]), _med([c[1] for c in colds])
+    loop_wall, loop_cpu = _med([c[0] for c in loops]), _med([c[1] for c in loops])
+    again_wall, again_cpu = _med([c[0] for c in agains]), _med([c[1] for c in agains])
+    return {"profile": profile, **shape, "generate_s": round(generated_s, 1),
+            "scan_s": scan_wall, "scan_cpu_s": scan_cpu,
+            "git_status_loop_s": loop_wall, "git_status_loop_cpu_s": loop_cpu,
+            "ratio": round(scan_wall / loop_wall, 2), "ratio_cpu": round(scan_cpu / loop_cpu, 2),
+            "rescan_unchanged_s": again_wall, "rescan_unchanged_cpu_s": again_cpu,
+            "rescan_vs_cold": round(again_wall / scan_wall, 2),
+            "rescan_vs_cold_cpu": round(again_cpu / scan_cpu, 2),
+            "scan_runs": [round(c[0], 3) for c in colds], "loop_runs": [round(c[0], 3) for c in loops]}
 
 
 def synthetic_index(path: Path, size: int, sample: Path) -> None:
@@ -72,12 +121,15 @@ def synthetic_index(path: Path, size: int, sample: Path) -> None:
     template = read_repo(Found(str(sample), str(sample / ".git"), str(sample / ".git"), False, str(sample.parent)))
     index = open_index(path)
     root = "/synthetic"
+    batch: list[tuple[Found, dict]] = []
     for i in range(size):
         record = dict(template)
         record.update(path=f"{root}/r{i:05d}", untracked=i % 3, ahead=i % 4, behind=i % 5 == 0 and 2 or 0,
                       upstream="origin/main", conflicted=1 if i % 97 == 0 else 0)
-        found = Found(record["path"], f"{record['path']}/.git", f"{record['path']}/.git", False, root)
-        ingest(index, [(found, record)])
+        batch.append((Found(record["path"], f"{record['path']}/.git", f"{record['path']}/.git", False, root), record))
+        if len(batch) == 500 or i == size - 1:
+            ingest(index, batch)  # the scan's own batched path
+            batch = []
     index.close()
 
 
@@ -108,17 +160,19 @@ def bench_queries(size: int, runs: int, workdir: Path, sample: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000")
+    parser.add_argument("--profiles", default="realistic,simple", help="fleet profiles, in this order")
+    parser.add_argument("--sizes", default="1000")
     parser.add_argument("--query-sizes", default="1000,10000")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--workdir", default=None, help="keep generated fleets here (default: a temp dir)")
+    parser.add_argument("--workdir", default=str(ROOT / "bench" / "out"), help="generated fleets are kept here")
     args = parser.parse_args()
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fleetdeck-bench-"))
+    workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     result = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "scan": [], "query": []}
-    for size in (int(s) for s in args.sizes.split(",") if s):
-        result["scan"].append(bench_scan(size, args.runs, workdir))
-        print(json.dumps(result["scan"][-1]), file=sys.stderr)
+    for profile in (p for p in args.profiles.split(",") if p):
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            result["scan"].append(bench_scan(profile, size, args.runs, workdir))
+            print(json.dumps(result["scan"][-1]), file=sys.stderr)
     sample = generate(workdir / "fleet-sample", 5)[2]
     for size in (int(s) for s in args.query_sizes.split(",") if s):
         result["query"].append(bench_queries(size, args.runs, workdir, sample))

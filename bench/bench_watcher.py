@@ -103,6 +103,14 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def max_user_watches() -> int | None:
+    """The kernel's per-user inotify watch limit (`fs.inotify.max_user_watches`), the budget the watcher shares."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def digest_bench(base: Path, events: int, repos: int, runs: int) -> dict:
     db = base / "digest.db"
     now = int(time.time())
@@ -177,6 +185,9 @@ def main() -> None:
         result["inotify_watches"] = watches
         result["watches_per_repo"] = round(watches / opts.repos, 2)
         result["watcher_mode"] = watcher_meta(db).get("mode")
+        result["max_user_watches"] = max_user_watches()
+        result["watches_share_of_max"] = round(watches / result["max_user_watches"], 3) \
+            if result["max_user_watches"] else None
         watcher.send_signal(signal.SIGTERM)
         result["watcher_exit"] = watcher.wait(timeout=30)
         result["digest"] = digest_bench(base, opts.events, opts.repos, opts.digest_runs)

@@ -19,12 +19,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 SCRIPTS = {
-    "scan": (["bench_scan.py", "--sizes", "100,1000", "--query-sizes", "1000,10000", "--runs", "5"],
-             ["--runs", "2", "--sizes", "100", "--query-sizes", "1000"]),
+    "scan": (["bench_scan.py", "--profiles", "realistic,simple", "--sizes", "1000", "--query-sizes", "1000,10000",
+              "--runs", "5"],
+             ["--runs", "1", "--sizes", "40", "--query-sizes", "1000"]),
     "watcher": (["bench_watcher.py", "--rounds", "3"], ["--rounds", "1", "--repos", "200"]),
+    "watcher_10000": (["bench_watcher.py", "--repos", "10000", "--rounds", "3", "--digest-runs", "3"],
+                      ["--rounds", "1", "--repos", "2000"]),
+    "warm": (["bench_warm.py", "--repos", "1000", "--runs", "3"], ["--runs", "1", "--repos", "40"]),
     "presence": (["bench_presence.py", "--runs", "7"], ["--runs", "3"]),
     "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
                   ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
+    "dashboard_10000": (["bench_dashboard.py", "--repos", "10000", "--runs", "9", "--latency-runs", "5"],
+                        ["--runs", "3", "--latency-runs", "3", "--repos", "2000"]),
     "mcp": (["bench_mcp.py", "--runs", "15", "--connect-runs", "5"], ["--runs", "3", "--connect-runs", "2"]),
     "ops": (["bench_ops.py", "--runs", "9"], ["--runs", "2", "--large-files", "2000"]),
     "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "9"],

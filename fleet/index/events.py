@@ -27,6 +27,7 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
+HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 
 
 def is_head_ref(ref: str) -> bool:
@@ -50,6 +51,119 @@ def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | Non
     return int(result.returncode == 1)
 
 
+def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> list[int | None]:
+    """`rewrote` for many (old, new, kind) moves of one repo, asking git as little as possible.
+
+    Usually one `rev-list --parents` lists the whole ancestry of every commit the moves name, and each
+    answer is a walk in that graph. A repo with more than HISTORY_CAP such commits, or where an object is gone,
+    has the commits the moves name read in one `cat-file --batch` instead: a path from new down to old proves
+    old is an ancestor (0); a path from old down to new, or an amend (same parents, other commit), proves it
+    cannot be (1: the graph is acyclic); only the moves left (a rebase onto commits no reflog line names)
+    cost one `merge-base --is-ancestor` each.
+    """
+    asked = [i for i, (old, new, kind) in enumerate(moves)
+             if kind in REWRITE_KINDS and old is not None and new is not None and old != new]
+    verdicts: list[int | None] = [0] * len(moves)
+    if not asked:
+        return verdicts
+    tips = {sha for i in asked for sha in moves[i][:2]}
+    history = _history(path, tips)
+    if history is not None:
+        olds = sorted({moves[i][0] for i in asked})
+        reach, position = _reach_sets(history, olds), {sha: n for n, sha in enumerate(olds)}
+        for i in asked:
+            verdicts[i] = int(not reach[moves[i][1]] >> position[moves[i][0]] & 1)
+        return verdicts
+    parents = _parents(path, {sha for old, new, _ in moves for sha in (old, new) if sha})
+    for i in asked:
+        old, new, kind = moves[i]
+        if parents.get(old) is None or parents.get(new) is None:
+            verdicts[i] = None  # an object is gone (or never was a commit): merge-base could not tell either
+        elif _reaches(parents, new, old):
+            verdicts[i] = 0
+        elif _reaches(parents, old, new) or parents[old] == parents[new]:
+            verdicts[i] = 1
+        else:
+            verdicts[i] = rewrote(path, old, new, kind)
+    return verdicts
+
+
+def _history(path: str, tips: set[str]) -> dict[str, tuple[str, ...]] | None:
+    """Every ancestor of `tips` with its parents (one `rev-list --parents`), or None when an object is gone or
+    there are more than HISTORY_CAP of them."""
+    if not all(len(sha) == 40 and sha.isalnum() for sha in tips):
+        return None
+    try:
+        data = run_git(path, ["rev-list", "--parents", "--topo-order", f"--max-count={HISTORY_CAP + 1}", *sorted(tips), "--"],
+                       timeout=30).stdout
+    except GitError:
+        return None
+    lines = data.decode().splitlines()
+    if len(lines) > HISTORY_CAP:
+        return None
+    graph: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        sha, *parents = line.split()
+        graph[sha] = tuple(parents)
+    return graph if tips <= graph.keys() else None
+
+
+def _reach_sets(history: dict[str, tuple[str, ...]], targets: list[str]) -> dict[str, int]:
+    """For every commit, the `targets` it reaches (itself included) as bit n for targets[n]: one pass over the
+    graph, parents before children (`history` is in rev-list's topological order, children first)."""
+    bit = {sha: 1 << n for n, sha in enumerate(targets)}
+    reach: dict[str, int] = {}
+    for sha in reversed(history):
+        mask = bit.get(sha, 0)
+        for parent in history[sha]:
+            mask |= reach.get(parent, 0)
+        reach[sha] = mask
+    return reach
+
+
+def _parents(path: str, shas: set[str]) -> dict[str, tuple[str, ...] | None]:
+    """Each commit's parents as its object says (None: missing or not a commit), one `cat-file --batch`."""
+    listing = "".join(sorted(sha + "\n" for sha in shas if len(sha) == 40 and sha.isalnum())).encode()
+    try:
+        data = run_git(path, ["cat-file", "--batch"], input_bytes=listing, timeout=30).stdout
+    except GitError:
+        return {}
+    found: dict[str, tuple[str, ...] | None] = {}
+    pos = 0
+    while pos < len(data):
+        end = data.index(b"\n", pos)
+        header = data[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<sha> missing"
+            if header:
+                found[header[0].decode()] = None
+            continue
+        size = int(header[2])
+        body = data[pos:pos + size]
+        pos += size + 1
+        if header[1] != b"commit":
+            found[header[0].decode()] = None
+            continue
+        head_part = body.split(b"\n\n", 1)[0]
+        found[header[0].decode()] = tuple(line[7:47].decode() for line in head_part.split(b"\n")
+                                          if line.startswith(b"parent "))
+    return found
+
+
+def _reaches(parents: dict[str, tuple[str, ...] | None], start: str, target: str) -> bool:
+    """True when `target` is `start` or one of its ancestors through the commits in `parents`."""
+    seen, todo = {start}, [start]
+    while todo:
+        sha = todo.pop()
+        if sha == target:
+            return True
+        for parent in parents.get(sha) or ():
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
+
+
 def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
 
@@ -70,7 +184,16 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
             return _record_deleted_branches(conn, list(paths))
     pruned_before = _pruned_before(index)
     fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
-    verdicts = {ln[0]: rewrote(paths[ln[1]], ln[3], ln[4], ln[8]) for ln in fresh}
+    by_repo: dict[int, list[tuple]] = {}
+    for ln in fresh:
+        by_repo.setdefault(ln[1], []).append(ln)
+    verdicts: dict[int, int | None] = {}
+    for repo_id, mine in by_repo.items():
+        verdicts.update(zip((ln[0] for ln in mine),
+                            rewrote_all(paths[repo_id], [(ln[3], ln[4], ln[8]) for ln in mine])))
+    # A repo never turned into events before has all its lines here: no need to look for older twins.
+    seen_before = {row[0] for row in conn.execute(
+        f"select repo_id from event_cursor where repo_id in ({marks})", list(paths))}
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
     branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
     renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
@@ -80,12 +203,12 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
         before = conn.total_changes
         for rid, repo_id, ref, old, new, at, identity, message, kind in fresh:
             if is_head_ref(ref):
-                if (repo_id, old, new, at) in branch_moves or conn.execute(
+                if (repo_id, old, new, at) in branch_moves or repo_id in seen_before and conn.execute(
                         "select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
                         " old_sha is ? and new_sha is ? and at = ? limit 1", (repo_id, old, new, at)).fetchone():
                     continue  # the branch's own line says it (and names the branch)
             elif ref.startswith("refs/heads/"):
-                if repo_id in renamed and conn.execute(
+                if repo_id in renamed and repo_id in seen_before and conn.execute(
                         "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
                         " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
                         (repo_id, ref, old, new, at, message)).fetchone():

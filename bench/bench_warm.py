@@ -1,0 +1,112 @@
+"""Warm start: `fleetdeck serve` over an index that already holds the fleet (the realistic profile).
+
+    python bench/bench_warm.py [--repos 1000] [--runs 3] [--workdir bench/out]
+
+Per run: a cold `fleetdeck scan` into a new index (timed), then `fleetdeck serve` on it as a child process:
+seconds from the start of `serve` until `/` answers 200 with the queue (bearer token, plain HTTP on
+127.0.0.1), and until its watcher has re-verified the whole fleet (its `meta` backlog back to 0; the backlog
+it reports on the way is the progress the dashboard shows). Prints JSON with medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from bench.bench_scan import timed  # noqa: E402
+from bench.common import wait, watcher_meta  # noqa: E402
+from bench.realfleet import generate_realistic  # noqa: E402
+
+ENV = {**os.environ, "PYTHONPATH": str(PROJECT)}
+
+
+def first_page(link: str, deadline_s: float = 120) -> float:
+    """Poll `/` until it answers 200; returns when it did (time.perf_counter())."""
+    parts = urllib.parse.urlsplit(link)
+    token = urllib.parse.parse_qs(parts.query)["token"][0]
+    request = urllib.request.Request(f"{parts.scheme}://{parts.netloc}/", headers={"Authorization": f"Bearer {token}"})
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                if response.status == 200 and response.read():
+                    return time.perf_counter()
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.02)
+    raise SystemExit("bench: the dashboard never answered")
+
+
+def warm_run(root: Path, db: Path) -> dict:
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", "--port", "0"], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline() if ready else ""
+        if "http://" not in line:
+            raise SystemExit(f"bench: serve did not start: {line!r}")
+        page_at = first_page(line.split()[-1])
+        backlogs: list[int] = []
+
+        def caught_up() -> bool:
+            meta = watcher_meta(db)
+            if meta.get("pid") != proc.pid:
+                return False
+            backlogs.append(meta.get("backlog", -1))
+            return meta.get("backlog") == 0
+        wait(caught_up, 900, "the watcher inside serve to re-verify the fleet", step=0.05)
+        done_at = time.perf_counter()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return {"first_page_s": page_at - started, "reverified_s": done_at - started,
+            "progress_seen": max(backlogs, default=0) > 0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repos", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", default=str(PROJECT / "bench" / "out"))
+    args = parser.parse_args()
+    workdir = Path(args.workdir).resolve()
+    root = workdir / f"real-{args.repos}"
+    generate_realistic(root, args.repos)
+    colds, warms = [], []
+    for n in range(args.runs):
+        db = workdir / f"warm-{os.getpid()}-{n}.db"
+        colds.append(timed([sys.executable, "-m", "fleet", "--db", str(db), "scan", str(root), "--json"], env=ENV)[0])
+        warms.append(warm_run(root, db))
+        for suffix in ("", "-wal", "-shm", ".migrate.lock"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+    cold = statistics.median(colds)
+    reverify = statistics.median(w["reverified_s"] for w in warms)
+    print(json.dumps({
+        "repos": args.repos, "profile": "realistic", "cold_scan_s": round(cold, 2),
+        "first_page_s": round(statistics.median(w["first_page_s"] for w in warms), 3),
+        "reverify_s": round(reverify, 2), "reverify_vs_cold": round(reverify / cold, 2),
+        "progress_shown": all(w["progress_seen"] for w in warms),
+        "runs": [{k: round(v, 3) if isinstance(v, float) else v for k, v in w.items()} for w in warms],
+        "targets": {"first_page_s": 1.0, "reverify_vs_cold": 0.7}}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

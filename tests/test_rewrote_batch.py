@@ -1,0 +1,53 @@
+"""`rewrote_all` (one cat-file per repo, merge-base only when the graph cannot tell) agrees with git's own
+`merge-base --is-ancestor` on every line of a reflog full of commits, amends, resets, rebases and pulls."""
+
+from __future__ import annotations
+
+import subprocess
+
+from fleet.git import files as gitfiles
+from fleet.index import events
+from fleet.index.events import rewrote_all
+from tests.gitbuild import commit_file, git, init_repo
+
+
+def _oracle(repo, old, new) -> int | None:
+    if old is None or new is None or old == new:
+        return 0
+    code = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", old, new],
+                          capture_output=True).returncode
+    return {0: 0, 1: 1}.get(code)
+
+
+def test_batched_verdicts_match_merge_base(tmp_path, monkeypatch):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    repo = init_repo(tmp_path / "repo", commits=3)
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    for i in range(3):
+        commit_file(repo, f"f{i}.txt", f"{i}\n")
+    git(repo, "commit", "-q", "--amend", "-m", "amended")
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    git(repo, "reset", "-q", "--hard", "HEAD@{1}")  # forward again: old is an ancestor of new
+    git(repo, "checkout", "-q", "-b", "topic", "HEAD~3")
+    commit_file(repo, "t.txt", "t\n")
+    git(repo, "rebase", "-q", "main")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "topic")
+    git(repo, "reset", "-q", "--hard", "origin/main")   # far back, past commits no reflog line names
+    git(repo, "pull", "-q", "--ff-only")
+    git(repo, "update-ref", "-m", "made up", "refs/heads/main", "HEAD~1")  # kind "other"
+    moves, expected = [], []
+    for ref, path in gitfiles.reflog_files(str(repo / ".git"), str(repo / ".git")):
+        for line in gitfiles.parse_reflog(open(path, "rb").read()):
+            kind = gitfiles.reflog_kind(line.message)
+            moves.append((line.old_sha, line.new_sha, kind))
+            expected.append(_oracle(repo, line.old_sha, line.new_sha) if kind in
+                            ("amend", "reset", "rebase", "pull", "other") else 0)
+    assert len(moves) > 20 and 1 in expected and expected.count(0) > expected.count(1)
+    assert rewrote_all(str(repo), moves) == expected
+    monkeypatch.setattr(events, "HISTORY_CAP", 3)  # a "big" repo: cat-file graph first, merge-base for the rest
+    assert rewrote_all(str(repo), moves) == expected
+    # a move naming an object that is gone: git cannot tell, and neither may the batch
+    assert rewrote_all(str(repo), [("1" * 40, moves[-1][1], "reset")]) == [None]
