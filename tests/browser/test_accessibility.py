@@ -22,6 +22,7 @@ from tests.conftest import fleetdeck_argv, fleetdeck_env
 from tests.fleetstates import build_fleet
 from tests.gitbuild import commit_file
 from tests.serving import Server, wait_for
+from fleet.ops import service
 from web.app import routes
 from web.guards import API_PREFIXES
 from web.pages import PAGES
@@ -52,6 +53,8 @@ VISITS: dict[str, dict[str, Visit]] = {
     "queue": {"all": lambda f: "/", "no-match": lambda f: "/?q=no-such-repository-anywhere",
               "attention": lambda f: "/?attention=1&reason=conflict"},
     "repo": {state: repo_visit(state) for state in REPO_STATES},
+    "proposal": {"pending-stage": lambda f: f"/proposals/{f[2]['proposals']['stage']}",
+                 "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}"},
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
@@ -90,6 +93,13 @@ def fleet(tmp_path_factory):
         os.utime(trace, (time.time() - age_s,) * 2)
     wait_for(lambda: {r[0] for r in index.conn.execute("select state from presence")} == {"working", "recent"},
              "both aider traces", 30)
+    # Pending proposals for the proposal pages: a low-risk one and a high-risk one (second confirmation shown).
+    dirty = str(repos["dirty"])
+    repos = {**repos, "proposals": {
+        "stage": service.propose(index, "claude-code", "stage", dirty, {"paths": ["tracked.txt"]},
+                                 "stage the edit")["proposal_id"],
+        "discard": service.propose(index, "codex", "discard", dirty, {"paths": ["tracked.txt"]},
+                                   "drop the edit")["proposal_id"]}}
     yield server, index, repos
     index.close()
     server.stop()
