@@ -485,6 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
     p.set_defaults(func=cmd_mcp)
+
+    from fleet.audit.commands import add_audit_parser
+
+    add_audit_parser(sub)
     return parser
 
 
