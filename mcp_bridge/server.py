@@ -27,8 +27,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import (tools_agents, tools_context, tools_fleet, tools_git, tools_patch, tools_recovery,
-                        tools_repo)
+from mcp_bridge import (tools_agents, tools_audit, tools_context, tools_fleet, tools_git, tools_patch,
+                        tools_recovery, tools_repo)
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
 from fleet.presence.switches import presence_switches
@@ -40,7 +40,8 @@ log = logging.getLogger("fleetdeck.mcp")
 
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
-TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery, tools_patch)
+TOOL_MODULES = (tools_audit, tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery,
+                tools_patch)
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.

@@ -185,7 +185,8 @@ class AuditLog:
     def status(self) -> dict[str, Any]:
         state = "off" if not self.enabled else ("degraded" if self.degraded else "ok")
         return {"state": state, "dir": str(self.dir), "signed": self.signer is not None,
-                "key_id": self.signer.key_id if self.signer else None, "degraded": self.degraded,
+                "key_id": self.signer.key_id if self.signer else None,
+                "degraded": dict(self.degraded) if self.degraded else None,
                 "set_aside": list(self.set_aside)}
 
     def sync(self) -> None:

@@ -36,7 +36,7 @@ def segment_files(folder: Path) -> list[tuple[int | None, Path]]:
     rotated = []
     try:
         names = os.listdir(folder)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     for name in names:
         match = SEGMENT.match(name)
