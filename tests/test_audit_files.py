@@ -192,3 +192,20 @@ def test_fsync_is_batched_by_time(tmp_path):
     log.record("decision", decision="approved", actor="dashboard")
     assert log._unsynced == 0                                 # a decision is synced before record returns
     log.close()
+
+
+def test_verify_while_processes_append(tmp_path):
+    """The verifier reads a snapshot taken under the append lock: lines in flight, rotations and prunes
+    happening meanwhile never show up as torn lines or gaps."""
+    children = [spawn(tmp_path, 2000, f"w{i}", segment_bytes=64 * 1024) for i in range(2)]
+    for child in children:
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    reports = []
+    while any(child.poll() is None for child in children):
+        if (tmp_path / "audit").is_dir():
+            reports.append(verify_log(tmp_path / "audit"))
+    for child in children:
+        child.communicate(timeout=120)
+    assert len(reports) >= 3 and all(r.ok for r in reports), [r for r in reports if not r.ok][:1]
+    assert verify_log(tmp_path / "audit").entries == 4000

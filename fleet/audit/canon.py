@@ -27,9 +27,11 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 RESERVED = frozenset({"schema", "chain", "signature", "seq", "id", "at", "prev_hash", "hash", "key_id", "sig"})
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def entry_hash(entry: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import atexit
 import errno
 import fcntl
-import hashlib
+import functools
 import hmac
 import json
 import logging
@@ -35,6 +35,7 @@ from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
 
 log = logging.getLogger("fleetdeck.audit")
+_ARGS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=plain)
 
 SECRET = "audit.secret"
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -101,6 +102,7 @@ class AuditLog:
         self.config = config
         self.enabled = config.enabled
         self.dir = config.dir
+        self._active = str(config.dir / seg.ACTIVE)
         self.signer: Signer | None = None
         self.degraded: dict[str, Any] | None = None
         self.set_aside: list[str] = []
@@ -134,11 +136,10 @@ class AuditLog:
     def fingerprint(self, kind: str, value: Any) -> str:
         """Keyed hash of a repo path (canonical: resolved) or of call arguments: comparable, not readable."""
         if kind == "repo":
-            data = os.path.realpath(str(value)).encode("utf-8", "surrogateescape")
+            data = _realpath(str(value)).encode("utf-8", "surrogateescape")
         else:
-            data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              default=plain).encode("utf-8", "surrogateescape")
-        return "hmac-sha256:" + hmac.new(self.secret, kind.encode() + b"\0" + data, hashlib.sha256).hexdigest()
+            data = _ARGS.encode(value).encode("utf-8", "surrogateescape")
+        return "hmac-sha256:" + hmac.digest(self.secret, kind.encode() + b"\0" + data, "sha256").hex()
 
     def record(self, event: str, *, tool: str | None = None, op: str | None = None, agent: str | None = None,
                actor: str | None = None, repo_path: str | None = None, args: Any = None,
@@ -222,7 +223,7 @@ class AuditLog:
 
     def _sync_state(self) -> list[dict]:
         """Make the handle and the cached head match the files (under the lock); internal entries to write."""
-        active = self.dir / seg.ACTIVE
+        active = self._active
         try:
             info = os.stat(active, follow_symlinks=False)
         except FileNotFoundError:
@@ -248,7 +249,7 @@ class AuditLog:
     def _open_active(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = os.open(self.dir / seg.ACTIVE, os.O_RDWR | os.O_APPEND | O_NOFOLLOW)
+        self._fd = os.open(self._active, os.O_RDWR | os.O_APPEND | O_NOFOLLOW)
         self._ino = os.fstat(self._fd).st_ino
         self._size = -1
 
@@ -439,6 +440,12 @@ def _fields(event: str, summary: str, **given: Any) -> dict[str, Any]:
     fields["event"] = clean_text(event, 64)
     fields["summary"] = clean_text(summary, SUMMARY_CHARS)
     return fields
+
+
+@functools.lru_cache(maxsize=1024)
+def _realpath(path: str) -> str:
+    """A repo's canonical path; cached, as the bridge asks for the same few repos again and again."""
+    return os.path.realpath(path)
 
 
 def _name(value: object) -> str | None:

@@ -13,11 +13,13 @@ checkpoint's seq and hash.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -71,23 +73,26 @@ def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None =
         if not isinstance(anchor.get("seq"), int) or not isinstance(anchor.get("hash"), str):
             raise ValueError("an anchor needs an integer seq and a hash")
         state.want_anchor = (anchor["seq"], anchor["hash"])
+    checkpoint, files = _snapshot(folder)
     try:
-        state.start(seg.read_checkpoint(folder))
+        state.start(checkpoint)
         if anchor is not None and anchor.get("sig") is not None:
             state.signature(anchor, anchor["seq"], "the anchor")
-        files = seg.segment_files(folder)
-        for index, (named_seq, path) in enumerate(files):
-            if state.leftover(files, index):
+        for index, (named_seq, path, fh, size) in enumerate(files):
+            if state.leftover([(n, p) for n, p, _, _ in files], index):
                 continue
             report.segments += 1
             report.segment = path.name
-            state.segment(path, named_seq, last=index == len(files) - 1)
+            state.segment(path, fh, size, named_seq, last=index == len(files) - 1)
         if anchor is not None:
             state.check_anchor(anchor)
         report.segment = None
     except _Bad as bad:
         report.ok = False
         report.first_bad_seq, report.reason, report.detail = bad.seq, bad.reason, bad.detail
+    finally:
+        for _, _, fh, _ in files:
+            fh.close()
     return report
 
 
@@ -99,7 +104,6 @@ class _State:
         self.expected = 1
         self.prev = GENESIS
         self.recent: OrderedDict[int, str] = OrderedDict()
-        self.anchor_seen: tuple[int, str] | None = None
         self.want_anchor: tuple[int, str] | None = None
 
     # --- the checkpoint (entries pruned before the first retained segment) --------------------------
@@ -124,32 +128,31 @@ class _State:
         return (self.report.checkpoint is not None and self.report.entries == 0 and files[index][0] is not None
                 and following is not None and following <= self.expected)
 
-    def segment(self, path: Path, named_seq: int | None, last: bool) -> None:
-        with open(path, "rb") as fh:
-            lines = _lines(fh)
-            header_line = next(lines, None)
-            if header_line is None:
-                if last and named_seq is None:
-                    return                                  # a brand-new active segment, still empty
-                raise _Bad(named_seq or self.expected, "bad segment header", f"{path.name} is empty")
-            header = self._parse(header_line, named_seq or self.expected)
-            if not seg.is_header(header) or not isinstance(header.get("first_seq"), int):
-                raise _Bad(named_seq or self.expected, "bad segment header", f"{path.name} has no header")
-            first = header["first_seq"]
-            if named_seq is not None and first != named_seq:
-                raise _Bad(first, "reorder", f"{path.name} holds the segment that starts at seq {first}")
-            self._header(header, path.name)
-            pending = None
-            for raw in lines:
-                entry = self._parse(raw, self.expected)
-                if pending is not None:
-                    self._out_of_order(pending, entry)
-                if entry["seq"] > self.expected:
-                    pending = entry                          # a gap, or the first of two swapped lines
-                    continue
-                self._entry(entry)
+    def segment(self, path: Path, fh: BinaryIO, size: int, named_seq: int | None, last: bool) -> None:
+        lines = _lines(fh, size)
+        header_line = next(lines, None)
+        if header_line is None:
+            if last and named_seq is None:
+                return                                  # a brand-new active segment, still empty
+            raise _Bad(named_seq or self.expected, "bad segment header", f"{path.name} is empty")
+        header = self._parse(header_line, named_seq or self.expected)
+        if not seg.is_header(header) or not isinstance(header.get("first_seq"), int):
+            raise _Bad(named_seq or self.expected, "bad segment header", f"{path.name} has no header")
+        first = header["first_seq"]
+        if named_seq is not None and first != named_seq:
+            raise _Bad(first, "reorder", f"{path.name} holds the segment that starts at seq {first}")
+        self._header(header, path.name)
+        pending = None
+        for raw in lines:
+            entry = self._parse(raw, self.expected)
             if pending is not None:
-                self._out_of_order(pending, None)
+                self._out_of_order(pending, entry)
+            if entry["seq"] > self.expected:
+                pending = entry                          # a gap, or the first of two swapped lines
+                continue
+            self._entry(entry)
+        if pending is not None:
+            self._out_of_order(pending, None)
 
     def _header(self, header: dict, name: str) -> None:
         first = header["first_seq"]
@@ -243,10 +246,36 @@ class _State:
         result["reached"] = True
 
 
-def _lines(fh) -> Iterator[bytes]:
-    while True:
+def _snapshot(folder: Path) -> tuple[dict | None, list[tuple[int | None, Path, BinaryIO, int]]]:
+    """The checkpoint and every segment, opened, with its size, taken under the append lock when the folder
+    has one: a line a writer has in flight is never read half-written, and a rotation or a prune while the
+    verifier runs changes nothing it reads (open files outlive a rename or an unlink)."""
+    try:
+        lock = os.open(folder / seg.LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        lock = None                                  # a copy on read-only media: nobody appends to it
+    opened: list[tuple[int | None, Path, BinaryIO, int]] = []
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        checkpoint = seg.read_checkpoint(folder)
+        for named_seq, path in seg.segment_files(folder):
+            try:
+                fh = open(path, "rb")
+            except FileNotFoundError:
+                continue
+            opened.append((named_seq, path, fh, os.fstat(fh.fileno()).st_size))
+    finally:
+        if lock is not None:
+            os.close(lock)                           # closing releases the lock
+    return checkpoint, opened
+
+
+def _lines(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """Lines up to the snapshot's size; a line cut by it comes back without its newline (torn)."""
+    while fh.tell() < size:
         line = fh.readline(MAX_ENTRY_BYTES + 2)
         if not line:
             return
-        yield line
-
+        over = fh.tell() - size
+        yield line[:len(line) - over] if over > 0 else line
