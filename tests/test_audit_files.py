@@ -76,6 +76,8 @@ def test_torn_last_line_is_set_aside_and_recorded(tmp_path):
     assert (entry["seq"], entry["event"]) == (6, "torn_line_set_aside") and side in entry["summary"]
     after = verify_log(log.dir)
     assert after.ok and after.last_seq == 6
+    status = run_cli("audit", "status", "--dir", str(log.dir))
+    assert f"set aside after a crash (kept, recorded in the chain): {log.dir / side}" in status.stdout
 
 
 def test_kill_9_during_a_burst(tmp_path):

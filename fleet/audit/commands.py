@@ -197,7 +197,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     config = resolve(args.db)
     folder = _folder(args)
     head, _ = newest(folder, 1)
+    torn = sorted(p.name for p in folder.glob("torn-*.part")) if folder.is_dir() else []
     info = {"enabled": config.enabled, "dir": str(folder), "segments": len(segment_files(folder)),
+            "torn_lines_set_aside": torn,
             "key_id": load_signer(config.key).key_id if config.key else None,
             "head": {"seq": head[0]["seq"], "hash": head[0]["hash"], "at": head[0]["at"]} if head else None}
     if args.json:
@@ -208,4 +210,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"audit log: {state}\n  folder: {folder} ({info['segments']} segment(s))\n  signing key: "
               f"{info['key_id'] or 'none (entries are unsigned)'}\n  head: "
               + (f"seq {head[0]['seq']} at {head[0]['at']}" if head else "no entries yet"))
+        for name in torn:
+            print(f"  set aside after a crash (kept, recorded in the chain): {folder / name}")
     return 0
