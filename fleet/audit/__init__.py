@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fleet.audit.ledger import AuditLog
 
-__all__ = ["AuditLog", "current", "record", "setup", "status", "verify_log"]
+__all__ = ["AuditLog", "record", "setup", "status", "verify_log"]
 
 log = logging.getLogger("fleetdeck.audit")
 _logs: dict[str, AuditLog] = {}
@@ -50,10 +50,6 @@ def setup(db_path: str | os.PathLike[str] | None = None) -> AuditLog:
             opened = _logs[key] = AuditLog(config)
         _current = opened
         return opened
-
-
-def current() -> AuditLog | None:
-    return _current
 
 
 def record(event: str, **fields: Any) -> dict | None:

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.audit import segments as seg
-from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, SCHEMA, SIGNATURE, SUMMARY_CHARS,
-                               canonical, clean_text, entry_hash, plain)
+from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESERVED, SCHEMA, SIGNATURE,
+                               SUMMARY_CHARS, canonical, clean_text, entry_hash, plain)
 from fleet.audit.config import AuditConfig
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
@@ -433,6 +433,8 @@ class _Flock:
 
 def _fields(event: str, summary: str, **given: Any) -> dict[str, Any]:
     """Every caller-settable field of an entry (absent ones null), so all entries have one shape."""
+    if RESERVED & given.keys():
+        raise ValueError(f"reserved audit fields are set by the log alone: {sorted(RESERVED & given.keys())}")
     fields = dict.fromkeys(("tool", "op", "agent", "actor", "repo", "args", "risk", "proposal_id", "decision",
                             "duration_us"))
     fields.update(given)

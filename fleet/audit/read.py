@@ -16,7 +16,6 @@ from fleet.audit.canon import MAX_ENTRY_BYTES
 
 CSV_COLUMNS = ("seq", "at", "event", "tool", "op", "agent", "agent_self_declared", "actor", "repo", "args",
                "risk", "proposal_id", "decision", "result", "duration_us", "summary", "key_id", "hash")
-FILTERS = ("event", "agent", "repo", "result", "proposal_id", "tool")
 
 
 def entries(folder: Path) -> Iterator[dict]:

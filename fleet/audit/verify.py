@@ -29,10 +29,6 @@ from fleet.audit.keys import check
 
 RECENT = 4096   # (seq -> hash) remembered to tell a duplicate from a reordered line
 
-REASONS = ("hash mismatch", "chain break", "gap", "duplicate", "reorder", "bad signature", "unknown key",
-           "unsigned", "torn line", "malformed", "bad segment header", "bad checkpoint", "tail cut")
-
-
 @dataclass
 class Report:
     ok: bool = True
