@@ -118,7 +118,8 @@ class FleetServer(MCPServer):
             if due:
                 problem = await anyio.to_thread.run_sync(self._record, client, due, name, files, me)
                 if problem is not None:
-                    result.meta = {**(result.meta or {}), DEGRADED_KEY: [problem]}
+                    meta = result.meta or {}
+                    result.meta = {**meta, DEGRADED_KEY: [*meta.get(DEGRADED_KEY, []), problem]}
         return result
 
     def _due(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> list[str]:

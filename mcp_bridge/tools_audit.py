@@ -17,7 +17,7 @@ from pydantic import Field
 from fleet import audit
 from fleet.audit.read import newest
 from mcp_bridge.bridge import caller, touched
-from mcp_bridge.envelope import Out
+from mcp_bridge.envelope import DEGRADED_KEY, Out
 
 if TYPE_CHECKING:
     from mcp_bridge.toolkit import Toolkit
@@ -48,15 +48,27 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
                 code = "ok"
                 if result.is_error:
                     code = str(((result.structured_content or {}).get("error") or {}).get("code") or "error")
-                target.record("tool_call", tool=name, agent=caller.get(), repo_path=paths[0] if paths else None,
-                              args=kwargs, risk=risk, result=code,
-                              duration_ms=(time.perf_counter() - started) * 1000,
-                              summary=f"{name} {code}" + (f" ({len(paths)} repos)" if len(paths) > 1 else ""))
+                entry = target.record("tool_call", tool=name, agent=caller.get(),
+                                      repo_path=paths[0] if paths else None, args=kwargs, risk=risk, result=code,
+                                      duration_ms=(time.perf_counter() - started) * 1000,
+                                      summary=f"{name} {code}" + (f" ({len(paths)} repos)" if len(paths) > 1
+                                                                  else ""))
+                if entry is None and target.enabled:
+                    _degraded(result, target.status())
         except Exception:  # bookkeeping never costs an answer
             log.exception("audit entry for %s not written", name)
         return result
 
     return with_audit
+
+
+def _degraded(result: CallToolResult, status: dict) -> None:
+    """Say in the answer's `_meta` that this call is missing from the audit log (the answer itself stands)."""
+    error = (status.get("degraded") or {}).get("error") or "see the server log"
+    problem = {"code": "AUDIT_DEGRADED", "message": f"the audit log could not record this call ({error})"}
+    meta = dict(result.meta or {})
+    meta[DEGRADED_KEY] = [*(meta.get(DEGRADED_KEY) or []), problem]
+    result.meta = meta
 
 
 def register(kit: "Toolkit") -> None:

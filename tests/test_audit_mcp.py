@@ -81,7 +81,10 @@ async def test_audit_failure_never_costs_an_answer(small_fleet, caplog):
         ok(await client.call_tool("fleet.repos", {}))
         shutil.rmtree(folder)
         folder.write_text("not a folder")                       # appends fail from now on
-        ok(await client.call_tool("repo.brief", {"repo": "alpha"}))
+        answered = await client.call_tool("repo.brief", {"repo": "alpha"})
+        assert ok(answered)["head"]["sha"]
+        (problem,) = answered.meta["io.fleetdeck/degraded"]
+        assert problem["code"] == "AUDIT_DEGRADED" and "Not a directory" in problem["message"]
         tail = ok(await client.call_tool("audit.tail", {}))
         assert tail["audit"]["state"] == "degraded" and tail["audit"]["degraded"]["lost"] == 1
         folder.unlink()
