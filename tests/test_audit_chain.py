@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 
 import pytest
 
@@ -282,3 +284,28 @@ def test_cli_verify_exit_codes_anchor_and_export(tmp_path):
     bad = run_cli("audit", "verify", "--dir", str(log.dir), "--pubkey", str(public))
     assert bad.returncode == 3 and "NOT INTACT at seq 4 (hash mismatch)" in bad.stdout
     assert os.stat(log.dir).st_mode & 0o777 == 0o700
+
+
+def test_monitor_reports_verified_through_and_the_first_bad_seq(signed):
+    from fleet.audit.monitor import ChainMonitor
+
+    folder, public, _ = signed
+    monitor = ChainMonitor(folder, pubkeys(public), min_interval_s=0.01, clock=lambda: 1234.5)
+    assert monitor.status() == {"state": "unchecked"}
+    status = monitor.check()
+    assert (status["state"], status["verified_through"], status["at"], status["signed"]) == ("intact", 60, 1234.5, 60)
+    path, i = locate(folder, 33)
+    lines = read_lines(path)
+    lines[i] = lines[i].replace(b'"result":"ok"', b'"result":"no"')
+    write_lines(path, lines)
+    stop = threading.Event()
+    worker = threading.Thread(target=monitor.run, args=(stop,))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while monitor.status()["state"] != "broken" and time.monotonic() < deadline:
+        stop.wait(0.01)
+    stop.set()
+    worker.join(30)
+    status = monitor.status()
+    assert (status["state"], status["first_bad_seq"], status["reason"], status["verified_through"]) == \
+        ("broken", 33, "hash mismatch", 32)

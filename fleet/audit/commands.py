@@ -63,30 +63,17 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
-def trusted_keys(db: str | None, given: list[str]) -> dict:
-    """Public keys by key id: those given, or else the configured key's, `verify_keys` and the kept pairs."""
-    from fleet.audit.config import resolve
-    from fleet.audit.keys import key_id, load_public, public_keys_in
-
-    if given:
-        keys = [load_public(path) for path in given]
-        return {key_id(k): k for k in keys}
-    config = resolve(db)
-    found = public_keys_in(config.keys_dir)
-    for path in ([config.key] if config.key else []) + list(config.verify_keys):
-        key = load_public(path)
-        found[key_id(key)] = key
-    return found
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from fleet.audit.verify import verify_log
 
     folder = _folder(args)
     if not folder.is_dir():
         return _usage(f"no audit folder at {folder}")
+    from fleet.audit.config import resolve
+    from fleet.audit.keys import trusted_keys
+
     try:
-        keys = trusted_keys(args.db, args.pubkey)
+        keys = trusted_keys(None if args.pubkey else resolve(args.db), args.pubkey)
         anchor = _load_anchor(args.anchor) if args.anchor else None
     except FleetError as exc:
         return _usage(exc.message)

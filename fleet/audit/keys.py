@@ -14,12 +14,16 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from fleet.errors import FleetError
+
+if TYPE_CHECKING:
+    from fleet.audit.config import AuditConfig
 
 SIG_DOMAIN = b"fleetdeck-audit-sig-v1\0"
 MAX_KEY_BYTES = 64 * 1024
@@ -141,3 +145,17 @@ def public_keys_in(folder: Path) -> dict[str, Ed25519PublicKey]:
             key = load_public(path)
             keys[key_id(key)] = key
     return keys
+
+
+def trusted_keys(config: "AuditConfig | None", given: list[str] | None = None) -> dict[str, Ed25519PublicKey]:
+    """Public keys by key id: the `given` PEM files only, or else the configured signing key's, the
+    `verify_keys` and every pair kept in the keys folder (current and rotated)."""
+    if given:
+        keys = [load_public(path) for path in given]
+        return {key_id(k): k for k in keys}
+    assert config is not None
+    found = public_keys_in(config.keys_dir)
+    for path in ([config.key] if config.key else []) + list(config.verify_keys):
+        key = load_public(path)
+        found[key_id(key)] = key
+    return found
