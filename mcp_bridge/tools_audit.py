@@ -79,23 +79,22 @@ def register(kit: "Toolkit") -> None:
     def audit_tail(
         limit: Annotated[int, Field(ge=1, le=TAIL_MAX, description="most entries to return (1..200)")] = 50,
         mine: Annotated[bool, Field(description="only calls made under your own declared client name")] = False,
-        event: Annotated[str | None, Field(max_length=64, description="tool_call, proposal, decision, gap, ...")]
+        event: Annotated[str | None, Field(max_length=64, description="tool_call, gap, torn_line_set_aside, ...")]
         = None,
         tool: Annotated[str | None, Field(max_length=200, description="only calls of this tool")] = None,
         repo: Annotated[str | None, Field(min_length=1, max_length=4096,
                                           description="only entries about this repository")] = None,
         result: Annotated[str | None, Field(max_length=200, description="ok, or an error code")] = None,
-        proposal_id: Annotated[str | None, Field(max_length=200, description="one proposal's trail")] = None,
     ) -> dict:
-        """The audit log's newest entries, newest first: who (self-declared agent name) called which tool or
-        decided what, on which repo (a keyed fingerprint, not the path), with what result and when. Arguments
-        are fingerprinted, never stored. The log is hash-chained; `fleetdeck audit verify` checks it."""
+        """The audit log's newest entries, newest first: who (self-declared agent name) called which tool,
+        on which repo (a keyed fingerprint, not the path), with what result and when. Arguments are
+        fingerprinted, never stored. The log is hash-chained; `fleetdeck audit verify` checks it."""
         target = kit.audit  # type: ignore[attr-defined]
         info = target.status()
         if not target.enabled:
             return {"entries": [], "audit": info, "truncated": False, "omitted_count": 0}
         fingerprint = target.fingerprint("repo", bridge.resolve(repo).path) if repo is not None else None
         found, omitted = newest(target.dir, limit, event=event, tool=tool, repo=fingerprint, result=result,
-                                proposal_id=proposal_id, agent=caller.get() if mine else None)
+                                agent=caller.get() if mine else None)
         entries = [{k: v for k, v in e.items() if k != "sig"} for e in found]
         return {"entries": entries, "audit": info, "truncated": omitted > 0, "omitted_count": omitted}
