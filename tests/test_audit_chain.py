@@ -309,3 +309,14 @@ def test_monitor_reports_verified_through_and_the_first_bad_seq(signed):
     status = monitor.status()
     assert (status["state"], status["first_bad_seq"], status["reason"], status["verified_through"]) == \
         ("broken", 33, "hash mismatch", 32)
+
+
+def test_a_symlinked_segment_is_not_followed(signed, tmp_path):
+    folder, public, _ = signed
+    victim = files(folder)[1]
+    first = json.loads(read_lines(victim)[0])["first_seq"]
+    moved = tmp_path / "elsewhere.jsonl"
+    victim.rename(moved)
+    victim.symlink_to(moved)                                         # same bytes, reached through a link
+    report = check(folder, public)
+    assert (report.ok, report.reason, report.first_bad_seq) == (False, "malformed", first)

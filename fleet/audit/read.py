@@ -22,8 +22,8 @@ def entries(folder: Path) -> Iterator[dict]:
     """Every parseable entry, oldest first."""
     for _, path in seg.segment_files(folder):
         try:
-            fh = open(path, "rb")
-        except FileNotFoundError:     # pruned while we were reading
+            fh = seg.open_regular(path)
+        except OSError:               # pruned while we were reading, or not a regular file
             continue
         with fh:
             while line := fh.readline(MAX_ENTRY_BYTES + 2):
@@ -57,7 +57,7 @@ def _first_seq(files: list[tuple[int | None, Path]]) -> int:
     """The first retained seq: the oldest segment's header says it."""
     for _, path in files:
         try:
-            with open(path, "rb") as fh:
+            with seg.open_regular(path) as fh:
                 header = json.loads(fh.readline(4096) or b"null")
         except (OSError, ValueError):
             continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -51,12 +52,23 @@ def is_header(value: object) -> bool:
     return isinstance(value, dict) and "segment" in value
 
 
+def open_regular(path: Path):
+    """A binary file object for a regular file, never through a symlink (OSError otherwise)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def read_checkpoint(folder: Path) -> dict | None:
     try:
-        with open(folder / CHECKPOINT, "rb") as fh:
+        with open_regular(folder / CHECKPOINT) as fh:
             data = fh.read(MAX_ENTRY_BYTES + 1)
     except FileNotFoundError:
         return None
+    except OSError:
+        return {"_malformed": True}
     try:
         value = json.loads(data)
     except ValueError:

@@ -79,6 +79,8 @@ def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None =
                 continue
             report.segments += 1
             report.segment = path.name
+            if fh is None:
+                raise _Bad(named_seq or state.expected, "malformed", f"{path.name} is not a regular file")
             state.segment(path, fh, size, named_seq, last=index == len(files) - 1)
         if anchor is not None:
             state.check_anchor(anchor)
@@ -88,7 +90,8 @@ def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None =
         report.first_bad_seq, report.reason, report.detail = bad.seq, bad.reason, bad.detail
     finally:
         for _, _, fh, _ in files:
-            fh.close()
+            if fh is not None:
+                fh.close()
     return report
 
 
@@ -242,7 +245,7 @@ class _State:
         result["reached"] = True
 
 
-def _snapshot(folder: Path) -> tuple[dict | None, list[tuple[int | None, Path, BinaryIO, int]]]:
+def _snapshot(folder: Path) -> tuple[dict | None, list[tuple[int | None, Path, BinaryIO | None, int]]]:
     """The checkpoint and every segment, opened, with its size, taken under the append lock when the folder
     has one: a line a writer has in flight is never read half-written, and a rotation or a prune while the
     verifier runs changes nothing it reads (open files outlive a rename or an unlink)."""
@@ -250,17 +253,19 @@ def _snapshot(folder: Path) -> tuple[dict | None, list[tuple[int | None, Path, B
         lock = os.open(folder / seg.LOCK, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         lock = None                                  # a copy on read-only media: nobody appends to it
-    opened: list[tuple[int | None, Path, BinaryIO, int]] = []
+    opened: list[tuple[int | None, Path, BinaryIO | None, int]] = []
     try:
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_SH)
         checkpoint = seg.read_checkpoint(folder)
         for named_seq, path in seg.segment_files(folder):
             try:
-                fh = open(path, "rb")
+                fh = seg.open_regular(path)
             except FileNotFoundError:
                 continue
-            opened.append((named_seq, path, fh, os.fstat(fh.fileno()).st_size))
+            except OSError:                          # a symlink or a folder where a segment should be
+                fh = None
+            opened.append((named_seq, path, fh, os.fstat(fh.fileno()).st_size if fh else 0))
     finally:
         if lock is not None:
             os.close(lock)                           # closing releases the lock
