@@ -320,3 +320,19 @@ def test_a_symlinked_segment_is_not_followed(signed, tmp_path):
     victim.symlink_to(moved)                                         # same bytes, reached through a link
     report = check(folder, public)
     assert (report.ok, report.reason, report.first_bad_seq) == (False, "malformed", first)
+
+
+def test_a_prune_interrupted_after_its_checkpoint_still_verifies(tmp_path):
+    log = make_log(tmp_path, segment_max_bytes=8 * 1024, segments_kept=100)
+    fill(log, 60)
+    log.close()
+    backup = {path.name: path.read_bytes() for path in files(log.dir)[:-1]}
+    log = make_log(tmp_path, segment_max_bytes=8 * 1024, segments_kept=2)
+    fill(log, 30)                                                    # rotations now prune behind a checkpoint
+    log.close()
+    checkpoint = json.loads((log.dir / "checkpoint.json").read_text())
+    pruned = [name for name in backup if not (log.dir / name).exists()]
+    assert pruned
+    (log.dir / pruned[-1]).write_bytes(backup[pruned[-1]])           # the unlink never happened
+    report = verify_log(log.dir)
+    assert report.ok and report.first_seq == checkpoint["seq"] + 1 and report.last_seq == 90, report
