@@ -131,13 +131,13 @@ def _load_anchor(source: str) -> dict:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from fleet.audit.ledger import now_iso
     from fleet.audit.read import export
+    from fleet.repo.record import iso
     from fleet.timespec import parse_since
 
     folder = _folder(args)
-    since = now_iso(parse_since(args.since)) if args.since else None
-    until = now_iso(parse_since(args.until)) if args.until else None
+    since = iso(parse_since(args.since)) if args.since else None
+    until = iso(parse_since(args.until)) if args.until else None
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8", newline="") as fh:

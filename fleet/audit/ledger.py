@@ -33,6 +33,7 @@ from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESE
 from fleet.audit.config import AuditConfig
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
+from fleet.repo.record import iso
 
 log = logging.getLogger("fleetdeck.audit")
 _ARGS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=plain)
@@ -48,9 +49,8 @@ class AuditError(FleetError):
         super().__init__("AUDIT_UNUSABLE", message)
 
 
-def now_iso(at: float | None = None) -> str:
-    at = time.time() if at is None else at
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at)) + f".{int(at % 1 * 1000):03d}Z"
+def now_iso() -> str:
+    return iso(time.time())
 
 
 def private_dir(folder: Path) -> None:
