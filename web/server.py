@@ -20,6 +20,7 @@ from pathlib import Path
 import uvicorn
 from starlette.routing import Mount
 
+from fleet.audit.monitor import checking
 from fleet.errors import FleetError
 from fleet.watch.service import watching
 from web.app import create_app
@@ -84,7 +85,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     url = access_url(host, sock.getsockname()[1], token)
     services = [partial(watching, db_path)] if watch else []
     mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
-    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run],
+    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run, partial(checking, db_path)],
                      mounts=[Mount("/", app=mcp.app)])
     print(f"fleetdeck dashboard: {url}", flush=True)
     if open_browser:

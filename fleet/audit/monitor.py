@@ -7,11 +7,13 @@ verify is checked at most once a minute at the default share.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 from fleet.audit.verify import verify_log
 
@@ -55,3 +57,39 @@ class ChainMonitor:
             except Exception:
                 log.exception("audit chain check failed")
             stop.wait(max(self.min_interval_s, self._took / self.busy_share))
+
+
+_running: ChainMonitor | None = None
+
+
+def chain_status() -> dict[str, Any]:
+    """The chain's state as this process's monitor last saw it (`unchecked` when none runs here)."""
+    return _running.status() if _running is not None else {"state": "unchecked"}
+
+
+@contextlib.asynccontextmanager
+async def checking(db_path: str | os.PathLike[str]) -> AsyncIterator[ChainMonitor | None]:
+    """Re-verify the audit chain in a background thread for the duration of the block (`serve`)."""
+    global _running
+    from fleet import audit
+    from fleet.audit.keys import trusted_keys
+    from fleet.errors import FleetError
+
+    log_ = audit.setup(db_path)
+    if not log_.enabled:
+        yield None
+        return
+    try:
+        keys = trusted_keys(log_.config)
+    except FleetError as exc:  # a kept public key that cannot be read: check the chain, not the signatures
+        log.error("audit chain checks run without signature keys: %s", exc.message)
+        keys = {}
+    monitor = _running = ChainMonitor(log_.dir, keys)
+    stop = threading.Event()
+    thread = threading.Thread(target=monitor.run, args=(stop,), name="fleetdeck-audit-check", daemon=True)
+    thread.start()
+    try:
+        yield monitor
+    finally:
+        stop.set()
+        _running = None
