@@ -1,7 +1,8 @@
 """The person's settings file: `$XDG_CONFIG_HOME/fleetdeck/settings.toml` (or `$FLEETDECK_SETTINGS`).
 
 Every key is declared in SECTIONS with its type, default and meaning, so a typo or a wrong type is a clear
-error naming the key instead of a setting silently ignored. A missing file means every default.
+error naming the key instead of a setting silently ignored (a new section is declared here too). A missing
+file means every default. Errors are BAD_ARGUMENT, as for the presence switches read from the same file.
 
     [audit]
     enabled = true                       # false turns the audit log off (shown as "audit off")
@@ -39,6 +40,12 @@ class Key:
 
 
 SECTIONS: dict[str, dict[str, Key]] = {
+    # read by fleet/presence/switches.py (which says what each switch turns off); declared here so a file
+    # that sets them is not refused as unknown
+    "presence": {
+        "read_agent_sessions": Key(bool, True, "read agents' session stores, editor storage and in-repo traces"),
+        "record_mcp_clients": Key(bool, True, "record which repos each MCP client works in"),
+    },
     "audit": {
         "enabled": Key(bool, True, "record every MCP tool call and decision in the audit log"),
         "dir": Key(str, None, "folder of the audit segments (default: <data dir>/audit)"),
@@ -62,7 +69,7 @@ def settings_path() -> Path:
 
 
 def load_settings(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Every section with every key: the file's values over the defaults. FleetError BAD_SETTINGS otherwise."""
+    """Every section with every key: the file's values over the defaults. FleetError BAD_ARGUMENT otherwise."""
     path = path or settings_path()
     raw: dict[str, Any] = {}
     try:
@@ -71,27 +78,27 @@ def load_settings(path: Path | None = None) -> dict[str, dict[str, Any]]:
     except FileNotFoundError:
         data = None
     except OSError as exc:
-        raise FleetError("BAD_SETTINGS", f"cannot read settings file {path}: {exc.strerror}") from None
+        raise FleetError("BAD_ARGUMENT", f"cannot read settings file {path}: {exc.strerror}") from None
     if data is not None:
         if len(data) > MAX_SETTINGS_BYTES:
-            raise FleetError("BAD_SETTINGS", f"settings file {path} is larger than {MAX_SETTINGS_BYTES} bytes")
+            raise FleetError("BAD_ARGUMENT", f"settings file {path} is larger than {MAX_SETTINGS_BYTES} bytes")
         try:
             raw = tomllib.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise FleetError("BAD_SETTINGS", f"settings file {path} is not valid TOML: {exc}") from None
+            raise FleetError("BAD_ARGUMENT", f"settings file {path} is not valid TOML: {exc}") from None
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
-        raise FleetError("BAD_SETTINGS", f"{path}: unknown section [{unknown[0]}] (known: "
+        raise FleetError("BAD_ARGUMENT", f"{path}: unknown section [{unknown[0]}] (known: "
                                          f"{', '.join(sorted(SECTIONS))})")
     return {name: _section(path, name, keys, raw.get(name, {})) for name, keys in SECTIONS.items()}
 
 
 def _section(path: Path, name: str, keys: dict[str, Key], given: object) -> dict[str, Any]:
     if not isinstance(given, dict):
-        raise FleetError("BAD_SETTINGS", f"{path}: [{name}] must be a table")
+        raise FleetError("BAD_ARGUMENT", f"{path}: [{name}] must be a table")
     unknown = sorted(set(given) - set(keys))
     if unknown:
-        raise FleetError("BAD_SETTINGS", f"{path}: unknown key {name}.{unknown[0]} (known: "
+        raise FleetError("BAD_ARGUMENT", f"{path}: unknown key {name}.{unknown[0]} (known: "
                                          f"{', '.join(sorted(keys))})")
     values = {}
     for key, spec in keys.items():
@@ -108,7 +115,7 @@ def _check(path: Path, where: str, spec: Key, value: object) -> None:
         ok = ok and all(isinstance(v, str) for v in value)  # type: ignore[union-attr]
     if not ok:
         kind = "a list of strings" if spec.kind is list else f"a {spec.kind.__name__}"
-        raise FleetError("BAD_SETTINGS", f"{path}: {where} must be {kind}, not {value!r}")
+        raise FleetError("BAD_ARGUMENT", f"{path}: {where} must be {kind}, not {value!r}")
     if spec.kind is int and not spec.low <= value <= spec.high:  # type: ignore[operator]
-        raise FleetError("BAD_SETTINGS", f"{path}: {where} must be between {spec.low} and {spec.high}, "
+        raise FleetError("BAD_ARGUMENT", f"{path}: {where} must be between {spec.low} and {spec.high}, "
                                          f"not {value}")

@@ -163,6 +163,11 @@ def test_audit_off_is_a_named_setting(tmp_path):
                          env=fleetdeck_env(XDG_CONFIG_HOME=str(config), FLEETDECK_DB=str(db)))
     assert run.stdout.split() == ["None", "off"], run.stderr
     assert not (tmp_path / "audit").exists()
+    (config / "fleetdeck" / "settings.toml").write_text("[presence]\nrecord_mcp_clients = false\n[audit]\n"
+                                                       "enabled = false\n")     # one file, both sections
+    both = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=fleetdeck_env(XDG_CONFIG_HOME=str(config), FLEETDECK_DB=str(db)))
+    assert both.stdout.split() == ["None", "off"], both.stderr
     env_off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                              env=fleetdeck_env(FLEETDECK_AUDIT="off", FLEETDECK_DB=str(db)))
     assert env_off.stdout.split() == ["None", "off"]
@@ -174,13 +179,14 @@ def test_audit_off_is_a_named_setting(tmp_path):
     ("[audti]\n", "unknown section [audti]"),
     ("[audit]\nenabled = 'yes'\n", "audit.enabled must be a bool"),
     ("[audit\n", "not valid TOML"),
+    ("[presence]\nrecord_mcp_clients = 1\n", "presence.record_mcp_clients must be a bool"),
 ])
 def test_bad_settings_are_clear_errors(tmp_path, text, message):
     config = tmp_path / "config"
     (config / "fleetdeck").mkdir(parents=True)
     (config / "fleetdeck" / "settings.toml").write_text(text)
     run = run_cli("--db", str(tmp_path / "fleet.db"), "audit", "status", XDG_CONFIG_HOME=str(config))
-    assert run.returncode == 1 and message in run.stderr and "BAD_SETTINGS" in run.stderr
+    assert run.returncode == 1 and message in run.stderr and "BAD_ARGUMENT" in run.stderr
 
 
 def test_fsync_is_batched_by_time(tmp_path):

@@ -35,7 +35,7 @@ _guard = threading.Lock()
 def setup(db_path: str | os.PathLike[str] | None = None) -> AuditLog:
     """This process's audit log for the index at `db_path` (opened once per folder, then reused).
 
-    Raises FleetError (AUDIT_KEY, AUDIT_UNUSABLE, BAD_SETTINGS) for a configuration that cannot be honoured:
+    Raises FleetError (AUDIT_KEY, AUDIT_UNUSABLE, BAD_ARGUMENT) for a configuration that cannot be honoured:
     callers let it stop the process rather than run without the audit the person configured.
     """
     global _current

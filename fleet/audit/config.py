@@ -35,7 +35,7 @@ def keys_dir() -> Path:
 
 
 def resolve(db_path: str | os.PathLike[str] | None = None) -> AuditConfig:
-    """The audit configuration for an index at `db_path` (FleetError BAD_SETTINGS on a bad value)."""
+    """The audit configuration for an index at `db_path` (FleetError BAD_ARGUMENT on a bad value)."""
     audit = load_settings()["audit"]
     data_dir = (Path(db_path) if db_path else default_db_path()).expanduser().absolute().parent
     enabled = audit["enabled"]
@@ -43,7 +43,7 @@ def resolve(db_path: str | os.PathLike[str] | None = None) -> AuditConfig:
     if switch in ("off", "0", "false", "no"):
         enabled = False
     elif switch not in ("", "on", "1", "true", "yes"):
-        raise FleetError("BAD_SETTINGS", f"FLEETDECK_AUDIT must be on or off, not {switch!r}")
+        raise FleetError("BAD_ARGUMENT", f"FLEETDECK_AUDIT must be on or off, not {switch!r}")
     folder = os.environ.get("FLEETDECK_AUDIT_DIR") or audit["dir"]
     key = os.environ.get("FLEETDECK_AUDIT_KEY") or audit["key"]
     return AuditConfig(
