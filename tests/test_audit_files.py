@@ -217,3 +217,14 @@ def test_verify_while_processes_append(tmp_path):
         child.communicate(timeout=120)
     assert len(reports) >= 3 and all(r.ok for r in reports), [r for r in reports if not r.ok][:1]
     assert verify_log(tmp_path / "audit").entries == 4000
+
+
+def test_an_unreadable_settings_file_degrades_the_log_instead_of_stopping_the_bridge(tmp_path):
+    settings = tmp_path / "settings.toml"
+    settings.write_text("[audit\n")
+    code = ("from fleet import audit; log = audit.setup(); s = audit.status(); "
+            "print(log.record('tool_call') is not None, s['state'], 'not valid TOML' in s['settings_error'])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=fleetdeck_env(FLEETDECK_SETTINGS=str(settings), FLEETDECK_DB=str(tmp_path / "fleet.db")))
+    assert run.stdout.split() == ["True", "degraded", "True"], run.stderr
+    assert "recording with the defaults" in run.stderr

@@ -182,6 +182,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     from fleet.audit.segments import segment_files
 
     config = resolve(args.db)
+    if config.settings_error:
+        raise FleetError("BAD_ARGUMENT", config.settings_error)
     folder = _folder(args)
     head, _ = newest(folder, 1)
     torn = sorted(p.name for p in folder.glob("torn-*.part")) if folder.is_dir() else []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fleet.errors import FleetError
 from fleet.index.store import default_db_path
-from fleet.settings import load_settings, settings_path
+from fleet.settings import SECTIONS, load_settings, settings_path
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class AuditConfig:
     fsync_batch: int = 256
     segment_max_bytes: int = 8 * 1024 * 1024
     segments_kept: int = 16
+    settings_error: str | None = None   # the settings file could not be read: file values unknown, defaults used
 
 
 def keys_dir() -> Path:
@@ -36,7 +37,11 @@ def keys_dir() -> Path:
 
 def resolve(db_path: str | os.PathLike[str] | None = None) -> AuditConfig:
     """The audit configuration for an index at `db_path` (FleetError BAD_ARGUMENT on a bad value)."""
-    audit = load_settings()["audit"]
+    try:
+        audit, settings_error = load_settings()["audit"], None
+    except FleetError as exc:  # the bridge keeps answering (as presence does); the log says it is degraded
+        audit = {key: spec.default for key, spec in SECTIONS["audit"].items()}
+        settings_error = exc.message
     data_dir = (Path(db_path) if db_path else default_db_path()).expanduser().absolute().parent
     enabled = audit["enabled"]
     switch = os.environ.get("FLEETDECK_AUDIT", "").strip().lower()
@@ -57,4 +62,5 @@ def resolve(db_path: str | os.PathLike[str] | None = None) -> AuditConfig:
         fsync_batch=audit["fsync_batch"],
         segment_max_bytes=audit["segment_max_bytes"],
         segments_kept=audit["segments_kept"],
+        settings_error=settings_error,
     )

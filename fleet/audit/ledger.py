@@ -117,6 +117,9 @@ class AuditLog:
         self._closed = False
         if not self.enabled:
             return
+        if config.settings_error:
+            log.error("audit log: %s; recording with the defaults and the environment's settings (shown as "
+                      "degraded)", config.settings_error)
         if config.key is not None:
             self.signer = load_signer(config.key)     # fail closed: a configured key must work
         private_dir(self.dir)
@@ -184,8 +187,10 @@ class AuditLog:
             return self._head
 
     def status(self) -> dict[str, Any]:
-        state = "off" if not self.enabled else ("degraded" if self.degraded else "ok")
+        problem = self.degraded or self.config.settings_error
+        state = "off" if not self.enabled else ("degraded" if problem else "ok")
         return {"state": state, "dir": str(self.dir), "signed": self.signer is not None,
+                "settings_error": self.config.settings_error,
                 "key_id": self.signer.key_id if self.signer else None,
                 "degraded": dict(self.degraded) if self.degraded else None,
                 "set_aside": list(self.set_aside)}
