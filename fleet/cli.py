@@ -540,8 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_mcp)
 
     from fleet.ops.commands import add_parsers as add_ops_parsers
+    from fleet.audit.commands import add_audit_parser
 
     add_ops_parsers(sub)
+    add_audit_parser(sub)
     return parser
 
 

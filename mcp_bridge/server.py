@@ -27,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import (tools_agents, tools_context, tools_fleet, tools_git, tools_ops, tools_patch,
+from mcp_bridge import (tools_agents, tools_audit, tools_context, tools_fleet, tools_git, tools_ops, tools_patch,
                         tools_recovery, tools_repo)
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
@@ -40,8 +40,8 @@ log = logging.getLogger("fleetdeck.mcp")
 
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
-TOOL_MODULES = (tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery, tools_patch,
-                tools_ops)
+TOOL_MODULES = (tools_audit, tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery,
+                tools_patch, tools_ops)
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
@@ -119,7 +119,8 @@ class FleetServer(MCPServer):
             if due:
                 problem = await anyio.to_thread.run_sync(self._record, client, due, name, files, me)
                 if problem is not None:
-                    result.meta = {**(result.meta or {}), DEGRADED_KEY: [problem]}
+                    meta = result.meta or {}
+                    result.meta = {**meta, DEGRADED_KEY: [*meta.get(DEGRADED_KEY, []), problem]}
         return result
 
     def _due(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> list[str]:

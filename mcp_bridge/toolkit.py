@@ -23,6 +23,7 @@ from fleet.views.records import iso_times
 from mcp_bridge.bridge import Bridge, resolved
 from mcp_bridge.envelope import failure_from, success
 from mcp_bridge.models import MaybeNamed, Named
+from mcp_bridge.tools_audit import audited
 
 # The most a tool's arguments may weigh, as compact JSON (a frame is capped at 8 MiB: mcp_bridge/stdio.py).
 MAX_TOOL_INPUT = 6 * 1024 * 1024
@@ -63,6 +64,7 @@ class Toolkit:
                     data = {"repo": repo_identity(answered[0]), **data}
                 return success(iso_times(data))
 
+            call = audited(self, name, annotations, call)  # one audit entry per call, best-effort
             call.__name__ = fn.__name__
             call.__doc__ = fn.__doc__
             call.__signature__ = signature.replace(return_annotation=Annotated[CallToolResult, model])

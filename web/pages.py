@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from fleet.audit.view import audit_banner, audit_view
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.freshness import freshness
@@ -52,8 +53,9 @@ def ok(_context: dict) -> int:
 
 
 def render(request: Request[AppState], name: str, context: dict, status: int = 200) -> Response:
-    """A template with what every page needs (the CSRF token for forms and the script)."""
-    return templates.TemplateResponse(request, name, {"csrf_token": request.state["csrf"], **context},
+    """A template with what every page needs (the CSRF token for forms and the script, the audit banner)."""
+    return templates.TemplateResponse(request, name, {"csrf_token": request.state["csrf"],
+                                                      "audit_banner": audit_banner(), **context},
                                       status_code=status)
 
 
@@ -99,6 +101,10 @@ def digest_context(request: Request, idx: Index) -> dict:
         return dict(context, error=exc.message)
     lost = {(c["repo"], c["sha"]) for c in data["fleet"]["recoverable"]}
     return dict(context, data=data, chart=chart_geometry(data["activity"]), recoverable=lost)
+
+
+def audit_context(request: Request, idx: Index) -> dict:
+    return audit_view(idx, dict(request.query_params))
 
 
 def digest_status(context: dict) -> int:
@@ -152,4 +158,5 @@ PAGES = (
          "/api/proposals"),
     Page("proposal", "/proposals/{proposal_id}", "/fragments/proposals/{proposal_id}", proposal_context,
          "proposal.html", "_proposal.html", "/api/proposals/{proposal_id}"),
+    Page("audit", "/audit", "/fragments/audit", audit_context, "audit.html", "_audit.html", "/api/audit"),
 )

@@ -20,6 +20,7 @@ from pathlib import Path
 import uvicorn
 from starlette.routing import Route
 
+from fleet.audit.monitor import checking
 from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.ops.service import announce_dashboard, resume_orphans
@@ -86,7 +87,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     url = access_url(host, sock.getsockname()[1], token)
     services = [partial(watching, db_path)] if watch else []
     mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
-    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run],
+    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run, partial(checking, db_path)],
                      mounts=[Route("/mcp", mcp.app)])  # only /mcp: other paths get the site's 404 page
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
         announce_dashboard(idx, url.split("/?token=", 1)[0])

@@ -1,0 +1,121 @@
+"""The person's settings file: `$XDG_CONFIG_HOME/fleetdeck/settings.toml` (or `$FLEETDECK_SETTINGS`).
+
+Every key is declared in SECTIONS with its type, default and meaning, so a typo or a wrong type is a clear
+error naming the key instead of a setting silently ignored (a new section is declared here too). A missing
+file means every default. Errors are BAD_ARGUMENT, as for the presence switches read from the same file.
+
+    [audit]
+    enabled = true                       # false turns the audit log off (shown as "audit off")
+    dir = "/mnt/worm/fleetdeck-audit"    # default: <data dir>/audit, next to the index
+    key = "~/.config/fleetdeck/audit-keys/1a2b3c4d5e6f7a8b.pem"   # Ed25519 signing key (PKCS8 PEM, 0600)
+    verify_keys = ["~/old-key.pub.pem"]  # extra public keys `audit verify` trusts (rotated keys)
+    fsync_interval_ms = 200              # fsync at most this long after an append ...
+    fsync_batch = 256                    # ... or after this many appends, whichever comes first
+    segment_max_bytes = 8388608          # rotate the active segment at this size
+    segments_kept = 16                   # rotated segments kept; older ones are pruned behind a checkpoint
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleet.errors import FleetError
+
+MAX_SETTINGS_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its type, default, bounds (for integers) and what it does."""
+
+    kind: type
+    default: Any
+    doc: str
+    low: int | None = None
+    high: int | None = None
+
+
+SECTIONS: dict[str, dict[str, Key]] = {
+    # read by fleet/presence/switches.py (which says what each switch turns off); declared here so a file
+    # that sets them is not refused as unknown
+    "presence": {
+        "read_agent_sessions": Key(bool, True, "read agents' session stores, editor storage and in-repo traces"),
+        "record_mcp_clients": Key(bool, True, "record which repos each MCP client works in"),
+    },
+    "audit": {
+        "enabled": Key(bool, True, "record every MCP tool call and decision in the audit log"),
+        "dir": Key(str, None, "folder of the audit segments (default: <data dir>/audit)"),
+        "key": Key(str, None, "Ed25519 signing key, PKCS8 PEM readable by its owner only"),
+        "verify_keys": Key(list, [], "extra public keys (PEM files) that `audit verify` trusts"),
+        "fsync_interval_ms": Key(int, 200, "longest time an appended entry waits for fsync", 1, 60_000),
+        "fsync_batch": Key(int, 256, "appends that force an fsync before the interval ends", 1, 1_000_000),
+        "segment_max_bytes": Key(int, 8 * 1024 * 1024, "size at which the active segment rotates",
+                                 1024 * 1024, 1024 ** 3),
+        "segments_kept": Key(int, 16, "rotated segments kept before the oldest is pruned", 1, 100_000),
+    },
+}
+
+
+def settings_path() -> Path:
+    env = os.environ.get("FLEETDECK_SETTINGS")
+    if env:
+        return Path(env)
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(config_home) / "fleetdeck" / "settings.toml"
+
+
+def load_settings(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every section with every key: the file's values over the defaults. FleetError BAD_ARGUMENT otherwise."""
+    path = path or settings_path()
+    raw: dict[str, Any] = {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SETTINGS_BYTES + 1)
+    except FileNotFoundError:
+        data = None
+    except OSError as exc:
+        raise FleetError("BAD_ARGUMENT", f"cannot read settings file {path}: {exc.strerror}") from None
+    if data is not None:
+        if len(data) > MAX_SETTINGS_BYTES:
+            raise FleetError("BAD_ARGUMENT", f"settings file {path} is larger than {MAX_SETTINGS_BYTES} bytes")
+        try:
+            raw = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise FleetError("BAD_ARGUMENT", f"settings file {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise FleetError("BAD_ARGUMENT", f"{path}: unknown section [{unknown[0]}] (known: "
+                                         f"{', '.join(sorted(SECTIONS))})")
+    return {name: _section(path, name, keys, raw.get(name, {})) for name, keys in SECTIONS.items()}
+
+
+def _section(path: Path, name: str, keys: dict[str, Key], given: object) -> dict[str, Any]:
+    if not isinstance(given, dict):
+        raise FleetError("BAD_ARGUMENT", f"{path}: [{name}] must be a table")
+    unknown = sorted(set(given) - set(keys))
+    if unknown:
+        raise FleetError("BAD_ARGUMENT", f"{path}: unknown key {name}.{unknown[0]} (known: "
+                                         f"{', '.join(sorted(keys))})")
+    values = {}
+    for key, spec in keys.items():
+        value = given.get(key, spec.default)
+        if key in given:
+            _check(path, f"{name}.{key}", spec, value)
+        values[key] = value
+    return values
+
+
+def _check(path: Path, where: str, spec: Key, value: object) -> None:
+    ok = isinstance(value, spec.kind) and not (spec.kind is int and isinstance(value, bool))
+    if spec.kind is list:
+        ok = ok and all(isinstance(v, str) for v in value)  # type: ignore[union-attr]
+    if not ok:
+        kind = "a list of strings" if spec.kind is list else f"a {spec.kind.__name__}"
+        raise FleetError("BAD_ARGUMENT", f"{path}: {where} must be {kind}, not {value!r}")
+    if spec.kind is int and not spec.low <= value <= spec.high:  # type: ignore[operator]
+        raise FleetError("BAD_ARGUMENT", f"{path}: {where} must be between {spec.low} and {spec.high}, "
+                                         f"not {value}")

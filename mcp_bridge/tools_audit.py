@@ -1,0 +1,100 @@
+"""The audit log in the bridge: one entry per tool call (the Toolkit wraps every tool with `audited`), and
+`audit.tail`, so an agent can show a person what it (or any agent) asked fleetdeck for.
+
+Opening the log happens when the server is built: a configured signing key that cannot be used stops
+`fleetdeck mcp` and `fleetdeck serve` there (fail closed). Appending is best-effort: it never costs an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Annotated, Callable
+
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from fleet import audit
+from fleet.audit.read import newest
+from mcp_bridge.bridge import caller, touched
+from mcp_bridge.envelope import DEGRADED_KEY, Out
+
+if TYPE_CHECKING:
+    from mcp_bridge.toolkit import Toolkit
+
+log = logging.getLogger("fleetdeck.mcp")
+TAIL_MAX = 200
+
+
+class AuditTail(Out):
+    entries: list[dict]
+    audit: dict
+    truncated: bool
+    omitted_count: int | None
+
+
+def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
+            call: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
+    """`call`, plus one audit entry after it: tool, caller's declared name, repo, argument fingerprint, result."""
+    risk = "read" if annotations is not None and annotations.read_only_hint else "write"
+
+    def with_audit(**kwargs: object) -> CallToolResult:
+        started = time.perf_counter()
+        result = call(**kwargs)
+        try:
+            target = getattr(kit, "audit", None)
+            if target is not None:
+                paths = touched.get() or []
+                code = "ok"
+                if result.is_error:
+                    code = str(((result.structured_content or {}).get("error") or {}).get("code") or "error")
+                entry = target.record("tool_call", tool=name, agent=caller.get(),
+                                      repo_path=paths[0] if paths else None, args=kwargs, risk=risk, result=code,
+                                      duration_ms=(time.perf_counter() - started) * 1000,
+                                      summary=f"{name} {code}" + (f" ({len(paths)} repos)" if len(paths) > 1
+                                                                  else ""))
+                if entry is None and target.enabled:
+                    _degraded(result, target.status())
+        except Exception:  # bookkeeping never costs an answer
+            log.exception("audit entry for %s not written", name)
+        return result
+
+    return with_audit
+
+
+def _degraded(result: CallToolResult, status: dict) -> None:
+    """Say in the answer's `_meta` that this call is missing from the audit log (the answer itself stands)."""
+    error = (status.get("degraded") or {}).get("error") or "see the server log"
+    problem = {"code": "AUDIT_DEGRADED", "message": f"the audit log could not record this call ({error})"}
+    meta = dict(result.meta or {})
+    meta[DEGRADED_KEY] = [*(meta.get(DEGRADED_KEY) or []), problem]
+    result.meta = meta
+
+
+def register(kit: "Toolkit") -> None:
+    kit.audit = audit.setup(kit.bridge.db_path)  # type: ignore[attr-defined]  # raises on a bad key: fail closed
+    bridge = kit.bridge
+
+    @kit.tool("audit.tail", AuditTail, "Recent audit entries")
+    def audit_tail(
+        limit: Annotated[int, Field(ge=1, le=TAIL_MAX, description="most entries to return (1..200)")] = 50,
+        mine: Annotated[bool, Field(description="only calls made under your own declared client name")] = False,
+        event: Annotated[str | None, Field(max_length=64, description="tool_call, gap, torn_line_set_aside, ...")]
+        = None,
+        tool: Annotated[str | None, Field(max_length=200, description="only calls of this tool")] = None,
+        repo: Annotated[str | None, Field(min_length=1, max_length=4096,
+                                          description="only entries about this repository")] = None,
+        result: Annotated[str | None, Field(max_length=200, description="ok, or an error code")] = None,
+    ) -> dict:
+        """The audit log's newest entries, newest first: who (self-declared agent name) called which tool,
+        on which repo (a keyed fingerprint, not the path), with what result and when. Arguments are
+        fingerprinted, never stored. The log is hash-chained; `fleetdeck audit verify` checks it."""
+        target = kit.audit  # type: ignore[attr-defined]
+        info = target.status()
+        if not target.enabled:
+            return {"entries": [], "audit": info, "truncated": False, "omitted_count": 0}
+        fingerprint = target.fingerprint("repo", bridge.resolve(repo).path) if repo is not None else None
+        found, omitted = newest(target.dir, limit, event=event, tool=tool, repo=fingerprint, result=result,
+                                agent=caller.get() if mine else None)
+        entries = [{k: v for k, v in e.items() if k != "sig"} for e in found]
+        return {"entries": entries, "audit": info, "truncated": omitted > 0, "omitted_count": omitted}
