@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
 import time
 
+from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.repo.record import iso
@@ -24,6 +26,8 @@ from fleet.repo.record import iso
 STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired")
 TERMINAL = ("completed", "failed", "rejected", "cancelled", "expired")
 JSON_FIELDS = ("args", "preview", "result", "policy")
+DECISIONS = ("approved", "rejected")  # the states a person (or the policy, for `auto`) puts a proposal in
+logger = logging.getLogger("fleetdeck.ops")
 TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at")
 DECIDERS = ("dashboard", "cli", "policy", "api")
 
@@ -98,7 +102,26 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
         cols = ", ".join(stored)
         conn.execute(f"INSERT INTO proposals ({cols}) VALUES ({', '.join('?' * len(stored))})",
                      tuple(stored.values()))
-        return _read(conn, row["id"]), False
+        made = _read(conn, row["id"])
+    audit_state(index, made)
+    return made, False
+
+
+def audit_state(index: Index, row: dict) -> None:
+    """One audit entry for each state a proposal enters: who asked, who decided (a person or the policy),
+    what came of it. Best-effort like every audit entry: a log that cannot be written never undoes a move."""
+    try:
+        log = audit.setup(index.path)
+    except FleetError as exc:  # the process's entry point refuses a bad key; here the move already happened
+        logger.error("audit entry for proposal %s not written: %s", row["id"], exc.message)
+        return
+    status = row["status"]
+    decided = status in DECISIONS
+    log.record(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
+               risk=row.get("risk"), proposal_id=row["id"],
+               actor=(row.get("decided_by") or "policy") if decided else None,
+               decision=status if decided else None, result="failed" if status == "failed" else "ok",
+               summary=f"{row['op']} proposal {status}")
 
 
 def get(index: Index, proposal_id: str) -> dict:
@@ -176,9 +199,11 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
         expire_due(conn)
         cur = conn.execute(f"UPDATE proposals SET {assignments} WHERE id = ? AND status IN ({marks})",
                            (*sets.values(), proposal_id, *allowed))
-        if cur.rowcount == 1:
-            return _read(conn, proposal_id)
-        current = _read(conn, proposal_id)  # NOT_FOUND when there is no such proposal
+        moved = _read(conn, proposal_id) if cur.rowcount == 1 else None
+        current = moved or _read(conn, proposal_id)  # NOT_FOUND when there is no such proposal
+    if moved is not None:
+        audit_state(index, moved)
+        return moved
     raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {current['status']}, not "
                                     f"{' or '.join(allowed)}")
 
