@@ -16,12 +16,14 @@ from pydantic import Field
 
 from fleet import audit
 from fleet.audit.read import newest
+from fleet.ops.catalog import risk_of
 from mcp_bridge.bridge import caller, touched
 from mcp_bridge.envelope import DEGRADED_KEY, Out
 
 if TYPE_CHECKING:
     from mcp_bridge.toolkit import Toolkit
 
+PREVIEW = "operation.preview."
 log = logging.getLogger("fleetdeck.mcp")
 TAIL_MAX = 200
 
@@ -37,6 +39,7 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
             call: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
     """`call`, plus one audit entry after it: tool, caller's declared name, repo, argument fingerprint, result."""
     risk = "read" if annotations is not None and annotations.read_only_hint else "write"
+    op = name.removeprefix(PREVIEW) if name.startswith(PREVIEW) else None
 
     def with_audit(**kwargs: object) -> CallToolResult:
         started = time.perf_counter()
@@ -48,8 +51,9 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
                 code = "ok"
                 if result.is_error:
                     code = str(((result.structured_content or {}).get("error") or {}).get("code") or "error")
-                entry = target.record("tool_call", tool=name, agent=caller.get(),
-                                      repo_path=paths[0] if paths else None, args=kwargs, risk=risk, result=code,
+                entry = target.record("tool_call", tool=name, op=op, agent=caller.get(),
+                                      repo_path=paths[0] if paths else None, args=kwargs,
+                                      risk=_op_risk(op, kwargs) if op else risk, result=code,
                                       duration_ms=(time.perf_counter() - started) * 1000,
                                       summary=f"{name} {code}" + (f" ({len(paths)} repos)" if len(paths) > 1
                                                                   else ""))
@@ -60,6 +64,14 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
         return result
 
     return with_audit
+
+
+def _op_risk(op: str, args: dict) -> str:
+    """A write tool's entry carries the risk level the person sees for that proposal (the catalog's)."""
+    try:
+        return risk_of(op, args)
+    except Exception:  # an unknown op or odd arguments: the call itself already answered with the error
+        return "write"
 
 
 def _degraded(result: CallToolResult, status: dict) -> None:

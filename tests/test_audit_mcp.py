@@ -173,3 +173,16 @@ async def test_signed_bridge_entries_verify_with_the_key(small_fleet, tmp_path, 
         assert ok(await client.call_tool("audit.tail", {}))["audit"]["key_id"] == kid
     report = verify_log(tmp_path / "signed-audit", pubkeys(public), require_signed=True)
     assert report.ok and report.signed == 2
+
+
+async def test_write_tool_entries_carry_the_proposals_risk(small_fleet):
+    server = build_server(str(small_fleet["db"]))
+    (small_fleet["alpha"] / "new.txt").write_text("x\n")
+    async with Client(server, client_info=Implementation(name="codex", version="1")) as client:
+        for op, args in (("stage", {"paths": ["new.txt"]}), ("discard", {"paths": ["new.txt"],
+                                                                          "include_untracked": True})):
+            ok(await client.call_tool(f"operation.preview.{op}",
+                                      {"repo": "alpha", "reason": "tidy", "dry_run": True, **args}))
+    server.kit.audit.sync()
+    written = [e for e in entries(small_fleet["audit"]) if e["tool"].startswith("operation.preview.")]
+    assert [(e["op"], e["risk"]) for e in written] == [("stage", "low"), ("discard", "high")]

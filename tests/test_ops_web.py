@@ -71,7 +71,12 @@ def test_browser_form_approves_and_runs(browser, fleet):
     assert git(fleet["work"], "diff", "--cached", "--name-only") == "README.md\n"
     row = browser.get(f"/api/proposals/{pid}").json()["proposal"]
     assert (row["status"], row["decided_by"]) == ("completed", "dashboard")
-    assert "Undo: <code>fleetdeck proposals undo" in browser.get(f"/proposals/{pid}").text
+    page = browser.get(f"/proposals/{pid}").text
+    assert "Undo: <code>fleetdeck proposals undo" in page
+    trail = browser.get(f"/api/proposals/{pid}").json()["trail"]["entries"]  # the proposal's own audit entries
+    assert [e["event"] for e in trail] == ["proposal.pending", "proposal.approved", "proposal.executing",
+                                           "proposal.completed"]
+    assert trail[1]["actor"] == "dashboard" and "Audit trail" in page and "proposal.approved" in page
 
 
 def test_the_access_token_alone_cannot_decide(client, fleet):

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from fleet.audit.view import proposal_trail
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
@@ -46,7 +47,11 @@ def proposal_context(request: Request, idx: Index) -> dict:
         row = service.show(idx, request.path_params["proposal_id"])
     except FleetError as exc:
         raise HTTPException(404 if exc.code == "NOT_FOUND" else 400, exc.message) from None
-    return {"proposal": row}
+    try:
+        trail = proposal_trail(idx, row["id"])
+    except FleetError as exc:  # an audit the process could not open: the page still shows the proposal
+        trail = {"enabled": True, "entries": [], "truncated": False, "omitted_count": 0, "error": exc.message}
+    return {"proposal": row, "trail": trail}
 
 
 def pending_badge(request: Request) -> dict:

@@ -39,6 +39,15 @@ def audit_view(index: Index, filters: dict[str, str | None], limit: int = PAGE_E
     return view
 
 
+def proposal_trail(index: Index, proposal_id: str, limit: int = PAGE_ENTRIES) -> dict[str, Any]:
+    """One proposal's own entries, oldest first: its states, who decided, what ran (the proposal page)."""
+    log = audit.setup(index.path)
+    if not log.enabled:
+        return {"enabled": False, "entries": [], "truncated": False, "omitted_count": 0}
+    entries, omitted = newest(log.dir, limit, proposal_id=proposal_id)
+    return {"enabled": True, "entries": entries[::-1], "truncated": omitted > 0, "omitted_count": omitted}
+
+
 def audit_banner() -> dict[str, Any] | None:
     """What every page says about the audit log when it is not simply on: off, or degraded (and since when)."""
     state = audit.status()
