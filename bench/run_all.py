@@ -35,6 +35,7 @@ SCRIPTS = {
     "ops": (["bench_ops.py", "--runs", "9"], ["--runs", "2", "--large-files", "2000"]),
     "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "9"],
               ["--commits", "5000", "--files", "600", "--runs", "3"]),
+    "audit": (["bench_audit.py", "--verify-entries", "1000000"], ["--verify-entries", "20000", "--no-signed-verify"]),
 }
 
 
