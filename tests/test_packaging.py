@@ -74,6 +74,10 @@ def test_pipx_installs_the_wheel_as_a_working_command(wheel: Path, tmp_path: Pat
     version = subprocess.run([str(command), "--version"], cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=120)
     assert version.returncode == 0 and version.stdout.startswith("fleetdeck "), version.stderr
-    scan = subprocess.run([str(command), "--db", str(tmp_path / "f.db"), "repos", "--json"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert scan.returncode == 0 and scan.stdout.strip() == "[]", scan.stderr
+    (tmp_path / "empty").mkdir()
+    scan = subprocess.run([str(command), "--db", str(tmp_path / "f.db"), "scan", str(tmp_path / "empty")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert scan.returncode == 0, scan.stderr
+    repos = subprocess.run([str(command), "--db", str(tmp_path / "f.db"), "repos", "--json"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert repos.returncode == 0 and repos.stdout.strip() == "[]", repos.stderr
