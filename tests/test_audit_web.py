@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from fleet import audit
 from fleet.audit.monitor import checking
-from tests.dashboard_fleet import indexed_fleet
+from tests.fleets.dashboard_fleet import indexed_fleet
 from web.app import create_app
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"

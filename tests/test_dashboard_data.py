@@ -17,9 +17,9 @@ from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
 from fleet.repo.record import iso
 from fleet.index.scan import refresh_repo, scan
 from fleet.repo.detail import timeline
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.dashboard_fleet import indexed_fleet
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 from fleet.views import records
 from mcp_bridge import models
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.mcpfleet import build_fleet, call, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.mcp_fleet import build_fleet, call, ok
 from web.app import create_app
 
 TOKEN = "contract-token-0123456789abcdefghijklmnop"

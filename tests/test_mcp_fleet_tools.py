@@ -14,9 +14,9 @@ from fleet.views.queue import radar_view
 from fleet.views.radar import radar
 from fleet.views.repos import public_record
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, call, error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import build_fleet, call, error_of, ok
 
 MODES = ["auto", "legacy"]
 

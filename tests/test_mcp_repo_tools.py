@@ -12,8 +12,8 @@ from fleet.repo.changes import repo_changes
 from fleet.repo.history import commit_details
 from fleet.views.records import iso_times
 from mcp_bridge.server import build_server
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, call, error_of, ok
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import build_fleet, call, error_of, ok
 
 
 @pytest.fixture(scope="module")

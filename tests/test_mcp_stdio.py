@@ -10,9 +10,9 @@ import time
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import build_fleet, error_of, ok
 
 
 @pytest.fixture(scope="module")

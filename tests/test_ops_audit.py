@@ -6,7 +6,7 @@ import json
 
 from fleet import audit
 from fleet.ops import service
-from tests.opsfleet import fleet  # noqa: F401  (fixture)
+from tests.fleets.ops_fleet import fleet  # noqa: F401  (fixture)
 
 
 def entries(index) -> list[dict]:

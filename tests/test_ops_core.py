@@ -12,8 +12,8 @@ from fleet.index.store import open_index
 from fleet.ops import proposals, service
 from fleet.ops.policy import decide, load_policy, parse_policy
 from fleet.repo.changes import repo_status
-from tests.gitbuild import git
-from tests.opsfleet import fleet, propose, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import fleet, propose, state  # noqa: F401  (fixture)
 
 
 def _code(fn, *args, **kwargs) -> str:

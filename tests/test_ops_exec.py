@@ -7,8 +7,8 @@ import pytest
 
 from fleet.errors import FleetError
 from fleet.ops import proposals, restore, service
-from tests.gitbuild import commit_file, git, write
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git, write
+from tests.fleets.ops_fleet import fleet, propose, run, state  # noqa: F401  (fixture)
 
 
 def _prepare_stash(work):

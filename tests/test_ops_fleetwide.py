@@ -7,8 +7,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.index.scan import scan
 from fleet.ops import service
-from tests.gitbuild import commit_file, git, init_repo
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.ops_fleet import fleet, propose, run, state  # noqa: F401  (fixture)
 
 
 def _branches(repo) -> str:

@@ -8,8 +8,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.ops.catalog import OPS as CATALOG
-from tests.gitbuild import commit_file, git
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git
+from tests.fleets.ops_fleet import fleet, propose, run, state  # noqa: F401  (fixture)
 
 
 def _diverge(work, conflict: bool = False):

@@ -7,8 +7,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.repo.changes import repo_changes
-from tests.gitbuild import bare_remote, commit_file, git, write
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import bare_remote, commit_file, git, write
+from tests.fleets.ops_fleet import fleet, propose, run, state  # noqa: F401  (fixture)
 
 PATCH = """diff --git a/src/app.py b/src/app.py
 --- a/src/app.py

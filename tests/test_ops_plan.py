@@ -6,8 +6,8 @@ import pytest
 
 from fleet.errors import FleetError
 from fleet.ops import service
-from tests.gitbuild import git
-from tests.opsfleet import fleet, propose, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import fleet, propose, state  # noqa: F401  (fixture)
 
 
 def test_plan_branch_stage_commit_then_undo(fleet):

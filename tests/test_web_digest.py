@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 
 from fleet.views.digest import BULK_KINDS, digest
 from fleet.index.scan import refresh_repo
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git
+from tests.fleets.dashboard_fleet import indexed_fleet
+from tests.fleets.gitbuild import commit_file, git
 from web.app import create_app
 
 TOKEN = "test-token-digest-0123456789abcdefghijklmnop"

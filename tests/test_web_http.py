@@ -19,8 +19,8 @@ from fleet.index.scan import refresh_repo
 from fleet.views.digest import report
 from fleet.views.render import environment, short
 from fleet.views.report import render_html
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git
+from tests.fleets.dashboard_fleet import indexed_fleet
+from tests.fleets.gitbuild import commit_file, git
 from web.app import create_app
 from web.guards import CSP
 from web.pages import templates

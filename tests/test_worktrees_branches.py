@@ -15,8 +15,8 @@ from fleet.index.store import open_index
 from fleet.repo.brief import repo_brief
 from fleet.repo.parts import worktree_list
 from fleet.views.radar import attention
-from tests import oracle
-from tests.gitbuild import commit_file, git, with_upstream, write
+from tests.fleets import oracle
+from tests.fleets.gitbuild import commit_file, git, with_upstream, write
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def build(base: Path) -> dict:
