@@ -72,7 +72,7 @@ async def test_repos_filters(server, mcp_fleet):
     assert [r["name"] for r in (await page({"state": "detached"}))["repos"]] == ["detached", "rebasing"]
     dirty = [r["name"] for r in (await page({"state": "dirty"}))["repos"]]
     unmerged = ("UU", "AA", "DD", "AU", "UA", "DU", "UD")
-    oracle = sorted(n for n, path in fleet.items() if not n.startswith("_")
+    oracle = sorted(n for n, path in mcp_fleet.items() if not n.startswith("_")
                     and any(ln[:2] not in unmerged for ln in git(path, "status", "--porcelain").splitlines()))
     assert dirty == oracle and "dirty" in oracle
     assert [r["name"] for r in (await page({"name_contains": "ALP"}))["repos"]] == ["alpha"]
