@@ -12,7 +12,7 @@ import pytest
 from fleet.audit.canon import MAX_ENTRY_BYTES, RESERVED, canonical, entry_hash
 from fleet.audit.keys import load_signer
 from fleet.audit.verify import verify_log
-from tests.auditlog import (fill, files, locate, make_log, new_key, pubkeys, read_lines, rewrite, run_cli,
+from tests.fleets.audit_log import (fill, files, locate, make_log, new_key, pubkeys, read_lines, rewrite, run_cli,
                             write_lines)
 
 

@@ -15,13 +15,13 @@ import pytest
 
 from fleet.audit.ledger import AuditError
 from fleet.audit.verify import verify_log
-from tests.auditlog import fill, files, make_log, read_lines, run_cli
-from tests.conftest import fleetdeck_env
+from tests.fleets.audit_log import fill, files, make_log, read_lines, run_cli
+from tests.fleets.cli import fleetdeck_env
 
 CHILD = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from tests.auditlog import make_log
+    from tests.fleets.audit_log import make_log
     base, count, name = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     log = make_log(base, segment_max_bytes=int(sys.argv[4]), segments_kept=1000)
     print("ready", flush=True)
@@ -117,7 +117,7 @@ def test_processes_appending_at_once_make_one_chain(tmp_path):
 FULL = textwrap.dedent("""
     import json, os, resource, signal, sys
     from pathlib import Path
-    from tests.auditlog import make_log
+    from tests.fleets.audit_log import make_log
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     log = make_log(Path(sys.argv[1]))
     log.record("tool_call", summary="before")

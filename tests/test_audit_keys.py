@@ -14,7 +14,7 @@ from fleet.audit.config import resolve
 from fleet.audit.keys import AuditKeyError, load_public, load_signer
 from fleet.audit.read import export
 from fleet.audit.verify import verify_log
-from tests.auditlog import make_log, pubkeys, run_cli
+from tests.fleets.audit_log import make_log, pubkeys, run_cli
 
 
 def test_keygen_writes_a_private_pair_and_says_how_to_use_it(tmp_path):

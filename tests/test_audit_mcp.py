@@ -22,11 +22,11 @@ from fleet.audit.verify import verify_log
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.auditlog import new_key, pubkeys, read_lines
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
-from tests.mcpfleet import error_of, ok
-from tests.serving import Server
+from tests.fleets.audit_log import new_key, pubkeys, read_lines
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
+from tests.fleets.mcp_fleet import error_of, ok
+from tests.fleets.serving import Server
 
 
 @pytest.fixture

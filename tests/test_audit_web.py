@@ -9,23 +9,14 @@ import time
 from functools import partial
 from pathlib import Path
 
-import pytest
 from starlette.testclient import TestClient
 
 from fleet import audit
 from fleet.audit.monitor import checking
-from tests.dashboard_fleet import indexed_fleet
 from web.app import create_app
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 BASE = "http://127.0.0.1:8765"
-
-
-@pytest.fixture
-def fleet(tmp_path: Path):
-    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
-    yield index, repos
-    index.close()
 
 
 def client_for(db: Path, services=()) -> TestClient:
@@ -41,8 +32,8 @@ def text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
-def test_audit_page_lists_entries_with_filters_and_the_chain_status(fleet, tmp_path):
-    index, repos = fleet
+def test_audit_page_lists_entries_with_filters_and_the_chain_status(dashboard_fleet, tmp_path):
+    index, repos = dashboard_fleet
     db = tmp_path / "fleet.db"
     log = audit.setup(db)
     path = repos["dirty"]
@@ -74,7 +65,7 @@ def test_audit_page_lists_entries_with_filters_and_the_chain_status(fleet, tmp_p
         assert "Audit degraded" not in page.text and "Audit off" not in page.text
 
 
-def test_banner_on_every_page_when_the_audit_is_off_or_degraded(fleet, tmp_path, monkeypatch):
+def test_banner_on_every_page_when_the_audit_is_off_or_degraded(dashboard_fleet, tmp_path, monkeypatch):
     db = tmp_path / "fleet.db"
     monkeypatch.setenv("FLEETDECK_AUDIT", "off")
     audit.setup(db)

@@ -12,8 +12,8 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.shape import ENVELOPE
 from mcp_bridge.server import build_server
-from tests.gitbuild import git
-from tests.mcpfleet import call, ok
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import call, ok
 
 FILES = 500
 HUNKS = 300

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo, write
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo, write
 
 
 def run(*args: str, db: Path, check_rc: int | None = 0) -> subprocess.CompletedProcess:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
 
 READS = [["radar"], ["radar", "--json"], ["repos"], ["repos", "--json"], ["presence"], ["digest"],
          ["digest", "--format", "json"], ["lost"], ["roots"], ["roots", "list"], ["roots", "remove", "/x"],

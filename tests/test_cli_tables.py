@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def run(db: Path, *args: str) -> str:

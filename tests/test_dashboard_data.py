@@ -17,16 +17,8 @@ from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
 from fleet.repo.record import iso
 from fleet.index.scan import refresh_repo, scan
 from fleet.repo.detail import timeline
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git, init_repo
-
-
-@pytest.fixture
-def fleet(tmp_path: Path):
-    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
-    yield index, repos
-    index.close()
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 # --- queue ----------------------------------------------------------------------------------------------------
@@ -40,16 +32,16 @@ def test_filter_from_params_clamps_and_drops_unknown_values() -> None:
                                                                                            "root": "/r"}
 
 
-def test_counts_cover_the_whole_fleet_whatever_the_filter(fleet) -> None:
-    index, _ = fleet
+def test_counts_cover_the_whole_fleet_whatever_the_filter(dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
     data = attention_queue(index, QueueFilter(reason="conflict"))
     assert data["matched"] == 1
     assert data["counts"] == {"repos": 4, "attention": 3, "conflicts": 1, "diverged": 1, "dirty": 1,
                               "unpushed": 1, "operations": 1, "agents_working": 0}
 
 
-def test_agent_filter_and_count_use_presence_rows(fleet) -> None:
-    index, repos = fleet
+def test_agent_filter_and_count_use_presence_rows(dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     dirty = str(repos["dirty"].resolve())
     rows = [{"agent": "claude-code", "repo": dirty, "state": "working"},
             {"agent": "codex", "repo": dirty, "state": "recent"}]
@@ -60,16 +52,16 @@ def test_agent_filter_and_count_use_presence_rows(fleet) -> None:
     assert data["counts"]["agents_working"] == 1 and data["agents"] == ["claude-code", "codex"]
 
 
-def test_search_matches_name_branch_and_reason_text_case_insensitively(fleet) -> None:
-    index, _ = fleet
+def test_search_matches_name_branch_and_reason_text_case_insensitively(dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
     names = lambda q: [e["name"] for e in attention_queue(index, QueueFilter(q=q))["entries"]]  # noqa: E731
     assert names("DIRTY") == ["dirty"]
     assert names("conflicted file") == ["conflicted"]
     assert names("zzz") == []
 
 
-def test_pages_never_run_past_the_end(fleet) -> None:
-    index, _ = fleet
+def test_pages_never_run_past_the_end(dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
     data = attention_queue(index, QueueFilter(per_page=3, page=9))
     assert (data["page"], data["pages"], len(data["entries"])) == (2, 2, 1)
 
@@ -81,8 +73,8 @@ def _meta(index, value: dict) -> None:
         conn.execute("insert or replace into meta (key, value) values ('watcher', ?)", (json.dumps(value),))
 
 
-def test_watcher_state_reads_the_watchers_meta_record(fleet) -> None:
-    index, _ = fleet
+def test_watcher_state_reads_the_watchers_meta_record(dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
     now = float(int(time.time()))  # the watcher writes whole-second ISO stamps
     assert watcher_state(index, now)["state"] == "absent"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now - 3), "repos": 4, "backlog": 0, "stopped_at": None})
@@ -96,8 +88,8 @@ def test_watcher_state_reads_the_watchers_meta_record(fleet) -> None:
     assert watcher_state(index, now)["state"] == "stopped"
 
 
-def test_freshness_reports_the_newest_scan_and_the_change_counter(fleet) -> None:
-    index, repos = fleet
+def test_freshness_reports_the_newest_scan_and_the_change_counter(dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     before = freshness(index)
     time.sleep(1.1)
     refresh_repo(index, str(repos["clean"].resolve()))

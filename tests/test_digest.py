@@ -15,8 +15,8 @@ from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.index.scan import refresh_repo, scan
 from fleet.timespec import parse_since
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo, with_upstream
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream
 
 EVENT_KEYS = {"repo", "ref", "kind", "old_sha", "new_sha", "at", "identity", "message", "rewrote"}
 EPOCH = "1970-01-01T00:00:00Z"

@@ -9,7 +9,7 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.views.digest import digest, report
 from fleet.views.report import render_html, render_markdown
-from tests.gitbuild import commit_file, git, with_upstream
+from tests.fleets.gitbuild import commit_file, git, with_upstream
 
 EPOCH = "1970-01-01T00:00:00Z"
 BRANCHES = 30

@@ -10,7 +10,7 @@ from fleet.index.discovery import Found, discover
 from fleet.index.scan import ingest, scan
 from fleet.index.store import open_index
 from fleet.repo.record import read_repo
-from tests.gitbuild import bare_remote, git, init_repo
+from tests.fleets.gitbuild import bare_remote, git, init_repo
 
 
 def _project(base: Path) -> dict[str, Path]:

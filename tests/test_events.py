@@ -11,8 +11,8 @@ from fleet.index.events import DELETED_MESSAGE, prune_events
 from fleet.index.store import open_index
 from fleet.index.lost import lost_commits
 from fleet.index.scan import refresh_repo, scan
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def events(index, ref: str | None = None) -> list[dict]:

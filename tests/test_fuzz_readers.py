@@ -19,7 +19,7 @@ from fleet.git.files import BrokenRepo
 from fleet.index.discovery import Found, common_dir, read_gitfile
 from fleet.repo.record import read_repo, read_submodules
 from fleet.repo.scope import work_tree_escape
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SLOW_FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

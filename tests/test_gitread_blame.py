@@ -8,7 +8,7 @@ import pytest
 
 from fleet.repo.blame import repo_blame
 from fleet.errors import FleetError
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def _code(fn, *args, **kwargs) -> str:

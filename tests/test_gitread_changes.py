@@ -10,8 +10,8 @@ import pytest
 
 from fleet.repo.changes import repo_changes, repo_status
 from fleet.errors import FleetError
-from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
-from tests.gitread_repos import merge_conflict
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.repo_states import merge_conflict
 
 
 def _numstat(repo: Path, *args: str) -> dict[str, tuple[int, int]]:

@@ -8,9 +8,9 @@ import pytest
 
 from fleet.repo.conflicts import conflict_preflight, conflict_read, marker_regions
 from fleet.errors import FleetError
-from tests.gitbuild import clone, commit_file, git, init_repo, with_upstream
-from tests.hostile import snapshot
-from tests.gitread_repos import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict
+from tests.fleets.gitbuild import clone, commit_file, git, init_repo, with_upstream
+from tests.fleets.hostile import snapshot
+from tests.fleets.repo_states import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict
 
 
 @pytest.mark.parametrize("conflicting", [True, False])

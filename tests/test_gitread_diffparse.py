@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fleet.git.diffparse import parse_diff, parse_numstat, split_numstat
-from tests.gitbuild import git, init_repo, write
-from tests.gitread_repos import rich_repo
+from tests.fleets.gitbuild import git, init_repo, write
+from tests.fleets.repo_states import rich_repo
 
 
 def git_bytes(repo: Path, *args: str) -> bytes:

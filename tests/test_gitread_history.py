@@ -12,8 +12,8 @@ from fleet.repo.history import commit_details, repo_history
 from fleet.repo.shape import ENVELOPE, json_size
 from fleet.git.files import redact_url
 from fleet.repo.refs import repo_reflog, repo_refs
-from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
-from tests.gitread_repos import rich_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.repo_states import rich_repo
 
 
 def _code(fn, *args, **kwargs) -> str:

@@ -20,7 +20,7 @@ from fleet.repo import history
 from fleet.repo import refs
 from fleet.errors import FleetError
 from fleet.repo.scope import check_rev, resolve_file_in_repo, resolve_repo_path
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def _code(fn, *args, **kwargs) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.git.run import GitError, check_ref, run_git
-from tests.gitbuild import init_repo
+from tests.fleets.gitbuild import init_repo
 
 
 def test_output_over_the_cap_is_an_error_not_a_silent_prefix(tmp_path: Path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet.repo.history import repo_history
-from tests.gitbuild import commit_file, git, git_env, init_repo
+from tests.fleets.gitbuild import commit_file, git, git_env, init_repo
 
 
 def _commit_as(repo: Path, name: str, email: str, path: str, text: str) -> None:

@@ -28,10 +28,10 @@ from fleet.repo.changes import repo_changes
 from fleet.repo.conflicts import conflict_preflight
 from fleet.repo.diffs import diff_text
 from mcp_bridge.server import build_server
-from tests.gitbuild import commit_file, git, git_env, init_repo, write
-from tests.hostile import (OLD, age_git_dir, diverged_pair, fired, hostile_repo, marker_command, snapshot,
+from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, write
+from tests.fleets.hostile import (OLD, age_git_dir, diverged_pair, fired, hostile_repo, marker_command, snapshot,
                            snapshot_diff)
-from tests.mcpfleet import call, ok
+from tests.fleets.mcp_fleet import call, ok
 from web.app import create_app
 
 TOKEN = "hostile-token-0123456789abcdefghijklmnopqrstu"

@@ -21,9 +21,9 @@ from mcp import Client
 
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo, write
-from tests.mcpfleet import error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.mcp_fleet import error_of, ok
 from tests.test_mcp_security import REPO_TOOLS
 
 SECRET = "zq7SECRETxq9"     # in files, commit messages and branch names outside the root

@@ -10,9 +10,9 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.index.scan import scan
-from tests import oracle
-from tests.fleetstates import build_fleet
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets import oracle
+from tests.fleets.every_state import build_fleet
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty",
             "stashes", "worktrees", "super", "merging", "rebasing", "picking", "bisecting", "history",
@@ -285,7 +285,7 @@ def test_schema_version_constant_matches_the_migrations(tmp_path: Path):
 
 
 def test_a_remote_s_head_symref_log_is_not_an_event_source(tmp_path: Path):
-    from tests.gitbuild import with_upstream
+    from tests.fleets.gitbuild import with_upstream
 
     repo = with_upstream(tmp_path / "side", "cloned", behind=1)  # the fetch writes origin/main's log
     assert (repo / ".git" / "logs" / "refs" / "remotes" / "origin" / "HEAD").is_file()

@@ -16,8 +16,8 @@ from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
 from fleet.index.scan import scan
 from fleet.index.store import Index, open_index
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
 
 # Every command that uses the index, with arguments that would otherwise make it run (or serve) normally.
 COMMANDS = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet.repo.history import repo_history
-from tests.gitbuild import git
+from tests.fleets.gitbuild import git
 
 COMMITS = 20_000
 

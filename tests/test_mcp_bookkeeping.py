@@ -16,10 +16,10 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.envelope import DEGRADED_KEY
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo, write
-from tests.mcpfleet import call, error_of, ok
-from tests.mcpstdio import StdioSession
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo, write
+from tests.fleets.mcp_fleet import call, error_of, ok
+from tests.fleets.stdio import StdioSession
 
 LOCKER = """
 import sqlite3, sys, time

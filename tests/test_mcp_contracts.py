@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 from fleet.views import records
 from mcp_bridge import models
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.mcpfleet import build_fleet, call, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.mcp_fleet import call, ok
 from web.app import create_app
 
 TOKEN = "contract-token-0123456789abcdefghijklmnop"
@@ -23,26 +23,21 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    return build_fleet(tmp_path_factory.mktemp("contracts"))
+def server(mcp_fleet):
+    return build_server(str(mcp_fleet["_db"]))
 
 
 @pytest.fixture(scope="module")
-def server(fleet):
-    return build_server(str(fleet["_db"]))
-
-
-@pytest.fixture(scope="module")
-def api(fleet):
-    app = create_app(fleet["_db"], TOKEN)
+def api(mcp_fleet):
+    app = create_app(mcp_fleet["_db"], TOKEN)
     with TestClient(app, base_url="http://127.0.0.1:8765",
                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         yield client
 
 
-def cli_json(fleet, *args: str) -> Any:
+def cli_json(mcp_fleet, *args: str) -> Any:
     proc = subprocess.run(fleetdeck_argv(*args, "--json"), capture_output=True, check=True, timeout=120,
-                          env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+                          env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
     return json.loads(proc.stdout)
 
 
@@ -59,8 +54,8 @@ def check_record(value: dict, record: type) -> None:
     models.derive(record).model_validate_json(json.dumps(value), strict=True)
 
 
-async def test_repo_record_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
-    from_cli = cli_json(fleet, "repos")
+async def test_repo_record_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
+    from_cli = cli_json(mcp_fleet, "repos")
     from_api = api.get("/api/repos").json()
     from_mcp = ok(await call(server, "fleet.repos", {"limit": 1000}))["repos"]
     assert from_cli == from_api == from_mcp
@@ -72,8 +67,8 @@ async def test_repo_record_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
     assert rebasing["operation"] == "rebase" and rebasing["operation_details"]["branch"]
 
 
-async def test_radar_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
-    from_cli = cli_json(fleet, "radar", "--all")
+async def test_radar_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
+    from_cli = cli_json(mcp_fleet, "radar", "--all")
     from_mcp = ok(await call(server, "fleet.radar", {"include_clean": True}))
     assert set(from_mcp.pop("freshness")) >= {"indexed_at", "age_s", "watcher", "refreshed"}
     from_api = api.get("/api/radar?per_page=500").json()
@@ -83,16 +78,16 @@ async def test_radar_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
     for entry in from_cli["entries"]:
         for reason in entry["reasons"]:
             check_record(reason, records.Reason)
-    capped = cli_json(fleet, "radar", "--limit", "2")
+    capped = cli_json(mcp_fleet, "radar", "--limit", "2")
     assert len(capped["entries"]) == 2 and capped["truncated"] is True
     assert capped["omitted_count"] == capped["total"] - 2
     page = api.get("/api/radar?per_page=1").json()
     assert page["total"] == page["matched"] and page["omitted_count"] == page["total"] - 1
 
 
-async def test_digest_is_one_shape_on_cli_api_and_mcp(fleet, server, api):
+async def test_digest_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
     proc = subprocess.run(fleetdeck_argv("digest", "--since", "0", "--format", "json"), capture_output=True,
-                          check=True, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+                          check=True, env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
     from_cli = json.loads(proc.stdout)
     from_mcp = ok(await call(server, "fleet.digest", {"since": 0}))
     assert set(from_mcp.pop("freshness")) >= {"indexed_at", "age_s", "watcher", "refreshed"}
@@ -137,7 +132,7 @@ def _times_in(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return []
 
 
-async def test_every_time_in_real_answers_is_iso_utc(fleet, server):
+async def test_every_time_in_real_answers_is_iso_utc(mcp_fleet, server):
     calls = [("fleet.repos", {}), ("fleet.radar", {}), ("fleet.digest", {"since": 0}),
              ("fleet.search", {"query": "e"}), ("repo.brief", {"repo": "dirty"}),
              ("repo.history", {"repo": "alpha"}), ("repo.reflog", {"repo": "alpha"}),

@@ -14,21 +14,16 @@ from fleet.views.queue import radar_view
 from fleet.views.radar import radar
 from fleet.views.repos import public_record
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, call, error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 MODES = ["auto", "legacy"]
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    return build_fleet(tmp_path_factory.mktemp("mcpfleet"))
-
-
-@pytest.fixture(scope="module")
-def server(fleet):
-    return build_server(str(fleet["_db"]))
+def server(mcp_fleet):
+    return build_server(str(mcp_fleet["_db"]))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -53,21 +48,21 @@ async def test_tool_list_contract(server, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_repos_lists_the_index_records(server, fleet, mode):
+async def test_repos_lists_the_index_records(server, mcp_fleet, mode):
     data = ok(await call(server, "fleet.repos", {}, mode))
-    with open_index(fleet["_db"]) as index:
+    with open_index(mcp_fleet["_db"]) as index:
         expected = [public_record(r) for r in index.repos()]
     assert data["repos"] == json.loads(json.dumps(expected))
     assert data["total"] == len(expected) and data["truncated"] is False and data["omitted_count"] == 0
     by_name = {r["name"]: r for r in data["repos"]}
     for name in ("alpha", "beta", "dirty", "super"):
-        assert by_name[name]["head"] == git(fleet[name], "rev-parse", "HEAD").strip()
+        assert by_name[name]["head"] == git(mcp_fleet[name], "rev-parse", "HEAD").strip()
     assert by_name["detached"]["branch"] is None and by_name["detached"]["detached"] is True
     assert by_name["empty"]["head"] is None
-    assert [w["path"] for w in by_name["alpha"]["worktrees"]] == [str(fleet["_root"] / "alpha-wt")]
+    assert [w["path"] for w in by_name["alpha"]["worktrees"]] == [str(mcp_fleet["_root"] / "alpha-wt")]
 
 
-async def test_repos_filters(server, fleet):
+async def test_repos_filters(server, mcp_fleet):
     async def page(args):
         return ok(await call(server, "fleet.repos", args))
 
@@ -77,11 +72,11 @@ async def test_repos_filters(server, fleet):
     assert [r["name"] for r in (await page({"state": "detached"}))["repos"]] == ["detached", "rebasing"]
     dirty = [r["name"] for r in (await page({"state": "dirty"}))["repos"]]
     unmerged = ("UU", "AA", "DD", "AU", "UA", "DU", "UD")
-    oracle = sorted(n for n, path in fleet.items() if not n.startswith("_")
+    oracle = sorted(n for n, path in mcp_fleet.items() if not n.startswith("_")
                     and any(ln[:2] not in unmerged for ln in git(path, "status", "--porcelain").splitlines()))
     assert dirty == oracle and "dirty" in oracle
     assert [r["name"] for r in (await page({"name_contains": "ALP"}))["repos"]] == ["alpha"]
-    assert (await page({"root": str(fleet["_root"]), "name_contains": "beta"}))["total"] == 3
+    assert (await page({"root": str(mcp_fleet["_root"]), "name_contains": "beta"}))["total"] == 3
     assert (await page({"root": "/nowhere"}))["total"] == 0
 
 
@@ -105,15 +100,15 @@ async def test_repos_paging_walks_every_record_once(server):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_radar_is_the_cli_radar(server, fleet, mode):
+async def test_radar_is_the_cli_radar(server, mcp_fleet, mode):
     data = ok(await call(server, "fleet.radar", {}, mode))
     assert data.pop("freshness")["watcher"]["state"] == "absent"
-    with open_index(fleet["_db"]) as index:
+    with open_index(mcp_fleet["_db"]) as index:
         ranked = radar(index)
         assert data == json.loads(json.dumps(radar_view(index)))
     assert [e["path"] for e in data["entries"]] == [e["path"] for e in ranked]
     cli = subprocess.run(fleetdeck_argv("radar", "--json"), capture_output=True, check=True,
-                         env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+                         env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
     assert data == json.loads(cli.stdout)
     assert data["entries"][0]["status"] == "conflict"
     capped = ok(await call(server, "fleet.radar", {"limit": 2}, mode))
@@ -121,15 +116,15 @@ async def test_radar_is_the_cli_radar(server, fleet, mode):
     assert capped["truncated"] is True and capped["omitted_count"] == data["total"] - 2
 
 
-async def test_search_branches_commits_and_reflog(server, fleet):
+async def test_search_branches_commits_and_reflog(server, mcp_fleet):
     data = ok(await call(server, "fleet.search", {"query": "LOGIN"}))
     branches = [m for m in data["matches"] if m["kind"] == "branch"]
     assert [(m["repo"], m["name"]) for m in branches] == [("alpha", "feature/login")]
-    assert branches[0]["sha"] == git(fleet["alpha"], "rev-parse", "feature/login").strip()
+    assert branches[0]["sha"] == git(mcp_fleet["alpha"], "rev-parse", "feature/login").strip()
 
     data = ok(await call(server, "fleet.search", {"query": "feat: add app", "kinds": ["commit"]}))
     assert [(m["repo"], m["sha"], m["text"]) for m in data["matches"]] == [
-        ("alpha", git(fleet["alpha"], "rev-parse", "main").strip(), "feat: add app")]
+        ("alpha", git(mcp_fleet["alpha"], "rev-parse", "main").strip(), "feat: add app")]
 
     data = ok(await call(server, "fleet.search", {"query": "checkout: moving from topic", "kinds": ["reflog"]}))
     assert {m["repo"] for m in data["matches"]} == {"conflicted", "rebasing"}
@@ -160,19 +155,19 @@ async def test_errors_are_structured(server, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_digest_is_the_cli_digest(server, fleet, mode):
+async def test_digest_is_the_cli_digest(server, mcp_fleet, mode):
     from fleet.views.digest import digest
 
     data = ok(await call(server, "fleet.digest", {"since": 0}, mode))
     assert data.pop("freshness")["refreshed"] == []
-    with open_index(fleet["_db"]) as index:
+    with open_index(mcp_fleet["_db"]) as index:
         expected = digest(index, 0)
     assert data == json.loads(json.dumps(expected))
     cli = subprocess.run(fleetdeck_argv("digest", "--since", "0", "--format", "json"), capture_output=True,
-                         check=True, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+                         check=True, env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
     assert data["events"] == json.loads(cli.stdout)["events"]
     heads = {e["new_sha"] for e in data["events"] if e["repo"] == "alpha" and e["kind"] == "commit"}
-    assert git(fleet["alpha"], "rev-parse", "main").strip() in heads
+    assert git(mcp_fleet["alpha"], "rev-parse", "main").strip() in heads
     few = ok(await call(server, "fleet.digest", {"since": "3650d", "max_events": 2, "kinds": ["commit"]}, mode))
     assert len(few["events"]) == 2 and few["truncated"] is True
     assert few["omitted_count"] == few["event_count"] - 2 and {e["kind"] for e in few["events"]} == {"commit"}

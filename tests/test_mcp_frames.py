@@ -17,10 +17,10 @@ from mcp_bridge.envelope import MAX_FRAME
 from mcp_bridge.server import build_server
 from mcp_bridge.stdio import CappedFrames, protocol_server, request_id
 from mcp_bridge.toolkit import MAX_TOOL_INPUT
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
-from tests.mcpfleet import call, error_of
-from tests.mcpstdio import StdioSession
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
+from tests.fleets.mcp_fleet import call, error_of
+from tests.fleets.stdio import StdioSession
 from tests.test_mcp_http import TOKEN, served  # noqa: F401  (the uvicorn-served /mcp fixture)
 
 MiB = 1024 * 1024

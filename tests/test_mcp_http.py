@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_bridge.http import standalone_app
 from mcp_bridge.server import build_server
-from tests.gitbuild import git, init_repo
+from tests.fleets.gitbuild import git, init_repo
 from fleet.index.store import open_index
 from fleet.index.scan import scan
 

@@ -9,8 +9,8 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.ownership import owners_of, parse_codeowners
 from mcp_bridge.server import build_server
-from tests.gitbuild import bare_remote, clone, commit_file, git, init_repo, write
-from tests.mcpfleet import call, error_of, ok
+from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, write
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 
 def build(base):

@@ -7,10 +7,10 @@ import os
 import pytest
 
 from mcp_bridge.server import build_server
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
 from fleet.index.store import open_index
 from fleet.index.scan import scan
-from tests.mcpfleet import call, error_of, ok
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from mcp import Client
 from mcp.types import Implementation
 
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
 from fleet.index.store import open_index
 from fleet.index.scan import scan
-from tests.mcpfleet import error_of, ok
+from tests.fleets.mcp_fleet import error_of, ok
 
 
 @pytest.fixture

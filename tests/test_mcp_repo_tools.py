@@ -12,34 +12,29 @@ from fleet.repo.changes import repo_changes
 from fleet.repo.history import commit_details
 from fleet.views.records import iso_times
 from mcp_bridge.server import build_server
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, call, error_of, ok
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    return build_fleet(tmp_path_factory.mktemp("mcprepo"))
-
-
-@pytest.fixture(scope="module")
-def server(fleet):
-    return build_server(str(fleet["_db"]))
+def server(mcp_fleet):
+    return build_server(str(mcp_fleet["_db"]))
 
 
 def porcelain(repo) -> list[str]:
     return [line for line in git(repo, "status", "--porcelain=v1", "-z").split("\0") if line]
 
 
-async def test_brief_in_every_state(server, fleet):
+async def test_brief_in_every_state(server, mcp_fleet):
     for name in ("alpha", "beta", "dirty", "conflicted", "rebasing", "detached", "empty", "super", "evil"):
         result = await call(server, "repo.brief", {"repo": name})
         assert len(result.content[0].text) < 2500, name
         brief = ok(result)
-        repo = fleet[name]
+        repo = mcp_fleet[name]
         head = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         assert brief["head"]["sha"] == (head[:12] or None), name
         branch = git(repo, "symbolic-ref", "-q", "--short", "HEAD", check=False).strip()
-        assert brief["head"]["branch"] == (branch if head and branch else brief["head"]["branch"]), name
+        assert brief["head"]["branch"] == (branch or None), name  # an unborn HEAD still names its branch
         lines = porcelain(repo)
         assert brief["working_tree"]["untracked"] == sum(1 for ln in lines if ln.startswith("??")), name
         assert brief["working_tree"]["conflicted"] == sum(1 for ln in lines if ln[:2] in
@@ -52,16 +47,16 @@ async def test_brief_in_every_state(server, fleet):
     rebasing = ok(await call(server, "repo.brief", {"repo": "rebasing"}))
     assert rebasing["operation"]["name"] == "rebase" and rebasing["head"]["branch"] is None
     assert any("conflict.read" in h for h in rebasing["hints"])
-    detached = ok(await call(server, "repo.brief", {"repo": str(fleet["detached"])}))
+    detached = ok(await call(server, "repo.brief", {"repo": str(mcp_fleet["detached"])}))
     assert detached["head"]["detached"] is True and "detached" in detached["hints"][0]
     sub = ok(await call(server, "repo.brief", {"repo": "super"}))
     assert sub["submodules"]["drifted"] == 1 and sub["submodules"]["attention"] == [
         {"path": "libs/alpha", "state": "drifted"}]
 
 
-async def test_status_and_changes_match_git(server, fleet):
+async def test_status_and_changes_match_git(server, mcp_fleet):
     status = ok(await call(server, "repo.status", {"repo": "dirty"}))
-    assert status["head"] == git(fleet["dirty"], "rev-parse", "HEAD").strip()
+    assert status["head"] == git(mcp_fleet["dirty"], "rev-parse", "HEAD").strip()
     staged = {(e["status"], e["path"], e["old_path"]) for e in status["staged"]}
     assert staged == {("renamed", "new name.txt", "old name.txt"), ("added", "café.txt", None)}
     assert status["untracked"] == ["notes.txt"]
@@ -69,8 +64,8 @@ async def test_status_and_changes_match_git(server, fleet):
 
     result = await call(server, "repo.changes", {"repo": "dirty"})
     data = ok(result)
-    assert data.pop("repo")["path"] == str(fleet["dirty"])
-    assert data == json.loads(json.dumps(repo_changes(str(fleet["dirty"]))))
+    assert data.pop("repo")["path"] == str(mcp_fleet["dirty"])
+    assert data == json.loads(json.dumps(repo_changes(str(mcp_fleet["dirty"]))))
     by_path = {c["path"]: c for c in data["changes"]}
     assert by_path["logo.bin"]["binary"] is True
     assert by_path["new name.txt"]["old_path"] == "old name.txt"
@@ -83,8 +78,8 @@ async def test_status_and_changes_match_git(server, fleet):
     assert [c["path"] for c in one["changes"]] == ["café.txt"]
 
 
-async def test_history_reflog_refs_and_commit(server, fleet):
-    alpha = fleet["alpha"]
+async def test_history_reflog_refs_and_commit(server, mcp_fleet):
+    alpha = mcp_fleet["alpha"]
     hist = ok(await call(server, "repo.history", {"repo": "alpha", "limit": 2}))
     assert [c["sha"] for c in hist["commits"]] == git(alpha, "log", "-n2", "--format=%H").split()
     assert hist["truncated"] is True and hist["has_more"] is True and hist["omitted_count"] is None
@@ -94,7 +89,7 @@ async def test_history_reflog_refs_and_commit(server, fleet):
     assert [c["sha"] for c in page2["commits"]] == git(alpha, "log", "-n2", "--skip=2", "--format=%H").split()
 
     reflog = ok(await call(server, "repo.reflog", {"repo": "rebasing"}))
-    assert [e["new_sha"] for e in reflog["entries"]] == git(fleet["rebasing"], "reflog", "--format=%H").split()
+    assert [e["new_sha"] for e in reflog["entries"]] == git(mcp_fleet["rebasing"], "reflog", "--format=%H").split()
 
     refs = ok(await call(server, "repo.refs", {"repo": "alpha"}))
     assert {b["name"] for b in refs["branches"]} == set(git(alpha, "branch", "--format=%(refname:short)").split())
@@ -111,8 +106,8 @@ async def test_history_reflog_refs_and_commit(server, fleet):
     assert head["subject"] == "feat: add app" and [c["path"] for c in head["changes"]] == ["src/app.py"]
 
 
-async def test_diffs_blame_and_conflicts(server, fleet):
-    beta = fleet["beta"]
+async def test_diffs_blame_and_conflicts(server, mcp_fleet):
+    beta = mcp_fleet["beta"]
     diff = ok(await call(server, "diff.refs", {"repo": "beta", "base": "origin/main...HEAD"}))
     assert [c["path"] for c in diff["changes"]] == git(beta, "diff", "--name-only", "origin/main...HEAD").split()
     text = ok(await call(server, "diff.text", {"repo": "beta", "base": "HEAD", "head": "origin/main"}))
@@ -122,7 +117,7 @@ async def test_diffs_blame_and_conflicts(server, fleet):
     assert small["returned_lines"] == 3 and small["truncated"] is True
 
     blame = ok(await call(server, "repo.blame", {"repo": "alpha", "file": "README.md"}))
-    oracle = git(fleet["alpha"], "blame", "--porcelain", "README.md")
+    oracle = git(mcp_fleet["alpha"], "blame", "--porcelain", "README.md")
     assert {r["sha"] for r in blame["ranges"]} == {ln.split()[0] for ln in oracle.splitlines()
                                                    if len(ln.split()[0]) == 40 and not ln.startswith("\t")}
 
@@ -131,7 +126,7 @@ async def test_diffs_blame_and_conflicts(server, fleet):
 
     merge = ok(await call(server, "conflict.read", {"repo": "conflicted"}))
     assert merge["in_conflict"] is True and merge["operation"] == "merge"
-    assert [f["path"] for f in merge["files"]] == git(fleet["conflicted"], "diff", "--name-only",
+    assert [f["path"] for f in merge["files"]] == git(mcp_fleet["conflicted"], "diff", "--name-only",
                                                       "--diff-filter=U").split()
     rebase = ok(await call(server, "conflict.read", {"repo": "rebasing"}))
     assert rebase["operation"] == "rebase" and rebase["ours_theirs_inverted"] is True
@@ -139,34 +134,34 @@ async def test_diffs_blame_and_conflicts(server, fleet):
     assert clean["in_conflict"] is False
 
 
-async def test_worktrees_submodules_stashes(server, fleet):
+async def test_worktrees_submodules_stashes(server, mcp_fleet):
     wts = ok(await call(server, "worktree.list", {"repo": "alpha"}))
-    oracle = [ln.split(" ", 1)[1] for ln in git(fleet["alpha"], "worktree", "list", "--porcelain").splitlines()
+    oracle = [ln.split(" ", 1)[1] for ln in git(mcp_fleet["alpha"], "worktree", "list", "--porcelain").splitlines()
               if ln.startswith("worktree ")]
     assert [w["path"] for w in wts["worktrees"]] == oracle
     assert wts["worktrees"][0]["is_main"] and wts["worktrees"][0]["current"]
     assert wts["worktrees"][1]["branch"] == "feature/login"
     # a linked worktree is addressable by path even though the index lists only its repository
-    linked = ok(await call(server, "worktree.list", {"repo": str(fleet["_root"] / "alpha-wt")}))
+    linked = ok(await call(server, "worktree.list", {"repo": str(mcp_fleet["_root"] / "alpha-wt")}))
     assert [w["current"] for w in linked["worktrees"]] == [False, True]
-    brief = ok(await call(server, "repo.brief", {"repo": str(fleet["_root"] / "alpha-wt")}))
+    brief = ok(await call(server, "repo.brief", {"repo": str(mcp_fleet["_root"] / "alpha-wt")}))
     assert brief["head"]["branch"] == "feature/login"
 
     subs = ok(await call(server, "submodule.status", {"repo": "super"}))
     (sub,) = subs["submodules"]
     assert sub["state"] == "drifted"
-    assert sub["recorded"] == git(fleet["super"], "ls-tree", "HEAD", "libs/alpha").split()[2]
-    assert sub["checked_out"] == git(fleet["super"] / "libs" / "alpha", "rev-parse", "HEAD").strip()
-    assert git(fleet["super"], "submodule", "status").startswith("+")
+    assert sub["recorded"] == git(mcp_fleet["super"], "ls-tree", "HEAD", "libs/alpha").split()[2]
+    assert sub["checked_out"] == git(mcp_fleet["super"] / "libs" / "alpha", "rev-parse", "HEAD").strip()
+    assert git(mcp_fleet["super"], "submodule", "status").startswith("+")
 
     stashes = ok(await call(server, "stash.list", {"repo": "dirty"}))
     assert [(s["selector"], s["sha"]) for s in stashes["stashes"]] == [
-        tuple(ln.split(" ", 1)) for ln in git(fleet["dirty"], "stash", "list", "--format=%gd %H").splitlines()]
+        tuple(ln.split(" ", 1)) for ln in git(mcp_fleet["dirty"], "stash", "list", "--format=%gd %H").splitlines()]
     assert stashes["stashes"][0]["message"].endswith("wip: first idea")
 
 
-async def test_subdirectory_and_missing_things(server, fleet):
-    assert ok(await call(server, "repo.status", {"repo": str(fleet["alpha"] / "src")}))["head"]
+async def test_subdirectory_and_missing_things(server, mcp_fleet):
+    assert ok(await call(server, "repo.status", {"repo": str(mcp_fleet["alpha"] / "src")}))["head"]
     code, _ = error_of(await call(server, "commit.details", {"repo": "alpha", "rev": "no-such-branch"}))
     assert code == "BAD_REF"
     code, _ = error_of(await call(server, "repo.blame", {"repo": "alpha", "file": "missing.txt"}))
@@ -174,7 +169,7 @@ async def test_subdirectory_and_missing_things(server, fleet):
     assert ok(await call(server, "repo.history", {"repo": "empty"}))["commits"] == []
 
 
-async def test_non_utf8_bytes_become_replacement_characters(server, fleet):
+async def test_non_utf8_bytes_become_replacement_characters(server, mcp_fleet):
     brief = ok(await call(server, "repo.brief", {"repo": "latin"}))
     assert brief["recent_commits"][0]["subject"] == "caf\ufffd: latin-1 subject"
     hist = ok(await call(server, "repo.history", {"repo": "latin", "limit": 1}))

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from mcp_bridge.server import build_server
-from tests.gitbuild import git, init_repo, write
-from tests.mcpfleet import build_fleet, error_of, ok
+from tests.fleets.gitbuild import git, init_repo, write
+from tests.fleets.mcp_fleet import build_fleet, error_of, ok
 
 REPO_TOOLS = {
     "repo.brief": {}, "repo.status": {}, "repo.changes": {}, "repo.history": {}, "repo.reflog": {},

@@ -8,8 +8,8 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.gitbuild import commit_file, git, init_repo, write
-from tests.mcpfleet import call, error_of, ok
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 BEFORE = '''\
 import os

@@ -10,32 +10,27 @@ import time
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git
-from tests.mcpfleet import build_fleet, error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git
+from tests.fleets.mcp_fleet import error_of, ok
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    return build_fleet(tmp_path_factory.mktemp("mcpstdio"))
-
-
-def params(fleet) -> StdioServerParameters:
+def params(mcp_fleet) -> StdioServerParameters:
     argv = fleetdeck_argv("mcp")
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
 
 
 @pytest.mark.parametrize("mode,version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
-async def test_stdio_client_both_eras(fleet, mode, version):
-    async with Client(params(fleet), mode=mode) as client:
+async def test_stdio_client_both_eras(mcp_fleet, mode, version):
+    async with Client(params(mcp_fleet), mode=mode) as client:
         assert client.protocol_version == version
         assert client.server_info.name == "fleetdeck"
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"fleet.repos", "fleet.radar", "fleet.search", "repo.brief"} <= tools
         radar = ok(await client.call_tool("fleet.radar", {"limit": 3}))
         assert radar["entries"][0]["status"] == "conflict"
-        brief = ok(await client.call_tool("repo.brief", {"repo": str(fleet["dirty"])}))
-        assert brief["head"]["sha"] == git(fleet["dirty"], "rev-parse", "--short=12", "HEAD").strip()
+        brief = ok(await client.call_tool("repo.brief", {"repo": str(mcp_fleet["dirty"])}))
+        assert brief["head"]["sha"] == git(mcp_fleet["dirty"], "rev-parse", "--short=12", "HEAD").strip()
         code, _ = error_of(await client.call_tool("repo.brief", {"repo": "/"}))
         assert code == "REPO_NOT_IN_FLEET"
         assert ok(await client.call_tool("fleet.repos", {"limit": 1}))["truncated"] is True
@@ -46,7 +41,7 @@ def _rpc(id_: int, method: str, params: dict | None = None) -> str:
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_stdout_carries_only_json_rpc(fleet, era):
+def test_stdout_carries_only_json_rpc(mcp_fleet, era):
     """Every stdout line is a JSON-RPC message, however the calls go (git runs, errors, hostile input)."""
     meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"},
@@ -68,7 +63,7 @@ def test_stdout_carries_only_json_rpc(fleet, era):
     for n, (name, args) in enumerate(calls, start=3):
         lines.append(_rpc(n, "tools/call", {"name": name, "arguments": args, **meta}))
     proc = subprocess.Popen(fleetdeck_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=fleetdeck_env(FLEETDECK_DB=str(fleet["_db"])))
+                            stderr=subprocess.PIPE, env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
     proc.stdin.write(("\n".join(lines) + "\n").encode())
     proc.stdin.flush()
     messages, wanted = [], set(range(1, len(calls) + 3))

@@ -6,7 +6,6 @@ import json
 
 from fleet import audit
 from fleet.ops import service
-from tests.opsfleet import fleet  # noqa: F401  (fixture)
 
 
 def entries(index) -> list[dict]:
@@ -17,8 +16,8 @@ def entries(index) -> list[dict]:
     return [e for e in out if str(e.get("event", "")).startswith("proposal.")]
 
 
-def test_propose_approve_execute_and_reject_are_audited(fleet):  # noqa: F811
-    index, work = fleet["index"], str(fleet["work"])
+def test_propose_approve_execute_and_reject_are_audited(ops_fleet):  # noqa: F811
+    index, work = ops_fleet["index"], str(ops_fleet["work"])
     made = service.propose(index, "claude-code", "stage", work, {"paths": ["README.md"]}, "stage the edit")
     service.approve(index, made["proposal_id"], "cli")
     other = service.propose(index, "codex", "stage", work, {"paths": ["notes.txt"]}, "stage notes")

@@ -12,8 +12,8 @@ from fleet.index.store import open_index
 from fleet.ops import proposals, service
 from fleet.ops.policy import decide, load_policy, parse_policy
 from fleet.repo.changes import repo_status
-from tests.gitbuild import git
-from tests.opsfleet import fleet, propose, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import propose, state
 
 
 def _code(fn, *args, **kwargs) -> str:
@@ -22,58 +22,58 @@ def _code(fn, *args, **kwargs) -> str:
     return err.value.code
 
 
-def _count(fleet) -> int:
-    return fleet["index"].conn.execute("select count(*) from proposals").fetchone()[0]
+def _count(ops_fleet) -> int:
+    return ops_fleet["index"].conn.execute("select count(*) from proposals").fetchone()[0]
 
 
-def test_proposal_is_pending_with_preview_and_nothing_changes(fleet):
-    before = state(fleet["work"])
-    made = propose(fleet, "stage", {"paths": ["README.md"]})
+def test_proposal_is_pending_with_preview_and_nothing_changes(ops_fleet):
+    before = state(ops_fleet["work"])
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
     assert made["status"] == "pending" and made["proposal_id"].startswith("p-")
     assert made["approve_url"] is None
     assert "fleetdeck proposals approve " + made["proposal_id"] in made["next_action"]["message"]
     assert made["next_action"]["tool"] == "operation.status"
     assert "+edited" in made["preview"]["diff"] and made["preview"]["risk"] == "low"
     assert made["expires_at"] and not any(k.startswith("_") for k in made["preview"])
-    assert state(fleet["work"]) == before
+    assert state(ops_fleet["work"]) == before
 
 
-def test_dry_run_stores_nothing(fleet):
-    out = propose(fleet, "discard", {"paths": ["README.md"]}, dry_run=True)
+def test_dry_run_stores_nothing(ops_fleet):
+    out = propose(ops_fleet, "discard", {"paths": ["README.md"]}, dry_run=True)
     assert out["status"] == "dry_run" and out["proposal_id"] is None
     assert out["preview"]["risk"] == "high" and out["preview"]["files"][0]["path"] == "README.md"
-    assert _count(fleet) == 0
+    assert _count(ops_fleet) == 0
 
 
-def test_idempotency_key_returns_the_same_proposal(fleet):
-    first = propose(fleet, "stage", {"paths": ["README.md"]}, idempotency_key="k-1")
-    again = propose(fleet, "stage", {"paths": ["README.md"]}, idempotency_key="k-1")
+def test_idempotency_key_returns_the_same_proposal(ops_fleet):
+    first = propose(ops_fleet, "stage", {"paths": ["README.md"]}, idempotency_key="k-1")
+    again = propose(ops_fleet, "stage", {"paths": ["README.md"]}, idempotency_key="k-1")
     assert again["proposal_id"] == first["proposal_id"] and again["replayed"] is True
-    assert _count(fleet) == 1
-    other_agent = propose(fleet, "stage", {"paths": ["README.md"]}, agent="codex", idempotency_key="k-1")
+    assert _count(ops_fleet) == 1
+    other_agent = propose(ops_fleet, "stage", {"paths": ["README.md"]}, agent="codex", idempotency_key="k-1")
     assert other_agent["proposal_id"] != first["proposal_id"]
-    assert _code(propose, fleet, "stage", {"paths": ["notes.txt"]}, idempotency_key="k-1") == "BAD_ARGUMENT"
-    assert _code(propose, fleet, "stage", {"all": True}, idempotency_key="bad key!") == "BAD_ARGUMENT"
+    assert _code(propose, ops_fleet, "stage", {"paths": ["notes.txt"]}, idempotency_key="k-1") == "BAD_ARGUMENT"
+    assert _code(propose, ops_fleet, "stage", {"all": True}, idempotency_key="bad key!") == "BAD_ARGUMENT"
 
 
-def test_quota_per_agent(fleet, tmp_path, monkeypatch):
+def test_quota_per_agent(ops_fleet, tmp_path, monkeypatch):
     policy = tmp_path / "policy.toml"
     policy.write_text("[settings]\nmax_pending_per_agent = 2\n")
     monkeypatch.setenv("FLEETDECK_POLICY", str(policy))
     for _ in range(2):
-        propose(fleet, "stage", {"paths": ["README.md"]})
-    assert _code(propose, fleet, "stage", {"paths": ["README.md"]}) == "LIMIT"
-    assert propose(fleet, "stage", {"paths": ["README.md"]}, agent="codex")["status"] == "pending"
+        propose(ops_fleet, "stage", {"paths": ["README.md"]})
+    assert _code(propose, ops_fleet, "stage", {"paths": ["README.md"]}) == "LIMIT"
+    assert propose(ops_fleet, "stage", {"paths": ["README.md"]}, agent="codex")["status"] == "pending"
 
 
-def test_expired_and_cancelled_cannot_be_approved(fleet):
-    index = fleet["index"]
-    old = propose(fleet, "stage", {"paths": ["README.md"]})
+def test_expired_and_cancelled_cannot_be_approved(ops_fleet):
+    index = ops_fleet["index"]
+    old = propose(ops_fleet, "stage", {"paths": ["README.md"]})
     with index.write() as conn:
         conn.execute("update proposals set expires_at = ? where id = ?", (time.time() - 1, old["proposal_id"]))
     assert proposals.get(index, old["proposal_id"])["status"] == "expired"
     assert _code(service.approve, index, old["proposal_id"], "cli") == "NOT_PENDING"
-    mine = propose(fleet, "stage", {"paths": ["README.md"]})
+    mine = propose(ops_fleet, "stage", {"paths": ["README.md"]})
     assert _code(service.cancel, index, mine["proposal_id"], "codex") == "NOT_FOUND"  # not its own
     assert service.cancel(index, mine["proposal_id"], "claude-code")["status"] == "cancelled"
     assert _code(service.approve, index, mine["proposal_id"], "cli") == "NOT_PENDING"
@@ -81,11 +81,11 @@ def test_expired_and_cancelled_cannot_be_approved(fleet):
     assert _code(service.approve, index, "p-nosuchthing", "cli") == "NOT_FOUND"
 
 
-def test_reject_records_the_reason(fleet):
-    made = propose(fleet, "stage", {"paths": ["README.md"]})
-    row = service.reject(fleet["index"], made["proposal_id"], "dashboard", "not now")
+def test_reject_records_the_reason(ops_fleet):
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
+    row = service.reject(ops_fleet["index"], made["proposal_id"], "dashboard", "not now")
     assert (row["status"], row["decision_reason"], row["decided_by"]) == ("rejected", "not now", "dashboard")
-    assert git(fleet["work"], "diff", "--cached", "--name-only") == ""
+    assert git(ops_fleet["work"], "diff", "--cached", "--name-only") == ""
 
 
 def _approve_in_process(db: str, proposal_id: str, queue) -> None:
@@ -96,11 +96,11 @@ def _approve_in_process(db: str, proposal_id: str, queue) -> None:
         queue.put(exc.code)
 
 
-def test_racing_approvals_execute_once(fleet):
-    made = propose(fleet, "commit", {"message": "once", "paths": ["README.md"]})
+def test_racing_approvals_execute_once(ops_fleet):
+    made = propose(ops_fleet, "commit", {"message": "once", "paths": ["README.md"]})
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_approve_in_process, args=(str(fleet["db"]), made["proposal_id"], queue))
+    procs = [ctx.Process(target=_approve_in_process, args=(str(ops_fleet["db"]), made["proposal_id"], queue))
              for _ in range(4)]
     for p in procs:
         p.start()
@@ -108,24 +108,24 @@ def test_racing_approvals_execute_once(fleet):
         p.join(60)
     outcomes = sorted(queue.get(timeout=5) for _ in procs)
     assert outcomes == ["NOT_PENDING"] * 3 + ["completed"]
-    assert git(fleet["work"], "log", "--format=%s", "-2").splitlines() == ["once", "add app"]
+    assert git(ops_fleet["work"], "log", "--format=%s", "-2").splitlines() == ["once", "add app"]
 
 
-def test_policy_deny_approve_auto(fleet, tmp_path, monkeypatch):
+def test_policy_deny_approve_auto(ops_fleet, tmp_path, monkeypatch):
     policy = tmp_path / "policy.toml"
     policy.write_text(
         '[[rules]]\nagent = "rogue"\naction = "deny"\nnote = "never"\n'
         '[[rules]]\nop = ["stage", "reset", "commit"]\npath = "notes.txt"\naction = "auto"\n'
         '[[rules]]\nop = "reset"\nref = "main"\naction = "deny"\n')
     monkeypatch.setenv("FLEETDECK_POLICY", str(policy))
-    assert _code(propose, fleet, "stage", {"all": True}, agent="rogue") == "POLICY_DENIED"
-    auto = propose(fleet, "stage", {"paths": ["notes.txt"]})
+    assert _code(propose, ops_fleet, "stage", {"all": True}, agent="rogue") == "POLICY_DENIED"
+    auto = propose(ops_fleet, "stage", {"paths": ["notes.txt"]})
     assert auto["status"] == "completed" and auto["policy"]["rule"] == 2
-    assert proposals.get(fleet["index"], auto["proposal_id"])["decided_by"] == "policy"
-    assert git(fleet["work"], "diff", "--cached", "--name-only") == "notes.txt\n"
-    assert propose(fleet, "stage", {"paths": ["README.md"]})["status"] == "pending"  # not all paths match
-    assert _code(propose, fleet, "reset", {"mode": "soft", "target": "HEAD~1"}) == "POLICY_DENIED"
-    high = propose(fleet, "commit", {"message": "x", "amend": True, "paths": ["notes.txt"]})
+    assert proposals.get(ops_fleet["index"], auto["proposal_id"])["decided_by"] == "policy"
+    assert git(ops_fleet["work"], "diff", "--cached", "--name-only") == "notes.txt\n"
+    assert propose(ops_fleet, "stage", {"paths": ["README.md"]})["status"] == "pending"  # not all paths match
+    assert _code(propose, ops_fleet, "reset", {"mode": "soft", "target": "HEAD~1"}) == "POLICY_DENIED"
+    high = propose(ops_fleet, "commit", {"message": "x", "amend": True, "paths": ["notes.txt"]})
     assert high["status"] == "pending" and "high-risk" in high["policy"]["why"]
 
 
@@ -138,29 +138,29 @@ def test_policy_deny_approve_auto(fleet, tmp_path, monkeypatch):
     ("[[rules]\n", "not valid TOML"),
     ("[[rules]]\nop = 'fly'\naction = 'deny'\n", "unknown op"),
 ])
-def test_broken_policy_fails_closed_but_reads_work(fleet, tmp_path, monkeypatch, text, message):
+def test_broken_policy_fails_closed_but_reads_work(ops_fleet, tmp_path, monkeypatch, text, message):
     policy = tmp_path / "policy.toml"
     policy.write_text(text)
     monkeypatch.setenv("FLEETDECK_POLICY", str(policy))
     with pytest.raises(FleetError) as err:
-        propose(fleet, "stage", {"all": True})
+        propose(ops_fleet, "stage", {"all": True})
     assert err.value.code == "POLICY_INVALID" and message in err.value.message
-    assert proposals.list_proposals(fleet["index"])["total"] == 0
-    assert repo_status(str(fleet["work"]), 10)["staged"] == []  # reads keep working
+    assert proposals.list_proposals(ops_fleet["index"])["total"] == 0
+    assert repo_status(str(ops_fleet["work"]), 10)["staged"] == []  # reads keep working
 
 
-def test_configured_policy_missing_fails_closed(fleet, tmp_path, monkeypatch):
+def test_configured_policy_missing_fails_closed(ops_fleet, tmp_path, monkeypatch):
     monkeypatch.setenv("FLEETDECK_POLICY", str(tmp_path / "nope.toml"))
-    assert _code(propose, fleet, "stage", {"all": True}) == "POLICY_INVALID"
+    assert _code(propose, ops_fleet, "stage", {"all": True}) == "POLICY_INVALID"
     monkeypatch.delenv("FLEETDECK_POLICY")
     assert load_policy().source is None  # no file at the default place: every proposal needs a person
 
 
-def test_default_policy_file_is_read(fleet, tmp_path):
+def test_default_policy_file_is_read(ops_fleet, tmp_path):
     path = tmp_path / "config" / "fleetdeck" / "policy.toml"
     path.parent.mkdir(parents=True)
     path.write_text("[[rules]]\naction = 'deny'\n")
-    assert _code(propose, fleet, "stage", {"all": True}) == "POLICY_DENIED"
+    assert _code(propose, ops_fleet, "stage", {"all": True}) == "POLICY_DENIED"
 
 
 def test_policy_first_match_and_explanations():
@@ -196,30 +196,30 @@ def test_policy_first_match_and_explanations():
     ("restore", {"restore_point": "p-none"}, "NOT_FOUND"),
     ("fly", {}, "BAD_ARGUMENT"),
 ])
-def test_hostile_and_bad_arguments(fleet, op, args, code):
-    before = state(fleet["work"])
-    assert _code(propose, fleet, op, args) == code
-    assert state(fleet["work"]) == before and _count(fleet) == 0
+def test_hostile_and_bad_arguments(ops_fleet, op, args, code):
+    before = state(ops_fleet["work"])
+    assert _code(propose, ops_fleet, op, args) == code
+    assert state(ops_fleet["work"]) == before and _count(ops_fleet) == 0
 
 
-def test_repo_outside_the_fleet_and_bad_reason(fleet, tmp_path):
-    index = fleet["index"]
+def test_repo_outside_the_fleet_and_bad_reason(ops_fleet, tmp_path):
+    index = ops_fleet["index"]
     assert _code(service.propose, index, "a", "stage", "/", {"all": True}, "r") == "REPO_NOT_IN_FLEET"
-    assert _code(service.propose, index, "a", "stage", str(fleet["work"]), {"all": True}, "") == "BAD_ARGUMENT"
-    assert _code(service.propose, index, "a", "stage", str(fleet["work"]), {"all": True}, "x" * 501) == "BAD_ARGUMENT"
+    assert _code(service.propose, index, "a", "stage", str(ops_fleet["work"]), {"all": True}, "") == "BAD_ARGUMENT"
+    assert _code(service.propose, index, "a", "stage", str(ops_fleet["work"]), {"all": True}, "x" * 501) == "BAD_ARGUMENT"
 
 
-def test_flag_like_ref_on_disk_is_not_checked_out(fleet):
-    work = fleet["work"]
+def test_flag_like_ref_on_disk_is_not_checked_out(ops_fleet):
+    work = ops_fleet["work"]
     sha = git(work, "rev-parse", "HEAD").strip()
     (work / ".git" / "refs" / "heads" / "--output=evil.txt").write_text(sha + "\n")
-    assert _code(propose, fleet, "checkout", {"ref": "--output=evil.txt"}) == "BAD_REF"
+    assert _code(propose, ops_fleet, "checkout", {"ref": "--output=evil.txt"}) == "BAD_REF"
     assert not (work / "evil.txt").exists()
 
 
-def test_interrupted_executing_is_never_rerun_and_reconciles(fleet):
-    index = fleet["index"]
-    made = propose(fleet, "stage", {"paths": ["README.md"]})
+def test_interrupted_executing_is_never_rerun_and_reconciles(ops_fleet):
+    index = ops_fleet["index"]
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
     service.approve(index, made["proposal_id"], "cli", run=False)
     proposals.transition(index, made["proposal_id"], ("approved",), "executing", worker_start="1:0")
     row = service.show(index, made["proposal_id"])
@@ -229,9 +229,9 @@ def test_interrupted_executing_is_never_rerun_and_reconciles(fleet):
     assert service.reconcile(index, made["proposal_id"], "failed", "cli")["status"] == "failed"
 
 
-def test_orphaned_approved_is_claimed_after_revalidation(fleet):
-    index = fleet["index"]
-    made = propose(fleet, "stage", {"paths": ["README.md"]})
+def test_orphaned_approved_is_claimed_after_revalidation(ops_fleet):
+    index = ops_fleet["index"]
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
     service.approve(index, made["proposal_id"], "cli", run=False)
     with index.write() as conn:
         conn.execute("update proposals set worker_start = '1:0' where id = ?", (made["proposal_id"],))
@@ -239,12 +239,12 @@ def test_orphaned_approved_is_claimed_after_revalidation(fleet):
     assert [d["status"] for d in done] == ["completed"]
 
 
-def test_pending_proposal_tops_the_radar_until_decided(fleet):
+def test_pending_proposal_tops_the_radar_until_decided(ops_fleet):
     from fleet.views.queue import radar_entries
 
-    made = propose(fleet, "stage", {"paths": ["README.md"]})
-    top = radar_entries(fleet["index"], limit=1)[0]
-    assert (top["path"], top["status"]) == (str(fleet["work"]), "pending_proposal")
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
+    top = radar_entries(ops_fleet["index"], limit=1)[0]
+    assert (top["path"], top["status"]) == (str(ops_fleet["work"]), "pending_proposal")
     assert made["proposal_id"] in top["next_step"]
-    service.reject(fleet["index"], made["proposal_id"], "cli", "no")
-    assert radar_entries(fleet["index"], limit=1)[0]["status"] != "pending_proposal"
+    service.reject(ops_fleet["index"], made["proposal_id"], "cli", "no")
+    assert radar_entries(ops_fleet["index"], limit=1)[0]["status"] != "pending_proposal"

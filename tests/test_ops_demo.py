@@ -5,7 +5,7 @@ from __future__ import annotations
 from fleet.demo import DEMO_PROPOSALS, build_demo_fleet, seed_proposals
 from fleet.index.store import open_index
 from fleet.ops import proposals, service
-from tests.gitbuild import git
+from tests.fleets.gitbuild import git
 
 
 def test_demo_has_pending_proposals_a_person_can_approve(tmp_path, monkeypatch):

@@ -15,10 +15,10 @@ from fleet.cli import main as cli_main
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops.catalog import OPS as CATALOG
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import bare_remote, commit_file, git, init_repo
-from tests.mcpfleet import error_of, ok
-from tests.opsfleet import build, state
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import bare_remote, commit_file, git, init_repo
+from tests.fleets.mcp_fleet import error_of, ok
+from tests.fleets.ops_fleet import build, state
 
 PATCH = ("diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n"
          "@@ -1 +1,2 @@\n print('one')\n+print('two')\n")

@@ -7,8 +7,8 @@ import pytest
 
 from fleet.errors import FleetError
 from fleet.ops import proposals, restore, service
-from tests.gitbuild import commit_file, git, write
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git, write
+from tests.fleets.ops_fleet import propose, run, state
 
 
 def _prepare_stash(work):
@@ -51,141 +51,141 @@ CASES = [
 
 
 @pytest.mark.parametrize("op,args,prepare,check", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_op_runs_and_undo_restores(fleet, op, args, prepare, check):
-    work = fleet["work"]
+def test_op_runs_and_undo_restores(ops_fleet, op, args, prepare, check):
+    work = ops_fleet["work"]
     if prepare:
         prepare(work)
     before = state(work)
-    done = run(fleet, op, args)
+    done = run(ops_fleet, op, args)
     assert done["status"] == "completed", done["error"]
     assert check(work), git(work, "status")
     assert state(work) != before
-    point = restore.details(fleet["index"], done["restore_point"])
+    point = restore.details(ops_fleet["index"], done["restore_point"])
     assert git(work, "rev-parse", f"refs/fleetdeck/restore/{done['id']}/HEAD").strip() == before["head"]
     assert point["undoable"]
-    undone = service.undo(fleet["index"], done["id"], "cli")
+    undone = service.undo(ops_fleet["index"], done["id"], "cli")
     assert undone["status"] == "completed", undone["error"]
     after = state(work)
     assert after == before
 
 
-def test_discard_keeps_exact_bytes_of_untracked_and_binary(fleet):
-    work = fleet["work"]
+def test_discard_keeps_exact_bytes_of_untracked_and_binary(ops_fleet):
+    work = ops_fleet["work"]
     write(work / "blob.bin", bytes(range(256)) * 3)
     write(work / "deep" / "dir" / "x.txt", "x\r\nno newline at end")
     before = state(work)
-    done = run(fleet, "discard", {"paths": ["blob.bin", "deep", "README.md"], "include_untracked": True})
+    done = run(ops_fleet, "discard", {"paths": ["blob.bin", "deep", "README.md"], "include_untracked": True})
     assert done["status"] == "completed"
     assert not (work / "blob.bin").exists() and not (work / "deep" / "dir" / "x.txt").exists()
-    saved = {f["path"] for f in restore.details(fleet["index"], done["id"])["files"]}
+    saved = {f["path"] for f in restore.details(ops_fleet["index"], done["id"])["files"]}
     assert {"blob.bin", "deep/dir/x.txt", "README.md"} <= saved
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
 
 
-def test_moved_head_fails_and_touches_nothing(fleet):
-    work = fleet["work"]
+def test_moved_head_fails_and_touches_nothing(ops_fleet):
+    work = ops_fleet["work"]
     git(work, "add", "README.md")
-    made = propose(fleet, "commit", {"message": "will be stale"})
+    made = propose(ops_fleet, "commit", {"message": "will be stale"})
     commit_file(work, "other.txt", "someone else\n", "a person committed meanwhile")
     before = state(work)
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and done["error"].startswith("STALE")
     assert "HEAD moved" in done["error"]
     assert state(work) == before
     assert done["restore_point"] is None
 
 
-def test_target_ref_moved_fails(fleet):
-    work = fleet["work"]
-    made = propose(fleet, "checkout", {"ref": "topic"})
+def test_target_ref_moved_fails(ops_fleet):
+    work = ops_fleet["work"]
+    made = propose(ops_fleet, "checkout", {"ref": "topic"})
     git(work, "branch", "-f", "topic", "HEAD~1")
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "refs/heads/topic moved" in done["error"]
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
 
 
-def test_file_edited_after_discard_preview_fails(fleet):
-    work = fleet["work"]
-    made = propose(fleet, "discard", {"paths": ["README.md"]})
+def test_file_edited_after_discard_preview_fails(ops_fleet):
+    work = ops_fleet["work"]
+    made = propose(ops_fleet, "discard", {"paths": ["README.md"]})
     write(work / "README.md", "edited again after the preview\n")
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "STALE" in done["error"]
     assert (work / "README.md").read_text() == "edited again after the preview\n"
 
 
-def test_index_change_after_commit_preview_fails(fleet):
-    work = fleet["work"]
+def test_index_change_after_commit_preview_fails(ops_fleet):
+    work = ops_fleet["work"]
     git(work, "add", "README.md")
-    made = propose(fleet, "commit", {"message": "readme"})
+    made = propose(ops_fleet, "commit", {"message": "readme"})
     git(work, "add", "notes.txt")  # something else would be committed now
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "index" in done["error"]
     assert git(work, "log", "-1", "--format=%s").strip() == "add app"
 
 
-def test_undo_refuses_after_later_work(fleet):
-    work = fleet["work"]
-    done = run(fleet, "stage", {"paths": ["README.md"]})
+def test_undo_refuses_after_later_work(ops_fleet):
+    work = ops_fleet["work"]
+    done = run(ops_fleet, "stage", {"paths": ["README.md"]})
     write(work / "README.md", "later work\n")
     with pytest.raises(FleetError) as err:
-        service.undo(fleet["index"], done["id"], "cli")
+        service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "STALE"
     assert (work / "README.md").read_text() == "later work\n"
 
 
-def test_git_failure_is_recorded_and_undoable(fleet):
+def test_git_failure_is_recorded_and_undoable(ops_fleet):
     """A commit hook refuses: the proposal fails with git's message, and its restore point stays."""
-    work = fleet["work"]
+    work = ops_fleet["work"]
     hook = work / ".git" / "hooks" / "pre-commit"
     write(hook, "#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
     hook.chmod(0o755)
     git(work, "add", "README.md")
-    done = run(fleet, "commit", {"message": "refused"})
+    done = run(ops_fleet, "commit", {"message": "refused"})
     assert done["status"] == "failed"
     assert "hook says no" in done["result"]["stderr"]
     assert done["restore_point"] == done["id"]
 
 
-def test_hooks_run_for_approved_commits(fleet):
-    work = fleet["work"]
+def test_hooks_run_for_approved_commits(ops_fleet):
+    work = ops_fleet["work"]
     hook = work / ".git" / "hooks" / "commit-msg"
     write(hook, "#!/bin/sh\necho 'Hooked: yes' >> \"$1\"\n")
     hook.chmod(0o755)
     git(work, "add", "README.md")
-    done = run(fleet, "commit", {"message": "with hook"})
+    done = run(ops_fleet, "commit", {"message": "with hook"})
     assert done["status"] == "completed"
     assert "Hooked: yes" in git(work, "log", "-1", "--format=%B")
 
 
-def test_index_refreshed_after_execution(fleet):
-    index = fleet["index"]
-    run(fleet, "stage", {"all": True})
+def test_index_refreshed_after_execution(ops_fleet):
+    index = ops_fleet["index"]
+    run(ops_fleet, "stage", {"all": True})
     row = index.conn.execute("select staged, unstaged, untracked from repos where path = ?",
-                             (str(fleet["work"]),)).fetchone()
+                             (str(ops_fleet["work"]),)).fetchone()
     assert row == (2, 0, 0)
 
 
-def test_restore_list_and_refs(fleet):
-    done = run(fleet, "stage", {"paths": ["README.md"]})
-    listed = restore.list_points(fleet["index"], str(fleet["work"]))
+def test_restore_list_and_refs(ops_fleet):
+    done = run(ops_fleet, "stage", {"paths": ["README.md"]})
+    listed = restore.list_points(ops_fleet["index"], str(ops_fleet["work"]))
     assert [p["restore_point"] for p in listed["restore_points"]] == [done["id"]]
-    refs = git(fleet["work"], "for-each-ref", "--format=%(refname)", f"refs/fleetdeck/restore/{done['id']}")
+    refs = git(ops_fleet["work"], "for-each-ref", "--format=%(refname)", f"refs/fleetdeck/restore/{done['id']}")
     assert f"refs/fleetdeck/restore/{done['id']}/HEAD" in refs
     assert f"refs/fleetdeck/restore/{done['id']}/files" in refs
-    assert proposals.get(fleet["index"], done["id"])["restore_point"] == done["id"]
+    assert proposals.get(ops_fleet["index"], done["id"])["restore_point"] == done["id"]
 
 
-def test_restore_points_are_pruned_only_on_purpose(fleet, capsys):
+def test_restore_points_are_pruned_only_on_purpose(ops_fleet, capsys):
     from fleet.cli import main as cli_main
 
-    done = run(fleet, "stage", {"paths": ["README.md"]})
-    work = fleet["work"]
+    done = run(ops_fleet, "stage", {"paths": ["README.md"]})
+    work = ops_fleet["work"]
     assert git(work, "for-each-ref", f"refs/fleetdeck/restore/{done['id']}/") != ""
-    assert cli_main(["--db", str(fleet["db"]), "restore-points", str(work), "--prune", "p-other"]) == 1
-    assert cli_main(["--db", str(fleet["db"]), "restore-points", str(work), "--prune", done["id"], "--json"]) == 0
+    assert cli_main(["--db", str(ops_fleet["db"]), "restore-points", str(work), "--prune", "p-other"]) == 1
+    assert cli_main(["--db", str(ops_fleet["db"]), "restore-points", str(work), "--prune", done["id"], "--json"]) == 0
     assert git(work, "for-each-ref", f"refs/fleetdeck/restore/{done['id']}/") == ""
-    assert restore.list_points(fleet["index"], str(work))["restore_points"] == []
+    assert restore.list_points(ops_fleet["index"], str(work))["restore_points"] == []
     with pytest.raises(FleetError) as err:
-        service.undo(fleet["index"], done["id"], "cli")
+        service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "NOT_FOUND"

@@ -7,8 +7,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.index.scan import scan
 from fleet.ops import service
-from tests.gitbuild import commit_file, git, init_repo
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.ops_fleet import propose, run, state
 
 
 def _branches(repo) -> str:
@@ -16,10 +16,10 @@ def _branches(repo) -> str:
 
 
 @pytest.fixture
-def two(fleet):
+def two(ops_fleet):
     """work: `topic` (merged), `merged-b` (merged), `wip` (unmerged); other: `old` (merged), `feature` checked
     out in a worktree."""
-    work = fleet["work"]
+    work = ops_fleet["work"]
     git(work, "branch", "merged-b")
     git(work, "config", "branch.merged-b.remote", ".")
     git(work, "config", "branch.merged-b.merge", "refs/heads/main")
@@ -27,18 +27,18 @@ def two(fleet):
     git(work, "stash", "-q", "-u")
     commit_file(work, "wip.txt", "unmerged\n", "unmerged work")
     git(work, "checkout", "-q", "main")
-    other = init_repo(fleet["root"] / "other", commits=2)
+    other = init_repo(ops_fleet["root"] / "other", commits=2)
     git(other, "branch", "old", "HEAD~1")
     git(other, "branch", "feature")
-    git(other, "worktree", "add", "-q", str(fleet["root"] / "other-wt"), "feature")
-    scan(fleet["index"], [str(fleet["root"])])
-    return fleet, work, other
+    git(other, "worktree", "add", "-q", str(ops_fleet["root"] / "other-wt"), "feature")
+    scan(ops_fleet["index"], [str(ops_fleet["root"])])
+    return ops_fleet, work, other
 
 
 def test_branch_delete_across_repos_and_undo(two):
-    fleet, work, other = two
+    ops_fleet, work, other = two
     before = (_branches(work), _branches(other))
-    made = service.propose(fleet["index"], "claude-code", "branch_delete", str(work), {"targets": [
+    made = service.propose(ops_fleet["index"], "claude-code", "branch_delete", str(work), {"targets": [
         {"repo": str(work), "branches": ["topic", "merged-b", "wip"]},
         {"repo": "other", "branches": ["old", "feature"]}]}, "tidy up")
     verdicts = {(t["repo"].rsplit("/", 1)[1], b["branch"]): b["action"] for t in made["preview"]["targets"]
@@ -46,24 +46,24 @@ def test_branch_delete_across_repos_and_undo(two):
     assert verdicts == {("work", "topic"): "delete", ("work", "merged-b"): "delete", ("work", "wip"): "keep",
                         ("other", "old"): "delete", ("other", "feature"): "keep"}
     assert made["risk"] == "high"
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert (done["result"]["deleted"], done["result"]["kept"], done["result"]["failed"]) == (3, 2, 0)
     assert git(work, "branch", "--format=%(refname:short)").split() == ["main", "wip"]
     assert sorted(git(other, "branch", "--format=%(refname:short)").split()) == ["feature", "main"]
     tip = git(other, "rev-parse", f"refs/fleetdeck/restore/{done['id']}/heads/old").strip()
     assert tip == git(other, "rev-parse", "main~1").strip()
-    undone = service.undo(fleet["index"], done["id"], "cli")
+    undone = service.undo(ops_fleet["index"], done["id"], "cli")
     assert undone["status"] == "completed", undone["error"]
     assert (_branches(work), _branches(other)) == before
 
 
 def test_branch_delete_skips_a_moved_tip(two):
-    fleet, work, other = two
-    made = service.propose(fleet["index"], "codex", "branch_delete", "other", {
+    ops_fleet, work, other = two
+    made = service.propose(ops_fleet["index"], "codex", "branch_delete", "other", {
         "targets": [{"repo": "other", "branches": ["old"]}], "merged_only": False}, "tidy")
     git(other, "branch", "-f", "old", "main")
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["result"]["branches"][0]["status"] == "failed"
     assert "moved" in done["result"]["branches"][0]["why"]
     assert git(other, "rev-parse", "old").strip() == git(other, "rev-parse", "main").strip()
@@ -78,21 +78,21 @@ def test_branch_delete_skips_a_moved_tip(two):
     ({"targets": []}, "BAD_ARGUMENT"),
 ])
 def test_bad_branch_delete(two, args, code):
-    fleet, _, _ = two
+    ops_fleet, _, _ = two
     with pytest.raises(FleetError) as err:
-        service.propose(fleet["index"], "codex", "branch_delete", "other", args, "tidy")
+        service.propose(ops_fleet["index"], "codex", "branch_delete", "other", args, "tidy")
     assert err.value.code == code
 
 
-def test_worktree_new_branch_and_undo(fleet):
-    work = fleet["work"]
-    target = fleet["root"] / "work-feature"
+def test_worktree_new_branch_and_undo(ops_fleet):
+    work = ops_fleet["work"]
+    target = ops_fleet["root"] / "work-feature"
     before = state(work)
-    done = run(fleet, "worktree", {"path": str(target), "branch": "feature/wt", "new_branch": True})
+    done = run(ops_fleet, "worktree", {"path": str(target), "branch": "feature/wt", "new_branch": True})
     assert done["status"] == "completed", done["error"]
     assert git(target, "symbolic-ref", "HEAD").strip() == "refs/heads/feature/wt"
     assert str(target) in git(work, "worktree", "list")
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert not target.exists() and state(work) == before
 
 
@@ -103,55 +103,55 @@ def test_worktree_new_branch_and_undo(fleet):
     ({"path": "{root}/wt2", "branch": "main"}, "BAD_ARGUMENT"),  # checked out already
     ({"path": "{root}/wt2", "branch": "-b"}, "BAD_REF"),
 ])
-def test_bad_worktree(fleet, args, code):
-    args = {k: v.format(root=fleet["root"]) if isinstance(v, str) else v for k, v in args.items()}
+def test_bad_worktree(ops_fleet, args, code):
+    args = {k: v.format(root=ops_fleet["root"]) if isinstance(v, str) else v for k, v in args.items()}
     with pytest.raises(FleetError) as err:
-        propose(fleet, "worktree", args)
+        propose(ops_fleet, "worktree", args)
     assert err.value.code == code
 
 
 @pytest.fixture
-def superproject(fleet):
-    lib = init_repo(fleet["root"] / "lib", commits=3)
-    sup = init_repo(fleet["root"] / "super", commits=1)
+def superproject(ops_fleet):
+    lib = init_repo(ops_fleet["root"] / "lib", commits=3)
+    sup = init_repo(ops_fleet["root"] / "super", commits=1)
     git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "libs/lib")
     git(sup, "commit", "-q", "-m", "add submodule")
     git(sup / "libs" / "lib", "checkout", "-q", "HEAD~1")
-    scan(fleet["index"], [str(fleet["root"])])
+    scan(ops_fleet["index"], [str(ops_fleet["root"])])
     return sup
 
 
-def test_submodule_pointer_record_and_return(fleet, superproject):
+def test_submodule_pointer_record_and_return(ops_fleet, superproject):
     sup = superproject
     sub = sup / "libs" / "lib"
     checked = git(sub, "rev-parse", "HEAD").strip()
     recorded = git(sup, "ls-tree", "HEAD", "libs/lib").split()[2]
-    made = service.propose(fleet["index"], "codex", "submodule_pointer", str(sup),
+    made = service.propose(ops_fleet["index"], "codex", "submodule_pointer", str(sup),
                            {"path": "libs/lib", "action": "return"}, "back to recorded")
     assert (made["preview"]["recorded"], made["preview"]["checked_out"]) == (recorded, checked)
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert git(sub, "rev-parse", "HEAD").strip() == recorded
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert git(sub, "rev-parse", "HEAD").strip() == checked
-    made = service.propose(fleet["index"], "codex", "submodule_pointer", str(sup),
+    made = service.propose(ops_fleet["index"], "codex", "submodule_pointer", str(sup),
                            {"path": "libs/lib", "action": "record", "message": "bump lib"}, "record it")
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert git(sup, "ls-tree", "HEAD", "libs/lib").split()[2] == checked
     assert "Proposed-by: codex" in git(sup, "log", "-1", "--format=%B")
 
 
-def test_submodule_pointer_refusals(fleet, superproject):
+def test_submodule_pointer_refusals(ops_fleet, superproject):
     sup = superproject
     for args, code in (({"path": "README.md", "action": "return"}, "BAD_PATH"),
                        ({"path": "libs/lib", "action": "record"}, "BAD_ARGUMENT"),  # no message
                        ({"path": "libs/lib", "action": "jump"}, "BAD_ARGUMENT")):
         with pytest.raises(FleetError) as err:
-            service.propose(fleet["index"], "codex", "submodule_pointer", str(sup), args, "x")
+            service.propose(ops_fleet["index"], "codex", "submodule_pointer", str(sup), args, "x")
         assert err.value.code == code
     git(sup / "libs" / "lib", "checkout", "-q", "main")
     with pytest.raises(FleetError) as err:  # no longer differs
-        service.propose(fleet["index"], "codex", "submodule_pointer", str(sup),
+        service.propose(ops_fleet["index"], "codex", "submodule_pointer", str(sup),
                         {"path": "libs/lib", "action": "return"}, "x")
     assert err.value.code == "BAD_ARGUMENT"

@@ -9,7 +9,7 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.hostile import age_git_dir, fired, hostile_repo, snapshot, snapshot_diff
+from tests.fleets.hostile import age_git_dir, fired, hostile_repo, snapshot, snapshot_diff
 
 PREVIEWS = [
     ("stage", {"all": True}),

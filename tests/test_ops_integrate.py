@@ -8,8 +8,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.ops.catalog import OPS as CATALOG
-from tests.gitbuild import commit_file, git
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import commit_file, git
+from tests.fleets.ops_fleet import propose, run, state
 
 
 def _diverge(work, conflict: bool = False):
@@ -27,76 +27,76 @@ def test_every_op_is_in_the_catalog():
 
 
 @pytest.mark.parametrize("mode", ["merge", "squash"])
-def test_merge_runs_and_undoes(fleet, mode):
-    work = fleet["work"]
+def test_merge_runs_and_undoes(ops_fleet, mode):
+    work = ops_fleet["work"]
     _diverge(work)
     before = state(work)
-    made = propose(fleet, "merge", {"source": "topic", "mode": mode})
+    made = propose(ops_fleet, "merge", {"source": "topic", "mode": mode})
     assert made["preview"]["preflight"]["result"] == "clean"
     assert [c["subject"] for c in made["preview"]["commits_arriving"]] == ["topic two", "topic one"]
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     parents = git(work, "log", "-1", "--format=%P").split()
     assert len(parents) == (2 if mode == "merge" else 1)
     assert "Proposed-by: claude-code" in git(work, "log", "-1", "--format=%B")
     assert (work / "topic2.txt").exists()
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
 
 
-def test_merge_ff_only(fleet):
-    work = fleet["work"]
+def test_merge_ff_only(ops_fleet):
+    work = ops_fleet["work"]
     git(work, "checkout", "-q", "README.md")
     git(work, "checkout", "-q", "topic")
     commit_file(work, "ff.txt", "ff\n", "ahead")
     git(work, "checkout", "-q", "main")
-    done = run(fleet, "merge", {"source": "topic", "mode": "ff_only"})
+    done = run(ops_fleet, "merge", {"source": "topic", "mode": "ff_only"})
     assert done["status"] == "completed"
     assert git(work, "rev-parse", "main").strip() == git(work, "rev-parse", "topic").strip()
 
 
-def test_conflicting_merge_is_previewed_and_aborted(fleet):
-    work = fleet["work"]
+def test_conflicting_merge_is_previewed_and_aborted(ops_fleet):
+    work = ops_fleet["work"]
     _diverge(work, conflict=True)
     before = state(work)
-    made = propose(fleet, "merge", {"source": "topic"})
+    made = propose(ops_fleet, "merge", {"source": "topic"})
     assert made["preview"]["preflight"]["result"] == "conflicts"
     assert made["preview"]["preflight"]["conflicted_paths"] == ["README.md"]
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "README.md" in done["error"] and "aborted" in done["error"]
     assert state(work) == before
     assert not (work / ".git" / "MERGE_HEAD").exists()
 
 
-def test_rebase_runs_and_undoes(fleet):
-    work = fleet["work"]
+def test_rebase_runs_and_undoes(ops_fleet):
+    work = ops_fleet["work"]
     _diverge(work)
     git(work, "checkout", "-q", "topic")
     before = state(work)
-    made = propose(fleet, "rebase", {"onto": "main"})
+    made = propose(ops_fleet, "rebase", {"onto": "main"})
     assert made["preview"]["preflight"] == {"result": "clean", "first_conflict": None, "replayed": 2}
     assert made["risk"] == "high" and made["preview"]["rewrites_history"] is True
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert git(work, "merge-base", "--is-ancestor", "main", "topic", check=False) == ""
     assert git(work, "log", "--format=%s", "-3").splitlines() == ["topic two", "topic one", "main change"]
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
 
 
-def test_rebase_preflight_names_the_first_conflicting_commit(fleet):
-    work = fleet["work"]
+def test_rebase_preflight_names_the_first_conflicting_commit(ops_fleet):
+    work = ops_fleet["work"]
     _diverge(work, conflict=True)
     git(work, "checkout", "-q", "topic")
     second = git(work, "rev-parse", "HEAD").strip()
     before = state(work)
     objects = git(work, "count-objects", "-v")
-    made = propose(fleet, "rebase", {"onto": "main"})
+    made = propose(ops_fleet, "rebase", {"onto": "main"})
     first = made["preview"]["preflight"]["first_conflict"]
     assert (first["sha"], first["subject"], first["paths"]) == (second, "topic two", ["README.md"])
     assert made["preview"]["preflight"]["replayed"] == 1
     assert git(work, "count-objects", "-v") == objects  # the preflight wrote nothing into the repo
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "aborted" in done["error"]
     assert state(work) == before
 
@@ -108,7 +108,7 @@ def test_rebase_preflight_names_the_first_conflicting_commit(fleet):
     ("rebase", {"onto": "-i"}, "BAD_REF"),
     ("rebase", {"onto": "HEAD~1"}, "BAD_ARGUMENT"),  # nothing to rebase
 ])
-def test_bad_merge_and_rebase_arguments(fleet, op, args, code):
+def test_bad_merge_and_rebase_arguments(ops_fleet, op, args, code):
     with pytest.raises(FleetError) as err:
-        propose(fleet, op, args)
+        propose(ops_fleet, op, args)
     assert err.value.code == code

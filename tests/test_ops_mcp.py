@@ -15,10 +15,10 @@ from mcp.types import Implementation
 
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git, write
-from tests.mcpfleet import error_of, ok
-from tests.opsfleet import build, state
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, write
+from tests.fleets.mcp_fleet import error_of, ok
+from tests.fleets.ops_fleet import build, state
 
 from fleet.ops.catalog import OPS as CATALOG
 

@@ -7,8 +7,8 @@ import pytest
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.repo.changes import repo_changes
-from tests.gitbuild import bare_remote, commit_file, git, write
-from tests.opsfleet import fleet, propose, run, state  # noqa: F401  (fixture)
+from tests.fleets.gitbuild import bare_remote, commit_file, git, write
+from tests.fleets.ops_fleet import propose, run, state
 
 PATCH = """diff --git a/src/app.py b/src/app.py
 --- a/src/app.py
@@ -20,19 +20,19 @@ PATCH = """diff --git a/src/app.py b/src/app.py
 
 
 @pytest.mark.parametrize("target", ["worktree", "index"])
-def test_patch_applies_and_undoes(fleet, target):
-    work = fleet["work"]
+def test_patch_applies_and_undoes(ops_fleet, target):
+    work = ops_fleet["work"]
     before = state(work)
-    made = propose(fleet, "patch", {"patch": PATCH, "target": target})
+    made = propose(ops_fleet, "patch", {"patch": PATCH, "target": target})
     assert made["preview"]["files"] == ["src/app.py"] and made["preview"]["apply_check"] == "ok"
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     if target == "index":
         assert git(work, "show", ":src/app.py") == "print('one')\nprint('two')\n"
         assert (work / "src/app.py").read_text() == "print('one')\n"
     else:
         assert (work / "src/app.py").read_text() == "print('one')\nprint('two')\n"
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
 
 
@@ -42,20 +42,20 @@ def test_patch_applies_and_undoes(fleet, target):
     (PATCH.replace("print('one')\n+", "print('nope')\n+"), "CONFLICT"),
     ("not a patch at all\n", "BAD_ARGUMENT"),
 ])
-def test_bad_patches_are_refused(fleet, text, code):
+def test_bad_patches_are_refused(ops_fleet, text, code):
     with pytest.raises(FleetError) as err:
-        propose(fleet, "patch", {"patch": text})
+        propose(ops_fleet, "patch", {"patch": text})
     assert err.value.code == code
 
 
-def test_patch_through_a_symlinked_folder_is_refused(fleet, tmp_path):
-    work = fleet["work"]
+def test_patch_through_a_symlinked_folder_is_refused(ops_fleet, tmp_path):
+    work = ops_fleet["work"]
     (work / "link").symlink_to(tmp_path)
     text = PATCH.replace("a/src/app.py", "/dev/null").replace("src/app.py", "link/evil.py").replace(
         "@@ -1 +1,2 @@\n print('one')\n+print('two')", "@@ -0,0 +1 @@\n+evil")
     text = text.replace("diff --git /dev/null", "diff --git a/link/evil.py")
     with pytest.raises(FleetError) as err:
-        propose(fleet, "patch", {"patch": "new file mode 100644\n".join(text.split("\n", 1))})
+        propose(ops_fleet, "patch", {"patch": "new file mode 100644\n".join(text.split("\n", 1))})
     assert err.value.code in ("BAD_PATH", "BAD_ARGUMENT", "CONFLICT")
     assert not (tmp_path / "evil.py").exists()
 
@@ -66,79 +66,79 @@ def _three_changes(work):
                                       else f"{i}\n") for i in range(1, 31)))
 
 
-def test_stage_hunks_by_id_whatever_the_context(fleet):
-    work = fleet["work"]
+def test_stage_hunks_by_id_whatever_the_context(ops_fleet):
+    work = ops_fleet["work"]
     _three_changes(work)
     narrow = repo_changes(str(work), "list.txt", unified=0)["changes"][0]["hunks"]
     wide = repo_changes(str(work), "list.txt", unified=3)["changes"][0]["hunks"]
     assert len(narrow) == 3 and len({h["id"] for h in narrow}) == 3
     assert wide[-1]["id"] == narrow[-1]["id"]  # the last block stands alone at both widths
     before = state(work)
-    done = run(fleet, "stage_hunks", {"path": "list.txt", "hunks": [narrow[2]["id"]]})
+    done = run(ops_fleet, "stage_hunks", {"path": "list.txt", "hunks": [narrow[2]["id"]]})
     assert done["status"] == "completed", done["error"]
     staged = git(work, "diff", "--cached", "-U0", "--", "list.txt")
     assert "+x\n+y\n" in staged and "three" not in staged and "fifteen" not in staged
-    service.undo(fleet["index"], done["id"], "cli")
+    service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
 
 
-def test_stage_hunks_merged_by_wide_context(fleet):
-    work = fleet["work"]
+def test_stage_hunks_merged_by_wide_context(ops_fleet):
+    work = ops_fleet["work"]
     commit_file(work, "near.txt", "".join(f"{i}\n" for i in range(1, 11)), "near")
     write(work / "near.txt", "".join(("A\n" if i == 3 else "B\n" if i == 5 else f"{i}\n") for i in range(1, 11)))
     wide = repo_changes(str(work), "near.txt", unified=3)["changes"][0]["hunks"]
     assert len(wide) == 1
-    done = run(fleet, "stage_hunks", {"path": "near.txt", "hunks": [wide[0]["id"]]})
+    done = run(ops_fleet, "stage_hunks", {"path": "near.txt", "hunks": [wide[0]["id"]]})
     assert done["status"] == "completed"
     assert git(work, "diff", "--name-only", "--", "near.txt") == ""  # both blocks staged
 
 
-def test_stage_hunks_unknown_or_stale_id(fleet):
-    work = fleet["work"]
+def test_stage_hunks_unknown_or_stale_id(ops_fleet):
+    work = ops_fleet["work"]
     _three_changes(work)
     hunk = repo_changes(str(work), "list.txt", unified=0)["changes"][0]["hunks"][0]
     with pytest.raises(FleetError) as err:
-        propose(fleet, "stage_hunks", {"path": "list.txt", "hunks": ["h-0000000000000000"]})
+        propose(ops_fleet, "stage_hunks", {"path": "list.txt", "hunks": ["h-0000000000000000"]})
     assert err.value.code == "NOT_FOUND"
-    made = propose(fleet, "stage_hunks", {"path": "list.txt", "hunks": [hunk["id"]]})
+    made = propose(ops_fleet, "stage_hunks", {"path": "list.txt", "hunks": [hunk["id"]]})
     write(work / "list.txt", "changed entirely\n")
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "STALE" in done["error"]
     assert git(work, "diff", "--cached", "--name-only") == ""
 
 
 @pytest.fixture
-def pushable(fleet, tmp_path):
-    work = fleet["work"]
+def pushable(ops_fleet, tmp_path):
+    work = ops_fleet["work"]
     remote = bare_remote(tmp_path / "remote.git")
     git(work, "remote", "add", "origin", str(remote))
     git(work, "push", "-q", "-u", "origin", "main")
-    return fleet, remote
+    return ops_fleet, remote
 
 
 def test_push_sends_commits_and_says_it_cannot_be_undone(pushable):
-    fleet, remote = pushable
-    work = fleet["work"]
+    ops_fleet, remote = pushable
+    work = ops_fleet["work"]
     commit_file(work, "pushed.txt", "new\n", "to push")
-    made = propose(fleet, "push", {})
+    made = propose(ops_fleet, "push", {})
     preview = made["preview"]
     assert preview["can_undo"] is False and "cannot be undone" in preview["note"]
     assert [c["subject"] for c in preview["commits_sent"]] == ["to push"] and preview["fast_forward"]
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert git(remote, "rev-parse", "main").strip() == git(work, "rev-parse", "main").strip()
     with pytest.raises(FleetError) as err:
-        service.undo(fleet["index"], done["id"], "cli")
+        service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "BAD_ARGUMENT" and "cannot be undone" in err.value.message
 
 
 def test_force_with_lease_is_pinned_to_what_the_preview_saw(pushable, tmp_path):
-    fleet, remote = pushable
-    work = fleet["work"]
+    ops_fleet, remote = pushable
+    work = ops_fleet["work"]
     git(work, "commit", "-q", "--amend", "-m", "rewritten")
-    plain = propose(fleet, "push", {})
+    plain = propose(ops_fleet, "push", {})
     assert plain["preview"]["fast_forward"] is False and "refuse" in plain["preview"]["warning"]
-    made = propose(fleet, "push", {"force_with_lease": True})
+    made = propose(ops_fleet, "push", {"force_with_lease": True})
     assert made["risk"] == "high" and made["preview"]["commits_dropped_on_remote"][0]["subject"] == "add app"
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
@@ -146,22 +146,22 @@ def test_force_with_lease_is_pinned_to_what_the_preview_saw(pushable, tmp_path):
     git(other, "push", "-q", "origin", "main")
     theirs = git(remote, "rev-parse", "main").strip()
     git(work, "fetch", "-q", "origin")  # the tracking ref moves: the preview's pin no longer holds
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "STALE" in done["error"]
     assert git(remote, "rev-parse", "main").strip() == theirs
 
 
 def test_force_with_lease_refused_by_git_when_the_remote_moved_unseen(pushable, tmp_path):
-    fleet, remote = pushable
-    work = fleet["work"]
+    ops_fleet, remote = pushable
+    work = ops_fleet["work"]
     git(work, "commit", "-q", "--amend", "-m", "rewritten")
-    made = propose(fleet, "push", {"force_with_lease": True})
+    made = propose(ops_fleet, "push", {"force_with_lease": True})
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
     commit_file(other, "theirs.txt", "someone else\n", "someone else's push")
     git(other, "push", "-q", "origin", "main")
     theirs = git(remote, "rev-parse", "main").strip()
-    done = service.approve(fleet["index"], made["proposal_id"], "cli")  # no fetch: only git's lease stops it
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")  # no fetch: only git's lease stops it
     assert done["status"] == "failed" and "stale info" in done["result"]["stdout"]
     assert git(remote, "rev-parse", "main").strip() == theirs
 
@@ -173,7 +173,7 @@ def test_force_with_lease_refused_by_git_when_the_remote_moved_unseen(pushable, 
     ({"branch": "missing"}, "BAD_REF"),
 ])
 def test_bad_push_arguments(pushable, args, code):
-    fleet, _ = pushable
+    ops_fleet, _ = pushable
     with pytest.raises(FleetError) as err:
-        propose(fleet, "push", args)
+        propose(ops_fleet, "push", args)
     assert err.value.code == code

@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 
 from fleet.ops import service
 from fleet.ops.approver import approver_token
-from tests.gitbuild import git
-from tests.opsfleet import build
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import build
 from web.app import create_app
 from web.security import csrf_for
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
+from tests.fleets.cli import PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")

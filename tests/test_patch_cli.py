@@ -6,8 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def fleetdeck(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

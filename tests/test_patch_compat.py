@@ -14,9 +14,9 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo, write
-from tests.mcpfleet import call, error_of, ok
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.mcp_fleet import call, error_of, ok
 
 
 def fleetdeck(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

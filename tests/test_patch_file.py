@@ -12,7 +12,7 @@ from fleet.errors import FleetError
 from fleet.patch.file import (MAX_PATCH_BYTES, inspect_patch, parse_patch, remove_patch_entries,
                              validate_patch, write_entries)
 from fleet.patch.generate import generate_patch
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 @pytest.fixture

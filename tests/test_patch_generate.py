@@ -11,7 +11,7 @@ import pytest
 from fleet.errors import FleetError
 from fleet.patch.file import parse_patch
 from fleet.patch.generate import MAX_CONTENT_BYTES, generate_patch
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from fleet.patch.file import inspect_patch, parse_patch
 from fleet.patch.generate import generate_patch
 from fleet.patch.textdiff import split_lines
-from tests.gitbuild import git, write
+from tests.fleets.gitbuild import git, write
 
 TRICKY = ["", "a", "b", "x = 1", "--- a/f", "+++ b/f", "@@ -1 +1 @@", "@@", "\\ No newline at end of file",
           "diff --git a/f b/f", " ", "-", "+", "\t", "ü€😀", "a\rb", "\f", "line\u2028sep", "}", "{"]

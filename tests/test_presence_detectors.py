@@ -13,8 +13,8 @@ import pytest
 from fleet.presence import (amp, claude, cline, codex, continuedev, copilot, cursor, editors, gemini, goose,
                             opencode, qwen, traces)
 from fleet.presence.procs import process_start
-from tests import presence_fixtures as fx
-from tests.gitbuild import git, init_repo
+from tests.fleets import presence as fx
+from tests.fleets.gitbuild import git, init_repo
 
 NOW = time.time()
 FRESH = NOW - 30          # inside the working window

@@ -14,9 +14,9 @@ from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.presence import collisions, presence, record_bridge_activity, refresh_presence
 from fleet.index.scan import scan
-from tests import presence_fixtures as fx
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import git, init_repo
+from tests.fleets import presence as fx
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, init_repo
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.presence import procs
-from tests.gitbuild import init_repo
+from tests.fleets.gitbuild import init_repo
 
 
 @pytest.mark.parametrize("argv, agent", [

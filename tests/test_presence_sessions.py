@@ -13,10 +13,10 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.presence import refresh_presence
 from fleet.presence.switches import presence_switches
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import init_repo
-from tests.mcpstdio import StdioSession
-from tests.presence_fixtures import claude_transcript
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
+from tests.fleets.stdio import StdioSession
+from tests.fleets.presence import claude_transcript
 
 
 @pytest.fixture

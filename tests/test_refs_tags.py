@@ -13,7 +13,7 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.refs import repo_refs
 from fleet.views.repos import public_records
-from tests.gitbuild import git, with_upstream
+from tests.fleets.gitbuild import git, with_upstream
 
 TAGS = 500
 

@@ -13,7 +13,7 @@ from fleet.index.scan import found_for
 from fleet.repo.parts import stash_list, worktree_list
 from fleet.repo.record import read_repo, read_stashes
 from fleet.repo.refs import repo_refs
-from tests.gitbuild import bare_remote, commit_file, git, init_repo, write
+from tests.fleets.gitbuild import bare_remote, commit_file, git, init_repo, write
 
 FIELDS = ("path", "head", "branch", "detached", "bare", "locked", "lock_reason", "prunable")
 

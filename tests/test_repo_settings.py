@@ -12,8 +12,8 @@ from fleet.index.discovery import discover
 from fleet.repo.changes import repo_status
 from fleet.repo.record import read_repo
 from fleet.views.radar import attention
-from tests import oracle
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets import oracle
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def _record(repo: Path) -> dict:

@@ -8,7 +8,7 @@ import subprocess
 from fleet.git import files as gitfiles
 from fleet.index import events
 from fleet.index.events import rewrote_all
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def _oracle(repo, old, new) -> int | None:

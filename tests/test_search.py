@@ -8,7 +8,7 @@ from fleet.index.events import prune_events
 from fleet.index.store import open_index
 from fleet.index.scan import refresh_repo, scan
 from fleet.index.search import search, sync_search_index
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def _integrity(index) -> None:

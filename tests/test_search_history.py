@@ -11,7 +11,7 @@ from fleet.index.history import sync_history
 from fleet.index.scan import scan
 from fleet.index.search import search
 from fleet.index.store import open_index
-from tests.gitbuild import bare_remote, clone, git, init_repo
+from tests.fleets.gitbuild import bare_remote, clone, git, init_repo
 
 
 def _import(repo: Path, ref: str, subjects: list[tuple[str, int]], parent: str | None = None) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.watch.service import fleet_watcher
-from tests.dashboard_fleet import build_fleet
-from tests.gitbuild import commit_file, git
-from tests.serving import Server, wait_for
+from tests.fleets.dashboard_fleet import build_fleet
+from tests.fleets.gitbuild import commit_file, git
+from tests.fleets.serving import Server, wait_for
 
 
 def watcher_meta(index) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fleet.views.safe import md_code, md_text, visible
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 CSI_CLEAR = "\x1b[2J"

@@ -20,9 +20,9 @@ from fleet.index.freshness import WATCHER_KEY
 from fleet.watch.periodic import Periodic
 from fleet.watch.watcher import Watcher
 from fleet.watch.watchset import repo_watch
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests import serving
-from tests.gitbuild import commit_file, git, init_repo
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets import serving
+from tests.fleets.gitbuild import commit_file, git, init_repo
 
 WAIT_S = 5.0
 

@@ -10,8 +10,7 @@ from starlette.testclient import TestClient
 
 from fleet.views.digest import BULK_KINDS, digest
 from fleet.index.scan import refresh_repo
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git
+from tests.fleets.gitbuild import commit_file, git
 from web.app import create_app
 
 TOKEN = "test-token-digest-0123456789abcdefghijklmnop"
@@ -21,14 +20,7 @@ EVENT_FIELDS = {"repo", "ref", "kind", "old_sha", "new_sha", "at", "identity", "
 
 
 @pytest.fixture
-def fleet(tmp_path: Path):
-    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
-    yield index, repos
-    index.close()
-
-
-@pytest.fixture
-def authed(fleet, tmp_path: Path):
+def authed(dashboard_fleet, tmp_path: Path):
     with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
         assert c.get(f"/?token={TOKEN}").status_code == 303  # the access link fills the cookie jar
         yield c
@@ -49,8 +41,8 @@ def rewrite_history(index, repo: Path) -> tuple[str, str]:
 
 # --- /api/digest ----------------------------------------------------------------------------------------------
 
-def test_api_digest_is_exactly_the_library_contract(authed: TestClient, fleet) -> None:
-    index, _repos = fleet
+def test_api_digest_is_exactly_the_library_contract(authed: TestClient, dashboard_fleet) -> None:
+    index, _repos = dashboard_fleet
     body = authed.get("/api/digest", params={"since": SINCE}).json()
     assert body == digest(index, SINCE)
     assert set(body) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors"}
@@ -60,16 +52,16 @@ def test_api_digest_is_exactly_the_library_contract(authed: TestClient, fleet) -
     assert stamps == sorted(stamps, reverse=True)
 
 
-def test_api_digest_events_match_git_reflog(authed: TestClient, fleet) -> None:
-    _index, repos = fleet
+def test_api_digest_events_match_git_reflog(authed: TestClient, dashboard_fleet) -> None:
+    _index, repos = dashboard_fleet
     body = authed.get("/api/digest", params={"since": SINCE, "repos": "dirty"}).json()
     assert {e["repo"] for e in body["events"]} == {"dirty"}
     head_log = git(repos["dirty"], "reflog", "show", "--format=%H %gs", "HEAD").splitlines()
     assert [f"{e['new_sha']} {e['message']}" for e in body["events"]] == head_log
 
 
-def test_api_digest_filters_by_repo_kind_and_caps_the_list(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_api_digest_filters_by_repo_kind_and_caps_the_list(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     amended, reset = rewrite_history(index, repos["clean"])
     two = authed.get("/api/digest", params=[("since", SINCE), ("repos", "clean"), ("repos", "dirty")]).json()
     assert {e["repo"] for e in two["events"]} == {"clean", "dirty"}
@@ -97,8 +89,8 @@ def test_api_digest_bad_arguments_are_structured_400s(authed: TestClient, params
 
 # --- /digest ----------------------------------------------------------------------------------------------------
 
-def test_digest_page_lists_events_with_the_chart_and_marks_rewrites_and_recoverable_commits(authed, fleet) -> None:
-    index, repos = fleet
+def test_digest_page_lists_events_with_the_chart_and_marks_rewrites_and_recoverable_commits(authed, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     amended, reset = rewrite_history(index, repos["clean"])
     r = authed.get("/digest", params={"since": "custom", "custom": SINCE})
     assert r.status_code == 200
@@ -119,8 +111,8 @@ def test_digest_page_lists_events_with_the_chart_and_marks_rewrites_and_recovera
     assert '<a href="/digest" aria-current="page">Digest</a>' in html
 
 
-def test_digest_page_filters_and_keeps_the_form(authed: TestClient, fleet) -> None:
-    index, _repos = fleet
+def test_digest_page_filters_and_keeps_the_form(authed: TestClient, dashboard_fleet) -> None:
+    index, _repos = dashboard_fleet
     html = authed.get("/digest", params={"since": SINCE, "repos": "dirty", "kinds": "commit"}).text
     body = digest(index, SINCE, repos=["dirty"], kinds=["commit"])
     assert html.count('<tr class="ev kind-commit') == len(body["events"]) == body["event_count"] > 0

@@ -19,8 +19,7 @@ from fleet.index.scan import refresh_repo
 from fleet.views.digest import report
 from fleet.views.render import environment, short
 from fleet.views.report import render_html
-from tests.dashboard_fleet import indexed_fleet
-from tests.gitbuild import commit_file, git
+from tests.fleets.gitbuild import commit_file, git
 from web.app import create_app
 from web.guards import CSP
 from web.pages import templates
@@ -33,14 +32,7 @@ ORIGIN = {"Origin": BASE}
 
 
 @pytest.fixture
-def fleet(tmp_path: Path):
-    index, repos = indexed_fleet(tmp_path, tmp_path / "fleet.db")
-    yield index, repos
-    index.close()
-
-
-@pytest.fixture
-def client(fleet, tmp_path: Path):
+def client(dashboard_fleet, tmp_path: Path):
     app = create_app(tmp_path / "fleet.db", TOKEN)
     with TestClient(app, base_url=BASE, follow_redirects=False) as c:
         yield c
@@ -126,23 +118,23 @@ def test_security_headers_on_pages_and_api(authed: TestClient) -> None:
         assert r.headers["x-content-type-options"] == "nosniff"
 
 
-def test_pages_carry_no_inline_script(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_pages_carry_no_inline_script(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     for path in ("/", f"/repos/{repo_id(index, repos['conflicted'])}", "/digest?since=0"):
         html = authed.get(path).text
         assert "<script>" not in html and " on" + "click=" not in html
         assert '<script src="/static/app.js" defer></script>' in html
 
 
-def test_post_without_csrf_is_refused(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_post_without_csrf_is_refused(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["dirty"])
     r = authed.post(f"/api/repos/{rid}/refresh", headers=ORIGIN)
     assert r.status_code == 403 and r.json()["error"]["code"] == "CSRF_REFUSED"
 
 
-def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["dirty"])
     good = csrf_for(TOKEN)
     assert authed.post(f"/api/repos/{rid}/refresh", headers={**ORIGIN, "X-CSRF-Token": "x" * 64}).status_code == 403
@@ -151,8 +143,8 @@ def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed
     assert authed.post(f"/api/repos/{rid}/refresh", headers={"X-CSRF-Token": good}).status_code == 403
 
 
-def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
     new_head = commit_file(repos["clean"], "later.txt", "later\n")
     r = authed.post(f"/api/repos/{rid}/refresh",
@@ -161,15 +153,15 @@ def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient,
     assert authed.get(f"/api/repos/{rid}").json()["repo"]["head"] == new_head
 
 
-def test_plain_html_form_post_with_csrf_field_works_without_javascript(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_plain_html_form_post_with_csrf_field_works_without_javascript(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
     r = authed.post(f"/api/repos/{rid}/refresh", data={"csrf_token": csrf_for(TOKEN)}, headers=ORIGIN)
     assert r.status_code == 303 and r.headers["location"] == f"/repos/{rid}"
 
 
-def test_bearer_clients_post_without_csrf(client: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_bearer_clients_post_without_csrf(client: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
     r = client.post(f"/api/repos/{rid}/refresh", headers={"Authorization": f"Bearer {TOKEN}",
                                                           "Accept": "application/json"})
@@ -178,8 +170,8 @@ def test_bearer_clients_post_without_csrf(client: TestClient, fleet) -> None:
 
 # --- API ----------------------------------------------------------------------------------------------------
 
-def test_api_repos_matches_git(authed: TestClient, fleet) -> None:
-    _, repos = fleet
+def test_api_repos_matches_git(authed: TestClient, dashboard_fleet) -> None:
+    _, repos = dashboard_fleet
     records = {Path(r["path"]).name: r for r in authed.get("/api/repos").json()}
     assert set(records) == {"conflicted", "dirty", "clean", "tracking"}
     for name in records:
@@ -190,8 +182,8 @@ def test_api_repos_matches_git(authed: TestClient, fleet) -> None:
     assert (records["tracking"]["ahead"], records["tracking"]["behind"]) == (int(ahead), int(behind))
 
 
-def test_api_repo_detail_matches_git(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_api_repo_detail_matches_git(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     data = authed.get(f"/api/repos/{repo_id(index, repos['tracking'])}").json()
     assert data["repo"]["name"] == "tracking"
     assert [c["sha"] for c in data["commits"]] == git(repos["tracking"], "log", "--format=%H", "-n", "15").split()
@@ -214,8 +206,8 @@ def test_api_radar_ranks_conflict_then_diverged_then_dirty_then_clean(authed: Te
     assert data["freshness"]["watcher"]["state"] == "absent"
 
 
-def test_api_radar_filters_and_pages(authed: TestClient, fleet) -> None:
-    _, repos = fleet
+def test_api_radar_filters_and_pages(authed: TestClient, dashboard_fleet) -> None:
+    _, repos = dashboard_fleet
     assert [e["name"] for e in authed.get("/api/radar?reason=conflict").json()["entries"]] == ["conflicted"]
     assert [e["name"] for e in authed.get("/api/radar?q=uncommitted").json()["entries"]] == ["dirty"]
     assert "clean" not in [e["name"] for e in authed.get("/api/radar?attention=1").json()["entries"]]
@@ -227,8 +219,8 @@ def test_api_radar_filters_and_pages(authed: TestClient, fleet) -> None:
     assert authed.get("/api/radar?reason=bogus&page=-3&per_page=x").json()["matched"] == 4
 
 
-def test_api_events_pushes_changed_repo_ids(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_api_events_pushes_changed_repo_ids(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
     with authed.stream("GET", "/api/events") as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
@@ -262,8 +254,8 @@ def test_queue_page_lists_repos_in_rank_order_with_filters_kept(authed: TestClie
     assert link("dirty") in frag and link("conflicted") not in frag and "<html" not in frag
 
 
-def test_repo_page_shows_operation_and_next_step(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_repo_page_shows_operation_and_next_step(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     html = authed.get(f"/repos/{repo_id(index, repos['conflicted'])}").text
     assert "Merge in progress" in html and "git merge --abort" in html
     assert 'name="csrf_token"' in html
@@ -284,8 +276,8 @@ def _present(index, repo: Path) -> None:
                           "files": ["README.md", "new.txt"]}])
 
 
-def test_api_presence_mirrors_the_cli_shape_with_collisions(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_api_presence_mirrors_the_cli_shape_with_collisions(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     assert authed.get("/api/presence").json()["agents"] == []
     _present(index, repos["dirty"])
     data = authed.get("/api/presence").json()
@@ -294,8 +286,8 @@ def test_api_presence_mirrors_the_cli_shape_with_collisions(authed: TestClient, 
     assert data["freshness"]["presence"] == {"agents": 2, "refreshed_at": "2026-01-01T00:00:05+00:00"}
 
 
-def test_agents_show_on_the_agents_page_the_queue_and_the_repo_page(authed: TestClient, fleet) -> None:
-    index, repos = fleet
+def test_agents_show_on_the_agents_page_the_queue_and_the_repo_page(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
     _present(index, repos["dirty"])
     page = authed.get("/agents").text
     assert "Collisions" in page and "claude-code, codex touched the same files: README.md" in page
@@ -333,7 +325,7 @@ def test_the_landing_keeps_the_page_and_its_query(client: TestClient) -> None:
     assert r.headers["location"] == "/digest?since=7d&repos=a+b"
 
 
-def test_the_cookie_is_named_for_the_port_and_works_only_there(fleet, tmp_path: Path) -> None:
+def test_the_cookie_is_named_for_the_port_and_works_only_there(dashboard_fleet, tmp_path: Path) -> None:
     app = create_app(tmp_path / "fleet.db", TOKEN)
     with TestClient(app, base_url="http://127.0.0.1:8766", follow_redirects=False) as other:
         cookie = other.get(f"/?token={TOKEN}").headers["set-cookie"]
@@ -396,7 +388,7 @@ def test_serve_refuses_a_host_name_that_only_looks_loopback(tmp_path: Path) -> N
 
 # --- structure: every route behind the guards, one environment ------------------------------------------------
 
-def test_a_mounted_app_is_behind_every_guard(fleet, tmp_path: Path) -> None:
+def test_a_mounted_app_is_behind_every_guard(dashboard_fleet, tmp_path: Path) -> None:
     """What `serve` mounts beside the dashboard (the MCP bridge) passes the same Host, token and CSRF checks."""
     secret = Mount("/extra", app=PlainTextResponse("mounted"))
     app = create_app(tmp_path / "fleet.db", TOKEN, mounts=[secret])
@@ -411,9 +403,9 @@ def test_a_mounted_app_is_behind_every_guard(fleet, tmp_path: Path) -> None:
         assert c.get("/extra").headers["content-security-policy"] == CSP
 
 
-def test_templates_link_by_route_name(authed: TestClient, fleet) -> None:
+def test_templates_link_by_route_name(authed: TestClient, dashboard_fleet) -> None:
     """Links come from `url_for` and are paths on this server; each one answers."""
-    index, repos = fleet
+    index, repos = dashboard_fleet
     html = authed.get(f"/repos/{repo_id(index, repos['dirty'])}").text
     links = set(re.findall(r'(?:href|action|data-fragment|data-events|data-home)="([^"#?]+)', html))
     assert {"/", "/digest", "/agents", "/api/events", "/static/app.css"} <= links
@@ -424,8 +416,8 @@ def test_templates_link_by_route_name(authed: TestClient, fleet) -> None:
         assert method(link, headers=headers).status_code in (200, 303), link
 
 
-def test_the_dashboard_and_the_html_digest_share_one_environment(authed: TestClient, fleet) -> None:
-    index, _ = fleet
+def test_the_dashboard_and_the_html_digest_share_one_environment(authed: TestClient, dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
     assert templates.env is environment()
     data = report(index, "2025-01-01T00:00:00+00:00")
     standalone = render_html(data)

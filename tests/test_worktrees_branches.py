@@ -14,9 +14,10 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.brief import repo_brief
 from fleet.repo.parts import worktree_list
+from fleet.repo.record import read_repo
 from fleet.views.radar import attention
-from tests import oracle
-from tests.gitbuild import commit_file, git, with_upstream, write
+from tests.fleets import oracle
+from tests.fleets.gitbuild import commit_file, git, with_upstream, write
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_other_branches_in_their_real_state(tmp_path: Path):
         repo, "for-each-ref", "--format=%(refname:short) %(upstream:track)", "refs/heads").splitlines()}
     assert (track["diverged"], track["behind"], track["ahead"], track["gone"]) == (
         "[ahead 1, behind 1]", "[behind 1]", "[ahead 1]", "[gone]")
-    record = repo_brief.__globals__["read_repo"](_found(repo))
+    record = read_repo(_found(repo))
     texts = {r["code"]: r for r in attention(record)}
     assert texts["diverged"]["summary"] == "1 other branch diverged from upstream: diverged (1 ahead, 1 behind)"
     assert texts["diverged"]["next_step"].startswith("rebase each on its upstream")
@@ -128,7 +129,7 @@ def test_other_branches_in_their_real_state(tmp_path: Path):
     commit_file(repo, "d.txt", "conflicting local\n")
     git(repo, "rebase", "origin/diverged", check=False)
     assert oracle.operation(repo) == "rebase"
-    record = repo_brief.__globals__["read_repo"](_found(repo))
+    record = read_repo(_found(repo))
     for r in attention(record):
         assert "diverged" not in r.get("details", {}).get("branches", []), r
     hints = repo_brief(_found(repo))["hints"]

@@ -18,10 +18,10 @@ from starlette.routing import Route
 from fleet.index.store import open_index
 from tests.browser.axe import assert_clean, report, violations
 from tests.browser.test_dashboard_browser import watcher_backlog
-from tests.conftest import fleetdeck_argv, fleetdeck_env
-from tests.fleetstates import build_fleet
-from tests.gitbuild import commit_file
-from tests.serving import Server, wait_for
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.every_state import build_fleet
+from tests.fleets.gitbuild import commit_file
+from tests.fleets.serving import Server, wait_for
 from fleet.ops import service
 from web.app import routes
 from web.guards import API_PREFIXES

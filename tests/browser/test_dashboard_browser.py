@@ -13,9 +13,9 @@ import pytest
 
 from fleet.index.store import open_index
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.dashboard_fleet import build_fleet
-from tests.gitbuild import commit_file, git, write
-from tests.serving import Server, wait_for
+from tests.fleets.dashboard_fleet import build_fleet
+from tests.fleets.gitbuild import commit_file, git, write
+from tests.fleets.serving import Server, wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -10,9 +10,9 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.gitbuild import git
-from tests.opsfleet import build
-from tests.serving import Server, wait_for
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import build
+from tests.fleets.serving import Server, wait_for
 
 pytestmark = pytest.mark.browser
 

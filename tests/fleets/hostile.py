@@ -14,7 +14,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from tests.gitbuild import bare_remote, clone, commit_file, git, init_repo, write
+from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, write
 
 # Every hook git could fire around an index or ref change, a checkout, a commit or a push.
 HOOKS = ("post-index-change", "pre-commit", "post-commit", "post-checkout", "post-merge", "pre-push",

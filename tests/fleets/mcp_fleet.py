@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fleet.index.store import open_index
 from fleet.index.scan import scan
-from tests.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
 
 
 def conflicted_merge(repo: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gitbuild import git
+from tests.fleets.gitbuild import git
 
 UNMERGED = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 

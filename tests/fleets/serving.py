@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 
 START_TIMEOUT_S = 60
 

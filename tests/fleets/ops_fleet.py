@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def build(base: Path) -> dict:
@@ -25,15 +23,6 @@ def build(base: Path) -> dict:
     index = open_index(base / "fleet.db")
     scan(index, [str(root)])
     return {"root": root, "work": work, "index": index, "db": base / "fleet.db"}
-
-
-@pytest.fixture
-def fleet(tmp_path, monkeypatch):
-    monkeypatch.delenv("FLEETDECK_POLICY", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    built = build(tmp_path)
-    yield built
-    built["index"].close()
 
 
 def state(repo: Path) -> dict:

@@ -11,7 +11,7 @@ from fleet.audit.config import AuditConfig
 from fleet.audit.keys import Signer, keygen, load_public
 from fleet.audit.ledger import AuditLog
 from fleet.audit.segments import segment_files
-from tests.conftest import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 
 
 def make_log(base: Path, key: Path | None = None, **overrides) -> AuditLog:

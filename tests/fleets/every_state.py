@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.gitbuild import bare_remote, clone, commit_file, git, init_repo, with_upstream, write
+from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, with_upstream, write
 
 
 def _conflicting_branches(repo: Path) -> None:

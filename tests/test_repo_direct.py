@@ -1,0 +1,130 @@
+"""fleet/repo logic called directly (not through MCP): the brief, target resolution and patch path checks,
+each checked against what git (or the file system) says."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet.errors import FleetError
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from fleet.repo.brief import repo_brief
+from fleet.repo.paths import resolve_in_repo, work_tree_root
+from fleet.repo.target import resolve_target
+from tests.fleets import oracle
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """A root with a dirty, a detached and an empty repo, indexed; plus a repo outside the root."""
+    base = tmp_path_factory.mktemp("direct")
+    root = base / "root"
+    dirty = init_repo(root / "dirty", commits=3)
+    commit_file(dirty, "src/app.py", "print('hi')\n")
+    write(dirty / "src/app.py", "print('changed')\n")
+    write(dirty / "notes.txt", "untracked\n")
+    write(dirty / "staged.txt", "staged\n")
+    git(dirty, "add", "staged.txt")
+    detached = init_repo(root / "detached", commits=2)
+    git(detached, "checkout", "-q", "--detach", "HEAD~1")
+    empty = init_repo(root / "empty", commits=0)
+    outside = init_repo(base / "outside", commits=1)
+    db = base / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(root)])
+    return {"root": root, "dirty": dirty, "detached": detached, "empty": empty, "outside": outside, "db": db}
+
+
+@pytest.fixture
+def index(fleet):
+    with open_index(fleet["db"]) as idx:
+        yield idx
+
+
+@pytest.mark.parametrize("name", ["dirty", "detached", "empty"])
+def test_brief_matches_git(index, fleet, name):
+    repo = fleet[name]
+    brief = repo_brief(resolve_target(index, str(repo)), commits=5)
+    head = oracle.head_state(repo)
+    assert brief["head"]["sha"] == (head["head"][:12] if head["head"] else None)
+    assert brief["head"]["branch"] == head["branch"]
+    assert brief["head"]["detached"] is head["detached"]
+    assert brief["head"]["unborn"] is (head["head"] is None)
+    counts = oracle.counts(repo)
+    for key in ("staged", "unstaged", "untracked", "conflicted"):
+        assert brief["working_tree"][key] == counts[key], key
+    assert brief["working_tree"]["clean"] is not any(counts[k] for k in ("staged", "unstaged", "untracked",
+                                                                          "conflicted"))
+    expected = git(repo, "log", "-n5", "--format=%h", "--abbrev=12").split() if head["head"] else []
+    assert [c["sha"] for c in brief["recent_commits"]] == expected
+
+
+def test_brief_states_differ_as_git_says(index, fleet):
+    """The three repos really are in three states (so the comparisons above cannot pass vacuously)."""
+    dirty = repo_brief(resolve_target(index, str(fleet["dirty"])))
+    detached = repo_brief(resolve_target(index, str(fleet["detached"])))
+    empty = repo_brief(resolve_target(index, str(fleet["empty"])))
+    assert dirty["working_tree"]["clean"] is False and dirty["head"]["branch"] == "main"
+    assert detached["head"]["detached"] is True and detached["head"]["branch"] is None
+    assert any("detached" in h for h in detached["hints"])
+    assert empty["head"]["unborn"] is True and empty["head"]["branch"] == "main" and empty["recent_commits"] == []
+
+
+def test_resolve_target_by_name_path_and_subfolder(index, fleet):
+    real = os.path.realpath(fleet["dirty"])
+    assert resolve_target(index, "dirty").path == real
+    assert resolve_target(index, str(fleet["dirty"])).path == real
+    assert resolve_target(index, str(fleet["dirty"] / "src")).path == real
+    assert resolve_target(index, "detached").path == os.path.realpath(fleet["detached"])
+
+
+@pytest.mark.parametrize("where", ["outside", "/etc", "no-such-name"])
+def test_resolve_target_outside_the_roots_is_refused(index, fleet, where):
+    target = str(fleet["outside"]) if where == "outside" else where
+    with pytest.raises(FleetError) as err:
+        resolve_target(index, target)
+    assert err.value.code == "REPO_NOT_IN_FLEET", err.value.message
+
+
+def test_resolve_target_folder_in_root_but_no_repo(index, fleet):
+    (fleet["root"] / "plain").mkdir(exist_ok=True)
+    with pytest.raises(FleetError) as err:
+        resolve_target(index, str(fleet["root"] / "plain"))
+    assert err.value.code == "REPO_NOT_IN_FLEET"
+
+
+@pytest.mark.parametrize("bad", ["../escape.txt", "src/../../escape.txt", "/etc/passwd", "a\0b", ".git/config",
+                                 "", "src//x"])
+def test_patch_paths_refuse_escapes(fleet, bad):
+    root = work_tree_root(fleet["dirty"])
+    with pytest.raises(FleetError) as err:
+        resolve_in_repo(root, bad)
+    assert err.value.code == "BAD_PATH"
+
+
+def test_patch_paths_refuse_symlinks_out_and_in(tmp_path, fleet):
+    repo = init_repo(tmp_path / "links", commits=1)
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (repo / "out").symlink_to(outside)
+    (repo / "in").symlink_to(repo / "src-real")
+    (repo / "src-real").mkdir()
+    root = work_tree_root(repo)
+    for name, where in (("out/x.txt", "outside"), ("in/x.txt", "inside")):
+        with pytest.raises(FleetError) as err:
+            resolve_in_repo(root, name)
+        assert err.value.code == "BAD_PATH" and f"({where} the repository)" in err.value.message
+    assert resolve_in_repo(root, "src-real/x.txt") == root / "src-real" / "x.txt"
+
+
+def test_work_tree_root_wants_the_top(fleet):
+    assert work_tree_root(fleet["dirty"]) == Path(fleet["dirty"]).resolve()
+    for bad, code in ((fleet["dirty"] / "src", "BAD_PATH"), (Path("relative"), "BAD_PATH"),
+                      (fleet["root"] / "missing", "NOT_FOUND")):
+        with pytest.raises(FleetError) as err:
+            work_tree_root(bad)
+        assert err.value.code == code, bad
