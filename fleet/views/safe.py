@@ -26,7 +26,7 @@ def visible(text: object) -> str:
 
 
 def json_safe(encoded: str) -> str:
-    """JSON text with DEL, C1 and bidi controls escaped as `\\uXXXX` (same value, inert on a terminal)."""
+    """JSON text with DEL, C1 and bidi controls escaped as `\\u` sequences (same value, inert on a terminal)."""
     return encoded.translate(_JSON)
 
 
