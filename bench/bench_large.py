@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_mcp import GitRecorder, median_ms, replay  # noqa: E402
+from bench.bench_mcp import median_ms, time_against_git  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
@@ -116,26 +116,8 @@ def _calls(repo: Path, commits: int) -> list[tuple[str, dict]]:
 
 
 async def per_call(server, repo: Path, calls: list[tuple[str, dict]], runs: int) -> list[dict]:
-    out = []
-    for label, args in calls:
-        name = label.split()[0]
-        args = {"repo": str(repo), **args}
-        with GitRecorder() as rec:
-            first = await server.call_tool(name, args)
-        assert not first.is_error, first.content[0].text
-        size = len(first.content[0].text)
-        tool, bare = [], []
-        for _ in range(runs):  # alternate so machine noise hits both alike
-            start = time.perf_counter()
-            await server.call_tool(name, args)
-            tool.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            replay(rec.calls)
-            bare.append(time.perf_counter() - start)
-        out.append({"tool": label, "git_commands": len(rec.calls), "response_bytes": size,
-                    "tool_ms": median_ms(tool), "bare_git_ms": median_ms(bare),
-                    "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)})
-    return out
+    return [{**await time_against_git(server, label.split()[0], {"repo": str(repo), **args}, runs), "tool": label}
+            for label, args in calls]
 
 
 def git_log_page(repo: Path, runs: int) -> float:

@@ -74,24 +74,26 @@ def replay(calls: list[tuple[list[str], dict]]) -> None:
         subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+async def time_against_git(server, name: str, args: dict, runs: int) -> dict:
+    """One tool's median time against the bare git commands it ran, replayed alone (alternated runs)."""
+    with GitRecorder() as rec:
+        first = await server.call_tool(name, args)
+    assert not first.is_error, first.content[0].text
+    tool, bare = [], []
+    for _ in range(runs):  # alternate so machine noise hits both alike
+        start = time.perf_counter()
+        await server.call_tool(name, args)
+        tool.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        replay(rec.calls)
+        bare.append(time.perf_counter() - start)
+    return {"tool": name, "git_commands": len(rec.calls), "response_bytes": len(first.content[0].text),
+            "tool_ms": median_ms(tool), "bare_git_ms": median_ms(bare),
+            "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)}
+
+
 async def per_call(server, repo: str, runs: int) -> list[dict]:
-    out = []
-    for name, args in CALLS:
-        args = {"repo": repo, **args}
-        with GitRecorder() as rec:
-            first = await server.call_tool(name, args)
-        assert not first.is_error, first.content[0].text
-        tool, bare = [], []
-        for _ in range(runs):  # alternate so machine noise hits both alike
-            start = time.perf_counter()
-            await server.call_tool(name, args)
-            tool.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            replay(rec.calls)
-            bare.append(time.perf_counter() - start)
-        out.append({"tool": name, "git_commands": len(rec.calls), "tool_ms": median_ms(tool),
-                    "bare_git_ms": median_ms(bare), "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)})
-    return out
+    return [await time_against_git(server, name, {"repo": repo, **args}, runs) for name, args in CALLS]
 
 
 async def client_call(server, repo: str, runs: int) -> dict:
