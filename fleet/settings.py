@@ -21,9 +21,10 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from fleet.errors import FleetError
+from fleet.git.files import BrokenRepo, read_file
 
 MAX_SETTINGS_BYTES = 256 * 1024
 
@@ -60,32 +61,35 @@ SECTIONS: dict[str, dict[str, Key]] = {
 }
 
 
-def settings_path() -> Path:
-    env = os.environ.get("FLEETDECK_SETTINGS")
-    if env:
-        return Path(env)
-    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+def settings_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$FLEETDECK_SETTINGS`, else `$XDG_CONFIG_HOME/fleetdeck/settings.toml` (`~/.config/...`)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("FLEETDECK_SETTINGS"):
+        return Path(environ["FLEETDECK_SETTINGS"])
+    config_home = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
     return Path(config_home) / "fleetdeck" / "settings.toml"
+
+
+def read_toml(path: Path, limit: int, code: str, what: str) -> dict[str, Any] | None:
+    """A person's TOML file (settings, policy), or None when it does not exist; FleetError `code` when it is
+    not a regular file, is unreadable, larger than `limit` bytes, not UTF-8 or not TOML. Links are followed
+    (dotfiles are often linked); FIFOs and devices are refused without blocking."""
+    try:
+        data = read_file(path, limit, f"{what} {path}", follow=True)
+    except BrokenRepo as exc:
+        raise FleetError(code, str(exc)) from None
+    if data is None:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FleetError(code, f"{what} {path} is not valid TOML: {exc}") from None
 
 
 def load_settings(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """Every section with every key: the file's values over the defaults. FleetError BAD_ARGUMENT otherwise."""
     path = path or settings_path()
-    raw: dict[str, Any] = {}
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SETTINGS_BYTES + 1)
-    except FileNotFoundError:
-        data = None
-    except OSError as exc:
-        raise FleetError("BAD_ARGUMENT", f"cannot read settings file {path}: {exc.strerror}") from None
-    if data is not None:
-        if len(data) > MAX_SETTINGS_BYTES:
-            raise FleetError("BAD_ARGUMENT", f"settings file {path} is larger than {MAX_SETTINGS_BYTES} bytes")
-        try:
-            raw = tomllib.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise FleetError("BAD_ARGUMENT", f"settings file {path} is not valid TOML: {exc}") from None
+    raw = read_toml(path, MAX_SETTINGS_BYTES, "BAD_ARGUMENT", "settings file") or {}
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
         raise FleetError("BAD_ARGUMENT", f"{path}: unknown section [{unknown[0]}] (known: "

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleet.errors import FleetError
 from fleet.ops.catalog import HIGH, OPS, always_high
+from fleet.settings import read_toml
 
 ACTIONS = ("deny", "approve", "auto")
 RULE_KEYS = {"agent", "op", "repo", "ref", "path", "action", "note"}
@@ -123,17 +123,9 @@ def load_policy() -> Policy:
 
 
 def parse_policy_file(path: Path) -> Policy:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise FleetError("POLICY_INVALID", f"cannot read the policy file {path}: {exc.strerror}") from None
-    if len(data) > MAX_POLICY_BYTES:
-        raise FleetError("POLICY_INVALID", f"the policy file {path} is larger than {MAX_POLICY_BYTES} bytes")
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise FleetError("POLICY_INVALID", f"the policy file {path} is not valid TOML: {exc}") from None
+    doc = read_toml(path, MAX_POLICY_BYTES, "POLICY_INVALID", "the policy file")
+    if doc is None:
+        raise FleetError("POLICY_INVALID", f"the policy file {path} does not exist")
     return parse_policy(doc, str(path))
 
 
