@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from fleet.presence.files import CACHE, json_lines_reversed, parse_time, read_json, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir
+from fleet.presence.files import json_lines_reversed, parse_time, read_json, read_tail, recent_files
+from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
+                                   session_sightings)
 from fleet.presence.procs import classify, process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
@@ -70,14 +71,7 @@ def parse_transcript(path: Path) -> Activity:
 
 def transcript_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]], repo_map: RepoMap,
                          now: float) -> list[Sighting]:
-    out = []
-    for path, st in files:
-        act = CACHE.get(path, st, parse_transcript)
-        repo = repo_map.find(act.cwd)
-        if repo is None:
-            continue
-        out.append(act.sighting(agent, repo, st.st_mtime, now))
-    return out
+    return session_sightings(agent, files, parse_transcript, repo_map, now)
 
 
 def _status_sighting(path: Path, repo_map: RepoMap, now: float, proc_root: Path) -> Sighting | None:

@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir
+from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
+from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
+                                   session_sightings)
 
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 _DONE = {"task_complete", "turn_complete", "turn_aborted"}
@@ -85,11 +86,5 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     root = home_dir(environ, "CODEX_HOME", home, ".codex")
     repo_map = RepoMap.of(repos)
-    out = []
-    for path, st in recent_files(root / "sessions", "*/*/*/rollout-*.jsonl", now - thresholds.recent):
-        act = CACHE.get(path, st, parse_rollout)
-        repo = repo_map.find(act.cwd)
-        if repo is None:
-            continue
-        out.append(act.sighting("codex", repo, st.st_mtime, now))
-    return out
+    files = recent_files(root / "sessions", "*/*/*/rollout-*.jsonl", now - thresholds.recent)
+    return session_sightings("codex", files, parse_rollout, repo_map, now)

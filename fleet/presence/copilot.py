@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from fleet.presence.files import CACHE, json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir
+from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
+from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir, session_sightings
 
 _ENDS = {"assistant.turn_end", "session.idle", "session.shutdown"}
 _STARTS = {"assistant.turn_start", "user.message", "tool.execution_start", "assistant.message"}
@@ -61,11 +61,4 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
     for path, st in recent_files(root, "*/workspace.yaml", cutoff) + recent_files(root, "*/events.jsonl", cutoff):
         if path.parent not in newest or st.st_mtime > newest[path.parent][1].st_mtime:
             newest[path.parent] = (path, st)
-    out = []
-    for folder, (path, st) in newest.items():
-        act = CACHE.get(path, st, _parse_by_events)
-        repo = repo_map.find(act.cwd)
-        if repo is None:
-            continue
-        out.append(act.sighting("copilot", repo, st.st_mtime, now))
-    return out
+    return session_sightings("copilot", newest.values(), _parse_by_events, repo_map, now)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 from urllib.parse import unquote, urlparse
+
+from fleet.presence.files import CACHE
 
 MAX_FILES = 8
 
@@ -132,6 +134,19 @@ class RepoMap:
                 real = norm
             self._real[norm] = real
         return self._walk(real) if real != norm else None
+
+
+def session_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]],
+                      parse: Callable[[Path], Activity], repo_map: RepoMap, now: float) -> list[Sighting]:
+    """One sighting per session file whose working directory is inside a fleet repo (parses are cached by
+    path, mtime and size, so an unchanged file is never read twice)."""
+    out = []
+    for path, st in files:
+        act = CACHE.get(path, st, parse)
+        repo = repo_map.find(act.cwd)
+        if repo is not None:
+            out.append(act.sighting(agent, repo, st.st_mtime, now))
+    return out
 
 
 def relative_files(repo: str, cwd: str | None, files: Iterable[str], limit: int = MAX_FILES) -> tuple[str, ...]:

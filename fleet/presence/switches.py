@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping, TypedDict
 
+from fleet.errors import FleetError
 from fleet.settings import load_settings, settings_path
 
 
