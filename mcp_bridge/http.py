@@ -16,43 +16,40 @@ from typing import AsyncIterator, Callable
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Scope, Send
 
 from mcp_bridge.envelope import MAX_FRAME, frame_limit_error
 from mcp_bridge.server import FleetServer
-from web.guards import guards
+from web.guards import ResponseRewriter, guards
 from web.security import Guard, allowed_hosts_for
 
 LOCAL_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
 LOCAL_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-class FrameLimitAnswer:
-    """ASGI wrapper: the SDK refuses a body over MAX_FRAME with a plain-text 413; agents get the same
-    JSON-RPC error (`data.code: LIMIT`) as on stdio instead."""
+class FrameLimitAnswer(ResponseRewriter):
+    """The SDK refuses a body over MAX_FRAME with a plain-text 413; agents get the same JSON-RPC error
+    (`data.code: LIMIT`) as on stdio instead."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def rewrite(self, scope: Scope, send: Send) -> Send:
         replaced = False
 
-        async def answer(message: dict) -> None:
+        async def answer(message: Message) -> None:
             nonlocal replaced
             if message["type"] == "http.response.start" and message["status"] == 413:
                 replaced = True
-                body = frame_limit_error(None).model_dump_json(by_alias=True).encode()
-                await send({"type": "http.response.start", "status": 413,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                response = Response(frame_limit_error(None).model_dump_json(by_alias=True), status_code=413,
+                                    media_type="application/json")
+                await response(scope, _no_body, send)
             elif not replaced:  # the SDK's own 413 body is dropped
                 await send(message)
 
-        await self.app(scope, receive, answer)
+        return answer
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
 
 
 @dataclass

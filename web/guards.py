@@ -71,17 +71,27 @@ def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
                         status_code=status, headers=headers)
 
 
-class SecurityHeaders:
-    """Adds the security headers to every response that does not set its own."""
+class ResponseRewriter:
+    """Base of the pure ASGI wrappers that only change what goes out: `rewrite(scope, send)` returns the
+    `send` the app gets for one HTTP request; other scopes (lifespan, websockets) pass through untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
+    def rewrite(self, scope: Scope, send: Send) -> Send:
+        raise NotImplementedError
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
+        else:
+            await self.app(scope, receive, self.rewrite(scope, send))
 
+
+class SecurityHeaders(ResponseRewriter):
+    """Adds the security headers to every response that does not set its own."""
+
+    def rewrite(self, scope: Scope, send: Send) -> Send:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
@@ -89,7 +99,7 @@ class SecurityHeaders:
                     headers.setdefault(name, value)
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        return with_headers
 
 
 class HostCheck:
