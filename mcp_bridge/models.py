@@ -362,13 +362,17 @@ class CommitDetails(Capped, Commit):
     lines_omitted_count: int
 
 
-class DiffRefs(Capped):
+class RefPair(Capped):
+    """What a two-ref comparison resolved: both refs, their shas, and the side the diff starts from."""
     base: str
     head: str
     base_sha: str
     head_sha: str
     merge_base: str | None
     diff_from: str
+
+
+class DiffRefs(RefPair):
     changes: list[Change]
     file_count: int
     hunks_omitted_count: int
@@ -605,13 +609,7 @@ class SemanticFile(Out):
     changed: list[ChangedSymbol] | None = None
 
 
-class SemanticDiff(Capped):
-    base: str
-    head: str
-    base_sha: str
-    head_sha: str
-    merge_base: str | None
-    diff_from: str
+class SemanticDiff(RefPair):
     supported: bool
     files: list[SemanticFile]
     file_count: int
