@@ -7,6 +7,7 @@ from pathlib import Path
 from fleet.index.store import open_index
 from fleet.index.scan import scan
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.repo_states import forked_edits
 
 
 def conflicted_merge(repo: Path) -> None:
@@ -49,11 +50,7 @@ def build_fleet(base: Path) -> dict[str, Path]:
     conflicted_merge(conflicted)
 
     rebasing = repos["rebasing"] = init_repo(root / "rebasing", commits=1)
-    commit_file(rebasing, "shared.txt", "base\n", "base")
-    git(rebasing, "checkout", "-q", "-b", "topic")
-    commit_file(rebasing, "shared.txt", "topic\n", "topic change")
-    git(rebasing, "checkout", "-q", "main")
-    commit_file(rebasing, "shared.txt", "main\n", "main change")
+    forked_edits(rebasing, "shared.txt", "topic", "topic\n", "main\n", ("topic change", "main change"))
     git(rebasing, "checkout", "-q", "topic")
     git(rebasing, "rebase", "-q", "main", check=False)
 

@@ -75,14 +75,22 @@ def merge_conflict(path: Path) -> Path:
     return repo
 
 
+def forked_edits(repo: Path, file: str, branch: str, branch_text: str, main_text: str,
+                 messages: tuple[str, str] | None = None) -> None:
+    """`file` committed as "base", then edited differently on a new `branch` and on main; HEAD ends on
+    main. The two edits conflict when one is replayed onto the other (rebase, cherry-pick, merge)."""
+    branch_msg, main_msg = messages or (f"{branch} edit", "main edit")
+    commit_file(repo, file, "base\n", "base")
+    git(repo, "checkout", "-q", "-b", branch)
+    commit_file(repo, file, branch_text, branch_msg)
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, file, main_text, main_msg)
+
+
 def rebase_conflict(path: Path) -> Path:
     """`feature` rebased onto `main`, stopped on a conflict in f.txt."""
     repo = init_repo(path, commits=1)
-    commit_file(repo, "f.txt", "base\n", "base")
-    git(repo, "checkout", "-q", "-b", "feature")
-    commit_file(repo, "f.txt", "feature\n", "feature edit")
-    git(repo, "checkout", "-q", "main")
-    commit_file(repo, "f.txt", "upstream\n", "upstream edit")
+    forked_edits(repo, "f.txt", "feature", "feature\n", "upstream\n", ("feature edit", "upstream edit"))
     git(repo, "checkout", "-q", "feature")
     git(repo, "rebase", "main", check=False)
     return repo
@@ -90,10 +98,6 @@ def rebase_conflict(path: Path) -> Path:
 
 def cherry_pick_conflict(path: Path) -> Path:
     repo = init_repo(path, commits=1)
-    commit_file(repo, "f.txt", "base\n", "base")
-    git(repo, "checkout", "-q", "-b", "donor")
-    commit_file(repo, "f.txt", "donor\n", "donor edit")
-    git(repo, "checkout", "-q", "main")
-    commit_file(repo, "f.txt", "main\n", "main edit")
+    forked_edits(repo, "f.txt", "donor", "donor\n", "main\n")
     git(repo, "cherry-pick", "donor", check=False)
     return repo
