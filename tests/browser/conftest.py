@@ -40,3 +40,15 @@ def browser(playwright_instance):
     instance = playwright_instance.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     yield instance
     instance.close()
+
+
+@pytest.fixture
+def page(browser, served):
+    """A tab signed in to the module's `served` (server, index, fleet) dashboard: the access link sets the
+    cookie and redirects to the clean URL; the context is closed after the test."""
+    server = served[0]
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.goto(server.url)
+    yield tab
+    context.close()

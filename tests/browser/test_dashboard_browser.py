@@ -21,7 +21,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
+def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("browser-fleet")
     repos = build_fleet(base)
     server = Server(base / "fleet.db", [repos["root"]])
@@ -30,16 +30,6 @@ def fleet(tmp_path_factory):
     yield server, index, repos
     index.close()
     server.stop()
-
-
-@pytest.fixture
-def page(browser, fleet):
-    server, _, _ = fleet
-    context = browser.new_context()
-    tab = context.new_page()
-    tab.goto(server.url)  # the access link: sets the cookie, redirects to the clean URL
-    yield tab
-    context.close()
 
 
 def watcher_backlog(index) -> int | None:
@@ -51,14 +41,14 @@ def row_names(page) -> list[str]:
     return page.locator("#queue-table tbody .repo-link").all_inner_texts()
 
 
-def test_queue_ranks_conflicted_above_dirty_above_clean(page, fleet) -> None:
+def test_queue_ranks_conflicted_above_dirty_above_clean(page, served) -> None:
     assert page.url.endswith("/") and "token=" not in page.url
     names = row_names(page)
     assert names.index("conflicted") < names.index("dirty") < names.index("clean")
     assert page.locator('tr[data-status="conflict"] .badge').inner_text() == "conflict"
 
 
-def test_repo_page_shows_branch_and_ahead_behind(page, fleet) -> None:
+def test_repo_page_shows_branch_and_ahead_behind(page, served) -> None:
     page.get_by_role("link", name="tracking", exact=True).click()
     page.wait_for_url(re.compile(r"/repos/\d+$"))
     assert page.get_by_role("heading", level=1).inner_text() == "tracking"
@@ -68,8 +58,8 @@ def test_repo_page_shows_branch_and_ahead_behind(page, fleet) -> None:
     assert page.locator("#ahead-behind").inner_text() == "↑2 ↓1"
 
 
-def test_queue_updates_in_place_after_a_commit(page, fleet) -> None:
-    server, index, repos = fleet
+def test_queue_updates_in_place_after_a_commit(page, served) -> None:
+    server, index, repos = served
     page.evaluate("window.__notReloaded = true")
     page.wait_for_selector("#live-status.on")
     clean_row = page.locator("tr", has=page.get_by_role("link", name="clean", exact=True))
@@ -82,8 +72,8 @@ def test_queue_updates_in_place_after_a_commit(page, fleet) -> None:
     assert page.evaluate("window.__notReloaded") is True
 
 
-def test_filters_survive_a_live_update(page, fleet) -> None:
-    server, index, repos = fleet
+def test_filters_survive_a_live_update(page, served) -> None:
+    server, index, repos = served
     page.wait_for_selector("#live-status.on")
     page.select_option("#f-reason", "local_changes")
     page.fill("#f-q", "dirty")
@@ -102,8 +92,8 @@ def test_filters_survive_a_live_update(page, fleet) -> None:
     assert page.input_value("#f-q") == "dirty" and page.input_value("#f-reason") == "local_changes"
 
 
-def test_no_token_is_refused(browser, fleet) -> None:
-    server, _, _ = fleet
+def test_no_token_is_refused(browser, served) -> None:
+    server, _, _ = served
     context = browser.new_context()
     tab = context.new_page()
     response = tab.goto(server.base + "/")
@@ -113,8 +103,8 @@ def test_no_token_is_refused(browser, fleet) -> None:
     context.close()
 
 
-def test_a_foreign_host_is_refused_dns_rebinding(playwright_instance, fleet) -> None:
-    server, _, _ = fleet
+def test_a_foreign_host_is_refused_dns_rebinding(playwright_instance, served) -> None:
+    server, _, _ = served
     port = server.base.rsplit(":", 1)[1]
     rebinding = playwright_instance.chromium.launch(
         executable_path=CHROMIUM, args=CHROMIUM_ARGS + ["--host-resolver-rules=MAP rebind.example 127.0.0.1"])
@@ -127,8 +117,8 @@ def test_a_foreign_host_is_refused_dns_rebinding(playwright_instance, fleet) -> 
         rebinding.close()
 
 
-def test_a_post_without_csrf_is_refused(page, fleet) -> None:
-    server, index, repos = fleet
+def test_a_post_without_csrf_is_refused(page, served) -> None:
+    server, index, repos = served
     rid = index.repo(str(repos["dirty"].resolve()))["id"]
     url = f"/api/repos/{rid}/refresh"
     bare = page.evaluate("u => fetch(u, {method: 'POST', headers: {Accept: 'application/json'}})"
@@ -151,8 +141,8 @@ def test_the_content_security_policy_is_enforced(page) -> None:
     assert blocked.startswith("script-src")
 
 
-def test_digest_page_charts_activity_and_shows_new_events_live(page, fleet) -> None:
-    server, _index, repos = fleet
+def test_digest_page_charts_activity_and_shows_new_events_live(page, served) -> None:
+    server, _index, repos = served
     page.goto(server.base + "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00")  # gitbuild's clock
     assert page.get_by_role("link", name="Digest").get_attribute("aria-current") == "page"
     chart = page.locator("svg.chart")

@@ -29,16 +29,6 @@ def served(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture
-def page(browser, served):
-    server, _, _ = served
-    context = browser.new_context()
-    tab = context.new_page()
-    tab.goto(server.url)
-    yield tab
-    context.close()
-
-
 def test_click_approve_runs_it_and_the_page_shows_the_outcome(page, served):
     server, index, built = served
     work = built["work"]
