@@ -10,15 +10,12 @@ import shutil
 from pathlib import Path
 
 from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, with_upstream, write
+from tests.fleets.repo_states import forked_edits
 
 
 def _conflicting_branches(repo: Path) -> None:
     """main and `topic` both change `shared.txt` line 1, differently."""
-    commit_file(repo, "shared.txt", "base\n", "base")
-    git(repo, "checkout", "-q", "-b", "topic")
-    commit_file(repo, "shared.txt", "topic side\n", "topic change")
-    git(repo, "checkout", "-q", "main")
-    commit_file(repo, "shared.txt", "main side\n", "main change")
+    forked_edits(repo, "shared.txt", "topic", "topic side\n", "main side\n", ("topic change", "main change"))
 
 
 def build_fleet(root: Path, side: Path) -> dict[str, Path]:

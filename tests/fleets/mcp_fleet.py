@@ -10,14 +10,6 @@ from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, wr
 from tests.fleets.repo_states import forked_edits
 
 
-def conflicted_merge(repo: Path) -> None:
-    git(repo, "checkout", "-q", "-b", "topic")
-    commit_file(repo, "shared.txt", "topic side\n", "topic edit")
-    git(repo, "checkout", "-q", "main")
-    commit_file(repo, "shared.txt", "main side\n", "main edit")
-    git(repo, "merge", "-q", "topic", check=False)
-
-
 def build_fleet(base: Path) -> dict[str, Path]:
     """Repos under `base/fleet` (the root), indexed into `base/fleet.db`. Returns name -> path (+ root, db)."""
     root = base / "fleet"
@@ -46,8 +38,8 @@ def build_fleet(base: Path) -> dict[str, Path]:
     write(dirty / "notes.txt", "untracked\n")
 
     repos["conflicted"] = conflicted = init_repo(root / "conflicted", commits=1)
-    commit_file(conflicted, "shared.txt", "base\n", "base")
-    conflicted_merge(conflicted)
+    forked_edits(conflicted, "shared.txt", "topic", "topic side\n", "main side\n")
+    git(conflicted, "merge", "-q", "topic", check=False)
 
     rebasing = repos["rebasing"] = init_repo(root / "rebasing", commits=1)
     forked_edits(rebasing, "shared.txt", "topic", "topic\n", "main\n", ("topic change", "main change"))
