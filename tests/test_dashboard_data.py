@@ -18,7 +18,8 @@ from fleet.repo.record import iso
 from fleet.index.scan import refresh_repo, scan
 from fleet.repo.detail import timeline
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
-from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import git, init_repo
+from tests.fleets.repo_states import amend_and_reset
 
 
 # --- queue ----------------------------------------------------------------------------------------------------
@@ -104,12 +105,7 @@ def test_freshness_reports_the_newest_scan_and_the_change_counter(dashboard_flee
 def test_timeline_reads_events_and_flags_rewrites_and_recoverable_commits_like_git(tmp_path: Path) -> None:
     root = tmp_path / "root"
     repo = init_repo(root / "r", commits=2)
-    commit_file(repo, "a.txt", "a\n", "to be amended")
-    amended_away = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "commit", "-q", "--amend", "-m", "amended")
-    commit_file(repo, "b.txt", "b\n", "to be reset away")
-    reset_away = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    amended_away, reset_away = amend_and_reset(repo)
     with open_index(tmp_path / "f.db") as index:
         scan(index, [str(root)])
         repo_id = index.repo("r")["id"]

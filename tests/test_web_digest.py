@@ -10,7 +10,8 @@ from starlette.testclient import TestClient
 
 from fleet.views.digest import BULK_KINDS, digest
 from fleet.index.scan import refresh_repo
-from tests.fleets.gitbuild import commit_file, git
+from tests.fleets.gitbuild import git
+from tests.fleets.repo_states import amend_and_reset
 from web.app import create_app
 
 TOKEN = "test-token-digest-0123456789abcdefghijklmnop"
@@ -28,12 +29,7 @@ def authed(dashboard_fleet, tmp_path: Path):
 
 def rewrite_history(index, repo: Path) -> tuple[str, str]:
     """Amend one commit and reset another away; returns (amended-away sha, reset-away sha)."""
-    commit_file(repo, "a.txt", "a\n", "to be amended")
-    amended = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "commit", "-q", "--amend", "-m", "amended")
-    commit_file(repo, "b.txt", "b\n", "to be reset away")
-    reset = git(repo, "rev-parse", "HEAD").strip()
-    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    amended, reset = amend_and_reset(repo)
     git(repo, "branch", "keep-amended", amended)  # reachable again: rewritten, but not lost
     refresh_repo(index, str(repo.resolve()))
     return amended, reset

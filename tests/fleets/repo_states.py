@@ -75,6 +75,17 @@ def merge_conflict(path: Path) -> Path:
     return repo
 
 
+def amend_and_reset(repo: Path) -> tuple[str, str]:
+    """Amend one new commit and reset another away; returns (amended-away sha, reset-away sha)."""
+    commit_file(repo, "a.txt", "a\n", "to be amended")
+    amended = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--amend", "-m", "amended")
+    commit_file(repo, "b.txt", "b\n", "to be reset away")
+    reset = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    return amended, reset
+
+
 def forked_edits(repo: Path, file: str, branch: str, branch_text: str, main_text: str,
                  messages: tuple[str, str] | None = None) -> None:
     """`file` committed as "base", then edited differently on a new `branch` and on main; HEAD ends on
