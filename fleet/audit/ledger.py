@@ -271,13 +271,7 @@ class AuditLog:
         """A new active segment whose header continues the chain at `head` (the caller holds the lock)."""
         header = {"segment": 1, "schema": SCHEMA, "chain": CHAIN, "first_seq": head[0] + 1, "prev_hash": head[1],
                   "created_at": now_iso()}
-        tmp = self.dir / f".{seg.ACTIVE}.{os.getpid()}.new"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, canonical(header) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        tmp = _durable_file(self.dir / f".{seg.ACTIVE}.{os.getpid()}.new", canonical(header) + b"\n")
         if replace:
             os.replace(tmp, self.dir / seg.ACTIVE)    # an empty active segment (a crash right after creating it)
         else:
@@ -292,12 +286,7 @@ class AuditLog:
         """Move a torn last line to a side file, cut it from the segment, and say so in the chain."""
         after = _head_of(line)[0]
         name = f"torn-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-after-{after}.part"
-        fd = os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, torn)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _durable_file(self.dir / name, torn, exclusive=True)
         os.ftruncate(self._fd, size - len(torn))
         os.fsync(self._fd)
         self.set_aside.append(name)
@@ -380,13 +369,7 @@ class AuditLog:
             checkpoint["hash"] = entry_hash(checkpoint)
             if self.signer:
                 checkpoint["sig"] = self.signer.sign(checkpoint["hash"])
-            tmp = self.dir / f".{seg.CHECKPOINT}.{os.getpid()}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_NOFOLLOW, 0o600)
-            try:
-                _write_all(fd, canonical(checkpoint) + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            tmp = _durable_file(self.dir / f".{seg.CHECKPOINT}.{os.getpid()}", canonical(checkpoint) + b"\n")
             os.replace(tmp, self.dir / seg.CHECKPOINT)
             _fsync_dir(self.dir)
             os.unlink(path)
@@ -482,6 +465,18 @@ def _write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     if written != len(data):
         raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+
+
+def _durable_file(path: Path, data: bytes, exclusive: bool = False) -> Path:
+    """`path` (0600, never through a symlink; a new file when `exclusive`, else truncated) holding `data`,
+    fsynced: ready to link or rename."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC) | O_NOFOLLOW, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
 
 
 def _fsync_dir(folder: Path) -> None:
