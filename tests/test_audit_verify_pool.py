@@ -11,7 +11,8 @@ from fleet.audit import sigpool, verify
 from fleet.audit.canon import canonical
 from fleet.audit.keys import load_signer
 from fleet.audit.verify import verify_log
-from tests.fleets.audit_log import fill, locate, make_log, new_key, pubkeys, read_lines, rewrite, write_lines
+from tests.fleets.audit_log import (fill, locate, make_log, new_key, pubkeys, read_lines, rewrite, run_cli,
+                                    write_lines)
 
 
 @pytest.fixture
@@ -101,3 +102,24 @@ def test_counters_with_unsigned_entries_first(tmp_path, pooled):
     _steal_signature(folder, 30)
     report = both(folder, public)
     assert (report.first_bad_seq, report.unsigned, report.signed, report.entries) == (30, 10, 20, 29)
+
+
+def test_the_cli_checks_a_large_log_with_workers(tmp_path):
+    """`python -m fleet audit verify` on a log over the pool's threshold (spawned workers): the same report
+    as `--workers 1`, exit 3 on a bad signature; `--workers 0` is a usage error."""
+    private, public, _ = new_key(tmp_path / "keys")
+    log = make_log(tmp_path, key=private, segment_max_bytes=64 * 1024 * 1024)
+    while sum(p.stat().st_size for p in log.dir.glob("*.jsonl")) < sigpool.POOL_MIN_BYTES:
+        fill(log, 1000)
+    last = log.head()[0]
+    log.close()
+    _steal_signature(log.dir, last - 7)
+    reports = []
+    for workers in ("2", "1"):
+        run = run_cli("audit", "verify", "--dir", str(log.dir), "--pubkey", str(public), "--workers", workers,
+                      "--json")
+        assert run.returncode == 3, run.stderr
+        reports.append(json.loads(run.stdout))
+    assert reports[0] == reports[1] and reports[0]["first_bad_seq"] == last - 7
+    assert reports[0]["reason"] == "bad signature"
+    assert run_cli("audit", "verify", "--dir", str(log.dir), "--workers", "0").returncode == 2

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from fleet.audit.keys import check
 
 BATCH = 1024
-POOL_MIN_BYTES = 16 * 1024 * 1024     # ~16,000 entries: below this, starting workers costs more than it saves
+POOL_MIN_BYTES = 16 * 1024 * 1024     # ~20,000 entries: below this, starting workers costs more than it saves
 
 
 class Pending(NamedTuple):
