@@ -113,7 +113,8 @@ async def test_the_gap_of_a_process_that_ended_degraded_is_written_by_the_next_a
     finally:
         server.stop()
     (gap,) = _gaps(tmp_path / "audit")
-    assert gap["summary"].startswith("3 entries could not be appended between") and f"by process {pid}" in gap["summary"]
+    assert gap["summary"].startswith("3 entries could not be appended between")
+    assert f"by process {pid}" in gap["summary"]
     assert "ended before it could record this gap" in gap["summary"]
     assert list((tmp_path / FOLDER).glob("*.json")) == []
     assert verify_log(tmp_path / "audit").ok
