@@ -2,14 +2,16 @@
 tool call, and `fleetdeck audit verify` over a million entries (wall time and peak memory).
 
     python bench/bench_audit.py [--appends 20000] [--calls 2000] [--rounds 7] [--verify-entries 1000000]
-                                [--no-signed-verify] [--workdir DIR]
+                                [--no-signed-verify] [--only-verify] [--workdir DIR]
 
 Appends: `AuditLog.record` in a loop with the default batching (fsync at most 200 ms or 256 appends after an
 append), unsigned and Ed25519-signed. Per-call cost: the same read tool (`fleet.repos`, limit 1, over a
 two-repo index) called in-process through `FleetServer.call_tool`, alternating rounds with the audit on and
 off; cost = median(on) - median(off) of the per-call round means. Verify: a log of N entries is generated (in
 batches, through the log's own writer) and `python -m fleet audit verify --json` runs on it as a child
-process; its peak RSS comes from wait4. Prints one JSON object.
+process; its peak RSS is its own VmHWM (and, with workers, the largest worker's ru_maxrss), its CPU time
+includes its workers'. The signed log is verified twice: with signature checks in worker
+processes (the default, one per CPU) and with `--workers 1` (all in one process). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -114,37 +116,34 @@ import sys
 from fleet.cli import main
 code = main(sys.argv[1:])
 hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0].split()[1]
-print(f"VmHWM {hwm} {code}", file=sys.stderr)
+import os, resource
+workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # the largest signature worker (an upper bound)
+cpu = sum(os.times()[:4])                                          # user + system, this process and its workers
+print(f"VmHWM {hwm} {code} {workers} {cpu:.2f}", file=sys.stderr)
 """
 
 
-def verify_child(folder: Path, pubkey: Path | None) -> dict:
+def verify_child(folder: Path, pubkey: Path | None, workers: int | None = None) -> dict:
     argv = [sys.executable, "-c", VERIFY_CHILD, "audit", "verify", "--dir", str(folder), "--json"]
     if pubkey:
         argv += ["--pubkey", str(pubkey), "--require-signed"]
+    if workers is not None:
+        argv += ["--workers", str(workers)]
     started = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     elapsed = time.perf_counter() - started
     report = json.loads(proc.stdout)
     if not report["ok"]:
         raise SystemExit(f"bench: the generated log does not verify: {report}")
-    hwm_kb = int(proc.stderr.strip().splitlines()[-1].split()[1])
-    return {"entries": report["entries"], "seconds": round(elapsed, 2), "peak_rss_mb": round(hwm_kb / 1024, 1),
-            "entries_per_s": round(report["entries"] / elapsed)}
+    _, hwm_kb, _, worker_kb, cpu = proc.stderr.strip().splitlines()[-1].split()
+    out = {"entries": report["entries"], "seconds": round(elapsed, 2), "cpu_seconds": float(cpu),
+           "peak_rss_mb": round(int(hwm_kb) / 1024, 1), "entries_per_s": round(report["entries"] / elapsed)}
+    if int(worker_kb):
+        out["worker_peak_rss_mb"] = round(int(worker_kb) / 1024, 1)
+    return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--appends", type=int, default=20_000)
-    parser.add_argument("--calls", type=int, default=2_000)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--verify-entries", type=int, default=1_000_000)
-    parser.add_argument("--no-signed-verify", action="store_true", help="verify only an unsigned log")
-    parser.add_argument("--workdir", type=Path)
-    args = parser.parse_args()
-    base = Path(tempfile.mkdtemp(prefix="bench-audit-", dir=args.workdir))
-    _, key, public = keygen(base / "keys")
-    result: dict = {}
+def appends_and_calls(base: Path, args: argparse.Namespace, key: Path, result: dict) -> None:
     result["appends_per_s_unsigned"] = round(appends_per_second(base / "a-unsigned", args.appends, None))
     result["appends_per_s_signed"] = round(appends_per_second(base / "a-signed", args.appends, key))
     os.environ["FLEETDECK_AUDIT_DIR"] = str(base / "calls-audit")
@@ -155,11 +154,29 @@ def main() -> None:
     result["mcp_read_call_signed"] = asyncio.run(call_rounds(small_index(base / "calls-signed"), args.calls,
                                                              args.rounds))
     del os.environ["FLEETDECK_AUDIT_KEY"], os.environ["FLEETDECK_AUDIT_DIR"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--appends", type=int, default=20_000)
+    parser.add_argument("--calls", type=int, default=2_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--verify-entries", type=int, default=1_000_000)
+    parser.add_argument("--no-signed-verify", action="store_true", help="verify only an unsigned log")
+    parser.add_argument("--only-verify", action="store_true", help="skip the append and per-call benchmarks")
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="bench-audit-", dir=args.workdir))
+    _, key, public = keygen(base / "keys")
+    result: dict = {}
+    if not args.only_verify:
+        appends_and_calls(base, args, key, result)
     folder = generate(base / "v-unsigned", args.verify_entries, None)
     result["verify_unsigned"] = verify_child(folder, None)
     if not args.no_signed_verify:
         folder = generate(base / "v-signed", args.verify_entries, key)
-        result["verify_signed"] = verify_child(folder, public)
+        result["verify_signed"] = verify_child(folder, public)                     # workers: one per CPU
+        result["verify_signed_inline"] = verify_child(folder, public, workers=1)   # every check in one process
     print(json.dumps(result, indent=2))
     subprocess.run(["rm", "-rf", str(base)], check=False)
 

@@ -4,4 +4,5 @@ import sys
 
 from fleet.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a spawned worker process (the audit verifier's) re-imports this module
+    sys.exit(main())

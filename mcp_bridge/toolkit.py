@@ -23,7 +23,7 @@ from fleet.views.records import iso_times
 from mcp_bridge.bridge import Bridge, resolved
 from mcp_bridge.envelope import failure_from, success
 from mcp_bridge.models import MaybeNamed, Named
-from mcp_bridge.tools_audit import audited
+from mcp_bridge.tools_audit import CallAudit, audited
 
 # The most a tool's arguments may weigh, as compact JSON (a frame is capped at 8 MiB: mcp_bridge/stdio.py).
 MAX_TOOL_INPUT = 6 * 1024 * 1024
@@ -39,6 +39,8 @@ class Toolkit:
         self.server = server
         self.bridge = bridge
         self.params: dict[str, frozenset[str]] = {}
+        self.risks: dict[str, str] = {}  # the audit's `risk` of each tool: read or write
+        server.middleware.append(CallAudit(self))  # calls refused before any tool runs are audited too
 
     def tool(self, name: str, output: type[BaseModel], title: str,
              annotations: ToolAnnotations = READ_ONLY) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
@@ -71,5 +73,6 @@ class Toolkit:
             self.server.add_tool(call, name=name, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
                                  annotations=annotations)
             self.params[name] = frozenset(signature.parameters)
+            self.risks[name] = "read" if annotations.read_only_hint else "write"
             return fn
         return register

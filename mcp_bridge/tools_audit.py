@@ -7,12 +7,15 @@ Opening the log happens when the server is built: a configured signing key that 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
-from typing import TYPE_CHECKING, Annotated, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Mapping
 
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from pydantic import Field, ValidationError
 
 from fleet import audit
 from fleet.audit.read import newest
@@ -26,6 +29,14 @@ if TYPE_CHECKING:
 PREVIEW = "operation.preview."
 log = logging.getLogger("fleetdeck.mcp")
 TAIL_MAX = 200
+# One per `tools/call` the server receives (set by CallAudit): the tool wrapper marks it when it writes the
+# call's entry, so a call refused before any tool runs is recorded once, by CallAudit, and no call twice.
+call_mark: contextvars.ContextVar[dict | None] = contextvars.ContextVar("fleetdeck_audit_call", default=None)
+# The ASGI scope key under which the HTTP refusal recorder (mcp_bridge/http.py) learns that the JSON-RPC
+# layer saw the request (then that layer's entry is the one).
+HTTP_MARK = "fleetdeck.audit.dispatched"
+JSONRPC_CODES = {PARSE_ERROR: "PARSE_ERROR", INVALID_REQUEST: "INVALID_REQUEST", METHOD_NOT_FOUND: "METHOD_NOT_FOUND",
+                 INVALID_PARAMS: "INVALID_PARAMS", INTERNAL_ERROR: "INTERNAL"}
 
 
 class AuditTail(Out):
@@ -47,6 +58,9 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
         try:
             target = getattr(kit, "audit", None)
             if target is not None:
+                mark = call_mark.get()
+                if mark is not None:
+                    mark["recorded"] = True
                 paths = touched.get() or []
                 code = "ok"
                 if result.is_error:
@@ -64,6 +78,77 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
         return result
 
     return with_audit
+
+
+class CallAudit:
+    """Server middleware (the SDK's public `MCPServer.middleware`, which wraps every inbound request before
+    its params are validated): a `tools/call` that never reaches a tool's wrapper — an unknown tool, arguments
+    over the input cap, unknown or invalid arguments, params the SDK itself rejects, a request before the
+    handshake — still appends one entry, with the error code as its result and the arguments as sent
+    fingerprinted (none when they are not an object)."""
+
+    def __init__(self, kit: "Toolkit") -> None:
+        self.kit = kit
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        if isinstance(scope, dict) and isinstance(scope.get(HTTP_MARK), dict):
+            scope[HTTP_MARK]["dispatched"] = True
+        mark = {"recorded": False}
+        token = call_mark.set(mark)
+        started = time.perf_counter()
+        code = "INTERNAL"
+        try:
+            result = await call_next(ctx)
+            code = _wire_code(result)
+            return result
+        except MCPError as exc:
+            code = JSONRPC_CODES.get(exc.error.code, f"JSONRPC_{exc.error.code}")
+            raise
+        except ValidationError:
+            code = "INVALID_PARAMS"
+            raise
+        finally:
+            call_mark.reset(token)
+            if not mark["recorded"]:
+                params = ctx.params if isinstance(ctx.params, Mapping) else {}
+                refused(self.kit, params.get("name"), params.get("arguments"), code, _declared_name(ctx),
+                        (time.perf_counter() - started) * 1000)
+
+
+def refused(kit: "Toolkit", name: object, arguments: object, code: str, agent: str | None = None,
+            duration_ms: float | None = None, how: str = "refused") -> None:
+    """The entry of a tool call refused before its tool ran (never raises: bookkeeping beside an answer)."""
+    target = getattr(kit, "audit", None)
+    if target is None:
+        return
+    try:
+        tool = name if isinstance(name, str) else None
+        op = tool.removeprefix(PREVIEW) if tool and tool.startswith(PREVIEW) else None
+        target.record("tool_call", tool=tool, op=op, agent=agent, risk=kit.risks.get(tool or ""),
+                      args=dict(arguments) if isinstance(arguments, Mapping) else None, result=code,
+                      duration_ms=duration_ms, summary=f"{tool or 'a tool call'} {how}: {code}")
+    except Exception:
+        log.exception("audit entry for a refused call not written")
+
+
+def _wire_code(result: object) -> str:
+    """`ok`, or the error code of a tools/call result as the SDK put it on the wire."""
+    if not isinstance(result, Mapping) or not result.get("isError"):
+        return "ok"
+    error = (result.get("structuredContent") or {}).get("error") or {}
+    return str(error.get("code") or "error") if isinstance(error, Mapping) else "error"
+
+
+def _declared_name(ctx: Any) -> str | None:
+    """The client's self-declared name, when the session knows it (not before the handshake)."""
+    try:
+        name = ctx.session.client_params.client_info.name
+    except (AttributeError, LookupError, ValueError):
+        return None
+    return name if isinstance(name, str) else None
 
 
 def _op_risk(op: str, args: dict) -> str:

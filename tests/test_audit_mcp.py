@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections import Counter
 
 import httpx2
@@ -186,3 +187,114 @@ async def test_write_tool_entries_carry_the_proposals_risk(small_fleet):
     server.kit.audit.sync()
     written = [e for e in entries(small_fleet["audit"]) if e["tool"].startswith("operation.preview.")]
     assert [(e["op"], e["risk"]) for e in written] == [("stage", "low"), ("discard", "high")]
+
+
+REFUSED = [("no.such.tool", {"x": 1}, "UNKNOWN_TOOL"), ("fleet.repos", {"limit": "many"}, "BAD_ARGUMENT"),
+           ("fleet.repos", {"colour": "red"}, "BAD_ARGUMENT"),
+           ("fleet.repos", {"limit": 1, "pad": "x" * (6 * 1024 * 1024 + 10)}, "LIMIT")]
+
+
+def _calls(folder) -> list[tuple]:
+    return [(e["tool"], e["result"], e["args"], (e["agent"] or {}).get("name")) for e in entries(folder)
+            if e["event"] == "tool_call"]
+
+
+async def test_calls_refused_before_a_tool_runs_are_audited_over_stdio(small_fleet):
+    """`fleetdeck mcp` as a subprocess, the official client: every refusal is one entry with its code."""
+    argv = fleetdeck_argv("mcp")
+    params = StdioServerParameters(command=argv[0], args=argv[1:],
+                                   env=fleetdeck_env(FLEETDECK_DB=str(small_fleet["db"])))
+    async with Client(params, client_info=Implementation(name="stdio-agent", version="1")) as client:
+        for name, args, code in REFUSED:
+            assert error_of(await client.call_tool(name, args))[0] == code
+        ok(await client.call_tool("fleet.repos", {"limit": 1}))
+    calls = _calls(small_fleet["audit"])
+    assert [(t, r, n) for t, r, _, n in calls] == [
+        *((name, code, "stdio-agent") for name, _, code in REFUSED), ("fleet.repos", "ok", "stdio-agent")]
+    assert all(a and a.startswith("hmac-sha256:") for _, _, a, _ in calls)
+    written = json.dumps(entries(small_fleet["audit"]))
+    assert "many" not in written and "colour" not in written and "xxxx" not in written  # no argument contents
+    assert verify_log(small_fleet["audit"]).ok
+
+
+MODERN = "2026-07-28"
+
+
+def _modern(name: str, arguments: object, req_id: int = 1) -> tuple[dict, dict]:
+    """A raw 2026-era `tools/call` (no session): headers and body."""
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name,
+               "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-client", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    return headers, {"jsonrpc": "2.0", "id": req_id, "method": "tools/call",
+                     "params": {"name": name, "arguments": arguments, "_meta": meta}}
+
+
+async def test_calls_refused_over_http_are_audited_once(small_fleet):
+    """`fleetdeck serve`: no token, a wrong token, a foreign Host, params the SDK rejects, our own refusals —
+    each tool call one entry; requests that are not tool calls none."""
+    server = Server(small_fleet["db"], [small_fleet["root"]], ["--no-watch"])
+    try:
+        async with httpx2.AsyncClient(timeout=60) as raw:
+            url = server.base + "/mcp"
+            headers, body = _modern("fleet.repos", {"limit": 1})
+            assert (await raw.post(url, headers=headers, json=body)).status_code == 401
+            wrong = {**headers, "Authorization": "Bearer wrong"}
+            assert (await raw.post(url, headers=wrong, json=_modern("repo.brief", {"repo": "alpha"})[1]))\
+                .status_code == 401
+            init = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {}}
+            assert (await raw.post(url, headers={"Content-Type": "application/json"}, json=init)).status_code == 401
+            authed = {**headers, **server.auth}
+            foreign = {**authed, "Host": "evil.example"}
+            assert (await raw.post(url, headers=foreign, json=body)).status_code == 421
+            bad = await raw.post(url, headers=authed, json=_modern("fleet.repos", "not an object", 2)[1])
+            assert bad.json()["error"]["code"] == -32602          # the SDK's INVALID_PARAMS, before our code
+            good = await raw.post(url, headers=authed, json=_modern("fleet.repos", {"limit": 1}, 3)[1])
+            assert good.status_code == 200 and not good.json()["result"].get("isError")
+        async with httpx2.AsyncClient(headers=server.auth, timeout=60) as http, \
+                Client(streamable_http_client(url, http_client=http),
+                       client_info=Implementation(name="via-serve", version="1")) as client:
+            assert error_of(await client.call_tool("no.such.tool", {}))[0] == "UNKNOWN_TOOL"
+    finally:
+        server.stop()
+    calls = [(t, r, a is not None) for t, r, a, _ in _calls(small_fleet["audit"])]
+    assert calls == [("fleet.repos", "UNAUTHORIZED", True), ("repo.brief", "UNAUTHORIZED", True),
+                     ("fleet.repos", "HOST_REFUSED", True), ("fleet.repos", "INVALID_PARAMS", False),
+                     ("fleet.repos", "ok", True), ("no.such.tool", "UNKNOWN_TOOL", True)]
+    assert "alpha" not in json.dumps(entries(small_fleet["audit"]))
+    assert verify_log(small_fleet["audit"]).ok
+
+
+LOCKER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE IF NOT EXISTS lock_probe (x)")
+print("locked", flush=True)
+sys.stdin.read()  # hold the write lock until the test closes our stdin
+conn.execute("ROLLBACK")
+"""
+
+
+async def test_calls_while_the_index_is_write_locked_are_audited(small_fleet):
+    """Another process holds the index's write lock: a read answers (WAL), a proposal cannot be stored
+    (INDEX_BUSY); both calls are entries with their results."""
+    (small_fleet["alpha"] / "new.txt").write_text("x\n")
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(small_fleet["db"])], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    argv = fleetdeck_argv("mcp")
+    params = StdioServerParameters(command=argv[0], args=argv[1:],
+                                   env=fleetdeck_env(FLEETDECK_DB=str(small_fleet["db"])))
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        async with Client(params, client_info=Implementation(name="busy-agent", version="1")) as client:
+            ok(await client.call_tool("repo.status", {"repo": "alpha"}))
+            busy = await client.call_tool("operation.preview.stage", {"repo": "alpha", "reason": "stage it",
+                                                                      "paths": ["new.txt"]})
+            assert error_of(busy)[0] == "INDEX_BUSY"
+    finally:
+        locker.stdin.close()
+        locker.wait(timeout=30)
+    assert [(t, r) for t, r, _, _ in _calls(small_fleet["audit"])] == [
+        ("repo.status", "ok"), ("operation.preview.stage", "INDEX_BUSY")]

@@ -89,6 +89,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
     app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run, partial(checking, db_path)],
                      mounts=[Route("/mcp", mcp.app)])  # only /mcp: other paths get the site's 404 page
+    app.user_middleware.insert(0, mcp.refusals)  # outside the guards: a refused tool call is audited too
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
         announce_dashboard(idx, url.split("/?token=", 1)[0])
         resume_orphans(idx)

@@ -27,6 +27,8 @@ def add_audit_parser(sub: argparse._SubParsersAction) -> None:
                    help="trust only these public keys (repeatable; default: the configured and kept keys)")
     p.add_argument("--require-signed", action="store_true", help="an unsigned entry is a failure")
     p.add_argument("--anchor", metavar="FILE|JSON", help="an `audit anchor` output the log must still reach")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes checking signatures beside the chain pass (default: one per CPU; 1: none)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
 
@@ -77,10 +79,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         anchor = _load_anchor(args.anchor) if args.anchor else None
     except FleetError as exc:
         return _usage(exc.message)
+    if args.workers is not None and args.workers < 1:
+        return _usage("--workers must be 1 or more")
     if args.require_signed and not keys:
         return _usage("--require-signed needs a public key: pass --pubkey PEM or configure audit.key")
     try:
-        report = verify_log(folder, keys, require_signed=args.require_signed, anchor=anchor)
+        report = verify_log(folder, keys, require_signed=args.require_signed, anchor=anchor, workers=args.workers)
     except ValueError as exc:
         return _usage(str(exc))
     if args.json:

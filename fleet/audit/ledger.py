@@ -31,6 +31,7 @@ from fleet.audit import segments as seg
 from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESERVED, SCHEMA, SIGNATURE,
                                SUMMARY_CHARS, canonical, clean_text, entry_hash, plain)
 from fleet.audit.config import AuditConfig
+from fleet.audit.degraded import DegradedState
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
 from fleet.repo.record import iso
@@ -115,6 +116,8 @@ class AuditLog:
         self._head = (0, GENESIS)       # (seq, hash) of the last entry, valid while size and inode match
         self._unsynced = 0
         self._closed = False
+        self.shared = DegradedState(config.data_dir)  # "degraded" as other processes see it
+        self._orphans_seen: int | None = None
         if not self.enabled:
             return
         if config.settings_error:
@@ -167,14 +170,19 @@ class AuditLog:
                 with self._flock():
                     pending = self._sync_state()
                     if self.degraded:
-                        pending.append(self._gap_fields())
+                        pending.append(self._gap_fields(self.degraded))
+                    orphans = self._orphans()
+                    pending += [self._gap_fields(state, ended=True) for _, state in orphans]
                     written = self._write([*pending, fields], durable=decision is not None)
+                    for path, _ in orphans:     # under the lock: no other process writes these gaps again
+                        self.shared.clear(path)
             except Exception as exc:
                 self._degrade(exc, 1)
                 return None
             if self.degraded:
                 log.warning("audit log appends again after losing %d entries", self.degraded["lost"])
                 self.degraded = None
+                self.shared.clear()
         self._kick()
         return written[-1]
 
@@ -187,12 +195,13 @@ class AuditLog:
             return self._head
 
     def status(self) -> dict[str, Any]:
-        problem = self.degraded or self.config.settings_error
+        elsewhere = self.shared.others() if self.enabled else []
+        problem = self.degraded or self.config.settings_error or elsewhere
         state = "off" if not self.enabled else ("degraded" if problem else "ok")
         return {"state": state, "dir": str(self.dir), "signed": self.signer is not None,
                 "settings_error": self.config.settings_error,
                 "key_id": self.signer.key_id if self.signer else None,
-                "degraded": dict(self.degraded) if self.degraded else None,
+                "degraded": dict(self.degraded) if self.degraded else None, "elsewhere": elsewhere,
                 "set_aside": list(self.set_aside)}
 
     def sync(self) -> None:
@@ -271,13 +280,7 @@ class AuditLog:
         """A new active segment whose header continues the chain at `head` (the caller holds the lock)."""
         header = {"segment": 1, "schema": SCHEMA, "chain": CHAIN, "first_seq": head[0] + 1, "prev_hash": head[1],
                   "created_at": now_iso()}
-        tmp = self.dir / f".{seg.ACTIVE}.{os.getpid()}.new"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, canonical(header) + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        tmp = _durable_file(self.dir / f".{seg.ACTIVE}.{os.getpid()}.new", canonical(header) + b"\n")
         if replace:
             os.replace(tmp, self.dir / seg.ACTIVE)    # an empty active segment (a crash right after creating it)
         else:
@@ -292,12 +295,7 @@ class AuditLog:
         """Move a torn last line to a side file, cut it from the segment, and say so in the chain."""
         after = _head_of(line)[0]
         name = f"torn-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-after-{after}.part"
-        fd = os.open(self.dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, torn)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _durable_file(self.dir / name, torn, exclusive=True)
         os.ftruncate(self._fd, size - len(torn))
         os.fsync(self._fd)
         self.set_aside.append(name)
@@ -306,10 +304,23 @@ class AuditLog:
         return _fields("torn_line_set_aside", f"{len(torn)} bytes after seq {after} (an incomplete line) "
                                               f"moved to {name}", actor="fleetdeck")
 
-    def _gap_fields(self) -> dict:
-        d = self.degraded or {}
+    def _gap_fields(self, d: dict, ended: bool = False) -> dict:
+        """The gap entry for a degraded spell: this process's own, or (`ended`) one another process left."""
+        who = f" by process {d.get('pid')} ({d.get('role')}), which ended before it could record this gap" \
+            if ended else ""
         return _fields("gap", f"{d.get('lost', 0)} entries could not be appended between {d.get('since')} "
-                              f"and {d.get('last_at')} ({d.get('error')})", result="error", actor="fleetdeck")
+                              f"and {d.get('last_at')}{who} ({d.get('error')})", result="error", actor="fleetdeck")
+
+    def _orphans(self) -> list[tuple[Path, dict]]:
+        """Degraded spells of processes that ended before their gap entry (looked for when the state folder
+        changed since the last look: one stat per append otherwise)."""
+        stamp = self.shared.stamp()
+        if stamp is None or stamp == self._orphans_seen:
+            return []
+        found = self.shared.orphans()
+        if not found:
+            self._orphans_seen = stamp
+        return found
 
     # --- writing -------------------------------------------------------------------------------------
 
@@ -380,13 +391,7 @@ class AuditLog:
             checkpoint["hash"] = entry_hash(checkpoint)
             if self.signer:
                 checkpoint["sig"] = self.signer.sign(checkpoint["hash"])
-            tmp = self.dir / f".{seg.CHECKPOINT}.{os.getpid()}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_NOFOLLOW, 0o600)
-            try:
-                _write_all(fd, canonical(checkpoint) + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            tmp = _durable_file(self.dir / f".{seg.CHECKPOINT}.{os.getpid()}", canonical(checkpoint) + b"\n")
             os.replace(tmp, self.dir / seg.CHECKPOINT)
             _fsync_dir(self.dir)
             os.unlink(path)
@@ -398,12 +403,15 @@ class AuditLog:
 
     def _degrade(self, exc: BaseException, lost: int) -> None:
         at = now_iso()
-        if self.degraded is None:
+        first = self.degraded is None
+        if first:
             self.degraded = {"since": at, "last_at": at, "lost": 0, "error": clean_text(
                 f"{exc.__class__.__name__}: {exc}", 300)}
             log.error("audit log degraded: cannot append (%s); tool calls go on, the gap will be recorded", exc)
         self.degraded["lost"] += lost
         self.degraded["last_at"] = at
+        if first or lost:                           # tell the other processes (best-effort)
+            self.shared.publish(self.degraded, self.dir)
 
     def _kick(self) -> None:
         if self._syncer is None:
@@ -482,6 +490,18 @@ def _write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     if written != len(data):
         raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+
+
+def _durable_file(path: Path, data: bytes, exclusive: bool = False) -> Path:
+    """`path` (0600, never through a symlink; a new file when `exclusive`, else truncated) holding `data`,
+    fsynced: ready to link or rename."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC) | O_NOFOLLOW, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fleet.audit import segments as seg
 from fleet.audit.canon import GENESIS, MAX_ENTRY_BYTES, entry_hash
 from fleet.audit.keys import check
+from fleet.audit.sigpool import POOL_MIN_BYTES, Pending, SignaturePool, default_workers
 
 RECENT = 4096   # (seq -> hash) remembered to tell a duplicate from a reordered line
 
@@ -59,17 +60,34 @@ class _Bad(Exception):
         self.seq, self.reason, self.detail = seq, reason, detail
 
 
+class _BadSignature(_Bad):
+    """A signature a worker found bad: the report is rewound to that entry (`_rewind`)."""
+
+    def __init__(self, entry: Pending) -> None:
+        super().__init__(entry.seq, "bad signature",
+                         f"seq {entry.seq}'s signature does not verify with key {entry.key_id}")
+        self.entry = entry
+
+
 def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None = None, *,
-               require_signed: bool = False, anchor: dict | None = None) -> Report:
-    """Verify the audit folder; `pubkeys` by key id (None or empty: signatures counted, not checked)."""
+               require_signed: bool = False, anchor: dict | None = None, workers: int | None = None) -> Report:
+    """Verify the audit folder; `pubkeys` by key id (None or empty: signatures counted, not checked).
+
+    `workers`: processes that check signatures while this one checks the chain (None: one per available
+    CPU; 1: all in this process). A pool is started only for logs of at least 16 MiB with keys to check;
+    the report is the same either way."""
     folder = Path(folder)
     report = Report(keys=sorted(pubkeys or {}), signatures_checked=bool(pubkeys))
-    state = _State(report, pubkeys or {}, require_signed)
     if anchor is not None:
         if not isinstance(anchor.get("seq"), int) or not isinstance(anchor.get("hash"), str):
             raise ValueError("an anchor needs an integer seq and a hash")
-        state.want_anchor = (anchor["seq"], anchor["hash"])
     checkpoint, files = _snapshot(folder)
+    workers = default_workers() if workers is None else workers
+    pool = SignaturePool(pubkeys, workers) if pubkeys and workers > 1 and \
+        sum(size for *_, size in files) >= POOL_MIN_BYTES else None
+    state = _State(report, pubkeys or {}, require_signed, pool)
+    if anchor is not None:
+        state.want_anchor = (anchor["seq"], anchor["hash"])
     try:
         state.start(checkpoint)
         if anchor is not None and anchor.get("sig") is not None:
@@ -82,24 +100,47 @@ def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None =
             if fh is None:
                 raise _Bad(named_seq or state.expected, "malformed", f"{path.name} is not a regular file")
             state.segment(path, fh, size, named_seq, last=index == len(files) - 1)
+        state.settle()
         if anchor is not None:
             state.check_anchor(anchor)
         report.segment = None
     except _Bad as bad:
+        if not isinstance(bad, _BadSignature) and pool is not None:
+            late = pool.settle()       # a signature queued before this failure fails first, as inline
+            bad = _BadSignature(late) if late is not None else bad
+        if isinstance(bad, _BadSignature):
+            _rewind(report, bad.entry)
         report.ok = False
         report.first_bad_seq, report.reason, report.detail = bad.seq, bad.reason, bad.detail
     finally:
+        if pool is not None:
+            pool.close()
         for _, _, fh, _ in files:
             if fh is not None:
                 fh.close()
     return report
 
 
+def _rewind(report: Report, entry: Pending) -> None:
+    """The report as a pass that stopped at `entry` (a bad signature found later, by a worker) leaves it."""
+    report.entries = entry.signed_before + entry.unsigned_before
+    report.signed, report.unsigned = entry.signed_before + 1, entry.unsigned_before
+    report.segments, report.segment = entry.segments, entry.segment
+    report.anchor = None
+    if report.entries == 0:
+        report.first_seq = report.last_seq = report.verified_through = report.last_hash = None
+    else:
+        report.last_seq = report.verified_through = entry.seq - 1
+        report.last_hash = entry.prev_hash
+
+
 class _State:
-    def __init__(self, report: Report, keys: dict[str, Ed25519PublicKey], require_signed: bool) -> None:
+    def __init__(self, report: Report, keys: dict[str, Ed25519PublicKey], require_signed: bool,
+                 pool: SignaturePool | None = None) -> None:
         self.report = report
         self.keys = keys
         self.require_signed = require_signed
+        self.pool = pool
         self.expected = 1
         self.prev = GENESIS
         self.recent: OrderedDict[int, str] = OrderedDict()
@@ -223,8 +264,21 @@ class _State:
         if key is None:
             raise _Bad(seq, "unknown key", f"{what} is signed by key {str(record.get('key_id'))[:32]!r}, "
                                            "which is not among the keys given")
+        if self.pool is not None and "prev_hash" in record:     # an entry: checked by a worker, in order
+            report = self.report
+            bad = self.pool.add(Pending(seq, record["key_id"], record["hash"], sig, record["prev_hash"],
+                                        report.signed - 1, report.unsigned, report.segments, report.segment))
+            if bad is not None:
+                raise _BadSignature(bad)
+            return
         if not check(key, record["hash"], sig):
             raise _Bad(seq, "bad signature", f"{what}'s signature does not verify with key {record['key_id']}")
+
+    def settle(self) -> None:
+        """Wait for the workers' checks of every queued signature (before the anchor is compared)."""
+        bad = self.pool.settle() if self.pool is not None else None
+        if bad is not None:
+            raise _BadSignature(bad)
 
     # --- anchors -------------------------------------------------------------------------------------
 

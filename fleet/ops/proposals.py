@@ -10,6 +10,7 @@ processes (the CLI and `serve`) racing to approve or execute one proposal cannot
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ import os
 import secrets
 import sqlite3
 import time
+from typing import Iterator
 
 from fleet import audit
 from fleet.errors import FleetError
@@ -61,18 +63,39 @@ def worker_alive(worker: str | None) -> bool:
     return process_identity(pid) == worker
 
 
-def expire_due(conn: sqlite3.Connection, now: float | None = None) -> int:
-    """Pending proposals past their expiry become `expired`; so do approved ones whose approver died."""
+def expire_due(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
+    """Pending proposals past their expiry become `expired`; so do approved ones whose approver died.
+
+    Returns the rows this call moved (RETURNING, inside the caller's write transaction): the compare-and-set
+    hands each expiry to exactly one caller, in whichever process, and that caller writes its audit entry
+    once the transaction commits (`_expiring`).
+    """
     now = time.time() if now is None else now
     cur = conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
-                       "WHERE status = 'pending' AND expires_at <= ?", (now, now))
-    count = cur.rowcount
+                       "WHERE status = 'pending' AND expires_at <= ? RETURNING *", (now, now))
+    moved = _rows(cur)
     for pid, worker in conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved' "
                                     "AND expires_at <= ?", (now,)).fetchall():
         if not worker_alive(worker):
-            count += conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
-                                  "WHERE id = ? AND status = 'approved'", (now, pid)).rowcount
-    return count
+            moved += _rows(conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
+                                        "WHERE id = ? AND status = 'approved' RETURNING *", (now, pid)))
+    return moved
+
+
+@contextlib.contextmanager
+def _expiring(index: Index) -> Iterator[sqlite3.Connection]:
+    """A write transaction that first expires what is due; the expiries' audit entries follow its commit
+    (none when the block fails and the transaction, expiries included, rolls back)."""
+    with index.write() as conn:
+        expired = expire_due(conn)
+        yield conn
+    for row in expired:
+        audit_state(index, row)
+
+
+def _rows(cur: sqlite3.Cursor) -> list[dict]:
+    names = [d[0] for d in cur.description]
+    return [decode(dict(zip(names, found))) for found in cur.fetchall()]
 
 
 def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
@@ -81,8 +104,7 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
     Over `max_pending` pending proposals from this agent: LIMIT. The same key with other arguments:
     BAD_ARGUMENT (a retry must be the same request).
     """
-    with index.write() as conn:
-        expire_due(conn)
+    with _expiring(index) as conn:
         key = row.get("idempotency_key")
         if key is not None:
             found = conn.execute("SELECT id, args_fingerprint FROM proposals WHERE agent = ? AND op = ? "
@@ -117,18 +139,17 @@ def audit_state(index: Index, row: dict) -> None:
         return
     status = row["status"]
     decided = status in DECISIONS
+    actor = (row.get("decided_by") or "policy") if decided else ("expiry" if status == "expired" else None)
     log.record(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
-               risk=row.get("risk"), proposal_id=row["id"],
-               actor=(row.get("decided_by") or "policy") if decided else None,
+               risk=row.get("risk"), proposal_id=row["id"], actor=actor,
                decision=status if decided else None, result="failed" if status == "failed" else "ok",
-               summary=f"{row['op']} proposal {status}")
+               summary=f"{row['op']} proposal {status}" + (" (its time ran out)" if actor == "expiry" else ""))
 
 
 def get(index: Index, proposal_id: str) -> dict:
     if not isinstance(proposal_id, str) or not proposal_id:
         raise FleetError("BAD_ARGUMENT", "proposal_id must be a non-empty string")
-    with index.write() as conn:  # expiry is applied before anyone reads a status
-        expire_due(conn)
+    with _expiring(index) as conn:  # expiry is applied before anyone reads a status
         return _read(conn, proposal_id)
 
 
@@ -166,8 +187,7 @@ def list_proposals(index: Index, status: str | None = None, repo: str | None = N
         where.append("repo = ?")
         params.append(repo)
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    with index.write() as conn:
-        expire_due(conn)
+    with _expiring(index) as conn:
         total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
         cur = conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
                            "CASE WHEN status = 'pending' THEN created_at ELSE -created_at END LIMIT ?",
@@ -195,8 +215,7 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
                                  else v) for k, v in fields.items()}}
     assignments = ", ".join(f"{k} = ?" for k in sets)
     marks = ", ".join("?" * len(allowed))
-    with index.write() as conn:
-        expire_due(conn)
+    with _expiring(index) as conn:
         cur = conn.execute(f"UPDATE proposals SET {assignments} WHERE id = ? AND status IN ({marks})",
                            (*sets.values(), proposal_id, *allowed))
         moved = _read(conn, proposal_id) if cur.rowcount == 1 else None
@@ -211,7 +230,6 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
 def orphaned_approved(index: Index) -> list[str]:
     """Approved proposals whose approving process died before it started them (the next executor claims
     them after re-validating)."""
-    with index.write() as conn:
-        expire_due(conn)
+    with _expiring(index) as conn:
         rows = conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved'").fetchall()
     return [pid for pid, worker in rows if not worker_alive(worker)]
