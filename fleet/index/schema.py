@@ -147,3 +147,12 @@ def m007_commit_history(db: Database) -> None:
                "tokenize='trigram')")
     db["history_state"].create({"repo_id": int, "signature": str, "indexed_at": int, "capped": int},
                                pk="repo_id")
+
+
+@migrations()
+def m008_instance(db: Database) -> None:
+    """A random id for this index file, so an in-memory cache of it (fleet/views/ranking.py) can tell a
+    replaced file at the same path from the one it read, whatever inode and counters the new file has."""
+    import secrets
+
+    db.execute("insert or replace into meta (key, value) values ('instance', ?)", [f'"{secrets.token_hex(8)}"'])

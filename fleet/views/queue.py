@@ -69,12 +69,14 @@ def agents_by_repo(presence_rows: list[dict]) -> dict[str, list[dict]]:
 def radar_entries(index, presence_rows: list[dict] | None = None, include_clean: bool = False,
                   limit: int | None = None) -> list[RadarEntry]:
     """The ranked queue as public records (records.RadarEntry): each entry with the agents present in it."""
-    by_repo = agents_by_repo(presence_rows or [])
     entries = radar(index, limit=limit, include_clean=include_clean,
                     extra_sources=(collision_reasons, pending_reasons))
-    for entry in entries:
-        entry["agents"] = by_repo.get(entry["path"], [])
-    return entries  # type: ignore[return-value]
+    return with_agents(entries, agents_by_repo(presence_rows or []))
+
+
+def with_agents(entries: list[dict], by_repo: dict[str, list[dict]]) -> list[RadarEntry]:
+    """Copies of radar entries (which are shared, read-only) with the agents present in each repo."""
+    return [{**entry, "agents": by_repo.get(entry["path"], [])} for entry in entries]  # type: ignore[misc]
 
 
 def radar_view(index, presence_rows: list[dict] | None = None, include_clean: bool = False,
@@ -85,33 +87,34 @@ def radar_view(index, presence_rows: list[dict] | None = None, include_clean: bo
     """
     if limit is not None:
         check_int(limit, "limit", 1, 1_000_000)
-    entries = radar_entries(index, presence_rows, include_clean)
+    entries = radar(index, include_clean=include_clean, extra_sources=(collision_reasons, pending_reasons))
     kept, info = cap(entries, len(entries) if limit is None else limit)
-    return {"entries": kept, "total": len(entries), **info}  # type: ignore[typeddict-item]
+    return {"entries": with_agents(kept, agents_by_repo(presence_rows or [])), "total": len(entries),
+            **info}  # type: ignore[typeddict-item]
 
 
 def counts(entries: list[dict], presence_rows: list[dict]) -> dict[str, int]:
     """Fleet-wide tallies for the queue's header (over every repo, not only the filtered ones)."""
-    return {
-        "repos": len(entries),
-        "attention": sum(1 for e in entries if e["status"] != "clean"),
-        "conflicts": sum(1 for e in entries if e["conflicted"]),
-        "diverged": sum(1 for e in entries if e["ahead"] and e["behind"]),
-        "dirty": sum(1 for e in entries if e["dirty"]),
-        "unpushed": sum(1 for e in entries if e["ahead"]),
-        "operations": sum(1 for e in entries if e["operation"]),
-        "agents_working": sum(1 for r in presence_rows if r["state"] == "working"),
-    }
+    tally = dict.fromkeys(("attention", "conflicts", "diverged", "dirty", "unpushed", "operations"), 0)
+    for e in entries:  # one pass: the queue may hold 10,000 repos
+        tally["attention"] += e["status"] != "clean"
+        tally["conflicts"] += bool(e["conflicted"])
+        tally["diverged"] += bool(e["ahead"] and e["behind"])
+        tally["dirty"] += bool(e["dirty"])
+        tally["unpushed"] += bool(e["ahead"])
+        tally["operations"] += bool(e["operation"])
+    return {"repos": len(entries), **tally,
+            "agents_working": sum(1 for r in presence_rows if r["state"] == "working")}
 
 
-def _matches(entry: dict, f: QueueFilter) -> bool:
+def _matches(entry: dict, f: QueueFilter, by_repo: dict[str, list[dict]]) -> bool:
     if f.root and entry["root"] != f.root:
         return False
     if f.attention_only and entry["status"] == "clean":
         return False
     if f.reason and not any(r["code"] == f.reason for r in entry["reasons"]):
         return False
-    if f.agent and not any(a["agent"] == f.agent for a in entry["agents"]):
+    if f.agent and not any(a["agent"] == f.agent for a in by_repo.get(entry["path"], ())):
         return False
     if f.q:
         needle = f.q.casefold()
@@ -129,12 +132,13 @@ def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = No
     entries that match the filter, `omitted_count` = those not on this page); the rest drives the page.
     """
     presence_rows = presence_rows or []
-    entries = radar_entries(index, presence_rows, include_clean=True)
-    shown = [e for e in entries if _matches(e, f)]
+    by_repo = agents_by_repo(presence_rows)
+    entries = radar(index, include_clean=True, extra_sources=(collision_reasons, pending_reasons))
+    shown = [e for e in entries if _matches(e, f, by_repo)]
     pages = max(1, math.ceil(len(shown) / f.per_page))
     page = min(f.page, pages)
     start = (page - 1) * f.per_page
-    kept = shown[start:start + f.per_page]
+    kept = with_agents(shown[start:start + f.per_page], by_repo)
     return {
         "entries": kept,
         "total": len(shown),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Callable, NamedTuple, Sequence
 
+from fleet.views.ranking import rows_of, sort_key
+
 
 class ReasonKind(NamedTuple):
     """What every surface needs to know about a reason code: its rank, and how a person sees it."""
@@ -218,48 +220,43 @@ def radar(index, limit: int | None = None, include_clean: bool = False,
     """The ranked queue from the index: one entry per repo that needs attention, most urgent first.
 
     `extra_sources` add reasons kept outside the repo records (the surfaces pass
-    `fleet.presence.attention.collision_reasons` and `fleet.ops.attention.pending_reasons`). Ranking happens in SQL on the stored score; extra
-    reasons can only raise a repo, so the top `limit` is always within the stored top `limit + len(extra)`
-    plus the repos that have extra reasons.
+    `fleet.presence.attention.collision_reasons` and `fleet.ops.attention.pending_reasons`); they can only
+    raise a repo. The stored part is ranked once per index change (fleet/views/ranking.py), so a request
+    costs one pass, not a decode of every record. The entries are shared with that table: read them, and
+    copy (`dict(entry)`) before changing one.
     """
     extra: dict[str, list[dict]] = {}
     for source in extra_sources:
         for path, reasons in source(index).items():
             extra.setdefault(path, []).extend(reasons)
-    where = "gone = 0" if include_clean else "gone = 0 and score > 0"
-    fetch = None if limit is None else limit + len(extra)
-    rows = index.rows(where=where, order="score desc, last_activity desc, name", limit=fetch)
-    seen = {r["path"] for r in rows}
-    missing = [p for p in extra if p not in seen]
-    if missing:
-        rows += index.rows(where=f"gone = 0 and path in ({', '.join('?' * len(missing))})", args=missing)
     entries = []
-    for row in rows:
-        reasons = [r for r in (row.get("reasons") or []) if r["code"] != "clean"] + extra.get(row["path"], [])
-        reasons.sort(key=lambda r: -r["score"])
-        if not reasons:
-            reasons = [reason("clean", "clean and in sync", "nothing to do")]
-        entries.append(_entry(row, reasons))
-    entries.sort(key=lambda e: (-e["score"], _neg_time(e["last_activity"]), e["name"]))
+    for ranked in rows_of(index).ranked(index, _entry, _clean):
+        added = extra.get(ranked.entry["path"])
+        if added:
+            reasons = sorted(ranked.own_reasons + added, key=lambda r: -r["score"])
+            entries.append(_with_reasons(ranked.entry, reasons))
+        elif include_clean or ranked.stored_score > 0:
+            entries.append(ranked.entry)
+    if extra:
+        entries.sort(key=sort_key)
     return entries[:limit] if limit else entries
 
 
+def _clean() -> dict:
+    return reason("clean", "clean and in sync", "nothing to do")
+
+
+def _with_reasons(entry: dict, reasons: list[dict]) -> dict:
+    top = reasons[0]
+    return {**entry, "score": top["score"], "status": top["code"], "summary": top["summary"],
+            "next_step": top["next_step"], "reasons": reasons}
+
+
 def _entry(row: dict, reasons: list[dict]) -> dict:
-    return {
+    return _with_reasons({
         "id": row["id"], "name": row["name"], "path": row["path"], "root": row["root"],
-        "branch": row["branch"], "head": row["head"], "score": reasons[0]["score"],
-        "status": reasons[0]["code"], "summary": reasons[0]["summary"], "next_step": reasons[0]["next_step"],
-        "reasons": reasons, "ahead": row["ahead"], "behind": row["behind"],
+        "branch": row["branch"], "head": row["head"], "ahead": row["ahead"], "behind": row["behind"],
         "dirty": (row["staged"] or 0) + (row["unstaged"] or 0) + (row["untracked"] or 0),
         "conflicted": row["conflicted"], "operation": row["operation"], "last_activity": row["last_activity"],
         "error": row["error"],
-    }
-
-
-def _neg_time(stamp: str | None) -> float:
-    if not stamp:
-        return 0.0
-    try:
-        return -datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    }, reasons)
