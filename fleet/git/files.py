@@ -13,8 +13,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dulwich.config import ConfigFile
+
+if TYPE_CHECKING:
+    from fleet.git.config import Config
 
 ZERO_OID = "0" * 40
 StrPath = str | os.PathLike[str]
@@ -197,11 +201,12 @@ def parse_config(data: bytes, config_dir: str | None = None, *, what: str = "con
         raise BrokenRepo(f"{what} is malformed") from None
 
 
-def read_config(commondir: StrPath, *, complete: bool = False) -> ConfigFile:
+def read_config(commondir: StrPath, *, complete: bool = False) -> "ConfigFile | Config":
     """The repository's own config file (branch upstreams, remotes, core.worktree), includes followed.
 
     Most of a scan's Python time went to parsing configs that hold none of these: unless `complete`, those
-    are skipped unparsed (an empty config is returned).
+    are skipped unparsed (an empty config is returned). A file without includes is read by fleetdeck's own
+    git-exact reader (fleet/git/config.py: a regex a line for the usual shapes), far cheaper than dulwich.
     """
     data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
     if not data:
@@ -209,10 +214,17 @@ def read_config(commondir: StrPath, *, complete: bool = False) -> ConfigFile:
     lowered = data.lower()
     if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
         return ConfigFile()
-    return parse_config(data, os.fspath(commondir))
+    if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
+        return parse_config(data, os.fspath(commondir))
+    from fleet.git.config import Config, ConfigError, parse  # config.py imports this module
+
+    try:
+        return Config(parse(data, "config"))
+    except ConfigError:
+        raise BrokenRepo("config is malformed") from None
 
 
-def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | None:
+def configured_work_tree(cfg: "ConfigFile | Config", gitdir: str, commondir: str) -> str | None:
     """The work tree `core.worktree` makes git use instead of the folder holding `.git`, or None.
 
     In the shared config it applies to the main worktree only; `config.worktree` (with the worktreeConfig
@@ -234,7 +246,7 @@ def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | 
     return os.path.normpath(os.path.join(gitdir, value))
 
 
-def _cfg(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> str | None:
+def _cfg(cfg: "ConfigFile | Config", section: tuple[bytes, ...], key: bytes) -> str | None:
     try:
         value = cfg.get(section, key)
     except KeyError:
@@ -257,7 +269,7 @@ def _map_refspec(src: str, refspec: str) -> str | None:
     return right if left == src else None
 
 
-def upstream_ref(cfg: ConfigFile, branch: str) -> str | None:
+def upstream_ref(cfg: "ConfigFile | Config", branch: str) -> str | None:
     """The full ref name a local branch tracks (`refs/remotes/origin/main`), as git computes it."""
     remote = _cfg(cfg, (b"branch", branch.encode()), b"remote")
     merge = _cfg(cfg, (b"branch", branch.encode()), b"merge")
@@ -312,14 +324,14 @@ def redact_url(url: str) -> str:
     return match.group(0) + authority + path
 
 
-def _multivar(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> list[str]:
+def _multivar(cfg: "ConfigFile | Config", section: tuple[bytes, ...], key: bytes) -> list[str]:
     try:
         return [redact_url(v.decode("utf-8", "replace")) for v in cfg.get_multivar(section, key)]
     except KeyError:
         return []
 
 
-def remotes(cfg: ConfigFile) -> list[dict]:
+def remotes(cfg: "ConfigFile | Config") -> list[dict]:
     """Each remote of a config, by name: its fetch URLs and push URLs, redacted; `url` is the first one."""
     rows = []
     for section in cfg.sections():
