@@ -136,21 +136,38 @@ class _LooseMirrors:
 
 
 def _copy_loose(odb: str, target: str) -> None:
+    """Copy the loose objects of `odb` not yet in `target` (one listing of each side's fan-out folder)."""
+    have_dirs = set(_names(target))
     for fanout in _names(odb):
         if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
             continue
-        have = set(_names(os.path.join(target, fanout)))
-        src_dir = os.path.join(odb, fanout)
+        src_dir, dst_dir = os.path.join(odb, fanout), os.path.join(target, fanout)
+        have = set(_names(dst_dir)) if fanout in have_dirs else set()
         for name in _names(src_dir):
             if name in have or name.startswith("tmp"):
                 continue
-            src = os.path.join(src_dir, name)
-            if not _regular(src, follow=False):
-                continue
-            os.makedirs(os.path.join(target, fanout), exist_ok=True)
-            partial = os.path.join(target, fanout, f".{name}.{os.getpid()}.{threading.get_ident()}.part")
-            shutil.copyfile(src, partial)
-            os.replace(partial, os.path.join(target, fanout, name))
+            if fanout not in have_dirs:
+                os.makedirs(dst_dir, exist_ok=True)
+                have_dirs.add(fanout)
+            _copy_object(os.path.join(src_dir, name), dst_dir, name)
+
+
+def _copy_object(src: str, dst_dir: str, name: str) -> None:
+    """One loose object copied in (a regular file only, never followed through a link), atomically."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # gone since the listing (pruned, packed): git reads it from wherever it went
+        return
+    partial = os.path.join(dst_dir, f".{name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        with open(partial, "wb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                out.write(chunk)
+    finally:
+        os.close(fd)
+    os.replace(partial, os.path.join(dst_dir, name))
 
 
 _LOOSE = _LooseMirrors()
