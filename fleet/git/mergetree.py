@@ -136,38 +136,49 @@ class _LooseMirrors:
 
 
 def _copy_loose(odb: str, target: str) -> None:
-    """Copy the loose objects of `odb` not yet in `target` (one listing of each side's fan-out folder)."""
+    """Copy the loose objects of `odb` not yet in `target` (one listing of each side's fan-out folder). The
+    caller holds this mirror's lock, so a copy is written in place: no other writer, no reader meanwhile."""
+    os.makedirs(target, exist_ok=True)
     have_dirs = set(_names(target))
     for fanout in _names(odb):
         if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
             continue
         src_dir, dst_dir = os.path.join(odb, fanout), os.path.join(target, fanout)
-        have = set(_names(dst_dir)) if fanout in have_dirs else set()
+        have = set(_names(dst_dir)) if fanout in have_dirs else ()
         for name in _names(src_dir):
             if name in have or name.startswith("tmp"):
                 continue
             if fanout not in have_dirs:
-                os.makedirs(dst_dir, exist_ok=True)
+                os.mkdir(dst_dir)
                 have_dirs.add(fanout)
-            _copy_object(os.path.join(src_dir, name), dst_dir, name)
+            _copy_object(os.path.join(src_dir, name), os.path.join(dst_dir, name))
 
 
-def _copy_object(src: str, dst_dir: str, name: str) -> None:
-    """One loose object copied in (a regular file only, never followed through a link), atomically."""
+def _copy_object(src: str, dst: str) -> None:
+    """One loose object copied (a regular file only, never followed through a link); a copy cut short is
+    removed, so the mirror never holds part of an object."""
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:  # gone since the listing (pruned, packed): git reads it from wherever it went
         return
-    partial = os.path.join(dst_dir, f".{name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return
-        with open(partial, "wb") as out:
-            while chunk := os.read(fd, 1 << 20):
-                out.write(chunk)
+        try:
+            out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # copied meanwhile by another process sharing the mirror
+            return
+        try:
+            while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+                os.write(out, chunk)
+        except BaseException:
+            os.close(out)
+            os.unlink(dst)
+            raise
+        os.close(out)
     finally:
         os.close(fd)
-    os.replace(partial, os.path.join(dst_dir, name))
 
 
 _LOOSE = _LooseMirrors()

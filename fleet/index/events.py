@@ -285,10 +285,15 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     conn = index.conn
     paths = dict(repos)
     marks = ", ".join("?" * len(paths))
-    lines = conn.execute(
-        "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
-        f" where r.repo_id in ({marks}) and r.id > ifnull((select reflog_id from event_cursor c"
-        " where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
+    # Lines a cold store just appended are at hand; the others are read back past each repo's cursor.
+    lines = [line for repo_id in paths for line in index.appended.pop(repo_id, ())]
+    at_hand = {ln[1] for ln in lines}
+    others = [repo_id for repo_id in paths if repo_id not in at_hand]
+    if others:
+        lines += conn.execute(
+            "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
+            f" where r.repo_id in ({', '.join('?' * len(others))}) and r.id > ifnull((select reflog_id"
+            " from event_cursor c where c.repo_id = r.repo_id), 0) order by r.id", others).fetchall()
     if not lines:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
