@@ -208,16 +208,16 @@ def read_config(commondir: StrPath, *, complete: bool = False) -> "ConfigFile | 
     are skipped unparsed (an empty config is returned). A file without includes is read by fleetdeck's own
     git-exact reader (fleet/git/config.py: a regex a line for the usual shapes), far cheaper than dulwich.
     """
-    data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
-    if not data:
-        return ConfigFile()
-    lowered = data.lower()
-    if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
-        return ConfigFile()
-    if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
-        return parse_config(data, os.fspath(commondir))
     from fleet.git.config import Config, ConfigError, parse  # config.py imports this module
 
+    data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
+    if not data:
+        return Config()
+    lowered = data.lower()
+    if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
+        return Config()
+    if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
+        return parse_config(data, os.fspath(commondir))
     try:
         return Config(parse(data, "config"))
     except ConfigError:

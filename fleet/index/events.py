@@ -118,6 +118,9 @@ def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -
     - a move whose old tip the lines show to be an ancestor of the new one (a chain of commits, fast-forwards,
       picks and resets back), e.g. a reset forward again after a reset back (0).
     """
+    if not any(kind in REWRITE_KINDS and old is not None and new is not None and old != new
+               for _ref, old, new, kind, _message in lines):
+        return [0] * len(lines)  # nothing that could drop commits (a history of commits and checkouts)
     first_seen: dict[tuple[str, str], int] = {}   # (ref, sha) -> the first line naming it
     created_at: dict[tuple[str, str], int] = {}   # (ref, sha) -> the `git commit` line that made it
     from_start: set[tuple[str, str]] = set()       # first named as where a rebase or pull --rebase started
