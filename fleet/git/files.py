@@ -365,17 +365,22 @@ _REFLOG_LINE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0
                           rb"([^\n\t]*) (\d{1,12}) ([+-]\d{4})(?:\t([^\n]*))?$", re.M)
 
 
-def _oid(raw: bytes) -> str | None:
-    """A sha as text, or None for git's all-zero "no object" id."""
-    return None if raw.strip(b"0") == b"" else raw.decode("ascii")
+_ZERO_OIDS = frozenset({b"0" * 40, b"0" * 64})
 
 
 def parse_reflog(data: bytes) -> list[ReflogLine]:
     """Parse reflog text tolerantly: message-less lines, zero oids and junk lines (a time no clock can show
     included) never raise; junk is skipped."""
-    return [ReflogLine(_oid(old), _oid(new), who.decode("utf-8", "replace"), int(ts), tz.decode("ascii"),
-                       (msg or b"").decode("utf-8", "replace"))
-            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if int(ts) <= MAX_REFLOG_TIME]
+    return [ReflogLine(*fields) for fields in reflog_fields(data)]
+
+
+def reflog_fields(data: bytes) -> list[tuple[str | None, str | None, str, int, str, str]]:
+    """`parse_reflog` as plain tuples (old, new, identity, at, tz, message): the scan's ingest reads every
+    reflog line of the fleet, and objects per line cost more than the parsing."""
+    zero = _ZERO_OIDS
+    return [(None if old in zero else old.decode("ascii"), None if new in zero else new.decode("ascii"),
+             who.decode("utf-8", "replace"), at, tz.decode("ascii"), msg.decode("utf-8", "replace"))
+            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if (at := int(ts)) <= MAX_REFLOG_TIME]
 
 
 def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) -> tuple[bytes, int, bool]:

@@ -252,8 +252,9 @@ class Index:
                 data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
             except gitfiles.BrokenRepo:
                 continue
-            rows.extend((repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
-                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data))
+            kind = gitfiles.reflog_kind
+            rows.extend((repo_id, ref, old, new, at, tz, who, message, kind(message))
+                        for old, new, who, at, tz, message in gitfiles.reflog_fields(data))
             files.append((repo_id, ref, inode, end))
         if rows and new:
             self._append_new(conn, repo_id, rows)
