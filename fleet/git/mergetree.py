@@ -217,9 +217,9 @@ def _names(folder: str) -> list[str]:
         return []
 
 
-def _regular(path: str, follow: bool = True) -> bool:
+def _regular(path: str) -> bool:
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.stat(path)
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode)

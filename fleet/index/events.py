@@ -93,7 +93,7 @@ def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> l
 _BACK_TO_ANCESTOR = re.compile(r"reset: moving to (?:HEAD|@)(?:~(?:[1-9][0-9]*)?|\^(?:[1-9][0-9]*)?)+")
 _PICK = re.compile(r"[a-z -]*\(pick\): ")
 _AMEND = re.compile(r"commit \(amend\): |[a-z -]*\((?:fixup|squash)\): ")
-_START = re.compile(r"[a-z -]*\(start\): ")
+_START = re.compile(r"[^:]*\(start\): ")  # broad on purpose: it only ever withholds a verdict
 _FAST_FORWARD = re.compile(r"pull(?: [^:]*)?: Fast-forward|(?:pull|fetch)(?: [^:]*)?: fast-forward")
 _CREATES_COMMIT = ("commit: ", "commit (amend): ", "commit (merge): ", "commit (initial): ")
 _CHILD_OF_OLD = ("commit: ", "commit (merge): ")
