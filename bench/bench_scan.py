@@ -3,13 +3,15 @@ a re-scan of the unchanged fleet, and in-process query time of `repos`/`radar` a
 
     python bench/bench_scan.py [--profiles realistic,simple] [--sizes 1000] [--runs 5]
                                [--query-sizes 1000,10000] [--workdir DIR]
+    python bench/bench_scan.py --profiles simple --sizes 10000 --runs 3 --query-sizes ''   # 10,000 repos
 
 Profiles: `realistic` (bench/realfleet.py: long reflogs, branches on two remotes, diverged/behind/stashed/
 mid-operation/worktree/submodule repos, bare mirrors under the root; the loop runs `git status` in every
 working tree, the scan indexes the whole root) and `simple` (bench/fleetgen.py: four small templates).
 Prints one JSON object: medians of --runs runs, wall and CPU seconds (the scan's CPU includes its worker
 processes and every git it ran; the loop's includes every git), scan and loop alternating so noise hits
-both alike. Generated fleets are kept under --workdir (default bench/out/).
+both alike; also the peak RSS of the scan (the largest process of its tree, over the runs). Generated fleets
+are kept under --workdir (default bench/out/); a 10,000-repo simple fleet takes a few minutes to copy out.
 """
 
 from __future__ import annotations
@@ -53,16 +55,30 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, float]:
     return time.perf_counter() - start, children_cpu() - cpu
 
 
+def timed_rss(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall, CPU, peak RSS in MB) of one command: CPU counts it and every process it started; the RSS is the
+    largest any one of them reached (the CLI process or one of its forked workers; git's are far smaller)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: ru_maxrss is in KiB
+
+
 def scan_cmd(fleet: Path, db: Path) -> list[str]:
     return [sys.executable, "-m", "fleet", "--db", str(db), "scan", str(fleet), "--json"]
 
 
-def time_scan(fleet: Path, tmp: Path) -> tuple[tuple[float, float], tuple[float, float]]:
-    """A cold scan into a new index, then a re-scan of the unchanged fleet into the same index."""
+def time_scan(fleet: Path, tmp: Path) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A cold scan into a new index, then a re-scan of the unchanged fleet into the same index:
+    (wall, CPU, peak RSS MB) each."""
     db = tmp / f"scan-{time.monotonic_ns()}.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cold = timed(scan_cmd(fleet, db), env=env)
-    again = timed(scan_cmd(fleet, db), env=env)
+    cold = timed_rss(scan_cmd(fleet, db), env)
+    again = timed_rss(scan_cmd(fleet, db), env)
     for suffix in ("", "-wal", "-shm", ".migrate.lock"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     return cold, again
@@ -110,9 +126,12 @@ def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
             "scan_s": scan_wall, "scan_cpu_s": scan_cpu,
             "git_status_loop_s": loop_wall, "git_status_loop_cpu_s": loop_cpu,
             "ratio": round(scan_wall / loop_wall, 2), "ratio_cpu": round(scan_cpu / loop_cpu, 2),
+            "scan_cpu_ms_per_repo": round(scan_cpu * 1000 / size, 2),  # flat across sizes = linear
             "rescan_unchanged_s": again_wall, "rescan_unchanged_cpu_s": again_cpu,
             "rescan_vs_cold": round(again_wall / scan_wall, 2),
             "rescan_vs_cold_cpu": round(again_cpu / scan_cpu, 2),
+            "scan_peak_rss_mb": round(max(c[2] for c in colds), 1),
+            "rescan_peak_rss_mb": round(max(c[2] for c in agains), 1),
             "scan_runs": [round(c[0], 3) for c in colds], "loop_runs": [round(c[0], 3) for c in loops]}
 
 

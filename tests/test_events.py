@@ -195,3 +195,35 @@ def test_lost_cli_lists_recoverable_commits(fleet, db_path: Path) -> None:
     assert dropped[:12] in text and f"branch recovered-{dropped[:8]} {dropped}" in text
     git(repo, "branch", "rescued", dropped)
     assert lost_commits(index)["commits"] == []
+
+
+def test_cold_store_hands_its_lines_to_events_as_a_read_back_would(tmp_path: Path, monkeypatch) -> None:
+    """A first store keeps the reflog lines it appended for `record_events` (no read back); the events are
+    the ones the read-back path records, line for line, duplicates in a reflog included."""
+    root = tmp_path / "src"
+    repo = init_repo(root / "app", commits=3)
+    git(repo, "checkout", "-q", "-b", "topic")
+    commit_file(repo, "t.txt", "t\n", "topic")
+    git(repo, "commit", "-q", "--amend", "-m", "topic amended")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    log = repo / ".git" / "logs" / "HEAD"
+    log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[-1])  # a repeated line
+
+    def events_of(db: Path) -> list[tuple]:
+        index = open_index(db)
+        scan(index, [str(root)], workers=1)
+        rows = index.conn.execute("select ref, kind, old_sha, new_sha, at, message, rewrote from events"
+                                  " order by id").fetchall()
+        cursor = index.conn.execute("select count(*) from event_cursor").fetchone()[0]
+        lines = index.conn.execute("select count(*) from reflog").fetchone()[0]
+        index.close()
+        return rows + [("cursor", cursor), ("lines", lines)]
+
+    at_hand = events_of(tmp_path / "a.db")
+    from fleet.index.store import Index
+    monkeypatch.setattr(Index, "_append_new", lambda self, conn, repo_id, rows: conn.executemany(
+        "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
+        " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows))
+    read_back = events_of(tmp_path / "b.db")
+    assert len(at_hand) > 8 and at_hand == read_back

@@ -51,3 +51,62 @@ def test_batched_verdicts_match_merge_base(tmp_path, monkeypatch):
     assert rewrote_all(str(repo), moves) == expected
     # a move naming an object that is gone: git cannot tell, and neither may the batch
     assert rewrote_all(str(repo), [("1" * 40, moves[-1][1], "reset")]) == [None]
+
+
+def _lines(repo) -> list[tuple[str, str | None, str | None, str, str]]:
+    """(ref, old, new, kind, message) of every event reflog of `repo`, each ref's lines in file order."""
+    out = []
+    for ref, path in gitfiles.reflog_files(str(repo / ".git"), str(repo / ".git")):
+        for line in gitfiles.parse_reflog(open(path, "rb").read()):
+            out.append((ref, line.old_sha, line.new_sha, gitfiles.reflog_kind(line.message), line.message))
+    return out
+
+
+def test_verdicts_settled_from_reflog_lines_agree_with_merge_base(tmp_path):
+    """Every move `settle_by_lines` answers without git agrees with `merge-base --is-ancestor`, over amends,
+    resets back and forth, rebases (onto a known tip, onto a fresh fetch, `--root`, with a fixup), pulls
+    (fast-forward and `--rebase`), cherry-picks and a made-up message; and it settles most of them."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    other = init_repo(tmp_path / "other", commits=2)
+    git(other, "remote", "add", "origin", str(remote))
+    git(other, "push", "-q", "-u", "origin", "main")
+    repo = tmp_path / "repo"
+    git(tmp_path, "clone", "-q", str(remote), str(repo))
+    for i in range(3):
+        commit_file(repo, f"f{i}.txt", f"{i}\n")
+    git(repo, "commit", "-q", "--amend", "-m", "amended")
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    git(repo, "reset", "-q", "--hard", "HEAD@{1}")
+    git(repo, "reset", "-q", "--hard", "HEAD^")
+    git(repo, "checkout", "-q", "-b", "topic", "HEAD~1")
+    commit_file(repo, "t.txt", "t\n")
+    commit_file(repo, "t2.txt", "t2\n")
+    git(repo, "rebase", "-q", "main")                       # onto a tip the log knew
+    env_editor = "sed -i -e '2s/^pick/fixup/'"
+    git(repo, "-c", f"sequence.editor={env_editor}", "rebase", "-q", "-i", "HEAD~2")
+    git(repo, "rebase", "-q", "--root")                     # starts on a commit it makes itself
+    git(repo, "checkout", "-q", "main")
+    commit_file(other, "o.txt", "o\n")
+    git(other, "push", "-q")
+    git(repo, "pull", "-q", "--rebase")                     # onto a commit fetched just now
+    commit_file(other, "o2.txt", "o2\n")
+    git(other, "push", "-q")
+    git(repo, "reset", "-q", "--hard", "origin/main")
+    git(repo, "pull", "-q", "--ff-only")
+    git(repo, "cherry-pick", "topic")
+    git(repo, "reset", "-q", "--hard", "topic")
+    git(repo, "update-ref", "-m", "made up", "refs/heads/main", "HEAD~1")
+    lines = _lines(repo)
+    expected = [_oracle(repo, old, new) if kind in events.REWRITE_KINDS else 0
+                for _ref, old, new, kind, _msg in lines]
+    settled = events.settle_by_lines(lines)
+    asked = [n for n, (_r, old, new, kind, _m) in enumerate(lines)
+             if kind in events.REWRITE_KINDS and old and new and old != new]
+    assert len(asked) > 15 and 1 in expected and 0 in [expected[n] for n in asked]
+    wrong = [(lines[n], settled[n], expected[n]) for n in range(len(lines))
+             if settled[n] != events.UNSETTLED and settled[n] != expected[n]]
+    assert wrong == []
+    assert sum(settled[n] != events.UNSETTLED for n in asked) > len(asked) // 2
+    assert events.UNSETTLED in settled  # the made-up move and the --root pick are git's to answer
+    assert events.rewrote_lines(str(repo), lines) == expected

@@ -15,6 +15,7 @@ an error, and the runner then refuses to run git at all: fail closed.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from fleet.git.files import MAX_CONFIG_BYTES, BrokenRepo, read_file
@@ -43,6 +44,12 @@ def parse(data: bytes, origin: str = "config") -> list[Entry]:
 
     `value` is None for a bare key (`[core] bare`, git's boolean true).
     """
+    simple = _parse_simple(data)
+    return simple if simple is not None else _parse_full(data, origin)
+
+
+def _parse_full(data: bytes, origin: str) -> list[Entry]:
+    """The byte-by-byte parser, step for step as git's config.c."""
     entries: list[Entry] = []
     n = len(data)
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
@@ -82,6 +89,38 @@ def parse(data: bytes, origin: str = "config") -> list[Entry]:
             entries.append((section or b"", subsection, key, value))   # git accepts a key before any section
         else:
             raise bad(f"unexpected byte {c:#04x}")
+    return entries
+
+
+# The shapes nearly every config line has (what git itself writes), read with one regex a line. A line in
+# any other shape (quotes, escapes, continuations, tabs or NUL inside a value, CR, a BOM, a key before any
+# section...) sends the whole file to the byte-by-byte parser above, which follows git's config.c.
+_SIMPLE_LINE = re.compile(
+    rb"[ \t]*(?:"
+    rb"\[([A-Za-z0-9.-]+)(?:[ \t]+\"([^\"\\\n\r\0]*)\")?\]"                     # [section] / [section "sub"]
+    rb"|([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=[ \t]*([^\"\\#;\n\r\t\0]*?))?"            # key [= value]
+    rb")?[ \t]*(?:[#;][^\r]*)?")
+
+
+def _parse_simple(data: bytes) -> list[Entry] | None:
+    """`parse` for a file of simple lines only; None when any line needs the full parser."""
+    entries: list[Entry] = []
+    section: bytes | None = None
+    subsection: bytes | None = None
+    match = _SIMPLE_LINE.fullmatch
+    for line in data.split(b"\n"):
+        m = match(line)
+        if m is None:
+            return None
+        name, quoted, key, value = m.groups()
+        if name is not None:
+            if name.startswith(b".") or name.endswith(b".") or b".." in name:
+                return None
+            section, subsection = _split(name.lower() + b"." + quoted) if quoted is not None else _split(name.lower())
+        elif key is not None:
+            if section is None:
+                return None
+            entries.append((section, subsection, key.lower(), value))
     return entries
 
 
@@ -240,3 +279,46 @@ def _include_path(value: bytes, including: str) -> str:
     if target.startswith("~"):
         target = os.path.expanduser(target)
     return os.path.join(os.path.dirname(including), target)
+
+
+class Config:
+    """A repository's config as fleetdeck's readers ask it (the calls they make of a dulwich ConfigFile: get,
+    get_multivar, get_boolean, sections), over `parse`'s entries: the record reader's hot path, with no
+    dulwich parse. Section names and keys match case-insensitively, subsections exactly, as in git; the last
+    value of a key wins; a bare key is `true`."""
+
+    def __init__(self, entries: list[Entry] = ()) -> None:
+        self._values: dict[tuple[bytes, ...], dict[bytes, list[bytes]]] = {}
+        for section, sub, key, value in entries:
+            name = (section,) if sub is None else (section, sub)
+            self._values.setdefault(name, {}).setdefault(key, []).append(b"true" if value is None else value)
+
+    def _all(self, section: tuple[bytes, ...], key: bytes) -> list[bytes]:
+        values = self._values.get((section[0].lower(), *section[1:]), {}).get(key.lower())
+        if not values:
+            raise KeyError(key)
+        return values
+
+    def get(self, section: tuple[bytes, ...], key: bytes) -> bytes:
+        return self._all(section, key)[-1]
+
+    def get_multivar(self, section: tuple[bytes, ...], key: bytes) -> list[bytes]:
+        return list(self._all(section, key))
+
+    def get_boolean(self, section: tuple[bytes, ...], key: bytes, default: bool | None = None) -> bool | None:
+        """git's booleans: true/yes/on, false/no/off/empty, or an integer; ValueError for anything else."""
+        try:
+            value = self.get(section, key).lower()
+        except KeyError:
+            return default
+        if value in (b"true", b"yes", b"on"):
+            return True
+        if value in (b"false", b"no", b"off", b""):
+            return False
+        try:
+            return int(value) != 0
+        except ValueError:
+            raise ValueError(f"bad boolean config value {value!r}") from None
+
+    def sections(self) -> list[tuple[bytes, ...]]:
+        return list(self._values)

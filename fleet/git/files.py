@@ -13,8 +13,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dulwich.config import ConfigFile
+
+if TYPE_CHECKING:
+    from fleet.git.config import Config
 
 ZERO_OID = "0" * 40
 StrPath = str | os.PathLike[str]
@@ -197,22 +201,30 @@ def parse_config(data: bytes, config_dir: str | None = None, *, what: str = "con
         raise BrokenRepo(f"{what} is malformed") from None
 
 
-def read_config(commondir: StrPath, *, complete: bool = False) -> ConfigFile:
+def read_config(commondir: StrPath, *, complete: bool = False) -> "ConfigFile | Config":
     """The repository's own config file (branch upstreams, remotes, core.worktree), includes followed.
 
     Most of a scan's Python time went to parsing configs that hold none of these: unless `complete`, those
-    are skipped unparsed (an empty config is returned).
+    are skipped unparsed (an empty config is returned). A file without includes is read by fleetdeck's own
+    git-exact reader (fleet/git/config.py: a regex a line for the usual shapes), far cheaper than dulwich.
     """
+    from fleet.git.config import Config, ConfigError, parse  # config.py imports this module
+
     data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
     if not data:
-        return ConfigFile()
+        return Config()
     lowered = data.lower()
     if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
-        return ConfigFile()
-    return parse_config(data, os.fspath(commondir))
+        return Config()
+    if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
+        return parse_config(data, os.fspath(commondir))
+    try:
+        return Config(parse(data, "config"))
+    except ConfigError:
+        raise BrokenRepo("config is malformed") from None
 
 
-def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | None:
+def configured_work_tree(cfg: "ConfigFile | Config", gitdir: str, commondir: str) -> str | None:
     """The work tree `core.worktree` makes git use instead of the folder holding `.git`, or None.
 
     In the shared config it applies to the main worktree only; `config.worktree` (with the worktreeConfig
@@ -234,7 +246,7 @@ def configured_work_tree(cfg: ConfigFile, gitdir: str, commondir: str) -> str | 
     return os.path.normpath(os.path.join(gitdir, value))
 
 
-def _cfg(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> str | None:
+def _cfg(cfg: "ConfigFile | Config", section: tuple[bytes, ...], key: bytes) -> str | None:
     try:
         value = cfg.get(section, key)
     except KeyError:
@@ -257,7 +269,7 @@ def _map_refspec(src: str, refspec: str) -> str | None:
     return right if left == src else None
 
 
-def upstream_ref(cfg: ConfigFile, branch: str) -> str | None:
+def upstream_ref(cfg: "ConfigFile | Config", branch: str) -> str | None:
     """The full ref name a local branch tracks (`refs/remotes/origin/main`), as git computes it."""
     remote = _cfg(cfg, (b"branch", branch.encode()), b"remote")
     merge = _cfg(cfg, (b"branch", branch.encode()), b"merge")
@@ -312,14 +324,14 @@ def redact_url(url: str) -> str:
     return match.group(0) + authority + path
 
 
-def _multivar(cfg: ConfigFile, section: tuple[bytes, ...], key: bytes) -> list[str]:
+def _multivar(cfg: "ConfigFile | Config", section: tuple[bytes, ...], key: bytes) -> list[str]:
     try:
         return [redact_url(v.decode("utf-8", "replace")) for v in cfg.get_multivar(section, key)]
     except KeyError:
         return []
 
 
-def remotes(cfg: ConfigFile) -> list[dict]:
+def remotes(cfg: "ConfigFile | Config") -> list[dict]:
     """Each remote of a config, by name: its fetch URLs and push URLs, redacted; `url` is the first one."""
     rows = []
     for section in cfg.sections():
@@ -353,17 +365,22 @@ _REFLOG_LINE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0
                           rb"([^\n\t]*) (\d{1,12}) ([+-]\d{4})(?:\t([^\n]*))?$", re.M)
 
 
-def _oid(raw: bytes) -> str | None:
-    """A sha as text, or None for git's all-zero "no object" id."""
-    return None if raw.strip(b"0") == b"" else raw.decode("ascii")
+_ZERO_OIDS = frozenset({b"0" * 40, b"0" * 64})
 
 
 def parse_reflog(data: bytes) -> list[ReflogLine]:
     """Parse reflog text tolerantly: message-less lines, zero oids and junk lines (a time no clock can show
     included) never raise; junk is skipped."""
-    return [ReflogLine(_oid(old), _oid(new), who.decode("utf-8", "replace"), int(ts), tz.decode("ascii"),
-                       (msg or b"").decode("utf-8", "replace"))
-            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if int(ts) <= MAX_REFLOG_TIME]
+    return [ReflogLine(*fields) for fields in reflog_fields(data)]
+
+
+def reflog_fields(data: bytes) -> list[tuple[str | None, str | None, str, int, str, str]]:
+    """`parse_reflog` as plain tuples (old, new, identity, at, tz, message): the scan's ingest reads every
+    reflog line of the fleet, and objects per line cost more than the parsing."""
+    zero = _ZERO_OIDS
+    return [(None if old in zero else old.decode("ascii"), None if new in zero else new.decode("ascii"),
+             who.decode("utf-8", "replace"), at, tz.decode("ascii"), msg.decode("utf-8", "replace"))
+            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if (at := int(ts)) <= MAX_REFLOG_TIME]
 
 
 def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) -> tuple[bytes, int, bool]:

@@ -136,21 +136,49 @@ class _LooseMirrors:
 
 
 def _copy_loose(odb: str, target: str) -> None:
+    """Copy the loose objects of `odb` not yet in `target` (one listing of each side's fan-out folder). The
+    caller holds this mirror's lock, so a copy is written in place: no other writer, no reader meanwhile."""
+    os.makedirs(target, exist_ok=True)
+    have_dirs = set(_names(target))
     for fanout in _names(odb):
         if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
             continue
-        have = set(_names(os.path.join(target, fanout)))
-        src_dir = os.path.join(odb, fanout)
+        src_dir, dst_dir = os.path.join(odb, fanout), os.path.join(target, fanout)
+        have = set(_names(dst_dir)) if fanout in have_dirs else ()
         for name in _names(src_dir):
             if name in have or name.startswith("tmp"):
                 continue
-            src = os.path.join(src_dir, name)
-            if not _regular(src, follow=False):
-                continue
-            os.makedirs(os.path.join(target, fanout), exist_ok=True)
-            partial = os.path.join(target, fanout, f".{name}.{os.getpid()}.{threading.get_ident()}.part")
-            shutil.copyfile(src, partial)
-            os.replace(partial, os.path.join(target, fanout, name))
+            if fanout not in have_dirs:
+                os.mkdir(dst_dir)
+                have_dirs.add(fanout)
+            _copy_object(os.path.join(src_dir, name), os.path.join(dst_dir, name))
+
+
+def _copy_object(src: str, dst: str) -> None:
+    """One loose object copied (a regular file only, never followed through a link); a copy cut short is
+    removed, so the mirror never holds part of an object."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # gone since the listing (pruned, packed): git reads it from wherever it went
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return
+        try:
+            out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # copied meanwhile by another process sharing the mirror
+            return
+        try:
+            while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+                os.write(out, chunk)
+        except BaseException:
+            os.close(out)
+            os.unlink(dst)
+            raise
+        os.close(out)
+    finally:
+        os.close(fd)
 
 
 _LOOSE = _LooseMirrors()
@@ -189,9 +217,9 @@ def _names(folder: str) -> list[str]:
         return []
 
 
-def _regular(path: str, follow: bool = True) -> bool:
+def _regular(path: str) -> bool:
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.stat(path)
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode)

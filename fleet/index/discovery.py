@@ -73,7 +73,7 @@ def common_dir(gitdir: Path) -> Path:
     return target if os.path.isdir(target) else gitdir
 
 
-def is_bare_repo(path: Path) -> bool:
+def is_bare_repo(path: str | os.PathLike[str]) -> bool:
     """A directory that is itself a git dir: HEAD, objects/ and refs/ (or reftable/) side by side."""
     isdir = os.path.isdir  # os.path: an unreadable folder is False, never an error that ends the walk
     return (os.path.isfile(os.path.join(path, "HEAD")) and isdir(os.path.join(path, "objects"))
@@ -122,49 +122,48 @@ def iter_discover(root: str | os.PathLike[str], skip: tuple[str, ...] = DEFAULT_
                   extra_skip: tuple[str, ...] = ()) -> Iterator[Found]:
     """Repositories under `root` as the walk finds them (a scan starts reading before the walk ends);
     `.git` files come last, once it is known whether the repo that owns them is in the fleet."""
-    root_path = Path(os.path.realpath(root))
+    root_path = os.path.realpath(root)  # plain strings below: a Path per folder costs more than the walk
     names = frozenset(skip)
     patterns = tuple(extra_skip)
     owned: set[str] = set()
     gitfile_repos: list[Found] = []
     # (folder, the nearest working tree above or at it): a bare repo inside a working tree may be its data.
-    stack: list[tuple[Path, str | None]] = [(root_path, enclosing_work_tree(root_path))]
+    stack: list[tuple[str, str | None]] = [(root_path, enclosing_work_tree(root_path))]
     while stack:
         folder, outer = stack.pop()
         if folder == root_path and is_bare_repo(folder):
-            yield Found(str(folder), str(folder), str(folder), True, str(root_path))
+            yield Found(folder, folder, folder, True, root_path)
             continue
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         if any(entry.name == ".git" for entry in entries):
-            outer = str(folder)
-        subdirs: list[Path] = []
+            outer = folder
+        subdirs: list[str] = []
         for entry in entries:
             if entry.name == ".git":
                 dotgit = Path(entry.path)
                 if entry.is_dir(follow_symlinks=False):
-                    item = Found(str(folder), str(dotgit), str(common_dir(dotgit)), False, str(root_path))
+                    item = Found(folder, entry.path, str(common_dir(dotgit)), False, root_path)
                     owned.add(os.path.normpath(item.commondir))
                     yield item
                 elif entry.is_file(follow_symlinks=False):
                     gitdir = read_gitfile(dotgit)
                     if gitdir is not None:
-                        gitfile_repos.append(Found(str(folder), str(gitdir), str(common_dir(gitdir)), False,
-                                                   str(root_path)))
+                        gitfile_repos.append(Found(folder, str(gitdir), str(common_dir(gitdir)), False, root_path))
                 continue
             if not entry.is_dir(follow_symlinks=False):
                 continue
             rel = os.path.relpath(entry.path, root_path) if patterns else entry.name
             if _skipped(entry.name, rel, names, patterns):
                 continue
-            sub = Path(entry.path)
+            sub = entry.path
             if is_bare_repo(sub):
                 if outer is not None and tracked_by(outer, sub):
                     continue
                 owned.add(os.path.normpath(sub))
-                yield Found(str(sub), str(sub), str(sub), True, str(root_path))
+                yield Found(sub, sub, sub, True, root_path)
                 continue
             subdirs.append(sub)
         stack.extend((sub, outer) for sub in sorted(subdirs, reverse=True))

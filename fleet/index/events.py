@@ -13,6 +13,7 @@ Events stay after git expires or deletes its reflogs; `prune_events` removes old
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,118 @@ def rewrote_all(path: str, moves: list[tuple[str | None, str | None, str]]) -> l
             verdicts[i] = 1
         else:
             verdicts[i] = rewrote(path, old, new, kind)
+    return verdicts
+
+
+# What git's own reflog messages say about a move, settled without asking git (see `settle_by_lines`).
+_BACK_TO_ANCESTOR = re.compile(r"reset: moving to (?:HEAD|@)(?:~(?:[1-9][0-9]*)?|\^(?:[1-9][0-9]*)?)+")
+_PICK = re.compile(r"[a-z -]*\(pick\): ")
+_AMEND = re.compile(r"commit \(amend\): |[a-z -]*\((?:fixup|squash)\): ")
+_START = re.compile(r"[^:]*\(start\): ")  # broad on purpose: it only ever withholds a verdict
+_FAST_FORWARD = re.compile(r"pull(?: [^:]*)?: Fast-forward|(?:pull|fetch)(?: [^:]*)?: fast-forward")
+_CREATES_COMMIT = ("commit: ", "commit (amend): ", "commit (merge): ", "commit (initial): ")
+_CHILD_OF_OLD = ("commit: ", "commit (merge): ")
+UNSETTLED = -1
+WALK_BUDGET = 4096  # known-ancestry steps one repo's lines may take before the rest is left to git
+
+
+def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -> list[int]:
+    """`rewrote` for the moves git's own reflog lines already answer, UNSETTLED for the rest (git decides).
+
+    `lines` are (ref, old, new, kind, message), each ref's lines in file order. What git writes settles
+    most moves a cold scan meets, with no git process:
+    - `commit (amend)`, a rebase's `fixup`/`squash`: the new commit has the old one's parents, so the old one
+      is not its ancestor (1);
+    - `reset: moving to HEAD~n` / `HEAD^n`: the new tip is a proper ancestor of the old one (1);
+    - a fast-forward of `pull` or its fetch: the new tip descends from the old one (0); so does a `rebase
+      (pick)`'s new commit from the old one (0) — unless the old commit first appeared at the rebase's start
+      (a `--root` rebase starts on a commit it makes itself, and its first pick replaces that one);
+    - a move away from a commit `git commit` made (at its first line in that log) to a commit the log named
+      at or before that line, or to a chain of `git commit` children of one: the new commit's ancestry
+      existed before the old commit did, so cannot hold it (1);
+    - a move whose old tip the lines show to be an ancestor of the new one (a chain of commits, fast-forwards,
+      picks and resets back), e.g. a reset forward again after a reset back (0).
+    """
+    if not any(kind in REWRITE_KINDS and old is not None and new is not None and old != new
+               for _ref, old, new, kind, _message in lines):
+        return [0] * len(lines)  # nothing that could drop commits (a history of commits and checkouts)
+    first_seen: dict[tuple[str, str], int] = {}   # (ref, sha) -> the first line naming it
+    created_at: dict[tuple[str, str], int] = {}   # (ref, sha) -> the `git commit` line that made it
+    from_start: set[tuple[str, str]] = set()       # first named as where a rebase or pull --rebase started
+    parent: dict[str, str] = {}                    # commit -> its only parent, from a plain `git commit` line
+    below: dict[str, list[str]] = {}               # commit -> commits the lines show to be its ancestors
+    for n, (ref, old, new, kind, message) in enumerate(lines):
+        if new is not None and (ref, new) not in first_seen and old != new:
+            if message.startswith(_CREATES_COMMIT):
+                created_at[(ref, new)] = n
+            elif _START.match(message):
+                from_start.add((ref, new))
+        for sha in (old, new):
+            if sha is not None:
+                first_seen.setdefault((ref, sha), n)
+        if old is not None and new is not None and old != new and kind not in REWRITE_KINDS:
+            if message.startswith(_CHILD_OF_OLD) or _FAST_FORWARD.fullmatch(message):
+                below.setdefault(new, []).append(old)
+            if message.startswith("commit: "):
+                parent[new] = old
+    verdicts = [0] * len(lines)
+    for n, (ref, old, new, kind, message) in enumerate(lines):
+        if kind not in REWRITE_KINDS or old is None or new is None or old == new:
+            continue
+        verdicts[n] = _settle(ref, old, new, message, n, first_seen, created_at, from_start, parent)
+        if verdicts[n] == 0:
+            below.setdefault(new, []).append(old)
+        elif _BACK_TO_ANCESTOR.fullmatch(message):
+            below.setdefault(old, []).append(new)
+    budget = [WALK_BUDGET]
+    for n, verdict in enumerate(verdicts):
+        if verdict == UNSETTLED and _descends(below, lines[n][2], lines[n][1], budget):
+            verdicts[n] = 0
+    return verdicts
+
+
+def _settle(ref: str, old: str, new: str, message: str, n: int, first_seen: dict, created_at: dict,
+            from_start: set, parent: dict) -> int:
+    if _AMEND.match(message) or _BACK_TO_ANCESTOR.fullmatch(message):
+        return 1
+    if _FAST_FORWARD.fullmatch(message):
+        return 0
+    if _PICK.match(message) and first_seen.get((ref, old), n) < n and (ref, old) not in from_start:
+        return 0
+    made = created_at.get((ref, old))
+    if made is not None:
+        sha: str | None = new
+        for _ in range(64):  # new, its parent, ... while each is a plain commit's child
+            if first_seen.get((ref, sha), n) <= made:
+                return 1
+            sha = parent.get(sha)
+            if sha is None or sha == old:
+                break
+    return UNSETTLED
+
+
+def _descends(below: dict[str, list[str]], start: str, target: str, budget: list[int]) -> bool:
+    """True when the lines' known ancestry leads from `start` down to `target` (within the shared budget)."""
+    seen, todo = {start}, [start]
+    while todo and budget[0] > 0:
+        budget[0] -= 1
+        for parent in below.get(todo.pop(), ()):
+            if parent == target:
+                return True
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
+
+
+def rewrote_lines(path: str, lines: list[tuple[str, str | None, str | None, str, str]]) -> list[int | None]:
+    """`rewrote` for every (ref, old, new, kind, message) line of one repo (each ref's lines in file order):
+    settled from the lines where git's messages tell, by `rewrote_all` (one git batch) for the rest."""
+    verdicts: list[int | None] = list(settle_by_lines(lines))
+    open_ = [n for n, verdict in enumerate(verdicts) if verdict == UNSETTLED]
+    if open_:
+        for n, verdict in zip(open_, rewrote_all(path, [(lines[n][1], lines[n][2], lines[n][3]) for n in open_])):
+            verdicts[n] = verdict
     return verdicts
 
 
@@ -175,10 +288,15 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     conn = index.conn
     paths = dict(repos)
     marks = ", ".join("?" * len(paths))
-    lines = conn.execute(
-        "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
-        f" where r.repo_id in ({marks}) and r.id > ifnull((select reflog_id from event_cursor c"
-        " where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
+    # Lines a cold store just appended are at hand; the others are read back past each repo's cursor.
+    lines = [line for repo_id in paths for line in index.appended.pop(repo_id, ())]
+    at_hand = {ln[1] for ln in lines}
+    others = [repo_id for repo_id in paths if repo_id not in at_hand]
+    if others:
+        lines += conn.execute(
+            "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
+            f" where r.repo_id in ({', '.join('?' * len(others))}) and r.id > ifnull((select reflog_id"
+            " from event_cursor c where c.repo_id = r.repo_id), 0) order by r.id", others).fetchall()
     if not lines:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
@@ -190,7 +308,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     verdicts: dict[int, int | None] = {}
     for repo_id, mine in by_repo.items():
         verdicts.update(zip((ln[0] for ln in mine),
-                            rewrote_all(paths[repo_id], [(ln[3], ln[4], ln[8]) for ln in mine])))
+                            rewrote_lines(paths[repo_id], [(ln[2], ln[3], ln[4], ln[8], ln[7]) for ln in mine])))
     # A repo never turned into events before has all its lines here: no need to look for older twins.
     seen_before = {row[0] for row in conn.execute(
         f"select repo_id from event_cursor where repo_id in ({marks})", list(paths))}

@@ -69,6 +69,9 @@ class Index:
         self.path = path
         _prepare_file(path)
         self.lock = threading.RLock()
+        # The reflog lines the last `store_repos` appended for repos stored for the first time, as
+        # `record_events` would select them back: (id, repo_id, ref, old, new, at, identity, message, kind).
+        self.appended: dict[int, list[tuple]] = {}
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
                                    isolation_level=None)
@@ -173,6 +176,7 @@ class Index:
         """Store many (found, record, reasons) in one transaction (a scan writes in batches: far fewer
         commits): the repo rows, their branches, worktrees, ..., and the reflog lines appended since the last
         read. `reasons` is the record's attention list, highest first (its score ranks the radar)."""
+        self.appended = {}
         with self.write() as conn:
             gen = _next_generation(conn)
             return [self._store(conn, found, record, reasons, gen) for found, record, reasons in items]
@@ -248,10 +252,13 @@ class Index:
                 data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
             except gitfiles.BrokenRepo:
                 continue
-            rows.extend((repo_id, ref, ln.old_sha, ln.new_sha, ln.at, ln.tz, ln.identity, ln.message,
-                         gitfiles.reflog_kind(ln.message)) for ln in gitfiles.parse_reflog(data))
+            kind = gitfiles.reflog_kind
+            rows.extend((repo_id, ref, old, new, at, tz, who, message, kind(message))
+                        for old, new, who, at, tz, message in gitfiles.reflog_fields(data))
             files.append((repo_id, ref, inode, end))
-        if rows:
+        if rows and new:
+            self._append_new(conn, repo_id, rows)
+        elif rows:
             conn.executemany(
                 "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
                 " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -262,6 +269,26 @@ class Index:
         if vanished:
             conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
                              [(repo_id, ref) for ref in vanished])
+
+    def _append_new(self, conn: sqlite3.Connection, repo_id: int, rows: list[tuple]) -> None:
+        """A first-stored repo's reflog lines, with ids given here (the write lock is held), kept in
+        `appended` so recording its events needs no read back. Duplicates are dropped as the unique index
+        would drop them."""
+        seen: set[tuple] = set()
+        unique = []
+        for row in rows:
+            key = (row[1], row[2] or "", row[3] or "", row[4], row[7])
+            if key not in seen:
+                seen.add(key)
+                unique.append(row)
+        first = conn.execute("select ifnull(max(id), 0) + 1 from reflog").fetchone()[0]
+        before = conn.total_changes
+        conn.executemany(
+            "insert or ignore into reflog (id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(first + n, *row) for n, row in enumerate(unique)])
+        if conn.total_changes - before == len(unique):  # else some line was there already: read them back
+            self.appended[repo_id] = [(first + n, r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8])
+                                      for n, r in enumerate(unique)]
 
     def mark_gone(self, paths: list[str]) -> int:
         """Flag repositories that disappeared from disk; their rows and history stay."""

@@ -87,7 +87,10 @@ def _read(found: Found) -> dict:
     behind = current["behind"] if current and not upstream_gone else None
     prediction = None
     if ahead and behind and current and current["upstream_ref"]:
-        prediction = predict_merge(found.path, commondir, "HEAD", current["upstream_ref"])
+        # by sha (both already known): merge-tree then needs no `rev-parse` first
+        ours = head_sha if head_sha and gitfiles.is_sha(head_sha) else "HEAD"
+        theirs = refs.get(current["upstream_ref"]) or current["upstream_ref"]
+        prediction = predict_merge(found.path, commondir, ours, theirs)
     reflogs = reflog_stats(gitdir, commondir)
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {

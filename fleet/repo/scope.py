@@ -48,8 +48,11 @@ def root_of(path: str, roots: list[str]) -> str | None:
 
 def dirs_escape(found: Found, roots: list[str]) -> str | None:
     """Why git would read this repository's git dir or common dir outside `roots`, or None."""
-    for what, folder in (("git dir", found.gitdir), ("common git dir", found.commondir)):
-        if root_of(os.path.realpath(folder), roots) is None:
+    real_roots = [os.path.realpath(r) for r in roots]
+    real_gitdir = os.path.realpath(found.gitdir)
+    real_common = real_gitdir if found.commondir == found.gitdir else os.path.realpath(found.commondir)
+    for what, real in (("git dir", real_gitdir), ("common git dir", real_common)):
+        if not any(inside(real, r) for r in real_roots):
             return f"its {what} lies outside the fleet roots: not read"
     return None
 
