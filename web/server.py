@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.store import open_index
@@ -163,6 +164,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
                              "the dashboard (and your repositories' state) to the network")
         print(f"fleetdeck: warning: listening on {host}: anyone who can reach this machine and has the token "
               "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
+    audit.setup(db_path)  # a configured key that cannot be used stops serve before it answers (fail closed)
     sock = bind(host, port)
     token = new_token()
     url = access_url(host, sock.getsockname()[1], token)
