@@ -1,7 +1,8 @@
 """`fleetdeck mcp` answers `initialize` before it imports what only tools need: the tool modules, their
-output models, the write side, the patch author and the git readers load with the first tools/list or
-tools/call. Checked on the real CLI with `python -X importtime` (each import is one line on stderr), with a
-control run that asks for the tools and must see the same modules load (so the check can fail)."""
+output models, the patch author and the git readers load with the first tools/list or tools/call, and the
+write side only with the first call that uses it. Checked on the real CLI with `python -X importtime` (each
+import is one line on stderr), with control runs that ask for the tools (and call a write-side tool) and
+must see those modules load (so the checks can fail)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from tests.fleets.cli import fleetdeck_env
 from tests.fleets.dashboard_fleet import indexed_fleet
 
 # Heavy modules made lazy (imports and tool schemas: most of a connect after the SDK's own import).
-LAZY = ("mcp_bridge.toolkit", "mcp_bridge.models", "mcp_bridge.tools_fleet", "mcp_bridge.tools_git",
-        "mcp_bridge.tools_ops", "mcp_bridge.tools_patch", "mcp_bridge.tools_audit", "fleet.ops.service",
-        "fleet.patch.generate", "fleet.repo.history", "fleet.repo.diffs", "fleet.views.queue")
+WITH_TOOLS = ("mcp_bridge.toolkit", "mcp_bridge.models", "mcp_bridge.tools_fleet", "mcp_bridge.tools_git",
+              "mcp_bridge.tools_ops", "mcp_bridge.tools_patch", "mcp_bridge.tools_audit", "fleet.patch.generate",
+              "fleet.repo.history", "fleet.repo.diffs", "fleet.views.queue")
+WRITE_SIDE = ("fleet.ops.service", "fleet.ops.restore", "fleet.ops.coreops")
+LAZY = WITH_TOOLS + WRITE_SIDE
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "startup-test", "version": "0"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+STATUS = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+          "params": {"name": "operation.status", "arguments": {"proposal_id": "p-no-such-proposal"}}}
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +72,18 @@ def test_initialize_is_answered_before_the_tools_are_imported(db) -> None:
     assert not early, f"imported before initialize was answered: {early}"
 
 
-def test_the_first_tools_request_imports_them(db) -> None:
-    """The control: the same log, once the tools were asked for, holds every module the check above forbids."""
+def test_the_first_tools_request_imports_them_and_a_write_call_the_write_side(db) -> None:
+    """The controls: once the tools were asked for, the log holds the tools' modules but not the write side;
+    once a write-side tool was called, that too."""
     replies, modules = session(db, INITIALIZED, LIST_TOOLS)
     assert [r["id"] for r in replies] == [1, 2]
     names = {tool["name"] for tool in replies[1]["result"]["tools"]}
     assert {"fleet.radar", "repo.brief", "operation.preview.stage", "patch.generate", "audit.tail"} <= names
-    assert set(LAZY) <= modules, sorted(set(LAZY) - modules)
+    assert set(WITH_TOOLS) <= modules, sorted(set(WITH_TOOLS) - modules)
+    assert not set(WRITE_SIDE) & modules, sorted(set(WRITE_SIDE) & modules)
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, STATUS)
+    assert replies[2]["result"]["isError"] and "p-no-such-proposal" in replies[2]["result"]["content"][0]["text"]
+    assert set(WRITE_SIDE) <= modules, sorted(set(WRITE_SIDE) - modules)
 
 
 def test_an_unusable_audit_key_still_stops_the_bridge_before_it_answers(db, tmp_path) -> None:
