@@ -240,14 +240,15 @@ def build_server(db_path: str | None = None, *, lazy_tools: bool = False) -> Fle
 def run_stdio(db_path: str | None = None) -> None:
     """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py).
 
-    The tools are registered by the first request that needs them; the audit log is opened first, so a
-    configured key that cannot be used still stops the bridge before it answers anything (fail closed).
+    The tools are registered by the first request that needs them; the index and then the audit log are
+    opened up front, so an unusable index or a configured key that cannot be used still stops the bridge
+    before it answers anything (fail closed).
     """
     from fleet import audit
     from fleet.presence.procs import ancestors
     from mcp_bridge.stdio import serve_stdio
 
+    server = build_server(db_path, lazy_tools=True)  # opens the index first: an unusable one is the error
     audit.setup(db_path)
-    server = build_server(db_path, lazy_tools=True)
     server.client_pids = ancestors(os.getpid())
     anyio.run(serve_stdio, server)
