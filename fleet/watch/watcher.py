@@ -12,8 +12,9 @@ into events) on a worker thread with that thread's handle from one `IndexPool`.
 
 The watch set is rebuilt (new notifier first, old one closed after, so nothing is missed) whenever a repo's
 set changes; a missing path never stops the watcher. Its state is written to the index's meta (key
-`watcher`: {pid, started_at, mode (`starting` until the watch set is built), heartbeat_at, repos, polled, watches, paths, backlog, roots, stopped_at})
-every few seconds; `status()` is that record. One watcher per index: an fcntl lock on `<db>.watcher.lock`.
+`watcher`: {pid, started_at, mode (`starting` until the watch set is built), heartbeat_at, repos, polled,
+watches, paths, backlog, roots, stopped_at, reverify}) every few seconds; `status()` is that record. One
+watcher per index: an fcntl lock on `<db>.watcher.lock`.
 
 A watcher that starts over an index that already holds the fleet first re-checks every repo (the index may
 have missed anything done while no watcher ran). Its progress is part of the record (`reverify`: {total,
@@ -153,10 +154,6 @@ class Watcher:
             "roots": self._roots(), "stopped_at": None,
             "reverify": dict(self._reverify) if self._reverify else None,
         }
-
-    def reverify(self) -> dict | None:
-        """The start-up re-check's progress: {total, done, figures_from, started_at, finished_at}."""
-        return dict(self._reverify) if self._reverify else None
 
     def watched_repos(self) -> list[str]:
         """The repos being watched (by inotify or polling)."""
