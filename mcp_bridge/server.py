@@ -20,7 +20,8 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import anyio
 
@@ -39,6 +40,7 @@ from mcp_bridge.envelope import DEGRADED_KEY, failure
 
 log = logging.getLogger("fleetdeck.mcp")
 
+HANDSHAKE = ("initialize", "notifications/initialized", "ping")  # answered before the tools are registered
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
 TOOL_MODULES = ("tools_audit", "tools_fleet", "tools_agents", "tools_repo", "tools_git", "tools_context",
@@ -71,8 +73,26 @@ class FleetServer(MCPServer):
         self._recorded: dict[tuple, float] = {}
         self.client_pids: list[int] = []  # set on stdio: the processes above this one (the client among them)
         self._registering = threading.Lock()
-        if not lazy_tools:
+        if lazy_tools:
+            self.middleware.append(self._tools_first)
+        else:
             self.ensure_tools()
+
+    async def _tools_first(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Server middleware (lazy tools only): any message but the handshake registers the tools first.
+
+        Registering adds middleware of its own (the audit of refused calls); the SDK composed this message's
+        chain before that, so the middleware it added wraps the rest of this chain here, exactly as it will
+        for every later message.
+        """
+        if ctx.method in HANDSHAKE or self.kit is not None:
+            return await call_next(ctx)
+        before = len(self.middleware)
+        self.ensure_tools()
+        call = call_next
+        for middleware in reversed(self.middleware[before:]):
+            call = partial(middleware, call_next=call)
+        return await call(ctx)
 
     def ensure_tools(self) -> None:
         """Import the tool modules and register their tools, once."""
