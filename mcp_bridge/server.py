@@ -1,6 +1,9 @@
 """The fleetdeck MCP server: one `MCPServer` over the fleet index, served on stdio or mounted over HTTP.
 
 Tools live in small modules (`tools_*.py`), each with a `register(kit)` function listed in TOOL_MODULES.
+On stdio they are imported and registered when the first request needs them (tools/list, tools/call), not
+before `initialize` is answered: the SDK's own import is most of a connect, and the tools' modules and
+schemas are most of the rest (tests/test_mcp_startup.py holds that line).
 This module adds what the SDK leaves to us: unknown tools and invalid or unknown arguments answered with
 the same `{error: {code, message}}` result as every other failure (anything unexpected is `INTERNAL`, so
 every error an agent sees has a code), and a presence record of the repos each call touched under the
@@ -15,8 +18,10 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import anyio
 
@@ -27,21 +32,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from fleet import __version__
-from mcp_bridge import (tools_agents, tools_audit, tools_context, tools_fleet, tools_git, tools_ops, tools_patch,
-                        tools_recovery, tools_repo)
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
 from fleet.presence.switches import presence_switches
 from mcp_bridge.bridge import Bridge, busy_timeout, caller, caller_session, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure
-from mcp_bridge.toolkit import MAX_TOOL_INPUT, Toolkit
 
 log = logging.getLogger("fleetdeck.mcp")
 
+HANDSHAKE = ("initialize", "notifications/initialized", "ping")  # answered before the tools are registered
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
-TOOL_MODULES = (tools_audit, tools_fleet, tools_agents, tools_repo, tools_git, tools_context, tools_recovery,
-                tools_patch, tools_ops)
+TOOL_MODULES = ("tools_audit", "tools_fleet", "tools_agents", "tools_repo", "tools_git", "tools_context",
+                "tools_recovery", "tools_patch", "tools_ops")  # modules of mcp_bridge, registered in this order
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.
@@ -58,24 +61,66 @@ say `truncated` and `omitted_count`; times are ISO 8601 UTC strings; failures ar
 
 
 class FleetServer(MCPServer):
-    """MCPServer with fleetdeck's error envelope around every call."""
+    """MCPServer with fleetdeck's error envelope around every call.
 
-    def __init__(self, bridge: Bridge) -> None:
+    With `lazy_tools` the tools are registered by the first request that needs them (`ensure_tools`).
+    """
+
+    def __init__(self, bridge: Bridge, *, lazy_tools: bool = False) -> None:
         super().__init__("fleetdeck", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.bridge = bridge
-        self.kit = Toolkit(self, bridge)
+        self.kit = None
         self._recorded: dict[tuple, float] = {}
         self.client_pids: list[int] = []  # set on stdio: the processes above this one (the client among them)
-        for module in TOOL_MODULES:
-            module.register(self.kit)
+        self._registering = threading.Lock()
+        if lazy_tools:
+            self.middleware.append(self._tools_first)
+        else:
+            self.ensure_tools()
+
+    async def _tools_first(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Server middleware (lazy tools only): any message but the handshake registers the tools first.
+
+        Registering adds middleware of its own (the audit of refused calls); the SDK composed this message's
+        chain before that, so the middleware it added wraps the rest of this chain here, exactly as it will
+        for every later message.
+        """
+        if ctx.method in HANDSHAKE or self.kit is not None:
+            return await call_next(ctx)
+        before = len(self.middleware)
+        self.ensure_tools()
+        call = call_next
+        for middleware in reversed(self.middleware[before:]):
+            call = partial(middleware, call_next=call)
+        return await call(ctx)
+
+    def ensure_tools(self) -> None:
+        """Import the tool modules and register their tools, once."""
+        with self._registering:
+            if self.kit is not None:
+                return
+            from mcp_bridge.toolkit import Toolkit
+
+            kit = Toolkit(self, self.bridge)
+            for name in TOOL_MODULES:  # __import__, not importlib.import_module: `-X importtime` sees it
+                __import__(f"mcp_bridge.{name}", fromlist=["register"]).register(kit)
+            self.kit = kit
+
+    # Registration runs on the event loop, without an await: a request in hand is answered even when the
+    # client closes stdin right after sending it (stdio serves one client; `serve` registers eagerly).
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        self.ensure_tools()  # the SDK looks a tool's schema up before the call
+        return super()._tool_input_schema(name)
 
     async def list_tools(self):
+        self.ensure_tools()
         tools = await super().list_tools()
         for tool in tools:
             tool.input_schema["additionalProperties"] = False
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None) -> CallToolResult:
+        self.ensure_tools()
         try:
             return await self._call_tool(name, arguments, context)
         except Exception:  # the last line of defence: an agent always gets a coded error, never a bare text
@@ -86,6 +131,8 @@ class FleetServer(MCPServer):
         allowed = self.kit.params.get(name)
         if allowed is None:
             return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
+        from mcp_bridge.toolkit import MAX_TOOL_INPUT
+
         size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str).encode())
         if size > MAX_TOOL_INPUT:
             return failure("LIMIT", f"{name}: the arguments weigh {size} bytes; a tool takes at most "
@@ -206,15 +253,22 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def build_server(db_path: str | None = None) -> FleetServer:
-    return FleetServer(Bridge(db_path))
+def build_server(db_path: str | None = None, *, lazy_tools: bool = False) -> FleetServer:
+    return FleetServer(Bridge(db_path), lazy_tools=lazy_tools)
 
 
 def run_stdio(db_path: str | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py)."""
+    """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py).
+
+    The tools are registered by the first request that needs them; the index and then the audit log are
+    opened up front, so an unusable index or a configured key that cannot be used still stops the bridge
+    before it answers anything (fail closed).
+    """
+    from fleet import audit
     from fleet.presence.procs import ancestors
     from mcp_bridge.stdio import serve_stdio
 
-    server = build_server(db_path)
+    server = build_server(db_path, lazy_tools=True)  # opens the index first: an unusable one is the error
+    audit.setup(db_path)
     server.client_pids = ancestors(os.getpid())
     anyio.run(serve_stdio, server)

@@ -15,7 +15,6 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from fleet.ops import restore, service
 from fleet.ops.catalog import OPS as CATALOG
 from fleet.presence import agent_id
 from mcp_bridge.bridge import caller
@@ -109,7 +108,11 @@ def _writes(op: str) -> ToolAnnotations:
 def register(kit: Toolkit) -> None:
     bridge = kit.bridge
 
+    # The write side (fleet.ops.service, restore and the op families) loads with the first call that needs
+    # it, not with the tools list: most agents' sessions never propose anything.
     def propose(op: str, repo: str, reason: str, dry_run: bool, key: str | None, **args: object) -> dict:
+        from fleet.ops import service
+
         path = bridge.resolve(repo).path
         clean = {k: v for k, v in args.items() if v is not None}
         return service.propose(bridge.index(), _agent(), op, path, clean, reason, dry_run=dry_run,
@@ -270,6 +273,8 @@ def register(kit: Toolkit) -> None:
     def status(proposal_id: ProposalId) -> dict:
         """A proposal: status (pending, approved, executing, completed, failed, rejected, cancelled,
         expired; `interrupted` when its executor died), preview, result, error and restore point."""
+        from fleet.ops import service
+
         return service.show(bridge.index(), proposal_id)
 
     @kit.tool("operation.cancel", Proposal, "Withdraw a pending proposal",
@@ -277,15 +282,21 @@ def register(kit: Toolkit) -> None:
                               open_world_hint=False))
     def cancel(proposal_id: ProposalId) -> dict:
         """Cancel one of this agent's own pending proposals (NOT_PENDING once a person decided it)."""
+        from fleet.ops import service
+
         return service.cancel(bridge.index(), proposal_id, _agent())
 
     @kit.tool("restore.list", RestoreList, "Restore points of a repository", READ_ONLY)
     def restore_list(repo: Repo, limit: Annotated[int, Field(ge=1, le=1000)] = 200) -> dict:
         """Restore points taken before proposals ran in this repository, newest first."""
+        from fleet.ops import restore
+
         return restore.list_points(bridge.index(), bridge.resolve(repo).path, limit)
 
     @kit.tool("restore.details", RestoreDetails, "One restore point", READ_ONLY)
     def restore_details(restore_point: ProposalId) -> dict:
         """What a restore point holds: HEAD and the refs before the proposal ran, the saved files, the git
         refs keeping them, and whether an undo is still possible."""
+        from fleet.ops import restore
+
         return restore.public(restore.details(bridge.index(), restore_point))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fleet.demo import build_demo_fleet
-from fleet.index.freshness import STALE_AFTER, freshness, watcher_state
+from fleet.index.freshness import REVERIFY_DONE_SHOWN_S, STALE_AFTER, freshness, reverify_progress, watcher_state
 from fleet.index.store import open_index
 from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
 from fleet.repo.record import iso
@@ -80,13 +80,29 @@ def test_watcher_state_reads_the_watchers_meta_record(dashboard_fleet) -> None:
     assert watcher_state(index, now)["state"] == "absent"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now - 3), "repos": 4, "backlog": 0, "stopped_at": None})
     assert watcher_state(index, now) == {"state": "running", "mode": "inotify", "repos": 4, "polled": 0,
-                                         "backlog": 0, "heartbeat_age_s": 3.0}
+                                         "backlog": 0, "heartbeat_age_s": 3.0, "reverify": None}
     _meta(index, {"mode": "polling", "heartbeat_at": iso(now - 1), "stopped_at": None})
     assert watcher_state(index, now)["state"] == "polling"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now - STALE_AFTER - 5), "stopped_at": None})
     assert watcher_state(index, now)["state"] == "stale"
     _meta(index, {"mode": "inotify", "heartbeat_at": iso(now), "stopped_at": iso(now)})
     assert watcher_state(index, now)["state"] == "stopped"
+
+
+def test_watcher_state_carries_the_start_up_recheck_while_it_runs_and_for_a_while_after(dashboard_fleet) -> None:
+    index, _ = dashboard_fleet
+    now = float(int(time.time()))
+    check = {"total": 1000, "done": 340, "figures_from": iso(now - 600), "started_at": iso(now - 5),
+             "finished_at": None}
+    _meta(index, {"mode": "inotify", "heartbeat_at": iso(now), "stopped_at": None, "reverify": check})
+    assert watcher_state(index, now)["reverify"] == {**check, "running": True}
+    done = {**check, "done": 1000, "finished_at": iso(now - 10)}
+    _meta(index, {"mode": "inotify", "heartbeat_at": iso(now), "stopped_at": None, "reverify": done})
+    assert watcher_state(index, now)["reverify"] == {**done, "running": False}
+    assert watcher_state(index, now + REVERIFY_DONE_SHOWN_S)["reverify"] is None  # heartbeat stale by then too
+    assert reverify_progress({"reverify": done}, now + REVERIFY_DONE_SHOWN_S) is None
+    _meta(index, {"mode": "inotify", "heartbeat_at": iso(now), "stopped_at": iso(now), "reverify": check})
+    assert watcher_state(index, now)["reverify"] is None  # a stopped watcher's re-check is not going on
 
 
 def test_freshness_reports_the_newest_scan_and_the_change_counter(dashboard_fleet) -> None:

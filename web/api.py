@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from fleet.errors import FleetError
-from fleet.index.freshness import freshness
+from fleet.index.freshness import freshness, watcher_state
 from fleet.index.scan import refresh_repo
 from fleet.index.store import Index
 from fleet.ops.proposals import change_stamp
@@ -67,10 +67,12 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
     """Push the ids of repos whose rows changed, by polling the index's change counter.
 
     Polling the counter works whether the watcher runs in this process or another one, and costs one
-    indexed `max()` per tick.
+    indexed `max()` per tick. The status (freshness, the watcher) goes out every STATUS_EVERY ticks, and at
+    once when the watcher's start-up re-check moves, so its progress is live.
     """
     seen = idx.generation()
     stamp = change_stamp(idx)
+    progress = watcher_state(idx)["reverify"]
     yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
     ticks = 0
     while True:
@@ -84,5 +86,7 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
             changed = idx.changed_since(seen)
             seen = current
             yield ServerSentEvent(event="change", data=json.dumps({"generation": current, "ids": changed}))
-        if ticks % STATUS_EVERY == 0:
+        moved = watcher_state(idx)["reverify"]
+        if ticks % STATUS_EVERY == 0 or moved != progress:
+            progress = moved
             yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))

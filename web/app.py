@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from web import api, proposals
 from web.guards import API_PREFIXES, guards
-from web.pages import PAGES, render
+from web.pages import PAGES, render, reverify_fragment
 from web.security import Guard, allowed_hosts_for
 from web.state import Lifespan, Service
 
@@ -41,6 +41,7 @@ def routes() -> list[BaseRoute]:
         Route("/api/repos/{repo_id:int}/refresh", api.api_refresh, methods=["POST"], name="api_refresh"),
         Route("/api/digest", api.api_digest, name="api_digest"),
         Route("/api/events", api.api_events, name="api_events"),
+        Route("/fragments/reverify", reverify_fragment, name="reverify_fragment"),
         *proposals.routes(),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -21,7 +21,7 @@ from starlette.templating import Jinja2Templates
 from fleet.audit.view import audit_banner, audit_view
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
-from fleet.index.freshness import freshness
+from fleet.index.freshness import freshness, watcher_state
 from fleet.index.store import Index
 from fleet.presence import collisions, presence
 from fleet.presence.switches import switches_view
@@ -53,10 +53,22 @@ def ok(_context: dict) -> int:
 
 
 def render(request: Request[AppState], name: str, context: dict, status: int = 200) -> Response:
-    """A template with what every page needs (the CSRF token for forms and the script, the audit banner)."""
+    """A template with what every page needs (the CSRF token for forms and the script, the audit banner, the
+    watcher's start-up re-check)."""
     return templates.TemplateResponse(request, name, {"csrf_token": request.state["csrf"],
-                                                      "audit_banner": audit_banner(), **context},
+                                                      "audit_banner": audit_banner(), **context,
+                                                      "reverify": reverify(request)},
                                       status_code=status)
+
+
+def reverify(request: Request) -> dict | None:
+    """The watcher's start-up re-check (`fleet.index.freshness.reverify_progress`), or None."""
+    return watcher_state(index(request))["reverify"]
+
+
+def reverify_fragment(request: Request) -> Response:
+    """The re-check banner alone: the page script re-fetches it when the event stream says it moved."""
+    return render(request, "_reverify.html", {})
 
 
 def repo_id(request: Request) -> int:

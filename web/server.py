@@ -5,10 +5,17 @@ streamable HTTP at `/mcp`, behind the same token, Host and CSRF checks as every 
 The socket is bound here (not by uvicorn) so the printed link carries the real port, even with `--port 0`.
 SIGINT and SIGTERM are a normal way to stop a server: uvicorn shuts down gracefully (the lifespan stops the
 watcher, which records that it stopped) and the process exits 0.
+
+A warm start answers at once from the index: nothing heavy runs before uvicorn answers. The watcher claims
+the index first (so the first page already says a re-check is due and how old its figures are) and starts
+reading the fleet once the server answers; the MCP bridge (~1 s of imports and tool schemas) and the audit
+chain check are built behind it too, and an `/mcp` request that comes earlier waits for the bridge.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -16,17 +23,23 @@ import sys
 import webbrowser
 from functools import partial
 from pathlib import Path
+from typing import AsyncIterator, Callable
 
 import uvicorn
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from fleet.audit.monitor import checking
+from fleet import audit
 from fleet.errors import FleetError
+from fleet.index.freshness import freshness
 from fleet.index.store import open_index
 from fleet.ops.service import announce_dashboard, resume_orphans
 from fleet.watch.service import watching
 from web.app import create_app
 from web.security import allowed_hosts_for, is_loopback, new_token
+from web.state import behind
 
 log = logging.getLogger("fleetdeck.serve")
 
@@ -54,6 +67,12 @@ class Stopped(Exception):
     """SIGINT or SIGTERM asked the server to stop."""
 
 
+def _checking(db_path: str | Path):
+    from fleet.audit.monitor import checking  # the verifier and its cryptography: behind the first page
+
+    return checking(db_path)
+
+
 def mcp_endpoint(db_path: str | Path, host: str, port: int):
     """The MCP bridge at `/mcp`; the dashboard's guards authenticate, the SDK re-checks Host/Origin."""
     from mcp_bridge.http import http_endpoint  # the mcp SDK costs ~0.7 s to import: only when serving
@@ -64,6 +83,69 @@ def mcp_endpoint(db_path: str | Path, host: str, port: int):
     return http_endpoint(build_server(str(db_path)),
                          allowed_hosts=[form for n in names for form in (n, f"{n}:{port}")],
                          allowed_origins=[f"http://{n}:{port}" for n in names])
+
+
+class LateMCP:
+    """`/mcp`, built in a worker thread behind the dashboard (`run`, a service) rather than before it: a
+    request that comes before the bridge is ready waits for it; one whose bridge could not be built gets a
+    structured 503."""
+
+    def __init__(self, build: Callable[[], object]) -> None:
+        self._build = build
+        self._ready = asyncio.Event()
+        self._endpoint = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        try:
+            endpoint = await asyncio.to_thread(self._build)
+        except Exception:
+            log.exception("the MCP bridge could not be built; /mcp answers 503")
+            self._ready.set()
+            yield
+            return
+        async with endpoint.run():
+            self._endpoint = endpoint
+            self._ready.set()
+            yield
+
+    def refusals(self, app: ASGIApp) -> ASGIApp:
+        """The bridge's refusal audit around `app` (the host's outermost middleware): a POST to `/mcp` waits
+        for the bridge, then goes through its `RefusalAudit`; everything else passes straight on."""
+        audited: list[ASGIApp] = []
+
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == "/mcp":
+                await self._ready.wait()
+                if self._endpoint is not None:
+                    if not audited:
+                        cls, args, kwargs = self._endpoint.refusals
+                        audited.append(cls(app, *args, **kwargs))
+                    await audited[0](scope, receive, send)
+                    return
+            await app(scope, receive, send)
+
+        return middleware
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app at `/mcp` (an instance, so Starlette's Route hands it the raw ASGI call)."""
+        await self._ready.wait()
+        if self._endpoint is None:
+            await JSONResponse({"error": {"code": "UNAVAILABLE", "message": "the MCP bridge could not start; "
+                                          "see the server's log"}}, status_code=503)(scope, receive, send)
+            return
+        await self._endpoint.app(scope, receive, send)
+
+
+class Answering:
+    """Resolves once uvicorn answers requests: the work `serve` starts behind the dashboard waits for it."""
+
+    def __init__(self) -> None:
+        self.server: uvicorn.Server | None = None
+
+    async def wait(self) -> None:
+        while self.server is None or not self.server.started:
+            await asyncio.sleep(0.01)
 
 
 def _stop(signum: int, _frame: object) -> None:
@@ -82,26 +164,35 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
                              "the dashboard (and your repositories' state) to the network")
         print(f"fleetdeck: warning: listening on {host}: anyone who can reach this machine and has the token "
               "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
+    audit.setup(db_path)  # a configured key that cannot be used stops serve before it answers (fail closed)
     sock = bind(host, port)
     token = new_token()
     url = access_url(host, sock.getsockname()[1], token)
-    services = [partial(watching, db_path)] if watch else []
-    mcp = mcp_endpoint(db_path, host, sock.getsockname()[1])
-    app = create_app(db_path, token, bind_host=host, services=[*services, mcp.run, partial(checking, db_path)],
-                     mounts=[Route("/mcp", mcp.app)])  # only /mcp: other paths get the site's 404 page
-    app.user_middleware.insert(0, mcp.refusals)  # outside the guards: a refused tool call is audited too
+    answering = Answering()
+    mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
+    services = [behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path))]
+    if watch:
+        services.insert(0, partial(watching, db_path, after=answering.wait))
+    app = create_app(db_path, token, bind_host=host, services=services,
+                     mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
+    app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
         announce_dashboard(idx, url.split("/?token=", 1)[0])
         resume_orphans(idx)
+        known, indexed_at = idx.count(), freshness(idx)["indexed_at"]
     print(f"fleetdeck dashboard: {url}", flush=True)
+    if known:
+        print(f"fleetdeck: serving the last known state of {known:,} repositories (indexed {indexed_at})"
+              + ("; re-checking them in the background, progress on the dashboard" if watch else ""), flush=True)
     if open_browser:
         webbrowser.open(url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    answering.server = server = uvicorn.Server(config)
     # uvicorn traps both signals while it runs, shuts down gracefully, then re-raises the signal it caught
     # with the handler that was there before: ours turns that into a normal return instead of a kill.
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     except Stopped as stopped:
         log.info("stopped by %s", stopped)
     finally:

@@ -1,16 +1,21 @@
 """What the dashboard holds for its lifetime, typed: index handles, the CSRF token pages embed, and the
 services `serve` runs beside it. The lifespan builds it; handlers read it from `request.state`.
 
+Services are entered before the first request is answered, so each must be quick to enter; work that would
+delay the first page (the watcher's re-check, building the MCP bridge) starts `behind` it.
+
 Every index handle the dashboard uses comes from `index(request)` (or the SSE loop's own `poll`): this is
 the one place that knows how web/ gets at the index.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Callable, Sequence, TypedDict
+from typing import AsyncIterator, Awaitable, Callable, Sequence, TypedDict
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,6 +25,42 @@ from fleet.index.store import Index
 
 # Something to run for the app's whole life (the watcher, an MCP session manager): entered in the lifespan.
 Service = Callable[[], contextlib.AbstractAsyncContextManager]
+
+log = logging.getLogger("fleetdeck.serve")
+
+
+def behind(after: Callable[[], Awaitable[object]], service: Service) -> Service:
+    """`service`, entered in a task of its own once `after()` returns (the server is answering) and left when
+    the app stops; entering it takes no time from the lifespan. A service that fails to start is logged and
+    the dashboard goes on without it."""
+    @contextlib.asynccontextmanager
+    async def run_behind() -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        started = False
+
+        async def run() -> None:
+            nonlocal started
+            await after()
+            started = True
+            try:
+                async with service():
+                    await stop.wait()
+            except Exception:
+                log.exception("%s stopped", getattr(service, "__qualname__", "a background service"))
+
+        task = asyncio.ensure_future(run())
+        try:
+            yield
+        finally:
+            stop.set()
+            if not started:  # the app stops before it ever answered: nothing to wait for
+                task.cancel()
+            await asyncio.wait([task], timeout=30)
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    return run_behind
 
 
 class AppState(TypedDict):

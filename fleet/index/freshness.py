@@ -2,7 +2,8 @@
 
 The watcher (in `serve` or `fleetdeck watch`, possibly another process) records its state under the `meta`
 key `watcher` as JSON ({pid, mode, heartbeat_at, repos, backlog, stopped_at, ...}), beating every few
-seconds; a heartbeat older than `STALE_AFTER` means it died without saying so.
+seconds; a heartbeat older than `STALE_AFTER` means it died without saying so. A watcher that starts over a
+known fleet re-checks every repo first and records how far it got (`reverify`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from datetime import datetime
 
 STALE_AFTER = 30.0
+REVERIFY_DONE_SHOWN_S = 120.0  # how long pages say a finished re-check is finished
 WATCHER_KEY = "watcher"  # the meta key the watcher writes its state under
 
 
@@ -26,17 +28,18 @@ def _seconds(stamp: object) -> float | None:
 
 
 def watcher_state(index, now: float | None = None) -> dict:
-    """`{state, mode, repos, polled, backlog, heartbeat_age_s}` from the watcher's `meta` record.
+    """`{state, mode, repos, polled, backlog, heartbeat_age_s, reverify}` from the watcher's `meta` record.
 
     `state`: `running` (file events), `polling` (inotify ran out: `polled` of the `repos` are polled, which
     is slower), `stale` (no heartbeat for `STALE_AFTER` seconds: it died without saying so), `stopped`, or
-    `absent` (no watcher ever ran here).
+    `absent` (no watcher ever ran here). `reverify` is the running watcher's start-up re-check
+    (`reverify_progress`), or None.
     """
     now = now or time.time()
     value = index.meta(WATCHER_KEY)
     if not isinstance(value, dict):
         return {"state": "absent", "mode": None, "repos": None, "polled": None, "backlog": None,
-                "heartbeat_age_s": None}
+                "heartbeat_age_s": None, "reverify": None}
     beat = _seconds(value.get("heartbeat_at"))
     age = None if beat is None else round(max(0.0, now - beat), 1)
     if value.get("stopped_at"):
@@ -48,7 +51,23 @@ def watcher_state(index, now: float | None = None) -> dict:
     repos = value.get("repos")
     polled = value.get("polled", repos if value.get("mode") == "polling" else 0)  # older watchers: all or none
     return {"state": state, "mode": value.get("mode"), "repos": repos, "polled": polled,
-            "backlog": value.get("backlog"), "heartbeat_age_s": age}
+            "backlog": value.get("backlog"), "heartbeat_age_s": age,
+            "reverify": reverify_progress(value, now) if state in ("running", "polling") else None}
+
+
+def reverify_progress(value: object, now: float | None = None) -> dict | None:
+    """The start-up re-check in a watcher record: `{total, done, figures_from, started_at, finished_at,
+    running}`; None when there is none to show (no re-check, or one that finished over
+    REVERIFY_DONE_SHOWN_S ago)."""
+    progress = value.get("reverify") if isinstance(value, dict) else None
+    if not isinstance(progress, dict) or not isinstance(progress.get("total"), int):
+        return None
+    finished = _seconds(progress.get("finished_at"))
+    if finished is not None and (now or time.time()) - finished > REVERIFY_DONE_SHOWN_S:
+        return None
+    return {"total": progress["total"], "done": min(int(progress.get("done") or 0), progress["total"]),
+            "figures_from": progress.get("figures_from"), "started_at": progress.get("started_at"),
+            "finished_at": progress.get("finished_at"), "running": finished is None}
 
 
 def freshness(index, now: float | None = None) -> dict:

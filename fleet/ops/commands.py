@@ -12,7 +12,7 @@ import sys
 
 from fleet.errors import FleetError
 from fleet.ops import policy as policy_mod
-from fleet.ops import proposals, restore, service
+from fleet.ops import proposals
 from fleet.ops.catalog import OPS, risk_of
 from fleet.views.safe import visible
 
@@ -88,6 +88,8 @@ def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
+    from fleet.ops import service  # the write side loads only for the commands that use it (not `mcp`'s parser)
+
     action = args.proposals_action
     if action == "approver-token":
         from fleet.ops.approver import approver_token
@@ -140,6 +142,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 
 def cmd_restore_points(args: argparse.Namespace) -> int:
+    from fleet.ops import restore
     from fleet.repo.target import resolve_target
 
     with _index(args) as index:

@@ -3,7 +3,8 @@
 `fleet_watcher()` builds a `Watcher` with the fleet's periodic work (agent presence every few seconds, so
 `/agents` and the radar's agent collisions stay fresh): add periodic work there. `watching()` runs that
 watcher beside other work on the current event loop — the dashboard's lifespan — and stops it when the
-block ends.
+block ends. It claims the index at once (the lock, and the re-check recorded as due) but can start the
+work itself `after` something else, so `serve` answers from the index before the fleet is re-read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 from fleet.errors import FleetError
 from fleet.index.store import Index, open_index
@@ -32,24 +33,30 @@ def fleet_watcher(index: Index, roots: list[str] | None = None, **options) -> Wa
 
 
 @contextlib.asynccontextmanager
-async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = None,
-                   **options) -> AsyncIterator[Watcher | None]:
+async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = None, *,
+                   after: Callable[[], Awaitable[object]] | None = None, **options) -> AsyncIterator[Watcher | None]:
     """Run the fleet watcher on this event loop for the duration of the block; yields it.
 
-    When another process already watches this index (`fleetdeck watch`, a second `serve`), that watcher
-    keeps it fresh: this yields None and says so, instead of failing the host. A watcher that crashes later
-    is logged; its final `meta` record tells the dashboard it stopped.
+    The watcher claims the index before this yields; its work (discovery, the watch set, the re-check of
+    every repo) starts once `after()` returns, when given. When another process already watches this index
+    (`fleetdeck watch`, a second `serve`), that watcher keeps it fresh: this yields None and says so, instead
+    of failing the host. A watcher that crashes later is logged; its final `meta` record tells the dashboard
+    it stopped.
     """
     index = open_index(db_path)
     watcher = fleet_watcher(index, roots, **options)
-    stop = asyncio.Event()
-    task = asyncio.ensure_future(watcher.run(stop))
-    await asyncio.sleep(0)  # the watcher takes its lock before its first await
-    if task.done() and isinstance(task.exception(), FleetError) and task.exception().code == "CONFLICT":
-        log.warning("%s: serving without a watcher of our own", task.exception().message)
+    try:
+        watcher.claim()
+    except FleetError as exc:
+        if exc.code != "CONFLICT":
+            index.close()
+            raise
+        log.warning("%s: serving without a watcher of our own", exc.message)
         index.close()
         yield None
         return
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(watcher.run(stop, after=after))
     task.add_done_callback(_log_failure)
     try:
         yield watcher

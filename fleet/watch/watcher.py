@@ -12,8 +12,15 @@ into events) on a worker thread with that thread's handle from one `IndexPool`.
 
 The watch set is rebuilt (new notifier first, old one closed after, so nothing is missed) whenever a repo's
 set changes; a missing path never stops the watcher. Its state is written to the index's meta (key
-`watcher`: {pid, started_at, mode, heartbeat_at, repos, polled, watches, paths, backlog, roots, stopped_at})
-every few seconds; `status()` is that record. One watcher per index: an fcntl lock on `<db>.watcher.lock`.
+`watcher`: {pid, started_at, mode (`starting` until the watch set is built), heartbeat_at, repos, polled,
+watches, paths, backlog, roots, stopped_at, reverify}) every few seconds; `status()` is that record. One
+watcher per index: an fcntl lock on `<db>.watcher.lock`.
+
+A watcher that starts over an index that already holds the fleet first re-checks every repo (the index may
+have missed anything done while no watcher ran). Its progress is part of the record (`reverify`: {total,
+done, figures_from, started_at, finished_at}), written every PROGRESS_EVERY_S while it runs, so a dashboard
+served at once from the last known state can say how far the re-check is and how old its figures are.
+`claim()` takes the lock and records the re-check as due before any work starts.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import inspect
 import logging
 import os
 import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Awaitable, Callable, Sequence
@@ -32,7 +40,7 @@ import watchfiles
 
 from fleet.errors import FleetError
 from fleet.index.discovery import Found
-from fleet.index.freshness import WATCHER_KEY
+from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
 from fleet.index.scan import ingest, refresh_repo
 from fleet.index.store import Index
@@ -46,6 +54,8 @@ from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch
 log = logging.getLogger("fleetdeck.watcher")
 
 OnChange = Callable[[list[int]], "Awaitable[None] | None"]
+
+PROGRESS_EVERY_S = 0.5  # how often the re-check's progress reaches the index's meta while it runs
 
 
 class Watcher:
@@ -79,6 +89,11 @@ class Watcher:
         self._workers: ThreadPoolExecutor | None = None
         self._pool: IndexPool | None = None
         self._lockfile: int | None = None
+        self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
+        self._unverified: set[str] = set()
+        self._progress_at = 0.0
+        self._meta_lock = threading.Lock()
+        self._started = False  # the watch set is built: until then the record's mode is `starting`
 
     # --- public: running it -------------------------------------------------------------------------------
 
@@ -93,13 +108,29 @@ class Watcher:
 
         asyncio.run(main())
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Watch until `stop` is set; raises FleetError CONFLICT when another watcher holds this index."""
+    def claim(self) -> None:
+        """Take this index's watcher lock (FleetError CONFLICT when another watcher holds it), add the roots,
+        and record that the fleet's repos are about to be re-checked, with the time the index's figures are
+        from. Quick (no repository is read): a host serving the index at once calls it before it serves, so
+        its first page already shows the re-check; `run` calls it when the host did not."""
+        if self._lockfile is not None:
+            return
         self._take_lock()
+        for root in self.roots or ():
+            self.index.add_root(root)
+        known = known_repos(self.index, self._roots())
+        self._reverify = {"total": len(known), "done": 0, "figures_from": freshness(self.index)["indexed_at"],
+                          "started_at": iso(time.time()), "finished_at": None}
+        self._write_status(self.index)
+
+    async def run(self, stop: asyncio.Event, after: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Watch until `stop` is set, starting the work once `after()` returns (when given); raises FleetError
+        CONFLICT when another watcher holds this index."""
+        self.claim()
         self._loop = asyncio.get_running_loop()
         self._workers = ThreadPoolExecutor(self.workers, thread_name_prefix="fleetdeck-refresh")
         self._pool = IndexPool(self.index.path)
-        work = asyncio.ensure_future(self._serve())
+        work = asyncio.ensure_future(self._serve(after))
         stopper = asyncio.ensure_future(stop.wait())
         try:
             done, _ = await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -116,10 +147,12 @@ class Watcher:
     def status(self) -> dict:
         """What the dashboard shows about the watcher (also written to the index's meta as the heartbeat)."""
         return {
-            "pid": os.getpid(), "started_at": iso(self.started_at), "mode": self._watch.mode,
+            "pid": os.getpid(), "started_at": iso(self.started_at),
+            "mode": self._watch.mode if self._started else "starting",
             "heartbeat_at": iso(time.time()), "repos": len(self._watch.repos()), "polled": len(self._watch.polled()),
             "watches": inotify_watch_count(), "paths": self._watch.path_count(), "backlog": self._queue.backlog(),
             "roots": self._roots(), "stopped_at": None,
+            "reverify": dict(self._reverify) if self._reverify else None,
         }
 
     def watched_repos(self) -> list[str]:
@@ -154,15 +187,20 @@ class Watcher:
         os.write(fd, str(os.getpid()).encode())
         self._lockfile = fd
 
-    async def _serve(self) -> None:
-        if self.roots:
-            for root in self.roots:
-                self.index.add_root(root)
+    async def _serve(self, after: Callable[[], Awaitable[object]] | None) -> None:
+        if after is not None:
+            await after()
         await self._discover(initial=True)
         await self._rebuild()
-        self._queue.sweep([p for p in self._watch.repos() if p not in self._new])  # catch up on unwatched time
+        self._started = True
+        known = [p for p in self._watch.repos() if p not in self._new]
+        self._queue.sweep(known)  # catch up on unwatched time: the re-check
+        self._unverified = {*known, *self._new}
+        self._reverify.update(total=len(self._unverified), done=0)
+        if not self._unverified:
+            self._reverify["finished_at"] = iso(time.time())
         self._wake.set()
-        self._write_meta(self.status())
+        await asyncio.to_thread(self._write_status)
         log.info("watching %d repositories (%s)", len(self._watch.repos()), self._watch.mode)
         async with asyncio.TaskGroup() as group:
             group.create_task(self._schedule())
@@ -180,8 +218,7 @@ class Watcher:
         workers = self._workers
         await asyncio.to_thread(lambda: (self._watch.close(),
                                          workers.shutdown(wait=True, cancel_futures=True) if workers else None))
-        final = dict(self.status(), stopped_at=iso(time.time()), backlog=0)
-        await asyncio.to_thread(self._write_meta, final)
+        await asyncio.to_thread(self._write_status, None, {"stopped_at": iso(time.time()), "backlog": 0})
         if self._pool is not None:
             self._pool.close()
         if self._lockfile is not None:
@@ -190,8 +227,11 @@ class Watcher:
             self._lockfile = None
         log.info("watcher stopped")
 
-    def _write_meta(self, value: dict) -> None:
-        self._pool.get().set_meta(WATCHER_KEY, value)
+    def _write_status(self, index: Index | None = None, final: dict | None = None) -> None:
+        """Write `status()` (updated with `final`) to the meta record; one writer at a time, so a status
+        computed earlier never lands after a newer one."""
+        with self._meta_lock:
+            (index or self._pool.get()).set_meta(WATCHER_KEY, {**self.status(), **(final or {})})
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -207,7 +247,22 @@ class Watcher:
                 log.exception("watcher job %s failed", job.__name__)
 
     async def _heartbeat(self) -> None:
-        await asyncio.to_thread(lambda: self._write_meta(self.status()))
+        await asyncio.to_thread(self._write_status)
+
+    def _verified(self, repo: str) -> None:
+        """`repo` was re-read: one more repo re-checked (progress written every PROGRESS_EVERY_S, and at the end)."""
+        if repo not in self._unverified:
+            return
+        self._unverified.discard(repo)
+        self._reverify["done"] += 1
+        now = time.monotonic()
+        if not self._unverified:
+            self._reverify["finished_at"] = iso(time.time())
+            log.info("re-checked %d repositories", self._reverify["done"])
+        elif now - self._progress_at < PROGRESS_EVERY_S:
+            return
+        self._progress_at = now
+        self._spawn(self._heartbeat())
 
     # --- events -> refreshes ---------------------------------------------------------------------------------
 
@@ -249,6 +304,7 @@ class Watcher:
             return
         finally:
             self._queue.finish(repo, sweep)
+            self._verified(repo)
             self._wake.set()
         if watch_changed:
             self._rebuild_wanted.set()

@@ -8,6 +8,7 @@ in) served by a real `fleetdeck serve`."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from typing import Callable
@@ -22,6 +23,7 @@ from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.every_state import build_fleet
 from tests.fleets.gitbuild import commit_file
 from tests.fleets.serving import Server, wait_for
+from tests.fleets.warm import scanned_fleet
 from fleet.ops import service
 from web.app import routes
 from web.guards import API_PREFIXES
@@ -222,3 +224,31 @@ def test_html_digest_report_has_no_axe_violations(browser, fleet, tmp_path, sche
         assert_clean(tab, f"the HTML digest report in the {scheme} scheme")
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def warm_fleet(tmp_path_factory) -> dict:
+    return scanned_fleet(tmp_path_factory.mktemp("a11y-warm"))
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_recheck_banner_has_no_axe_violations_while_it_runs_and_when_it_is_done(browser, warm_fleet, scheme) -> None:
+    """`serve` on a known fleet: the first page shows the re-check's progress in a polite status region; the
+    stream moves it live to "finished". Both states are checked."""
+    server = Server(warm_fleet["db"], [])
+    context = browser.new_context(color_scheme=scheme)
+    try:
+        tab = context.new_page()
+        tab.goto(server.url)
+        settle(tab)
+        banner = tab.locator("#reverify")
+        assert banner.get_attribute("role") == "status" and banner.get_attribute("aria-live") == "polite"
+        assert re.match(r"Re-checking [\d,]+ of [\d,]+ repos — figures shown are from ", banner.inner_text())
+        assert_clean(tab, f"the queue with the re-check running in the {scheme} scheme")
+        tab.wait_for_function("() => document.getElementById('reverify').textContent.includes('Re-check finished')",
+                              timeout=120_000)
+        assert banner.inner_text().startswith(f"Re-check finished: all {warm_fleet['total']} repos read again")
+        assert_clean(tab, f"the queue after the re-check finished in the {scheme} scheme")
+    finally:
+        context.close()
+        server.stop()

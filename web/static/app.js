@@ -92,6 +92,37 @@
       });
   }
 
+  // ---- the watcher's start-up re-check: the banner (a role=status region) follows it --------------------------
+  // Re-fetched as the stream says it moved, at most every REVERIFY_EVERY_MS while it runs (a screen reader
+  // is not flooded), at once when it finishes; replaced only when its text changed.
+  const banner = document.getElementById("reverify");
+  const REVERIFY_EVERY_MS = 2000;
+  let reverifyAt = 0;
+  let reverifyTimer = null;
+  function loadReverify() {
+    reverifyTimer = null;
+    reverifyAt = Date.now();
+    fetch(banner.dataset.src, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) {
+        if (html.trim() === banner.innerHTML.trim()) return;
+        banner.innerHTML = html.trim();
+        refreshTimes(banner);
+        banner.dispatchEvent(new CustomEvent("fleetdeck:reverify", { bubbles: true }));
+      })
+      .catch(function () {});
+  }
+  let reverifySeen;
+  function reverifyMoved(progress) {
+    const stamp = JSON.stringify(progress);
+    if (!banner || stamp === reverifySeen) return;
+    reverifySeen = stamp;
+    if (reverifyTimer && !(progress && progress.running)) clearTimeout(reverifyTimer);
+    else if (reverifyTimer) return;
+    const wait = progress && progress.running ? Math.max(0, reverifyAt + REVERIFY_EVERY_MS - Date.now()) : 0;
+    reverifyTimer = setTimeout(loadReverify, wait);
+  }
+
   // ---- server-sent events ----------------------------------------------------------------------------------
   let pollTimer = null;
   let presenceSeen = null;
@@ -131,6 +162,7 @@
       const stamp = JSON.stringify(data.presence || null);
       if (presenceSeen !== null && stamp !== presenceSeen) patch();  // agents came, went or changed state
       presenceSeen = stamp;
+      reverifyMoved(w.reverify || null);
     });
     source.addEventListener("error", function () {
       setStatus("off", "reconnecting… (polling every 5 s)");

@@ -1,0 +1,94 @@
+"""`fleetdeck mcp` answers `initialize` before it imports what only tools need: the tool modules, their
+output models, the patch author and the git readers load with the first tools/list or tools/call, and the
+write side only with the first call that uses it. Checked on the real CLI with `python -X importtime` (each
+import is one line on stderr), with control runs that ask for the tools (and call a write-side tool) and
+must see those modules load (so the checks can fail)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.fleets.cli import fleetdeck_env
+from tests.fleets.dashboard_fleet import indexed_fleet
+
+# Heavy modules made lazy (imports and tool schemas: most of a connect after the SDK's own import).
+WITH_TOOLS = ("mcp_bridge.toolkit", "mcp_bridge.models", "mcp_bridge.tools_fleet", "mcp_bridge.tools_git",
+              "mcp_bridge.tools_ops", "mcp_bridge.tools_patch", "mcp_bridge.tools_audit", "fleet.patch.generate",
+              "fleet.repo.history", "fleet.repo.diffs", "fleet.views.queue")
+WRITE_SIDE = ("fleet.ops.service", "fleet.ops.restore", "fleet.ops.coreops")
+LAZY = WITH_TOOLS + WRITE_SIDE
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "startup-test", "version": "0"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+STATUS = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+          "params": {"name": "operation.status", "arguments": {"proposal_id": "p-no-such-proposal"}}}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    base = tmp_path_factory.mktemp("startup")
+    index, _repos = indexed_fleet(base, base / "fleet.db")
+    index.close()
+    return base / "fleet.db"
+
+
+def session(db, *requests: dict) -> tuple[list[dict], set[str]]:
+    """Run `fleetdeck mcp` under `-X importtime`: send `initialize`, wait for its answer, then `requests`
+    (answers awaited for those with an id), close stdin. Returns (every stdout line as JSON, modules imported)."""
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "fleet", "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=fleetdeck_env(FLEETDECK_DB=str(db)))
+    try:
+        replies = []
+        for request in (INITIALIZE, *requests):
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            if "id" in request:
+                replies.append(json.loads(proc.stdout.readline()))
+        rest, err = proc.communicate(timeout=60)  # closes stdin: the bridge ends
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    replies += [json.loads(line) for line in rest.splitlines()]  # stdout is protocol only: every line JSON
+    modules = {line.split("|")[2].strip() for line in err.splitlines()
+               if line.startswith("import time:") and line.count("|") == 2}
+    return replies, modules
+
+
+def test_initialize_is_answered_before_the_tools_are_imported(db) -> None:
+    replies, modules = session(db, INITIALIZED)
+    assert [r["id"] for r in replies] == [1] and replies[0]["result"]["serverInfo"]["name"] == "fleetdeck"
+    assert "mcp_bridge.server" in modules and "mcp.server.lowlevel.server" in modules  # the log is read right
+    early = sorted(m for m in LAZY if m in modules)
+    assert not early, f"imported before initialize was answered: {early}"
+
+
+def test_the_first_tools_request_imports_them_and_a_write_call_the_write_side(db) -> None:
+    """The controls: once the tools were asked for, the log holds the tools' modules but not the write side;
+    once a write-side tool was called, that too."""
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS)
+    assert [r["id"] for r in replies] == [1, 2]
+    names = {tool["name"] for tool in replies[1]["result"]["tools"]}
+    assert {"fleet.radar", "repo.brief", "operation.preview.stage", "patch.generate", "audit.tail"} <= names
+    assert set(WITH_TOOLS) <= modules, sorted(set(WITH_TOOLS) - modules)
+    assert not set(WRITE_SIDE) & modules, sorted(set(WRITE_SIDE) & modules)
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, STATUS)
+    assert replies[2]["result"]["isError"] and "p-no-such-proposal" in replies[2]["result"]["content"][0]["text"]
+    assert set(WRITE_SIDE) <= modules, sorted(set(WRITE_SIDE) - modules)
+
+
+def test_an_unusable_audit_key_still_stops_the_bridge_before_it_answers(db, tmp_path) -> None:
+    """Registering late must not open late: the audit log (and a configured key) is checked at start."""
+    run = subprocess.run([sys.executable, "-m", "fleet", "mcp"], input=json.dumps(INITIALIZE) + "\n",
+                         capture_output=True, text=True, timeout=60,
+                         env=fleetdeck_env(FLEETDECK_DB=str(db), FLEETDECK_AUDIT_KEY=str(tmp_path / "nope.pem")))
+    assert run.returncode == 1 and "AUDIT_KEY" in run.stderr and run.stdout == ""

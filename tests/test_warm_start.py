@@ -1,0 +1,109 @@
+"""A warm start: `fleetdeck serve` over an index that already holds the fleet answers from the index at once,
+then re-checks every repo behind the first page, with its progress on the page and in the event stream,
+and says when it is done. The fleet is real (git repos in a temp dir); the server is the real CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fleet.index.store import open_index
+from tests.fleets.dashboard_fleet import build_fleet
+from tests.fleets.serving import Server, wait_for
+from tests.fleets.warm import COPIES, scanned_fleet
+
+
+def watcher_meta(index) -> dict:
+    return index.meta("watcher") or {}
+
+
+@pytest.fixture(scope="module")
+def warm_fleet(tmp_path_factory) -> dict:
+    return scanned_fleet(tmp_path_factory.mktemp("warm"))
+
+
+def text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def banner(html: str) -> str:
+    found = re.search(r'<div class="callout reverify" id="reverify" role="status" aria-live="polite"[^>]*>(.*?)</div>',
+                      html, re.S)
+    assert found, "the page has no re-check banner region"
+    return text(found.group(1))
+
+
+def test_serve_answers_from_the_index_first_and_rechecks_behind_it(warm_fleet) -> None:
+    db, total = warm_fleet["db"], warm_fleet["total"]
+    assert total == 4 + 2 * COPIES
+    started = time.monotonic()
+    server = Server(db, [])
+    try:
+        page = httpx.get(server.base + "/", headers=server.auth, timeout=30)
+        first_page_s = time.monotonic() - started
+        with open_index(db) as index:
+            progress = watcher_meta(index)["reverify"]
+            # The first page came before the re-check finished, and says so with the figures' age.
+            assert progress["finished_at"] is None and progress["total"] == total
+            assert page.status_code == 200
+            shown = banner(page.text)
+            assert re.fullmatch(rf"Re-checking \d+ of {total} repos — figures shown are from .+; rows update as "
+                                r"each repo is read\.", shown), shown
+            assert f'datetime="{warm_fleet["indexed_at"]}"' in page.text
+            # ... from the last known state: the commit made while nothing watched is not in it yet.
+            assert index.repo(str(warm_fleet["repos"]["clean"].resolve()))["head"] != warm_fleet["head"]
+
+            seen = stream_progress(server, total)
+            assert len(set(seen)) >= 3 and seen == sorted(seen) and seen[-1] == total, seen
+
+            final = watcher_meta(index)["reverify"]
+            assert final["done"] == total and final["finished_at"] is not None
+            done = httpx.get(server.base + "/", headers=server.auth).text
+            assert banner(done).startswith(f"Re-check finished: all {total} repos read again")
+            assert "the figures are current" in banner(done)
+            assert index.repo(str(warm_fleet["repos"]["clean"].resolve()))["head"] == warm_fleet["head"]
+        assert first_page_s < 10  # generous for a loaded machine: the benchmark holds the real target
+    finally:
+        server.stop()
+    rest = server.proc.stdout.read()
+    assert f"serving the last known state of {total} repositories" in rest
+    assert "re-checking them in the background" in rest
+
+
+def stream_progress(server: Server, total: int, timeout: float = 120) -> list[int]:
+    """The re-check's `done` counts as the event stream's status events carry them, until it finishes."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    with httpx.stream("GET", server.base + "/api/events", headers=server.auth, timeout=timeout) as stream:
+        event = None
+        for line in stream.iter_lines():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the re-check did not finish within {timeout}s: {seen}")
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and event == "status":
+                progress = json.loads(line.split(":", 1)[1])["watcher"]["reverify"]
+                if progress:
+                    seen.append(progress["done"])
+                    if not progress["running"]:
+                        assert progress["done"] == total
+                        return seen
+    raise AssertionError(f"the stream ended before the re-check finished: {seen}")
+
+
+def test_the_banner_region_is_empty_without_a_recheck(tmp_path: Path) -> None:
+    """`--no-watch` re-checks nothing: the status region is there (for later announcements) but says nothing."""
+    repos = build_fleet(tmp_path)
+    server = Server(tmp_path / "fleet.db", [repos["root"]], ["--no-watch"])
+    try:
+        page = httpx.get(server.base + "/", headers=server.auth).text
+        assert banner(page) == ""
+        assert httpx.get(server.base + "/fragments/reverify", headers=server.auth).text.strip() == ""
+    finally:
+        server.stop()
+    wait_for(lambda: server.proc.poll() is not None, "serve to stop")
