@@ -203,7 +203,7 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
     info["message_truncated"] = json_size(info["message"]) > max_bytes // 4
     if info["message_truncated"]:
         info["message"] = info["message"].encode()[:max_bytes // 8].decode("utf-8", "ignore")
-    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+    info.update(shape_changes(diffparse.index_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
                               max_lines=max_hunk_lines, reserve=json_size(info)))
     info["truncated"] = info["truncated"] or info["message_truncated"]
     return info

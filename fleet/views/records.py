@@ -153,9 +153,9 @@ def iso_times(value: Any) -> Any:
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error."""
     if isinstance(value, dict):
         return {k: (_iso_or_none(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
-                    else iso_times(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [iso_times(v) for v in value]
+                    else iso_times(v) if isinstance(v, (dict, list)) else v) for k, v in value.items()}
+    if isinstance(value, list):  # no call per scalar: a diff's answer holds thousands of lines
+        return [iso_times(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 
