@@ -50,28 +50,35 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     """The raw entries at the start of `data` and the rest (the patch text, if any)."""
     entries: list[dict[str, Any]] = []
     pos = 0
-    while pos < len(data) and data[pos:pos + 1] == b":":
-        end = data.index(b"\0", pos)
-        header = decode(data[pos:end])
+    find = data.index
+    while data[pos:pos + 1] == b":":
+        end = find(b"\0", pos)
+        header = data[pos:end].decode("ascii", "replace")
         pos = end + 1
-        parents = len(header) - len(header.lstrip(":"))
+        bare = header.lstrip(":")
+        parents = len(header) - len(bare)
+        fields = bare.split(" ")
         combined = parents > 1
-        fields = header.lstrip(":").split(" ")
         letters = fields[-1]
-        code = letters[0]
-        names = 2 if code in "RC" and not combined else 1
-        paths = []
-        for _ in range(names):
-            nul = data.index(b"\0", pos)
-            paths.append(data[pos:nul])
+        code = letters[:1]
+        nul = find(b"\0", pos)
+        first = data[pos:nul]
+        pos = nul + 1
+        if code in ("R", "C") and not combined:
+            nul = find(b"\0", pos)
+            last = data[pos:nul]
             pos = nul + 1
+            old_path: str | None = decode(first)
+            similarity = int(letters[1:]) if letters[1:].isdigit() else None
+        else:
+            last, old_path, similarity = first, None, None
         unmerged = combined or code == "U"
         entries.append({
-            "_headers": _headers(paths[0], paths[-1]),
-            "path": decode(paths[-1]),
-            "old_path": decode(paths[0]) if names == 2 else None,
+            "_headers": _headers(first, last),
+            "path": decode(last),
+            "old_path": old_path,
             "status": "unmerged" if unmerged else STATUS.get(code, code.lower()),
-            "similarity": int(letters[1:]) if code in "RC" and letters[1:].isdigit() else None,
+            "similarity": similarity,
             "old_mode": _mode(fields[0]),
             "new_mode": _mode(fields[parents]),
             "binary": False,
