@@ -11,7 +11,6 @@ for a `---` header.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fleet.caps import cap
