@@ -111,3 +111,13 @@ def test_cursor_tampering_is_refused_and_a_pruned_queue_falls_back(tmp_path: Pat
         with pytest.raises(FleetError) as err:
             repo_history(str(repo), limit=5, cursor=bad)
         assert err.value.code == "BAD_ARGUMENT"
+
+
+def test_a_queue_too_long_for_a_cursor_pages_by_position(tmp_path: Path):
+    repo = tmp_path / "wide"
+    _graph(repo, 7, 300, "rising")   # the tip merges every open line of work: over 64 parents
+    assert len(git(repo, "log", "-1", "--format=%P", "main").split()) > 64
+    first = repo_history(str(repo), limit=10)
+    assert Cursor.decode(first["next_cursor"]).frontier is None
+    shas, by_position = _pages(repo, 50)
+    assert shas == git(repo, "log", "--format=%H", "main").split() and by_position == 6

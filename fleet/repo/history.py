@@ -257,6 +257,8 @@ def _advance(state: Cursor, shown: list[dict[str, Any]], following: Cursor) -> N
         oldest, ties = state.oldest, state.ties + [c["sha"] for c in shown if c["committer_time"] == state.oldest]
     if len(queue) <= FRONTIER_MAX and len(ties) <= TIES_MAX:
         following.frontier, following.oldest, following.ties = queue, oldest, ties
+        if len(following.encode()) > CURSOR_MAX:   # (SHA-256 shas compress less than the caps assume)
+            following.frontier, following.oldest, following.ties = None, None, []
 
 
 def _git(path: str, args: list[str], glob: bool) -> bytes:
