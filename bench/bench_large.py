@@ -9,7 +9,8 @@ files). Each tool is called in-process through the server's call path (as bench_
 commands it started are replayed bare: `overhead_ms` = median(tool) - median(replay). `repo.history`'s first
 page is also compared with a plain `git log` of the same page (`history_vs_git_log`); its deep page is the
 cursor reached by paging 200 at a time to `deep_page_depth` commits, beside what a page by position costs
-there (`git_log_skip_to_depth_ms`: `git log --skip=<depth>`).
+there (`git_log_skip_to_depth_ms`: `git log --skip=<depth>`). `python_overhead_cpu_ms` is the same
+overhead in this process's CPU time (git's own excluded on both sides): steady on a busy machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_mcp import median_ms, time_against_git  # noqa: E402
+from bench.bench_mcp import GitRecorder, median_ms, replay, time_against_git  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
@@ -127,9 +128,30 @@ def _calls(repo: Path, cursor: str) -> list[tuple[str, dict]]:
     ]
 
 
+async def python_overhead(server, name: str, args: dict, runs: int) -> float:
+    """This process's CPU time for the tool call minus that of replaying its git commands (both without
+    git's own CPU, which runs in the children): the Python work added to running git, which, unlike wall
+    time, a busy machine barely moves."""
+    with GitRecorder() as rec:
+        await server.call_tool(name, args)
+    tool, bare = [], []
+    for _ in range(runs):
+        start = time.process_time()
+        await server.call_tool(name, args)
+        tool.append(time.process_time() - start)
+        start = time.process_time()
+        replay(rec.calls)
+        bare.append(time.process_time() - start)
+    return round(median_ms(tool) - median_ms(bare), 2)
+
+
 async def per_call(server, repo: Path, calls: list[tuple[str, dict]], runs: int) -> list[dict]:
-    return [{**await time_against_git(server, label.split()[0], {"repo": str(repo), **args}, runs), "tool": label}
-            for label, args in calls]
+    results = []
+    for label, args in calls:
+        name, args = label.split()[0], {"repo": str(repo), **args}
+        results.append({**await time_against_git(server, name, args, runs), "tool": label,
+                        "python_overhead_cpu_ms": await python_overhead(server, name, args, runs)})
+    return results
 
 
 def git_log_page(repo: Path, runs: int, skip: int = 0) -> float:
