@@ -7,7 +7,10 @@ few hundred folders, `--commits` commits each touching a few of them, one file (
 50th commit (a blame with history), one commit touching 500 files, then a dirty working tree (40 modified
 files). Each tool is called in-process through the server's call path (as bench_mcp.py does) and the git
 commands it started are replayed bare: `overhead_ms` = median(tool) - median(replay). `repo.history`'s first
-page is also compared with a plain `git log` of the same page (`history_vs_git_log`).
+page is also compared with a plain `git log` of the same page (`history_vs_git_log`); its deep page is the
+cursor reached by paging 200 at a time to `deep_page_depth` commits, beside what a page by position costs
+there (`git_log_skip_to_depth_ms`: `git log --skip=<depth>`). `python_overhead_cpu_ms` is the same
+overhead in this process's CPU time (git's own excluded on both sides): steady on a busy machine.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_mcp import median_ms, time_against_git  # noqa: E402
+from bench.bench_mcp import GitRecorder, median_ms, replay, time_against_git  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
@@ -102,27 +105,58 @@ def build(base: Path, commits: int, files: int) -> Path:
     return repo
 
 
-def _calls(repo: Path, commits: int) -> list[tuple[str, dict]]:
+async def deep_cursor(server, repo: Path, depth: int) -> str:
+    """The cursor of repo.history after `depth` commits, reached by paging (200 a page) as an agent would."""
+    cursor = None
+    for _ in range(depth // 200):
+        result = await server.call_tool("repo.history", {"repo": str(repo), "limit": 200,
+                                                          **({"cursor": cursor} if cursor else {})})
+        cursor = json.loads(result.content[0].text)["next_cursor"]
+    return cursor
+
+
+def _calls(repo: Path, cursor: str) -> list[tuple[str, dict]]:
     wide = _git(repo, "log", "-1", "--format=%H", "--grep=touch many files", "main").strip()
     return [
         ("repo.status", {}),
         ("repo.brief", {}),
         ("repo.history", {"limit": 20}),
-        ("repo.history deep", {"limit": 20, "ref": f"HEAD~{commits - 200}"}),
+        ("repo.history deep", {"limit": 20, "cursor": cursor}),
         ("commit.details", {"rev": wide}),
         ("diff.text", {}),
         ("repo.blame", {"file": "hot.txt"}),
     ]
 
 
+async def python_overhead(server, name: str, args: dict, runs: int) -> float:
+    """This process's CPU time for the tool call minus that of replaying its git commands (both without
+    git's own CPU, which runs in the children): the Python work added to running git, which, unlike wall
+    time, a busy machine barely moves."""
+    with GitRecorder() as rec:
+        await server.call_tool(name, args)
+    tool, bare = [], []
+    for _ in range(runs):
+        start = time.process_time()
+        await server.call_tool(name, args)
+        tool.append(time.process_time() - start)
+        start = time.process_time()
+        replay(rec.calls)
+        bare.append(time.process_time() - start)
+    return round(median_ms(tool) - median_ms(bare), 2)
+
+
 async def per_call(server, repo: Path, calls: list[tuple[str, dict]], runs: int) -> list[dict]:
-    return [{**await time_against_git(server, label.split()[0], {"repo": str(repo), **args}, runs), "tool": label}
-            for label, args in calls]
+    results = []
+    for label, args in calls:
+        name, args = label.split()[0], {"repo": str(repo), **args}
+        results.append({**await time_against_git(server, name, args, runs), "tool": label,
+                        "python_overhead_cpu_ms": await python_overhead(server, name, args, runs)})
+    return results
 
 
-def git_log_page(repo: Path, runs: int) -> float:
-    """The plain `git log` of the first page, with the options repo.history uses."""
-    argv = ["git", "-C", str(repo), "log", "-z", "--no-follow",
+def git_log_page(repo: Path, runs: int, skip: int = 0) -> float:
+    """The plain `git log` of a page, with the options repo.history uses (`skip`: a page by position)."""
+    argv = ["git", "-C", str(repo), "log", "-z", "--no-follow", f"--skip={skip}",
             "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s", "--max-count=21", "HEAD", "--"]
     samples = []
     for _ in range(runs):
@@ -148,13 +182,16 @@ def main() -> None:
     scan(index, [str(repo)])
     index.close()
     server = build_server(str(db))
-    calls = asyncio.run(per_call(server, repo, _calls(repo, args.commits), args.runs))
+    depth = (args.commits - 200) // 200 * 200
+    cursor = asyncio.run(deep_cursor(server, repo, depth))
+    calls = asyncio.run(per_call(server, repo, _calls(repo, cursor), args.runs))
     log_ms = git_log_page(repo, args.runs)
     first_page = next(c for c in calls if c["tool"] == "repo.history")
     result = {
         "commits": int(_git(repo, "rev-list", "--count", "HEAD")), "files": int(_git(repo, "ls-files").count("\n")),
         "build_s": build_s, "per_call": calls, "git_log_page_ms": log_ms,
         "history_vs_git_log": round(first_page["tool_ms"] / log_ms, 2) if log_ms else None,
+        "deep_page_depth": depth, "git_log_skip_to_depth_ms": git_log_page(repo, args.runs, depth),
     }
     print(json.dumps(result, indent=2))
 

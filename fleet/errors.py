@@ -9,7 +9,7 @@ from fleet.git.spawn import GitError
 
 CODES = frozenset({
     "REPO_NOT_IN_FLEET", "BAD_REF", "BAD_PATH", "BAD_ARGUMENT", "GIT_FAILED", "NOT_FOUND",
-    "LIMIT", "TIMEOUT", "CONFLICT", "NO_GIT",
+    "LIMIT", "TIMEOUT", "CONFLICT", "NO_GIT", "NO_INDEX",
     # the write side (fleet/ops)
     "POLICY_DENIED", "POLICY_INVALID", "NOT_PENDING", "STALE",
 })

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
+from pathlib import Path
 from typing import Iterator
 
 from fleet.index.discovery import Found
+from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
-from fleet.index.store import Index
+from fleet.index.store import Index, default_db_path
 from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
@@ -38,14 +41,31 @@ def busy_timeout(index: Index, ms: int) -> Iterator[None]:
 
 
 class Bridge:
-    """The bridge's view of the fleet: an index path and per-thread handles on it."""
+    """The bridge's view of the fleet: an index path and per-thread handles on it.
 
-    def __init__(self, db_path: str | None = None) -> None:
+    `create=False` (`fleetdeck mcp`): a missing index is not created; every call that needs it answers
+    NO_INDEX until `fleetdeck scan ROOT` has made it, then the bridge opens it (no restart needed).
+    """
+
+    def __init__(self, db_path: str | None = None, *, create: bool = True) -> None:
         self.db_path = db_path
-        self.pool = IndexPool(db_path)  # creates and migrates once, up front, not inside a tool call
+        self._path = Path(db_path) if db_path else default_db_path()
+        self._lock = threading.Lock()
+        self._pool: IndexPool | None = None
+        if create or self._path.exists():
+            self._pool = IndexPool(self._path)  # creates and migrates once, up front, not inside a tool call
 
     def index(self) -> Index:
-        return self.pool.get()
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    if not self._path.exists():
+                        raise FleetError("NO_INDEX", f"no index yet: run `fleetdeck scan ROOT` (looked for "
+                                                     f"{self._path})")
+                    self._pool = IndexPool(self._path)
+                pool = self._pool
+        return pool.get()
 
     def resolve(self, repo: str) -> Found:
         """The repository `repo` names (scoped to the fleet); remembered for the call's presence record."""

@@ -253,8 +253,9 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def build_server(db_path: str | None = None, *, lazy_tools: bool = False) -> FleetServer:
-    return FleetServer(Bridge(db_path), lazy_tools=lazy_tools)
+def build_server(db_path: str | None = None, *, lazy_tools: bool = False, create: bool = True) -> FleetServer:
+    """The server over the index at `db_path`; `create=False` leaves a missing index missing (NO_INDEX)."""
+    return FleetServer(Bridge(db_path, create=create), lazy_tools=lazy_tools)
 
 
 def run_stdio(db_path: str | None = None) -> None:
@@ -268,7 +269,8 @@ def run_stdio(db_path: str | None = None) -> None:
     from fleet.presence.procs import ancestors
     from mcp_bridge.stdio import serve_stdio
 
-    server = build_server(db_path, lazy_tools=True)  # opens the index first: an unusable one is the error
+    # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.
+    server = build_server(db_path, lazy_tools=True, create=False)
     audit.setup(db_path)
     server.client_pids = ancestors(os.getpid())
     anyio.run(serve_stdio, server)

@@ -14,7 +14,7 @@ from fleet.repo.blame import repo_blame
 from fleet.repo.changes import repo_changes, repo_status
 from fleet.repo.conflicts import conflict_preflight, conflict_read
 from fleet.repo.diffs import diff_refs, diff_text
-from fleet.repo.history import DEFAULT_DIFF_BYTES, commit_details, repo_history
+from fleet.repo.history import CURSOR_MAX, DEFAULT_DIFF_BYTES, commit_details, repo_history
 from fleet.repo.recovery import annotate_reflog
 from fleet.repo.refs import repo_refs, repo_reflog
 from mcp_bridge import models
@@ -60,14 +60,15 @@ def register(kit: Toolkit) -> None:
                 path_filter: RelPath | None = None,
                 since: Annotated[str | None, Field(max_length=100, description="ISO 8601 or '2 weeks ago'")] = None,
                 until: Annotated[str | None, Field(max_length=100)] = None, include_merges: bool = True,
-                cursor: Annotated[str | None, Field(max_length=512, description="next_cursor of the previous page")] = None,
+                cursor: Annotated[str | None, Field(max_length=CURSOR_MAX, description="next_cursor of the previous page")] = None,
                 author: Annotated[str | None, Field(max_length=200, description="part of the author's name or email (case-insensitive)")] = None,
                 path_glob: Annotated[bool, Field(description="path_filter is a glob (* ? [..] within a folder, ** across)")] = False,
                 count_omitted: Annotated[bool, Field(description="count the commits after this page (a full walk: slow on big histories)")] = False,
                 ) -> dict:
         """Commits reachable from `ref` (default HEAD, or a range), newest first, paged with a stable cursor,
-        at about the cost of `git log` for the page: `has_more` and `omitted_count_at_least` say there is
-        more; `omitted_count` is null unless `count_omitted`. `path_filter` is a literal path unless
+        at about the cost of `git log` for the page (without filters or a range, a page deep in history
+        too): `has_more` and `omitted_count_at_least` say there is more; `omitted_count` is null unless
+        `count_omitted`. `path_filter` is a literal path unless
         `path_glob`; a filter that matched no commit says so in `note`."""
         return repo_history(path_of(repo), ref, limit, path_filter, since, until, include_merges, cursor,
                             author, path_glob, count_omitted)

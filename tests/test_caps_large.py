@@ -66,6 +66,21 @@ def _check_levels(result: dict) -> None:
     assert len(result["changes"]) + result["omitted_count"] == result["file_count"]
 
 
+def _check_against_git(repo: Path, result: dict, a: str, b: str) -> None:
+    """What was kept is git's own patch, cut: each file's +/- counts, its hunks' headers and lines (a prefix),
+    and at every cut level the omitted count is what git printed beyond it."""
+    numstat = {line.split("\t")[2]: line.split("\t")[:2] for line in git(repo, "diff", "--numstat", a, b).splitlines()}
+    for change in result["changes"]:
+        assert [str(change["insertions"]), str(change["deletions"])] == numstat[change["path"]]
+        hunks = git(repo, "diff", "-U3", a, b, "--", change["path"]).split("\n@@")[1:]
+        assert len(change["hunks"]) + change["omitted_count"] == len(hunks)
+        for ours, theirs in zip(change["hunks"], hunks):
+            header, *lines = ("@@" + theirs).rstrip("\n").split("\n")
+            assert ours["header"] == header
+            assert ours["lines"] == lines[:len(ours["lines"])]
+            assert len(ours["lines"]) + ours["omitted_count"] == len(lines)
+
+
 @pytest.mark.parametrize("max_bytes", [None, 20000, 4096])
 async def test_commit_details_on_500_files_stays_within_max_bytes(wide, max_bytes):
     args = {"repo": "wide", "rev": "HEAD~1", "max_files": 5000}
@@ -80,6 +95,7 @@ async def test_commit_details_on_500_files_stays_within_max_bytes(wide, max_byte
     _check_levels(body)
     shown = [c["path"] for c in body["changes"]]
     assert shown == sorted(shown) and shown == [f"f/{n:03d}.txt" for n in range(len(shown))]
+    _check_against_git(wide["repo"], body, "HEAD~2", "HEAD~1")
 
 
 async def test_diff_refs_hunk_cap_is_raisable_and_budgeted(wide):
@@ -99,6 +115,13 @@ async def test_diff_refs_hunk_cap_is_raisable_and_budgeted(wide):
                                                      "max_hunks": 1000})
     assert len(small.content[0].text.encode()) <= 8192 + ENVELOPE
     _check_levels(ok(small))
+    _check_against_git(repo, ok(small), "HEAD~2", "HEAD")
+    for max_bytes in (2000, 9000, 60000):   # the one big file cut inside its hunks, at several depths
+        cut = ok(await call(wide["server"], "diff.refs", {"repo": "wide", "base": "HEAD~1", "path_filter": "many.txt",
+                                                          "max_bytes": max_bytes, "max_hunks": 1000}))
+        _check_levels(cut)
+        _check_against_git(repo, cut, "HEAD~1", "HEAD")
+        assert cut["changes"][0]["truncated"] and cut["lines_omitted_count"] + cut["hunks_omitted_count"] > 0
     one_line = ok(await call(wide["server"], "diff.refs", {"repo": "wide", "base": "HEAD~1", "max_bytes": 1 << 20,
                                                             "max_hunk_lines": 2}))
     hunk = one_line["changes"][0]["hunks"][0]

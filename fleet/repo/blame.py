@@ -16,33 +16,40 @@ from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
 
-_HEADER = re.compile(rb"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?$")
+_SHA = re.compile(r"[0-9a-f]{40,64}")
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
 BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_binary)
 
 
 def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(lines in order: {line, orig_line, sha, text}, commit metadata by sha)."""
+    """(lines in order: {line, orig_line, sha, text}, commit metadata by sha).
+
+    Each blamed line is a header `<sha> <orig> <final>[ <count>]`, the commit's `key value` lines the first
+    time it appears (and `filename` where git repeats it), then the line itself after a tab. Decoded once,
+    split once: the metadata lines are few, the per-line work is a split and a tuple."""
     lines: list[dict[str, Any]] = []
     commits: dict[str, dict[str, Any]] = {}
+    meta: dict[str, Any] | None = None
     current: dict[str, Any] | None = None
-    for raw in data.split(b"\n"):
-        if raw.startswith(b"\t"):
+    for raw in text(data).split("\n"):
+        if raw[:1] == "\t":
             if current is not None:
-                current["text"] = text(raw[1:])
+                current["text"] = raw[1:]
                 lines.append(current)
                 current = None
             continue
-        match = _HEADER.match(raw)
-        if match and current is None:
-            sha = match.group(1).decode()
-            current = {"line": int(match.group(3)), "orig_line": int(match.group(2)), "sha": sha}
-            commits.setdefault(sha, {"sha": sha})
+        if current is None:
+            parts = raw.split(" ")
+            if 3 <= len(parts) <= 4 and _SHA.fullmatch(parts[0]) and parts[1].isdigit() and parts[2].isdigit():
+                sha = parts[0]
+                current = {"line": int(parts[2]), "orig_line": int(parts[1]), "sha": sha}
+                meta = commits.get(sha)
+                if meta is None:
+                    meta = commits[sha] = {"sha": sha}
             continue
-        if current is not None and raw:
-            key, _, value = text(raw).partition(" ")
-            meta = commits[current["sha"]]
+        if raw and meta is not None:
+            key, _, value = raw.partition(" ")
             if key == "boundary":
                 meta["boundary"] = True
             elif key == "previous":

@@ -37,7 +37,7 @@ def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
     sides = resolve_range(path, base, head)
     raw = out(path, ["diff", *DIFF_FLAGS, f"--unified={unified}", sides["diff_from"], sides["head_sha"],
                      *_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
-    return {**sides, **shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+    return {**sides, **shape_changes(diffparse.index_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
                                      max_lines=max_hunk_lines, reserve=json_size(sides))}
 
 
@@ -64,17 +64,13 @@ def _text_args(path: str, base: str | None, head: str | None, staged: bool) -> t
 
 
 def _cut(patch: bytes, max_bytes: int, max_lines: int) -> bytes:
-    """The longest prefix ending on a line boundary within both caps."""
-    end = 0
-    lines = 0
-    while end < len(patch) and lines < max_lines:
-        nl = patch.find(b"\n", end)
-        stop = len(patch) if nl < 0 else nl + 1
-        if stop > max_bytes:
-            break
-        end = stop
-        lines += 1
-    return patch[:end]
+    """The longest prefix ending on a line boundary within both caps (a last line without a newline ends
+    at the end of the patch)."""
+    head = patch if len(patch) <= max_bytes else patch[:patch.rfind(b"\n", 0, max_bytes) + 1]
+    parts = head.split(b"\n", max_lines)
+    if len(parts) > max_lines:   # more than max_lines lines: end after the max_lines-th newline
+        return head[:len(head) - len(parts[-1])]
+    return head
 
 
 def diff_text(path: str, base: str | None = None, head: str | None = None, staged: bool = False,

@@ -6,6 +6,8 @@ import base64
 import hashlib
 import json
 import re
+import zlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.git import diffparse
@@ -48,21 +50,65 @@ def _fingerprint(*parts: Any) -> str:
 _REV = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})(?:\.\.\.?(?:[0-9a-f]{40}|[0-9a-f]{64}))?")
 
 
-def _encode_cursor(tip: str, skip: int, fp: str) -> str:
-    raw = json.dumps({"tip": tip, "skip": skip, "fp": fp}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+FRONTIER_MAX = 64   # pending commits a cursor may carry (else it keeps only the position)
+TIES_MAX = 64       # commits shown at the oldest commit time so far that it may carry
+CURSOR_MAX = 8192   # characters; the MCP argument's cap
 
 
-def _decode_cursor(cursor: str) -> tuple[str, int, str]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        tip, skip, fp = data["tip"], data["skip"], data["fp"]
-        if not (isinstance(tip, str) and _REV.fullmatch(tip) and isinstance(skip, int) and skip >= 0
-                and isinstance(fp, str)):
-            raise ValueError("bad cursor fields")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FleetError("BAD_ARGUMENT", "cursor is not one this tool returned") from exc
-    return tip, skip, fp
+@dataclass
+class Cursor:
+    """Where a walk stands after a page: the pinned start (`tip`), how many commits were shown (`skip`),
+    the filters' fingerprint, and, for a walk without filters, the walk's own state: `frontier`, the commits
+    git has queued but not shown, in the order git queued them; `oldest`, the smallest commit time shown so
+    far; `ties`, the commits shown at that time. The next page is then `git log <frontier>` (its cost does
+    not grow with depth) instead of `git log --skip=<skip> <tip>`; see `_frontier_page`."""
+
+    tip: str
+    skip: int
+    fp: str
+    frontier: list[str] | None = None
+    oldest: int | None = None
+    ties: list[str] = field(default_factory=list)
+
+    def encode(self) -> str:
+        data = {"tip": self.tip, "skip": self.skip, "fp": self.fp}
+        if self.frontier is not None:
+            data.update(q="".join(self.frontier), m=self.oldest, e="".join(self.ties))
+        raw = zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 9)
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, cursor: str) -> "Cursor":
+        try:
+            if len(cursor) > CURSOR_MAX:
+                raise ValueError("cursor too long")
+            unpack = zlib.decompressobj()
+            raw = unpack.decompress(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)), 65536)
+            if unpack.unconsumed_tail or not unpack.eof:
+                raise ValueError("cursor too large")
+            data = json.loads(raw)
+            tip, skip, fp = data["tip"], data["skip"], data["fp"]
+            if not (isinstance(tip, str) and _REV.fullmatch(tip) and isinstance(skip, int) and skip >= 0
+                    and isinstance(fp, str)):
+                raise ValueError("bad cursor fields")
+            result = cls(tip, skip, fp)
+            if "q" in data:
+                oldest = data["m"]
+                if not (isinstance(oldest, int) or oldest is None):
+                    raise ValueError("bad cursor time")
+                width = len(re.split(r"\.\.\.?", tip)[0])
+                result.frontier, result.oldest = _shas(data["q"], width), oldest
+                result.ties = _shas(data["e"], width)
+        except (ValueError, KeyError, TypeError, zlib.error) as exc:
+            raise FleetError("BAD_ARGUMENT", "cursor is not one this tool returned") from exc
+        return result
+
+
+def _shas(joined: object, width: int) -> list[str]:
+    """Full shas packed end to end (`width` hex digits each: the repository's hash, as in the tip)."""
+    if not isinstance(joined, str) or not re.fullmatch(r"[0-9a-f]*", joined) or len(joined) % width:
+        raise ValueError("bad sha list")
+    return [joined[i:i + width] for i in range(0, len(joined), width)]
 
 
 def _resolve_walk(path: str, ref: str) -> str:
@@ -91,7 +137,9 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
     page, at about the cost of `git log` for that page.
 
     The cursor pins the walk to the shas the first page started from, so commits landing meanwhile do not
-    shift later pages; it also pins the filters (a cursor reused with other filters is refused). How many
+    shift later pages; it also pins the filters (a cursor reused with other filters is refused). Without
+    filters it carries the walk's own state (`Cursor`), so a page deep in history costs what the first
+    does; with filters or a range it carries the position (`git log --skip`, whose cost grows with depth). How many
     commits a page left out is not counted by default (a full walk: seconds on a big history): `has_more`
     and `omitted_count_at_least` say there is more, `omitted_count` is null; `count_omitted` counts them.
     `author` matches part of the author's name or email (case-insensitive, literal). `path_filter` is a
@@ -103,19 +151,19 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
     since, until = _check_date(since, "since"), _check_date(until, "until")
     author = _check_author(author)
     fp = _fingerprint(spec, since, until, bool(include_merges), author, bool(path_glob))
+    filtered = bool(spec or since or until or author or not include_merges)
     if cursor is not None:
-        tip, skip, cursor_fp = _decode_cursor(cursor)
-        if cursor_fp != fp:
+        state = Cursor.decode(cursor)
+        if state.fp != fp:
             raise FleetError("BAD_ARGUMENT", "cursor was made with other filters; start again without it")
-        for side in re.split(r"\.\.\.?", tip):
-            resolve_commit(path, side, "cursor")
     else:
         tip = head_commit(path) if ref is None else _resolve_walk(path, ref)
         if tip is None:
             return {"ref": None, "head_sha": None, "commits": [], "next_cursor": None, "truncated": False,
                     "has_more": False, "omitted_count": 0, "omitted_count_at_least": 0,
                     "note": "repository has no commits yet"}
-        skip = 0
+        state = Cursor(tip, 0, fp, frontier=None if filtered or "." in tip else [tip])
+    tip, skip = state.tip, state.skip
     walk = ["--no-follow"]
     if since:
         walk.append(f"--since={since}")
@@ -126,12 +174,18 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
     if author:
         walk += ["--fixed-strings", "--regexp-ignore-case", f"--author={author}"]
     walk += [tip, "--"] + ([spec] if spec else [])
-    fields = _git(path, ["log", "-z", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={limit + 1}", *walk],
-                  path_glob).split(b"\0")
-    width = len(_LOG_FIELDS)
-    commits = [_commit_record(fields[i:i + width]) for i in range(0, len(fields) - width + 1, width)]
+    commits = _frontier_page(path, state, limit) if state.frontier is not None else None
+    if commits is None:   # by position: filters and ranges, or a walk whose state a cursor could not keep
+        if cursor is not None:
+            for side in re.split(r"\.\.\.?", tip):
+                resolve_commit(path, side, "cursor")
+        commits = _log(path, [f"--skip={skip}", f"--max-count={limit + 1}", *walk], path_glob)
+        state.frontier = None
     more = len(commits) > limit
     commits = commits[:limit]
+    following = Cursor(tip, skip + limit, fp)
+    if more and state.frontier is not None:
+        _advance(state, commits, following)
     omitted: int | None = 0
     if more:
         omitted = (int(_git(path, ["rev-list", "--count", *walk], path_glob).strip()) - skip - limit
@@ -139,7 +193,7 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
     ranged = "." in tip
     result = {"ref": ref or "HEAD", "head_sha": tip.rpartition(".")[2] if ranged else tip,
               "range": tip if ranged else None,
-              "commits": commits, "next_cursor": _encode_cursor(tip, skip + limit, fp) if more else None,
+              "commits": commits, "next_cursor": following.encode() if more else None,
               "truncated": more, "has_more": more, "omitted_count": omitted,
               "omitted_count_at_least": (omitted if omitted is not None else 1) if more else 0,
               "path_match": "glob" if path_glob else "literal"}
@@ -150,6 +204,61 @@ def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter
                 and any(c in spec for c in "*?[") else "")
         result["note"] = f"{what} matched no commit reachable from {ref or 'HEAD'}{hint}"
     return result
+
+
+def _log(path: str, args: list[str], glob: bool) -> list[dict[str, Any]]:
+    """The commit records `git log <args>` prints."""
+    fields = _git(path, ["log", "-z", f"--format={_LOG_FORMAT}", *args], glob).split(b"\0")
+    width = len(_LOG_FIELDS)
+    return [_commit_record(fields[i:i + width]) for i in range(0, len(fields) - width + 1, width)]
+
+
+def _frontier_page(path: str, state: Cursor, limit: int) -> list[dict[str, Any]] | None:
+    """The next `limit` + 1 commits of an unfiltered walk, from the commits it had queued: what git would
+    print after the commits already shown, at the cost of the page alone. None when that cannot be vouched
+    for (the caller then pages by position, `--skip`, which is exact).
+
+    git walks newest commit time first from a queue (ties in the order queued); a fresh `git log` started
+    on the queued commits, given in that order, makes the same choices as the walk that queued them, except
+    that it does not know which commits were shown already, so it would show again one such commit that it
+    reaches. A commit shown before has a time at or after the oldest time shown so far (`oldest`), and if
+    at it, is among `ties`: a page with no such commit is exactly the walk's next page."""
+    if not state.frontier:   # (git log with no commit named would walk HEAD)
+        return []
+    try:
+        commits = _log(path, [f"--max-count={limit + 1}", "--no-follow", *state.frontier, "--"], False)
+    except (GitError, FleetError):   # e.g. a queued commit pruned since: let the exact path say what is wrong
+        return None
+    if state.oldest is not None:
+        ties = set(state.ties)
+        if any(c["committer_time"] > state.oldest or (c["committer_time"] == state.oldest and c["sha"] in ties)
+               for c in commits):
+            return None
+    return commits
+
+
+def _advance(state: Cursor, shown: list[dict[str, Any]], following: Cursor) -> None:
+    """Give `following` the walk's state after `shown` (git's queue replayed: each shown commit leaves it,
+    its parents not queued before join it at the end), unless it outgrows the cursor."""
+    queue = list(state.frontier or [])
+    queued = set(queue)
+    for commit in shown:
+        if commit["sha"] not in queue:
+            return
+        queue.remove(commit["sha"])
+        for parent in commit["parents"]:
+            if parent not in queued:
+                queued.add(parent)
+                queue.append(parent)
+    low = min(c["committer_time"] for c in shown)
+    if state.oldest is None or low < state.oldest:
+        oldest, ties = low, [c["sha"] for c in shown if c["committer_time"] == low]
+    else:
+        oldest, ties = state.oldest, state.ties + [c["sha"] for c in shown if c["committer_time"] == state.oldest]
+    if len(queue) <= FRONTIER_MAX and len(ties) <= TIES_MAX:
+        following.frontier, following.oldest, following.ties = queue, oldest, ties
+        if len(following.encode()) > CURSOR_MAX:   # (SHA-256 shas compress less than the caps assume)
+            following.frontier, following.oldest, following.ties = None, None, []
 
 
 def _git(path: str, args: list[str], glob: bool) -> bytes:
@@ -203,7 +312,7 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
     info["message_truncated"] = json_size(info["message"]) > max_bytes // 4
     if info["message_truncated"]:
         info["message"] = info["message"].encode()[:max_bytes // 8].decode("utf-8", "ignore")
-    info.update(shape_changes(diffparse.parse_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
+    info.update(shape_changes(diffparse.index_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
                               max_lines=max_hunk_lines, reserve=json_size(info)))
     info["truncated"] = info["truncated"] or info["message_truncated"]
     return info

@@ -19,49 +19,86 @@ DEFAULT_MAX_HUNKS = 200
 DEFAULT_MAX_LINES = 200
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def json_size(value: Any) -> int:
     """Bytes of `value` as compact JSON (what the MCP text mirror and the HTTP API send)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+    return len(_ENCODER.encode(value).encode())
 
 
 def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int, *,
                   max_hunks: int = DEFAULT_MAX_HUNKS, max_lines: int = DEFAULT_MAX_LINES,
                   reserve: int = 0) -> dict[str, Any]:
     """`{changes, file_count, omitted_count, hunks_omitted_count, lines_omitted_count, truncated}` with the
-    changes' JSON within `max_bytes - reserve` (`reserve`: what the caller's other fields take)."""
+    changes' JSON within `max_bytes - reserve` (`reserve`: what the caller's other fields take).
+
+    `changes` come from `diffparse.index_diff`: a hunk is decoded only when it is reached, and only as many
+    of its lines as could fit, so the work stops with the budget (the counts are exact all the same: they
+    come from the undecoded bytes). A change left out is neither counted nor parsed."""
     numbered = diffparse.number(changes)
     room = max_bytes - reserve
     kept: list[dict[str, Any]] = []
     hunks_omitted = lines_omitted = 0
     for change in numbered[:max_files]:
-        hunks = change.get("hunks") or []
+        parts = diffparse.hunk_parts(diffparse.count(change).pop("_sections"))
+        whole = _whole(change, parts, room, max_hunks, max_lines)
+        if whole is not None:   # the usual case: the change fits with every hunk and line (one measure)
+            room -= whole
+            kept.append(change)
+            continue
         change.update(hunks=[], truncated=False, omitted_count=0)
         cost = json_size(change) + 1
         if cost > room:
             break
         room -= cost
         kept.append(change)
-        for n, hunk in enumerate(hunks):
-            lines = hunk["lines"]
-            hunk.update(lines=[], truncated=False, omitted_count=0)
+        for n, (numbers, header, body) in enumerate(parts):
+            hunk = _hunk(numbers, header, [])
             cost = json_size(hunk) + 1
             if n >= max_hunks or cost > room:
-                change["omitted_count"] = len(hunks) - n
+                change["omitted_count"] = len(parts) - n
                 change["truncated"] = True
-                hunks_omitted += len(hunks) - n
+                hunks_omitted += len(parts) - n
                 break
             room -= cost
-            take, room = _fit_lines(lines, min(max_lines, len(lines)), room)
+            total = diffparse.line_count(body)
+            # A line costs at least its own bytes + 3 in JSON (quotes, comma): read no more than fits.
+            lines = diffparse.body_lines(body, max_lines, room)
+            take, room = _fit_lines(lines, len(lines), room)
             hunk["lines"] = lines[:take]
-            if take < len(lines):
-                hunk.update(truncated=True, omitted_count=len(lines) - take)
+            if take < total:
+                hunk.update(truncated=True, omitted_count=total - take)
                 change["truncated"] = True
-                lines_omitted += len(lines) - take
+                lines_omitted += total - take
             change["hunks"].append(hunk)
+    for change in numbered[len(kept):]:
+        change.pop("_sections", None)
     files_omitted = len(numbered) - len(kept)
     return {"changes": kept, "file_count": len(numbered), "omitted_count": files_omitted,
             "hunks_omitted_count": hunks_omitted, "lines_omitted_count": lines_omitted,
             "truncated": files_omitted > 0 or any(c["truncated"] for c in kept)}
+
+
+def _hunk(numbers: tuple[int, int, int, int], header: bytes, lines: list[str]) -> dict[str, Any]:
+    return {"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2], "new_lines": numbers[3],
+            "header": diffparse.decode(header), "lines": lines, "truncated": False, "omitted_count": 0}
+
+
+def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int, max_lines: int) -> int | None:
+    """Fill `change` with all its hunks and return what it costs when it is within every cap and fits in
+    `room`; else None (and `change` as it was). Tried only when its hunk bytes could fit: a line's JSON is
+    never shorter than the line and its newline, so a change whose bodies outweigh `room` is not decoded."""
+    if (len(parts) > max_hunks or sum(len(body) for _, _, body in parts) > room
+            or any(diffparse.line_count(body) > max_lines for _, _, body in parts)):
+        return None
+    change.update(hunks=[_hunk(numbers, header, diffparse.body_lines(body)) for numbers, header, body in parts],
+                  truncated=False, omitted_count=0)
+    cost = json_size(change) + 1
+    if cost <= room:
+        return cost
+    change["hunks"] = []
+    return None
 
 
 def _fit_lines(lines: list[str], most: int, room: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ carry into that form for the surfaces.
 
 from __future__ import annotations
 
+import time
 from typing import Any, NotRequired, TypedDict
 
 from fleet.repo.record import iso
@@ -148,18 +149,23 @@ class Digest(TypedDict):
     errors: list[DigestError]
 
 
+_YEAR_10000 = 253_402_300_800
+
+
 def iso_times(value: Any) -> Any:
     """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively);
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error."""
     if isinstance(value, dict):
         return {k: (_iso_or_none(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
-                    else iso_times(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [iso_times(v) for v in value]
+                    else iso_times(v) if isinstance(v, (dict, list)) else v) for k, v in value.items()}
+    if isinstance(value, list):  # no call per scalar: a diff's answer holds thousands of lines
+        return [iso_times(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 
 def _iso_or_none(seconds: float) -> str | None:
+    if type(seconds) is int and 0 <= seconds < _YEAR_10000:   # the usual case, 3x faster (a blame has 400)
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
     try:
         return iso(seconds)
     except (OverflowError, ValueError, OSError):
