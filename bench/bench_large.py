@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_mcp import GitRecorder, median_ms, replay, time_against_git  # noqa: E402
+from bench.bench_mcp import GitRecorder, alternate, median_ms, time_against_git  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
@@ -134,14 +134,7 @@ async def python_overhead(server, name: str, args: dict, runs: int) -> float:
     time, a busy machine barely moves."""
     with GitRecorder() as rec:
         await server.call_tool(name, args)
-    tool, bare = [], []
-    for _ in range(runs):
-        start = time.process_time()
-        await server.call_tool(name, args)
-        tool.append(time.process_time() - start)
-        start = time.process_time()
-        replay(rec.calls)
-        bare.append(time.process_time() - start)
+    tool, bare = await alternate(server, name, args, rec.calls, runs, clock=time.process_time)
     return round(median_ms(tool) - median_ms(bare), 2)
 
 

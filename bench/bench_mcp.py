@@ -74,19 +74,27 @@ def replay(calls: list[tuple[list[str], dict]]) -> None:
         subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+async def alternate(server, name: str, args: dict, calls: list, runs: int,
+                    clock=time.perf_counter) -> tuple[list[float], list[float]]:
+    """`runs` timings of the tool call and of replaying its git commands, alternated so machine noise hits
+    both alike. With `time.process_time` as the clock, git's own CPU (in the children) is left out."""
+    tool, bare = [], []
+    for _ in range(runs):
+        start = clock()
+        await server.call_tool(name, args)
+        tool.append(clock() - start)
+        start = clock()
+        replay(calls)
+        bare.append(clock() - start)
+    return tool, bare
+
+
 async def time_against_git(server, name: str, args: dict, runs: int) -> dict:
     """One tool's median time against the bare git commands it ran, replayed alone (alternated runs)."""
     with GitRecorder() as rec:
         first = await server.call_tool(name, args)
     assert not first.is_error, first.content[0].text
-    tool, bare = [], []
-    for _ in range(runs):  # alternate so machine noise hits both alike
-        start = time.perf_counter()
-        await server.call_tool(name, args)
-        tool.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        replay(rec.calls)
-        bare.append(time.perf_counter() - start)
+    tool, bare = await alternate(server, name, args, rec.calls, runs)
     return {"tool": name, "git_commands": len(rec.calls), "response_bytes": len(first.content[0].text),
             "tool_ms": median_ms(tool), "bare_git_ms": median_ms(bare),
             "overhead_ms": round(median_ms(tool) - median_ms(bare), 2)}

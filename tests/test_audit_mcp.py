@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 
 import httpx2
@@ -26,6 +25,7 @@ from mcp_bridge.server import build_server
 from tests.fleets.audit_log import new_key, pubkeys, read_lines
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import init_repo
+from tests.fleets.locks import write_locked
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.serving import Server
 
@@ -266,35 +266,18 @@ async def test_calls_refused_over_http_are_audited_once(small_fleet):
     assert verify_log(small_fleet["audit"]).ok
 
 
-LOCKER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("CREATE TABLE IF NOT EXISTS lock_probe (x)")
-print("locked", flush=True)
-sys.stdin.read()  # hold the write lock until the test closes our stdin
-conn.execute("ROLLBACK")
-"""
-
-
 async def test_calls_while_the_index_is_write_locked_are_audited(small_fleet):
     """Another process holds the index's write lock: a read answers (WAL), a proposal cannot be stored
     (INDEX_BUSY); both calls are entries with their results."""
     (small_fleet["alpha"] / "new.txt").write_text("x\n")
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(small_fleet["db"])], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
     argv = fleetdeck_argv("mcp")
     params = StdioServerParameters(command=argv[0], args=argv[1:],
                                    env=fleetdeck_env(FLEETDECK_DB=str(small_fleet["db"])))
-    try:
-        assert locker.stdout.readline().strip() == "locked"
+    with write_locked(small_fleet["db"]):
         async with Client(params, client_info=Implementation(name="busy-agent", version="1")) as client:
             ok(await client.call_tool("repo.status", {"repo": "alpha"}))
             busy = await client.call_tool("operation.preview.stage", {"repo": "alpha", "reason": "stage it",
                                                                       "paths": ["new.txt"]})
             assert error_of(busy)[0] == "INDEX_BUSY"
-    finally:
-        locker.stdin.close()
-        locker.wait(timeout=30)
     assert [(t, r) for t, r, _, _ in _calls(small_fleet["audit"])] == [
         ("repo.status", "ok"), ("operation.preview.stage", "INDEX_BUSY")]

@@ -4,9 +4,6 @@ reported in the result's `_meta` as degraded. Every error an agent sees carries 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,19 +15,9 @@ from mcp_bridge.envelope import DEGRADED_KEY
 from mcp_bridge.server import build_server
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import init_repo, write
+from tests.fleets.locks import write_locked
 from tests.fleets.mcp_fleet import call, error_of, ok
 from tests.fleets.stdio import StdioSession
-
-LOCKER = """
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("CREATE TABLE IF NOT EXISTS lock_probe (x)")
-print("locked", flush=True)
-sys.stdin.read()  # hold the write lock until the test closes our stdin
-conn.execute("ROLLBACK")
-"""
-
 
 @pytest.fixture
 def small(tmp_path: Path) -> tuple[Path, Path]:
@@ -49,10 +36,7 @@ def presence_rows(db: Path) -> list[tuple]:
 
 def test_a_write_locked_index_costs_no_answer_over_stdio(small):
     repo, db = small
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert locker.stdout.readline().strip() == "locked"
+    with write_locked(db) as locker:
         with StdioSession(fleetdeck_argv("mcp"), fleetdeck_env(FLEETDECK_DB=str(db))) as session:
             started = time.monotonic()
             reply = session.call_tool("repo.status", {"repo": "alpha"})
@@ -72,10 +56,6 @@ def test_a_write_locked_index_costs_no_answer_over_stdio(small):
             assert recorded.get("isError") is not True and DEGRADED_KEY not in (recorded.get("_meta") or {})
             assert [(r[1], r[2]) for r in presence_rows(db)] == [(str(repo), "repo.status")]
         assert "presence not recorded" in session.stderr
-    finally:
-        if locker.poll() is None:
-            locker.kill()
-        locker.wait()
 
 
 async def test_an_unexpected_failure_outside_a_tool_is_a_coded_error(small, monkeypatch):
