@@ -29,7 +29,7 @@ import uvicorn
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fleet import audit
 from fleet.errors import FleetError
@@ -138,14 +138,39 @@ class LateMCP:
 
 
 class Answering:
-    """Resolves once uvicorn answers requests: the work `serve` starts behind the dashboard waits for it."""
+    """Resolves once the dashboard has answered its first page: the work `serve` starts behind the dashboard
+    (the watcher's re-check, the MCP bridge, the audit check) waits for it, so the person who opens the link
+    gets the last known queue before that work competes for the interpreter. When no page is asked for within
+    FIRST_PAGE_GRACE_S of uvicorn answering, the work starts anyway."""
+
+    FIRST_PAGE_GRACE_S = 2.0
 
     def __init__(self) -> None:
         self.server: uvicorn.Server | None = None
+        self._page = asyncio.Event()
 
     async def wait(self) -> None:
         while self.server is None or not self.server.started:
             await asyncio.sleep(0.01)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._page.wait(), self.FIRST_PAGE_GRACE_S)
+
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        """Outermost ASGI wrapper: notes the first successful response (the access link's redirect does not
+        count: the page it leads to does)."""
+        async def noting(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http" or self._page.is_set():
+                await app(scope, receive, send)
+                return
+
+            async def watch(message: Message) -> None:
+                await send(message)
+                if message["type"] == "http.response.start" and message["status"] < 300:
+                    self._page.set()
+
+            await app(scope, receive, watch)
+
+        return noting
 
 
 def _stop(signum: int, _frame: object) -> None:
@@ -176,6 +201,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     app = create_app(db_path, token, bind_host=host, services=services,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
+    app.user_middleware.insert(0, Middleware(answering.middleware))
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
         announce_dashboard(idx, url.split("/?token=", 1)[0])
         resume_orphans(idx)
