@@ -13,6 +13,7 @@ from fleet.repo.shape import ENVELOPE, json_size
 from fleet.git.files import redact_url
 from fleet.repo.refs import repo_reflog, repo_refs
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.oracle import paged_shas
 from tests.fleets.repo_states import rich_repo
 
 
@@ -27,21 +28,11 @@ def rich(tmp_path_factory) -> Path:
     return rich_repo(tmp_path_factory.mktemp("hist") / "rich")
 
 
-def _pages(repo: Path, **kwargs) -> list[str]:
-    shas, cursor = [], None
-    while True:
-        page = repo_history(str(repo), limit=2, cursor=cursor, **kwargs)
-        shas += [c["sha"] for c in page["commits"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return shas
-
-
 def test_history_pages_equal_git_log(rich: Path):
-    assert _pages(rich) == git(rich, "log", "--format=%H").split()
-    assert _pages(rich, include_merges=False) == git(rich, "log", "--no-merges", "--format=%H").split()
-    assert _pages(rich, path_filter="src") == git(rich, "log", "--format=%H", "--", "src").split()
-    assert _pages(rich, ref="side") == git(rich, "log", "--format=%H", "side").split()
+    assert paged_shas(rich) == git(rich, "log", "--format=%H").split()
+    assert paged_shas(rich, include_merges=False) == git(rich, "log", "--no-merges", "--format=%H").split()
+    assert paged_shas(rich, path_filter="src") == git(rich, "log", "--format=%H", "--", "src").split()
+    assert paged_shas(rich, ref="side") == git(rich, "log", "--format=%H", "side").split()
     first = repo_history(str(rich), limit=3)
     total = len(git(rich, "log", "--format=%H").split())
     assert first["truncated"] is True and first["has_more"] is True

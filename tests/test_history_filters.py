@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fleet.repo.history import repo_history
-from tests.fleets.gitbuild import commit_file, git, git_env, init_repo
+from tests.fleets.gitbuild import git, git_env, init_repo
+from tests.fleets.oracle import paged_shas
 
 
 def _commit_as(repo: Path, name: str, email: str, path: str, text: str) -> None:
@@ -32,43 +33,33 @@ def repo(tmp_path_factory) -> Path:
     return repo
 
 
-def _all(repo: Path, **kwargs) -> list[str]:
-    shas, cursor = [], None
-    while True:
-        page = repo_history(str(repo), limit=2, cursor=cursor, **kwargs)
-        shas += [c["sha"] for c in page["commits"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return shas
-
-
 def _log(repo: Path, *args: str) -> list[str]:
     return git(repo, "log", "--format=%H", *args).split()
 
 
 def test_author_filter_is_a_literal_case_insensitive_part(repo: Path):
-    assert _all(repo, author="lovelace") == _log(repo, "-i", "-F", "--author=lovelace") != []
-    assert _all(repo, author="bob [x]") == _log(repo, "-i", "-F", "--author=bob [x]") != []   # not a regex
-    assert _all(repo, author="@corp.example") == _log(repo, "-F", "--author=@corp.example")
+    assert paged_shas(repo, author="lovelace") == _log(repo, "-i", "-F", "--author=lovelace") != []
+    assert paged_shas(repo, author="bob [x]") == _log(repo, "-i", "-F", "--author=bob [x]") != []   # not a regex
+    assert paged_shas(repo, author="@corp.example") == _log(repo, "-F", "--author=@corp.example")
     page = repo_history(str(repo), author="nobody at all")
     assert page["commits"] == [] and "author 'nobody at all' matched no commit" in page["note"]
 
 
 @pytest.mark.parametrize("spec", ["main..side", "side..main", "main...side", "HEAD~2..", "..side"])
 def test_ranges_page_like_git_log(repo: Path, spec: str):
-    assert _all(repo, ref=spec) == _log(repo, spec)
+    assert paged_shas(repo, ref=spec) == _log(repo, spec)
     first = repo_history(str(repo), ref=spec, limit=1)
     assert first["range"] is not None and first["head_sha"] == first["range"][-40:]
 
 
 def test_globs_are_explicit_and_a_literal_pattern_says_it_matched_nothing(repo: Path):
-    assert _all(repo, path_filter="*.toml", path_glob=True) == _log(repo, "--", ":(glob)*.toml")
-    assert _all(repo, path_filter="**/*.toml", path_glob=True) == _log(repo, "--", ":(glob)**/*.toml") != []
-    assert _all(repo, path_filter="src/*/m1.py", path_glob=True) == _log(repo, "--", ":(glob)src/*/m1.py") != []
+    assert paged_shas(repo, path_filter="*.toml", path_glob=True) == _log(repo, "--", ":(glob)*.toml")
+    assert paged_shas(repo, path_filter="**/*.toml", path_glob=True) == _log(repo, "--", ":(glob)**/*.toml") != []
+    assert paged_shas(repo, path_filter="src/*/m1.py", path_glob=True) == _log(repo, "--", ":(glob)src/*/m1.py") != []
     literal = repo_history(str(repo), path_filter="*.toml")
     assert literal["commits"] == [] and literal["path_match"] == "literal"
     assert "set path_glob" in literal["note"]
-    assert _all(repo, path_filter="conf") == _log(repo, "--", "conf")
+    assert paged_shas(repo, path_filter="conf") == _log(repo, "--", "conf")
     nothing = repo_history(str(repo), path_filter="no/such/*.txt", path_glob=True)
     assert nothing["commits"] == [] and "matched no commit" in nothing["note"] and "set path_glob" not in nothing["note"]
 

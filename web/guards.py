@@ -13,6 +13,7 @@ SSE and the MCP bridge at `/mcp`), outermost first:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from html import escape
 from urllib.parse import quote, urlencode
 
@@ -71,15 +72,16 @@ def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
                         status_code=status, headers=headers)
 
 
-class ResponseRewriter:
+class ResponseRewriter(ABC):
     """Base of the pure ASGI wrappers that only change what goes out: `rewrite(scope, send)` returns the
     `send` the app gets for one HTTP request; other scopes (lifespan, websockets) pass through untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
+    @abstractmethod
     def rewrite(self, scope: Scope, send: Send) -> Send:
-        raise NotImplementedError
+        """The `send` that carries this request's response messages out, changed as the subclass says."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

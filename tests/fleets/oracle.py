@@ -134,3 +134,17 @@ def branches(repo: Path) -> list[dict]:
 
 def reflog_count(repo: Path, ref: str) -> int:
     return len([ln for ln in git(repo, "reflog", "show", "--format=%H", ref, "--").splitlines() if ln])
+
+
+def paged_shas(repo: Path, limit: int = 2, **kwargs) -> list[str]:
+    """Every commit `repo.history` lists, page after page through its cursors (to compare with `git log`)."""
+    from fleet.repo.history import repo_history
+
+    shas: list[str] = []
+    cursor = None
+    while True:
+        page = repo_history(str(repo), limit=limit, cursor=cursor, **kwargs)
+        shas += [c["sha"] for c in page["commits"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return shas
