@@ -34,12 +34,11 @@ from bench.realfleet import generate_realistic  # noqa: E402
 from fleet.index.discovery import Found  # noqa: E402
 from fleet.index.scan import ingest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
-from fleet.presence.attention import collision_reasons  # noqa: E402
+from fleet.views.queue import REASON_SOURCES  # noqa: E402  (the radar as the surfaces ask for it)
 from fleet.views.radar import radar  # noqa: E402
 from fleet.repo.record import read_repo  # noqa: E402
 
 
-SOURCES = (collision_reasons,)  # the radar as the surfaces ask for it
 
 
 def children_cpu() -> float:
@@ -160,12 +159,12 @@ def bench_queries(size: int, runs: int, workdir: Path, sample: Path) -> dict:
     queries = {
         # what the dashboard, `fleet.repos` and `fleet.radar` ask: a page and a count, the top of the queue
         "repos_page_ms": lambda: (index.rows(limit=100, offset=size // 2), index.count()),
-        "radar_top50_ms": lambda: radar(index, limit=50, extra_sources=SOURCES),
+        "radar_top50_ms": lambda: radar(index, limit=50, extra_sources=REASON_SOURCES),
         "repo_one_ms": lambda: index.repo(f"r{size // 2:05d}"),
         # whole-fleet dumps (`fleetdeck repos --json`, `radar --all`): every row decoded in Python
         "repos_all_flat_ms": lambda: index.summaries(),
         "repos_all_full_ms": lambda: index.repos(),
-        "radar_all_ms": lambda: radar(index, extra_sources=SOURCES),
+        "radar_all_ms": lambda: radar(index, extra_sources=REASON_SOURCES),
     }
     timings: dict[str, list[float]] = {k: [] for k in queries}
     for _ in range(runs):

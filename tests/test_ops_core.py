@@ -240,11 +240,11 @@ def test_orphaned_approved_is_claimed_after_revalidation(ops_fleet):
 
 
 def test_pending_proposal_tops_the_radar_until_decided(ops_fleet):
-    from fleet.views.queue import radar_entries
+    from fleet.views.queue import radar_view
 
     made = propose(ops_fleet, "stage", {"paths": ["README.md"]})
-    top = radar_entries(ops_fleet["index"], limit=1)[0]
+    top = radar_view(ops_fleet["index"], limit=1)["entries"][0]
     assert (top["path"], top["status"]) == (str(ops_fleet["work"]), "pending_proposal")
     assert made["proposal_id"] in top["next_step"]
     service.reject(ops_fleet["index"], made["proposal_id"], "cli", "no")
-    assert radar_entries(ops_fleet["index"], limit=1)[0]["status"] != "pending_proposal"
+    assert radar_view(ops_fleet["index"], limit=1)["entries"][0]["status"] != "pending_proposal"

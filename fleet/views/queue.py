@@ -58,20 +58,16 @@ class QueueFilter:
         return {k: v for k, v in out.items() if v}
 
 
+# The reasons that live outside the repo records: agents colliding in a repo, proposals waiting in it.
+REASON_SOURCES = (collision_reasons, pending_reasons)
+
+
 def agents_by_repo(presence_rows: list[dict]) -> dict[str, list[dict]]:
     """Presence rows grouped by repo path, each reduced to what the queue shows (agent, state)."""
     out: dict[str, list[dict]] = {}
     for row in presence_rows:
         out.setdefault(row["repo"], []).append({"agent": row["agent"], "state": row["state"]})
     return out
-
-
-def radar_entries(index, presence_rows: list[dict] | None = None, include_clean: bool = False,
-                  limit: int | None = None) -> list[RadarEntry]:
-    """The ranked queue as public records (records.RadarEntry): each entry with the agents present in it."""
-    entries = radar(index, limit=limit, include_clean=include_clean,
-                    extra_sources=(collision_reasons, pending_reasons))
-    return with_agents(entries, agents_by_repo(presence_rows or []))
 
 
 def with_agents(entries: list[dict], by_repo: dict[str, list[dict]]) -> list[RadarEntry]:
@@ -87,7 +83,7 @@ def radar_view(index, presence_rows: list[dict] | None = None, include_clean: bo
     """
     if limit is not None:
         check_int(limit, "limit", 1, 1_000_000)
-    entries = radar(index, include_clean=include_clean, extra_sources=(collision_reasons, pending_reasons))
+    entries = radar(index, include_clean=include_clean, extra_sources=REASON_SOURCES)
     kept, info = cap(entries, len(entries) if limit is None else limit)
     return {"entries": with_agents(kept, agents_by_repo(presence_rows or [])), "total": len(entries),
             **info}  # type: ignore[typeddict-item]
@@ -133,7 +129,7 @@ def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = No
     """
     presence_rows = presence_rows or []
     by_repo = agents_by_repo(presence_rows)
-    entries = radar(index, include_clean=True, extra_sources=(collision_reasons, pending_reasons))
+    entries = radar(index, include_clean=True, extra_sources=REASON_SOURCES)
     shown = [e for e in entries if _matches(e, f, by_repo)]
     pages = max(1, math.ceil(len(shown) / f.per_page))
     page = min(f.page, pages)
