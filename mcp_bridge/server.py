@@ -106,12 +106,6 @@ class FleetServer(MCPServer):
                 __import__(f"mcp_bridge.{name}", fromlist=["register"]).register(kit)
             self.kit = kit
 
-    # Registration runs on the event loop, without an await: a request in hand is answered even when the
-    # client closes stdin right after sending it (stdio serves one client; `serve` registers eagerly).
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        self.ensure_tools()  # the SDK looks a tool's schema up before the call
-        return super()._tool_input_schema(name)
-
     async def list_tools(self):
         self.ensure_tools()
         tools = await super().list_tools()
