@@ -11,6 +11,8 @@ page is also compared with a plain `git log` of the same page (`history_vs_git_l
 cursor reached by paging 200 at a time to `deep_page_depth` commits, beside what a page by position costs
 there (`git_log_skip_to_depth_ms`: `git log --skip=<depth>`). `python_overhead_cpu_ms` is the same
 overhead in this process's CPU time (git's own excluded on both sides): steady on a busy machine.
+With `--workdir`, the generated repository is kept there and reused by the next run with the same sizes
+(`build_s` is then near 0); the index beside it is rebuilt every run.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,7 +92,13 @@ def _stream(commits: int, files: int):
 
 
 def build(base: Path, commits: int, files: int) -> Path:
-    repo = base / "large"
+    """The generated repository in `base`: made once per size, reused when a complete one is there."""
+    repo = base / f"large-{commits}-{files}"
+    done = base / f"large-{commits}-{files}.done"
+    if done.exists():
+        return repo
+    if repo.exists():  # an interrupted build: start over
+        shutil.rmtree(repo)
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main")
     proc = subprocess.Popen(["git", "-C", str(repo), "fast-import", "--quiet"], stdin=subprocess.PIPE)
@@ -102,6 +111,7 @@ def build(base: Path, commits: int, files: int) -> Path:
     for n in range(0, 40 * 37, 37):  # a dirty working tree: 40 modified files
         path = repo / _name(n % files)
         path.write_text(path.read_text() + "a local edit\n")
+    done.touch()
     return repo
 
 
@@ -171,6 +181,8 @@ def main() -> None:
     repo = build(base, args.commits, args.files)
     build_s = round(time.perf_counter() - started, 1)
     db = base / "fleet.db"
+    for stale in base.glob("fleet.db*"):
+        stale.unlink()
     index = open_index(db)
     scan(index, [str(repo)])
     index.close()
