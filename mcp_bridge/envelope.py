@@ -28,7 +28,7 @@ DEGRADED_KEY = "io.fleetdeck/degraded"
 class Out(BaseModel):
     """Base of every tool's output model: the listed fields are the contract, fleet/ may add more."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class ErrorBody(BaseModel):

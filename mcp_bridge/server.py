@@ -1,9 +1,12 @@
 """The fleetdeck MCP server: one `MCPServer` over the fleet index, served on stdio or mounted over HTTP.
 
 Tools live in small modules (`tools_*.py`), each with a `register(kit)` function listed in TOOL_MODULES.
-On stdio they are imported and registered when the first request needs them (tools/list, tools/call), not
-before `initialize` is answered: the SDK's own import is most of a connect, and the tools' modules and
-schemas are most of the rest (tests/test_mcp_startup.py holds that line).
+On stdio nothing of them loads before `initialize` is answered, and then only what a request needs:
+`tools/list` is answered from the cached definitions (mcp_bridge/catalog.py) without importing a tool
+module, and a `tools/call` imports the module of that tool and builds that tool's argument model only. The
+SDK's own import is most of a connect; the tools' modules and schemas were most of the rest
+(tests/test_mcp_startup.py holds that line). Without a cache for this code, all modules are registered
+and the definitions generated (and cached) by the first `tools/list`.
 This module adds what the SDK leaves to us: unknown tools and invalid or unknown arguments answered with
 the same `{error: {code, message}}` result as every other failure (anything unexpected is `INTERNAL`, so
 every error an agent sees has a code), and a presence record of the repos each call touched under the
@@ -63,7 +66,8 @@ say `truncated` and `omitted_count`; times are ISO 8601 UTC strings; failures ar
 class FleetServer(MCPServer):
     """MCPServer with fleetdeck's error envelope around every call.
 
-    With `lazy_tools` the tools are registered by the first request that needs them (`ensure_tools`).
+    With `lazy_tools` the toolkit is made by the first request that is not part of the handshake, and
+    tools are registered as requests need them; without it every tool is registered and installed up front.
     """
 
     def __init__(self, bridge: Bridge, *, lazy_tools: bool = False) -> None:
@@ -72,49 +76,94 @@ class FleetServer(MCPServer):
         self.kit = None
         self._recorded: dict[tuple, float] = {}
         self.client_pids: list[int] = []  # set on stdio: the processes above this one (the client among them)
-        self._registering = threading.Lock()
+        self._registering = threading.RLock()
+        self._registered: set[str] = set()  # tool modules registered
+        self._catalog = None  # mcp_bridge.catalog.Catalog, once read or generated
         if lazy_tools:
-            self.middleware.append(self._tools_first)
+            self.middleware.append(self._kit_first)
         else:
             self.ensure_tools()
+            for name in self.kit.specs:
+                self.kit.install(name)
 
-    async def _tools_first(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        """Server middleware (lazy tools only): any message but the handshake registers the tools first.
+    async def _kit_first(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Server middleware (lazy tools only): any message but the handshake makes the toolkit first.
 
-        Registering adds middleware of its own (the audit of refused calls); the SDK composed this message's
+        The toolkit adds middleware of its own (the audit of refused calls); the SDK composed this message's
         chain before that, so the middleware it added wraps the rest of this chain here, exactly as it will
         for every later message.
         """
         if ctx.method in HANDSHAKE or self.kit is not None:
             return await call_next(ctx)
         before = len(self.middleware)
-        self.ensure_tools()
+        self._toolkit()
         call = call_next
         for middleware in reversed(self.middleware[before:]):
             call = partial(middleware, call_next=call)
         return await call(ctx)
 
-    def ensure_tools(self) -> None:
-        """Import the tool modules and register their tools, once."""
+    def _toolkit(self):
+        """The toolkit, made once, with the audit's module registered (the audit of every call needs it)."""
         with self._registering:
-            if self.kit is not None:
-                return
-            from mcp_bridge.toolkit import Toolkit
+            if self.kit is None:
+                from mcp_bridge.toolkit import Toolkit
 
-            kit = Toolkit(self, self.bridge)
-            for name in TOOL_MODULES:  # __import__, not importlib.import_module: `-X importtime` sees it
-                __import__(f"mcp_bridge.{name}", fromlist=["register"]).register(kit)
-            self.kit = kit
+                self.kit = Toolkit(self, self.bridge)
+                self._register(TOOL_MODULES[0])
+            return self.kit
+
+    def _register(self, module: str) -> None:
+        """Import one tool module and register its tools, once."""
+        with self._registering:
+            if module in self._registered:
+                return
+            kit = self.kit
+            kit.module = module  # __import__, not importlib.import_module: `-X importtime` sees it
+            __import__(f"mcp_bridge.{module}", fromlist=["register"]).register(kit)
+            self._registered.add(module)
+
+    def ensure_tools(self) -> None:
+        """Import every tool module and register its tools, once."""
+        self._toolkit()
+        for module in TOOL_MODULES:
+            self._register(module)
+
+    def catalog(self):
+        """The tools' definitions: cached in memory, else read from the cache file, else generated (and
+        written) from every registered tool."""
+        from mcp_bridge.catalog import Catalog, source_key
+
+        with self._registering:
+            if self._catalog is None:
+                key = source_key()
+                catalog = Catalog.load(key)
+                if catalog is None:
+                    self.ensure_tools()
+                    specs = self.kit.specs
+                    catalog = Catalog(self.kit.definitions(), {name: s.module for name, s in specs.items()})
+                    catalog.save(key)
+                self._catalog = catalog
+            return self._catalog
+
+    def _tool(self, name: str) -> bool:
+        """Register the module of tool `name` and install the tool; False when there is no such tool."""
+        kit = self._toolkit()
+        if name not in kit.specs:
+            module = self.catalog().modules.get(name)
+            if module is None:
+                return False
+            self._register(module)
+            if name not in kit.specs:  # a stale cache that slipped through: look everywhere
+                self.ensure_tools()
+                if name not in kit.specs:
+                    return False
+        kit.install(name)
+        return True
 
     async def list_tools(self):
-        self.ensure_tools()
-        tools = await super().list_tools()
-        for tool in tools:
-            tool.input_schema["additionalProperties"] = False
-        return tools
+        return list(self.catalog().tools)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None) -> CallToolResult:
-        self.ensure_tools()
         try:
             return await self._call_tool(name, arguments, context)
         except Exception:  # the last line of defence: an agent always gets a coded error, never a bare text
@@ -122,8 +171,7 @@ class FleetServer(MCPServer):
             return failure("INTERNAL", f"{name[:100]} failed unexpectedly; see the server log")
 
     async def _call_tool(self, name: str, arguments: dict[str, Any], context) -> CallToolResult:
-        allowed = self.kit.params.get(name)
-        if allowed is None:
+        if not self._tool(name):
             return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
         from mcp_bridge.toolkit import MAX_TOOL_INPUT
 
@@ -131,6 +179,7 @@ class FleetServer(MCPServer):
         if size > MAX_TOOL_INPUT:
             return failure("LIMIT", f"{name}: the arguments weigh {size} bytes; a tool takes at most "
                                     f"{MAX_TOOL_INPUT} bytes of JSON")
+        allowed = self.kit.params[name]
         unknown = sorted(set(arguments) - allowed)
         if unknown:
             return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "

@@ -14,6 +14,8 @@ from tests.fleets.gitbuild import configure_home
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="fleetdeck-home-"))
 configure_home(_SESSION_HOME)
 os.environ["XDG_DATA_HOME"] = str(_SESSION_HOME / ".local" / "share")
+os.environ["XDG_CACHE_HOME"] = str(_SESSION_HOME / ".cache")  # the MCP tool definitions' cache
+os.environ["FLEETDECK_CHECK_OUTPUTS"] = "1"  # every MCP answer validated against its tool's output model
 os.environ.pop("FLEETDECK_DB", None)
 
 

@@ -1,8 +1,8 @@
-"""`fleetdeck mcp` answers `initialize` before it imports what only tools need: the tool modules, their
-output models, the patch author and the git readers load with the first tools/list or tools/call, and the
-write side only with the first call that uses it. Checked on the real CLI with `python -X importtime` (each
-import is one line on stderr), with control runs that ask for the tools (and call a write-side tool) and
-must see those modules load (so the checks can fail)."""
+"""`fleetdeck mcp` answers `initialize` before it imports what only tools need, and then imports only what
+each request needs: with the tool definitions cached (mcp_bridge/catalog.py), tools/list loads no tool
+module; a call loads its own tool's module; the write side loads only with a call that uses it. Checked on
+the real CLI with `python -X importtime` (each import is one line on stderr), with control runs that must
+see those modules load (so the checks can fail): a tools/list without a cache loads every tool module."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 STATUS = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
           "params": {"name": "operation.status", "arguments": {"proposal_id": "p-no-such-proposal"}}}
+REPOS = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "fleet.repos", "arguments": {"limit": 1}}}
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +41,12 @@ def db(tmp_path_factory):
     return base / "fleet.db"
 
 
-def session(db, *requests: dict) -> tuple[list[dict], set[str]]:
+def session(db, *requests: dict, **env: str) -> tuple[list[dict], set[str]]:
     """Run `fleetdeck mcp` under `-X importtime`: send `initialize`, wait for its answer, then `requests`
     (answers awaited for those with an id), close stdin. Returns (every stdout line as JSON, modules imported)."""
     proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "fleet", "mcp"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=fleetdeck_env(FLEETDECK_DB=str(db)))
+                            env=fleetdeck_env(FLEETDECK_DB=str(db), **env))
     try:
         replies = []
         for request in (INITIALIZE, *requests):
@@ -72,16 +74,28 @@ def test_initialize_is_answered_before_the_tools_are_imported(db) -> None:
     assert not early, f"imported before initialize was answered: {early}"
 
 
-def test_the_first_tools_request_imports_them_and_a_write_call_the_write_side(db) -> None:
-    """The controls: once the tools were asked for, the log holds the tools' modules but not the write side;
-    once a write-side tool was called, that too."""
-    replies, modules = session(db, INITIALIZED, LIST_TOOLS)
+def test_tools_list_from_the_cache_imports_no_tool_module_and_a_call_only_its_own(db, tmp_path) -> None:
+    """Without a cache (the control) the first tools/list loads every tool module but not the write side; with
+    the cache it loads none; a read call loads its own module; a write-side call the write side."""
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, **cache)
     assert [r["id"] for r in replies] == [1, 2]
-    names = {tool["name"] for tool in replies[1]["result"]["tools"]}
-    assert {"fleet.radar", "repo.brief", "operation.preview.stage", "patch.generate", "audit.tail"} <= names
+    names = [tool["name"] for tool in replies[1]["result"]["tools"]]
+    assert {"fleet.radar", "repo.brief", "operation.preview.stage", "patch.generate", "audit.tail"} <= set(names)
     assert set(WITH_TOOLS) <= modules, sorted(set(WITH_TOOLS) - modules)
     assert not set(WRITE_SIDE) & modules, sorted(set(WRITE_SIDE) & modules)
-    replies, modules = session(db, INITIALIZED, LIST_TOOLS, STATUS)
+    cold = replies[1]["result"]
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, **cache)
+    assert replies[1]["result"] == cold
+    assert "mcp_bridge.catalog" in modules
+    kit = {"mcp_bridge.toolkit", "mcp_bridge.tools_audit"}  # what audits every call: made by any request
+    early = sorted(m for m in LAZY if m in modules and m not in kit)
+    assert not early, f"imported by a tools/list from the cache: {early}"
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, REPOS, **cache)
+    assert not replies[2]["result"]["isError"]
+    assert {"mcp_bridge.tools_fleet", "mcp_bridge.models"} <= modules
+    assert not {"mcp_bridge.tools_git", "mcp_bridge.tools_patch", "mcp_bridge.tools_ops", *WRITE_SIDE} & modules
+    replies, modules = session(db, INITIALIZED, LIST_TOOLS, STATUS, **cache)
     assert replies[2]["result"]["isError"] and "p-no-such-proposal" in replies[2]["result"]["content"][0]["text"]
     assert set(WRITE_SIDE) <= modules, sorted(set(WRITE_SIDE) - modules)
 
