@@ -23,27 +23,36 @@ BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_bina
 
 
 def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(lines in order: {line, orig_line, sha, text}, commit metadata by sha).
+    """(line ranges in order: {start_line, end_line, sha, orig_start_line, lines}, commit metadata by sha in
+    the order the commits first blame a line).
 
     Each blamed line is a header `<sha> <orig> <final>[ <count>]`, the commit's `key value` lines the first
     time it appears (and `filename` where git repeats it), then the line itself after a tab. Decoded once,
-    split once: the metadata lines are few, the per-line work is a split and a tuple."""
-    lines: list[dict[str, Any]] = []
+    split once; a line joins the range before it when it has the same commit and follows it, so no
+    per-line record is built."""
+    ranges: list[dict[str, Any]] = []
     commits: dict[str, dict[str, Any]] = {}
     meta: dict[str, Any] | None = None
-    current: dict[str, Any] | None = None
+    current: tuple[int, int, str] | None = None  # (final line, original line, sha) awaiting its text
+    last: dict[str, Any] | None = None
     for raw in text(data).split("\n"):
         if raw[:1] == "\t":
             if current is not None:
-                current["text"] = raw[1:]
-                lines.append(current)
+                line, orig, sha = current
+                if last is not None and last["sha"] == sha and last["end_line"] + 1 == line:
+                    last["end_line"] = line
+                    last["lines"].append(raw[1:])
+                else:
+                    last = {"start_line": line, "end_line": line, "sha": sha, "orig_start_line": orig,
+                            "lines": [raw[1:]]}
+                    ranges.append(last)
                 current = None
             continue
         if current is None:
             parts = raw.split(" ")
             if 3 <= len(parts) <= 4 and _SHA.fullmatch(parts[0]) and parts[1].isdigit() and parts[2].isdigit():
                 sha = parts[0]
-                current = {"line": int(parts[2]), "orig_line": int(parts[1]), "sha": sha}
+                current = (int(parts[2]), int(parts[1]), sha)
                 meta = commits.get(sha)
                 if meta is None:
                     meta = commits[sha] = {"sha": sha}
@@ -57,7 +66,7 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
                 meta["previous"] = {"sha": prev_sha, "filename": prev_file}
             else:
                 meta[key] = int(value) if key in _INT_KEYS else value
-    return lines, commits
+    return ranges, commits
 
 
 def _commit_view(meta: dict[str, Any]) -> dict[str, Any]:
@@ -109,23 +118,15 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
             raise FleetError("NOT_FOUND", f"{rel} does not exist at {ref or 'the working tree'}")
         message = result.stderr.strip().splitlines()[0] if result.stderr.strip() else "git blame failed"
         raise FleetError("GIT_FAILED", message)
-    lines, commits = parse_porcelain(result.stdout)
-    total = 0 if not lines or data is None else data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    ranges, commits = parse_porcelain(result.stdout)
+    last_line = ranges[-1]["end_line"] if ranges else None
+    total = 0 if not ranges or data is None else data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     wanted_last = min(asked_end, total) if asked_end is not None else total
-    omitted = max(0, wanted_last - (lines[-1]["line"] if lines else start - 1))
-    ranges: list[dict[str, Any]] = []
-    for line in lines:
-        last = ranges[-1] if ranges else None
-        if last and last["sha"] == line["sha"] and last["end_line"] + 1 == line["line"]:
-            last["end_line"] = line["line"]
-            last["lines"].append(line["text"])
-        else:
-            ranges.append({"start_line": line["line"], "end_line": line["line"], "sha": line["sha"],
-                           "orig_start_line": line["orig_line"], "lines": [line["text"]]})
+    omitted = max(0, wanted_last - (last_line if ranges else start - 1))
+    used = dict.fromkeys(r["sha"] for r in ranges)  # a commit git described but blamed no line on is left out
     return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
-            "start_line": start, "end_line": lines[-1]["line"] if lines else None,
-            "ranges": ranges,
-            "commits": [_commit_view(commits[sha_]) for sha_ in dict.fromkeys(x["sha"] for x in lines)],
+            "start_line": start, "end_line": last_line, "ranges": ranges,
+            "commits": [_commit_view(commits[sha_]) for sha_ in used],
             "truncated": omitted > 0, "omitted_count": omitted}
 
 

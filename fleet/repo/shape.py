@@ -23,8 +23,10 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 
 
 def json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (what the MCP text mirror and the HTTP API send)."""
-    return len(_ENCODER.encode(value).encode())
+    """Bytes of `value` as compact JSON (what the MCP text mirror and the HTTP API send). An ASCII text's
+    length is its size: only other text is encoded to UTF-8 to be measured."""
+    encoded = _ENCODER.encode(value)
+    return len(encoded) if encoded.isascii() else len(encoded.encode())
 
 
 def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int, *,

@@ -154,13 +154,26 @@ _YEAR_10000 = 253_402_300_800
 
 def iso_times(value: Any) -> Any:
     """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively);
-    a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error."""
+    a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error.
+
+    Every MCP answer passes here, a diff's with thousands of lines: a plain scalar (the usual value) is told
+    apart by its exact type, before any isinstance test and with no call per scalar."""
     if isinstance(value, dict):
-        return {k: (_iso_or_none(v) if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)
-                    else iso_times(v) if isinstance(v, (dict, list)) else v) for k, v in value.items()}
-    if isinstance(value, list):  # no call per scalar: a diff's answer holds thousands of lines
-        return [iso_times(v) if isinstance(v, (dict, list)) else v for v in value]
+        out = {}
+        for k, v in value.items():
+            if k in TIME_KEYS:
+                out[k] = _iso_or_none(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else iso_times(v)
+            elif type(v) in _SCALARS:
+                out[k] = v
+            else:
+                out[k] = iso_times(v)
+        return out
+    if isinstance(value, list):
+        return [v if type(v) in _SCALARS else iso_times(v) for v in value]
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _iso_or_none(seconds: float) -> str | None:
