@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError
+from fleet.repo.shape import Measured
 
 log = logging.getLogger("fleetdeck.mcp")
 # The largest JSON-RPC frame read, on stdio (mcp_bridge/stdio.py) and over HTTP (mcp_bridge/http.py).
@@ -40,8 +41,17 @@ class ErrorResult(BaseModel):
     error: ErrorBody
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """`value` as compact JSON. A list in the top-level dict that was encoded while its budget was measured
+    (fleet.repo.shape.Measured: a diff's changes) is not encoded again: its text is spliced in."""
+    if type(value) is dict and any(type(v) is Measured for v in value.values()) and \
+            all(type(k) is str for k in value):
+        return "{" + ",".join(_ENCODER.encode(k) + ":" + (v.encode() if type(v) is Measured else _ENCODER.encode(v))
+                              for k, v in value.items()) + "}"
+    return _ENCODER.encode(value)
 
 
 def success(data: dict) -> CallToolResult:

@@ -109,7 +109,7 @@ class FleetServer(MCPServer):
                 from mcp_bridge.toolkit import Toolkit
 
                 self.kit = Toolkit(self, self.bridge)
-                self._register(TOOL_MODULES[0])
+                self._register("tools_audit")
             return self.kit
 
     def _register(self, module: str) -> None:

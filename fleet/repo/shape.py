@@ -5,6 +5,9 @@
 their metadata fits; each change's hunks while they fit (at most `max_hunks`); each hunk's lines while they
 fit (at most `max_lines`). Every level that was cut says `truncated` and `omitted_count` (files at the top,
 hunks in a change, lines in a hunk), and the top-level `truncated` is true whenever anything was cut.
+
+A change that fits whole is measured by encoding it; that text is kept with the answer (`Measured`) so the
+MCP envelope sends it rather than encoding the change a second time.
 """
 
 from __future__ import annotations
@@ -23,10 +26,30 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 
 
 def json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (what the MCP text mirror and the HTTP API send). An ASCII text's
-    length is its size: only other text is encoded to UTF-8 to be measured."""
+    """Bytes of `value` as compact JSON (what the MCP text mirror and the HTTP API send)."""
+    return _measure(value)[1]
+
+
+def _measure(value: Any) -> tuple[str, int]:
+    """`value`'s compact JSON and its size in bytes (an ASCII text's length is its size: only other text is
+    encoded to UTF-8 to be measured)."""
     encoded = _ENCODER.encode(value)
-    return len(encoded) if encoded.isascii() else len(encoded.encode())
+    return encoded, len(encoded) if encoded.isascii() else len(encoded.encode())
+
+
+class Measured(list):
+    """The kept changes, each with the compact JSON it was measured by (None for a change measured piece
+    by piece). `encode()` is the list's compact JSON, reusing those texts; nothing may change the list or
+    its items once it is made (the answer is only encoded and sent from here on)."""
+
+    def __init__(self, items: list[dict[str, Any]], texts: list[str | None]) -> None:
+        super().__init__(items)
+        self.texts = texts
+
+    def encode(self) -> str:
+        if len(self.texts) != len(self):
+            return _ENCODER.encode(list(self))
+        return "[" + ",".join(_ENCODER.encode(v) if t is None else t for v, t in zip(self, self.texts)) + "]"
 
 
 def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int, *,
@@ -41,13 +64,16 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
     numbered = diffparse.number(changes)
     room = max_bytes - reserve
     kept: list[dict[str, Any]] = []
+    texts: list[str | None] = []
     hunks_omitted = lines_omitted = 0
     for change in numbered[:max_files]:
         parts = diffparse.hunk_parts(diffparse.count(change).pop("_sections"))
         whole = _whole(change, parts, room, max_hunks, max_lines)
         if whole is not None:   # the usual case: the change fits with every hunk and line (one measure)
-            room -= whole
+            text, cost = whole
+            room -= cost
             kept.append(change)
+            texts.append(text)
             continue
         change.update(hunks=[], truncated=False, omitted_count=0)
         cost = json_size(change) + 1
@@ -55,6 +81,7 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
             break
         room -= cost
         kept.append(change)
+        texts.append(None)  # filled hunk by hunk below: encoded with the answer
         for n, (numbers, header, body) in enumerate(parts):
             hunk = _hunk(numbers, header, [])
             cost = json_size(hunk) + 1
@@ -77,7 +104,7 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
     for change in numbered[len(kept):]:
         change.pop("_sections", None)
     files_omitted = len(numbered) - len(kept)
-    return {"changes": kept, "file_count": len(numbered), "omitted_count": files_omitted,
+    return {"changes": Measured(kept, texts), "file_count": len(numbered), "omitted_count": files_omitted,
             "hunks_omitted_count": hunks_omitted, "lines_omitted_count": lines_omitted,
             "truncated": files_omitted > 0 or any(c["truncated"] for c in kept)}
 
@@ -87,18 +114,19 @@ def _hunk(numbers: tuple[int, int, int, int], header: bytes, lines: list[str]) -
             "header": diffparse.decode(header), "lines": lines, "truncated": False, "omitted_count": 0}
 
 
-def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int, max_lines: int) -> int | None:
-    """Fill `change` with all its hunks and return what it costs when it is within every cap and fits in
-    `room`; else None (and `change` as it was). Tried only when its hunk bytes could fit: a line's JSON is
+def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int,
+           max_lines: int) -> tuple[str, int] | None:
+    """Fill `change` with all its hunks and return its JSON and what it costs when it is within every cap and
+    fits in `room`; else None (and `change` as it was). Tried only when its hunk bytes could fit: a line's JSON is
     never shorter than the line and its newline, so a change whose bodies outweigh `room` is not decoded."""
     if (len(parts) > max_hunks or sum(len(body) for _, _, body in parts) > room
             or any(diffparse.line_count(body) > max_lines for _, _, body in parts)):
         return None
     change.update(hunks=[_hunk(numbers, header, diffparse.body_lines(body)) for numbers, header, body in parts],
                   truncated=False, omitted_count=0)
-    cost = json_size(change) + 1
-    if cost <= room:
-        return cost
+    text, size = _measure(change)
+    if size + 1 <= room:
+        return text, size + 1
     change["hunks"] = []
     return None
 

@@ -9,6 +9,7 @@ carry into that form for the surfaces.
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import Any, NotRequired, TypedDict
 
@@ -156,20 +157,26 @@ def iso_times(value: Any) -> Any:
     """`value` with every number under a TIME_KEYS key turned into an ISO 8601 UTC string (recursively);
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error.
 
-    Every MCP answer passes here, a diff's with thousands of lines: a plain scalar (the usual value) is told
-    apart by its exact type, before any isinstance test and with no call per scalar."""
+    Every MCP answer passes here, a diff's with thousands of lines, so a dict or list with nothing to
+    convert is returned as it is (told at C speed for one of scalars only; a list subclass such as
+    fleet.repo.shape.Measured keeps what it carries) and only what changed is copied."""
     if isinstance(value, dict):
-        out = {}
+        if TIME_KEYS.isdisjoint(value) and _SCALARS.issuperset(map(type, value.values())):
+            return value
+        changed = {}
         for k, v in value.items():
-            if k in TIME_KEYS:
-                out[k] = _iso_or_none(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else iso_times(v)
-            elif type(v) in _SCALARS:
-                out[k] = v
-            else:
-                out[k] = iso_times(v)
-        return out
+            if k in TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                changed[k] = _iso_or_none(v)
+            elif type(v) not in _SCALARS:
+                new = iso_times(v)
+                if new is not v:
+                    changed[k] = new
+        return {**value, **changed} if changed else value
     if isinstance(value, list):
-        return [v if type(v) in _SCALARS else iso_times(v) for v in value]
+        if _SCALARS.issuperset(map(type, value)):
+            return value
+        new = [v if type(v) in _SCALARS else iso_times(v) for v in value]
+        return value if all(map(operator.is_, new, value)) else new
     return value
 
 

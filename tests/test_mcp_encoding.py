@@ -1,0 +1,85 @@
+"""An answer is encoded once: the changes of commit.details / diff.refs keep the JSON they were measured by
+(fleet.repo.shape.Measured) and the envelope splices it in. The text mirror must stay byte for byte the
+compact JSON of the structured content, whole changes and changes cut hunk by hunk alike, with non-ASCII,
+quotes, backslashes and control characters in paths and lines; `iso_times` copies only what it converts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from fleet.repo.shape import Measured, json_size
+from fleet.views.records import iso_times
+from mcp_bridge.envelope import compact
+from mcp_bridge.server import build_server
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.mcp_fleet import ok
+
+ODD = 'naïve "quoted" back\\slash\ttab \x01 ctrl — ☃'
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("encoding")
+    repo = init_repo(base / "root" / "enc")
+    for n in range(12):
+        write(repo / f"dir é/{ODD[:6]} {n}.txt", "".join(f"{ODD} {n} {i}\n" for i in range(60)))
+        write(repo / f"plain/{n}.txt", "".join(f"plain {n} {i}\n" for i in range(60)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many files")
+    for n in range(12):
+        write(repo / f"dir é/{ODD[:6]} {n}.txt", "".join(f"{ODD} {n} {i}{' x' * (i % 7 == 0)}\n" for i in range(60)))
+        write(repo / f"plain/{n}.txt", "".join(f"plain {n} {i}{' y' * (i % 5 == 0)}\n" for i in range(60)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"edit them: {ODD}")
+    commit_file(repo, "last.txt", "last\n")
+    db = base / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(base / "root")])
+    return repo, db
+
+
+def house(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("max_bytes", [1024, 6000, 20000, 256 * 1024])
+async def test_the_text_is_the_compact_json_of_the_answer_whole_or_cut(repo, max_bytes):
+    path, db = repo
+    server = build_server(str(db))
+    for name, args in (("commit.details", {"rev": "HEAD~1"}), ("diff.refs", {"base": "HEAD~2", "head": "HEAD"})):
+        result = await server.call_tool(name, {"repo": str(path), "max_bytes": max_bytes, **args})
+        data = ok(result)
+        assert isinstance(data["changes"], Measured)  # the splice was used: the control for what follows
+        assert result.content[0].text == house(data)
+        assert len(result.content[0].text.encode()) <= max_bytes + 1024
+        if max_bytes == 256 * 1024:
+            assert not data["truncated"] and len(data["changes"]) == data["file_count"] >= 24
+        elif max_bytes == 6000:
+            assert data["truncated"] and any(c["truncated"] for c in data["changes"])  # cut hunk by hunk
+
+
+def test_measured_falls_back_when_its_texts_do_not_match_its_items():
+    items = [{"a": ODD}, {"b": [1, 2]}]
+    assert Measured(items, [house(items[0]), None]).encode() == house(items)
+    assert compact({"x": 1, "changes": Measured(items, ["WRONG"])}) == house({"x": 1, "changes": items})
+    assert compact({"changes": Measured(items, ['{"a":"spliced"}', None])}) == '{"changes":[{"a":"spliced"},{"b":[1,2]}]}'
+    for value in (ODD, [ODD, "x"], {"k": ODD}, "ascii only"):
+        assert json_size(value) == len(house(value).encode())
+
+
+def test_iso_times_copies_only_what_it_converts():
+    lines = ["a", "b"]
+    hunk = {"lines": lines, "header": "@@", "old_start": 1}
+    changes = Measured([{"hunks": [hunk]}], [None])
+    answer = {"changes": changes, "author_time": 0, "nested": {"at": 86400, "n": 1}}
+    out = iso_times(answer)
+    assert out == {"changes": [{"hunks": [hunk]}], "author_time": "1970-01-01T00:00:00Z",
+                   "nested": {"at": "1970-01-02T00:00:00Z", "n": 1}}
+    assert out["changes"] is changes and answer["author_time"] == 0 and answer["nested"]["at"] == 86400
+    plain = {"a": [1, {"b": "c"}]}
+    assert iso_times(plain) is plain
