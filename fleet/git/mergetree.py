@@ -3,16 +3,18 @@
 merge-tree computes a merge in an object database and writes the merged blobs and trees there. Pointing it
 at the repository would (1) add objects, (2) *freshen* objects it finds already present — git `utime`s the
 loose file or the whole `.pack` (object-file.c `freshen_packed_object` / `check_and_freshen_*`), resetting
-gc's clock — and (3) read the repository's config, whose `merge.<x>.driver` git would run (an empty
-override still runs an empty command, with temp files in the work tree).
+gc's clock; through an alternate object directory too, so `GIT_OBJECT_DIRECTORY=<tmp>` with the repository
+as an alternate still touches it — and (3) read the repository's config, whose `merge.<x>.driver` git would
+run (an empty override still runs an empty command, with temp files in the work tree).
 
-So the merge runs in a throwaway bare repository with none of the repository's config, whose object store
-is a shadow of the real one: every pack is a symlink beside an empty `.mtimes` marker, which makes git treat
-it as a cruft pack — readable, never freshened; loose objects are read from copies (git would `utime` a
-symlink's or hard link's target), kept per repository for the life of the process and topped up with the
-objects that appeared since; the commit-graph is linked for speed. Objects merge-tree writes land in the
-shadow, removed right after. The cost is a directory listing (plus copying new loose objects), paid only
-when a branch has diverged from its upstream (the scan) or when an agent asks for a preflight.
+So the merge runs in a throwaway bare repository with none of the repository's config and no alternates,
+whose object store shadows the real one: every pack is a symlink beside an empty `.mtimes` marker, which
+makes git treat it as a cruft pack — readable, never freshened; the loose objects are read into one pack of
+the throwaway's own by a single `git pack-objects` (reading freshens nothing; git would `utime` the target
+of a symlink or hard link, so they cannot be linked); the commit-graph is linked for speed. Objects
+merge-tree writes land in the throwaway, removed right after. The cost is a directory listing and one git
+process for the loose objects, paid only when a branch has diverged from its upstream (the scan) or when an
+agent asks for a preflight.
 
 Because the repository's config is not read, the prediction uses git's built-in merge for every path and
 the person's global/system merge settings; a repository's own merge driver never runs.
@@ -20,14 +22,10 @@ the person's global/system merge settings; a repository's own merge driver never
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import hashlib
 import os
-import shutil
 import stat
 import tempfile
-import threading
 from typing import Iterator
 
 from fleet.git.files import is_sha
@@ -35,6 +33,7 @@ from fleet.git.neutralize import guard_for
 from fleet.git.run import GitError, GitResult, run_git
 
 MAX_ALTERNATE_DEPTH = 5
+_HEX = frozenset("0123456789abcdef")
 
 
 def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str], *,
@@ -49,18 +48,20 @@ def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str]
             raise GitError("GIT_FAILED", f"cannot resolve {' '.join(named)}", args=args)
         resolved = dict(zip(named, shas))
         args = [resolved.get(a, a) for a in args]
-    with scratch_repo(worktree, commondir) as gitdir:
+    with scratch_repo(worktree, commondir, timeout=timeout) as gitdir:
         return run_git(gitdir, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), timeout=timeout)
 
 
 @contextlib.contextmanager
-def scratch_repo(worktree: str, commondir: str | os.PathLike[str]) -> Iterator[str]:
+def scratch_repo(worktree: str, commondir: str | os.PathLike[str], *, timeout: float = 20.0) -> Iterator[str]:
     """The throwaway repository (its git dir) over a shadow of the repository's objects, removed on exit:
     for a caller that runs several steps there (the write side's rebase preflight replays commit by commit)."""
     config = guard_for(worktree).config
+    object_format = config.object_format if config else "sha1"
     with tempfile.TemporaryDirectory(prefix="fleetdeck-mt-") as scratch:
-        gitdir = _throwaway_repo(scratch, config.object_format if config else "sha1")
-        shadow_objects(os.path.join(os.fspath(commondir), "objects"), os.path.join(gitdir, "objects"))
+        gitdir = _throwaway_repo(scratch, object_format)
+        shadow_objects(os.path.join(os.fspath(commondir), "objects"), gitdir,
+                       hexsz=64 if object_format == "sha256" else 40, timeout=timeout)
         yield gitdir
 
 
@@ -79,12 +80,16 @@ def _throwaway_repo(scratch: str, object_format: str) -> str:
     return gitdir
 
 
-def shadow_objects(objects: str, into: str) -> None:
-    """Fill the object dir `into` so git reads every object of `objects` (and its alternates) but can
-    freshen none of them: cruft-marked pack links, an alternate holding copies of the loose objects, the
-    commit-graph linked."""
-    seen_packs: set[str] = set()
+def shadow_objects(objects: str, gitdir: str, *, hexsz: int = 40, timeout: float = 20.0) -> None:
+    """Fill the throwaway `gitdir`'s object store so git reads every object of `objects` (and its alternates)
+    but can freshen none of them: the loose objects packed into a pack of its own, cruft-marked pack links,
+    the commit-graph linked. It has no alternates left when this returns."""
+    into = os.path.join(gitdir, "objects")
     odbs = _object_dirs(objects)
+    loose = sorted({oid for odb in odbs for oid in _loose_ids(odb, hexsz)})
+    if loose:
+        _pack_loose(gitdir, odbs, loose, timeout)
+    seen_packs: set[str] = set()
     for odb in odbs:
         pack_dir = os.path.join(odb, "pack")
         for name in _names(pack_dir):
@@ -101,88 +106,47 @@ def shadow_objects(objects: str, into: str) -> None:
         source = os.path.join(objects, "info", graph)
         if os.path.exists(source):
             os.symlink(source, os.path.join(into, "info", graph))
-    with open(os.path.join(into, "info", "alternates"), "w", encoding="utf-8") as fh:
-        fh.write(_LOOSE.mirror(objects, odbs) + "\n")
 
 
-class _LooseMirrors:
-    """Per repository, a folder of copies of its loose objects, kept for the life of the process and brought
-    up to date before each merge (a listing, plus a copy of each object not seen before). git may freshen
-    the copies; the repository's own files are never opened for writing."""
-
-    def __init__(self) -> None:
-        self._root: str | None = None
-        self._lock = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    def root(self) -> str:
-        """The process's mirror folder, removed at exit. Made before a fork too (the scan forks workers that
-        are terminated, not exited), so workers share the parent's folder and leave nothing behind."""
-        if self._root is None:
-            self._root = tempfile.mkdtemp(prefix="fleetdeck-loose-")
-            atexit.register(shutil.rmtree, self._root, True)
-        return self._root
-
-    def mirror(self, objects: str, odbs: list[str]) -> str:
-        with self._lock:
-            root = self.root()
-            key = hashlib.sha256(os.fsencode(os.path.realpath(objects))).hexdigest()[:24]
-            lock = self._locks.setdefault(key, threading.Lock())
-        target = os.path.join(root, key)
-        with lock:
-            for odb in odbs:
-                _copy_loose(odb, target)
-        return target
-
-
-def _copy_loose(odb: str, target: str) -> None:
-    """Copy the loose objects of `odb` not yet in `target` (one listing of each side's fan-out folder). The
-    caller holds this mirror's lock, so a copy is written in place: no other writer, no reader meanwhile."""
-    os.makedirs(target, exist_ok=True)
-    have_dirs = set(_names(target))
-    for fanout in _names(odb):
-        if len(fanout) != 2 or not all(c in "0123456789abcdef" for c in fanout):
-            continue
-        src_dir, dst_dir = os.path.join(odb, fanout), os.path.join(target, fanout)
-        have = set(_names(dst_dir)) if fanout in have_dirs else ()
-        for name in _names(src_dir):
-            if name in have or name.startswith("tmp"):
-                continue
-            if fanout not in have_dirs:
-                os.mkdir(dst_dir)
-                have_dirs.add(fanout)
-            _copy_object(os.path.join(src_dir, name), os.path.join(dst_dir, name))
-
-
-def _copy_object(src: str, dst: str) -> None:
-    """One loose object copied (a regular file only, never followed through a link); a copy cut short is
-    removed, so the mirror never holds part of an object."""
+def _pack_loose(gitdir: str, odbs: list[str], oids: list[str], timeout: float) -> None:
+    """One pack in the throwaway holding the loose objects `oids`, read (never written, never freshened)
+    through alternates that are removed again before anything else runs there."""
+    alternates = os.path.join(gitdir, "objects", "info", "alternates")
+    with open(alternates, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write("".join(_alternate_line(os.path.abspath(odb)) for odb in odbs))
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:  # gone since the listing (pruned, packed): git reads it from wherever it went
-        return
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return
-        try:
-            out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except FileExistsError:  # copied meanwhile by another process sharing the mirror
-            return
-        try:
-            while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
-                os.write(out, chunk)
-        except BaseException:
-            os.close(out)
-            os.unlink(dst)
-            raise
-        os.close(out)
+        run_git(gitdir, ["pack-objects", "-q", "--window=0", "--depth=0", "--compression=1",
+                         os.path.join(gitdir, "objects", "pack", "loose")],
+                input_bytes="".join(oid + "\n" for oid in oids).encode("ascii"), timeout=timeout,
+                max_bytes=1 << 20)
     finally:
-        os.close(fd)
+        os.unlink(alternates)
 
 
-_LOOSE = _LooseMirrors()
-os.register_at_fork(before=_LOOSE.root)
+def _alternate_line(path: str) -> str:
+    """One line of an alternates file naming the absolute `path`, C-quoted (as git reads it) if it holds a
+    newline."""
+    if "\n" not in path:
+        return path + "\n"
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"\n'
+
+
+def _loose_ids(odb: str, hexsz: int) -> list[str]:
+    """The ids of the loose objects of `odb` that are regular files (git would follow a link to anywhere)."""
+    ids = []
+    for fanout in _names(odb):
+        if len(fanout) != 2 or not _HEX.issuperset(fanout):
+            continue
+        try:
+            entries = os.scandir(os.path.join(odb, fanout))
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if len(name) == hexsz - 2 and _HEX.issuperset(name) and entry.is_file(follow_symlinks=False):
+                    ids.append(fanout + name)
+    return ids
 
 
 def _object_dirs(objects: str) -> list[str]:

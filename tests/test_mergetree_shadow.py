@@ -1,0 +1,73 @@
+"""The throwaway object store merge-tree runs in (fleet/git/mergetree.py): the repository's loose objects read
+into one pack of its own, its packs linked as cruft, no alternates left; the answer is still git's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fleet.git.mergetree import merge_tree, scratch_repo
+from fleet.git.run import run_git
+from fleet.repo.record import predict_merge
+from tests.fleets.gitbuild import clone, commit_file, git, init_repo
+from tests.fleets.hostile import age_git_dir, snapshot, snapshot_diff
+
+
+def _conflicted_in_a_real_merge(repo: Path, tmp_path: Path, theirs: str) -> list[str]:
+    """The oracle: `git merge` in a throwaway clone, and the paths it leaves unmerged."""
+    trial = clone(repo, tmp_path / "trial")
+    git(trial, "merge", "-q", f"origin/{theirs}", "-m", "trial", check=False)
+    return sorted(set(git(trial, "diff", "--name-only", "--diff-filter=U").split()))
+
+
+def test_prediction_matches_a_real_merge_over_loose_and_packed_objects(tmp_path: Path):
+    """Conflicts in several folders, a rename on one side, history packed and the recent work loose (some of
+    it loose and packed at once): the predicted paths are the ones `git merge` leaves, nothing changes."""
+    repo = init_repo(tmp_path / "r", commits=2)
+    for folder in ("a", "b/c", "d"):
+        commit_file(repo, f"{folder}/f.txt", "one\ntwo\nthree\n", f"add {folder}")
+    commit_file(repo, "moved.txt", "".join(f"line {i}\n" for i in range(30)), "to be renamed")
+    git(repo, "repack", "-adq")
+    git(repo, "checkout", "-q", "-b", "topic")
+    commit_file(repo, "a/f.txt", "one\nTOPIC\nthree\n", "topic a")
+    commit_file(repo, "b/c/f.txt", "one\nTOPIC\nthree\n", "topic b/c")
+    git(repo, "mv", "moved.txt", "d/renamed.txt")
+    git(repo, "commit", "-q", "-m", "rename")
+    git(repo, "repack", "-aq")                           # packed, and still loose (no -d)
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "a/f.txt", "one\nMAIN\nthree\n", "main a")
+    commit_file(repo, "b/c/f.txt", "one\nMAIN\nthree\n", "main b/c")
+    commit_file(repo, "moved.txt", "".join(f"line {i}\n" for i in range(29)) + "main end\n", "edit the renamed")
+    commit_file(repo, "d/f.txt", "one\ntwo\nthree\nfour\n", "main d")
+    assert any(len(d) == 2 for d in os.listdir(repo / ".git" / "objects"))
+    age_git_dir(repo)
+    before = snapshot(repo)
+
+    ours, theirs = git(repo, "rev-parse", "main", "topic").split()
+    got = predict_merge(str(repo), str(repo / ".git"), ours, theirs)
+
+    assert snapshot_diff(before, snapshot(repo)) == []
+    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "topic")}
+    assert got["paths"] == ["a/f.txt", "b/c/f.txt"]
+
+
+def test_the_throwaway_keeps_no_alternates_even_for_a_folder_named_with_a_newline(tmp_path: Path):
+    """The repository's objects are reachable only through the throwaway's own pack and cruft-marked links
+    (an alternate would let git freshen the repository's loose files); the alternates line that reads them in
+    is C-quoted, so a newline in the path still works."""
+    repo = init_repo(tmp_path / "new\nline", commits=1)
+    commit_file(repo, "x.txt", "base\n", "base")
+    git(repo, "checkout", "-q", "-b", "side")
+    commit_file(repo, "y.txt", "side\n", "side")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "z.txt", "main\n", "main")
+    with scratch_repo(str(repo), str(repo / ".git")) as gitdir:
+        info = Path(gitdir) / "objects" / "info"
+        assert not (info / "alternates").exists()
+        packs = sorted(os.listdir(Path(gitdir) / "objects" / "pack"))
+        assert [p for p in packs if p.endswith(".pack")] and not [p for p in packs if p.endswith(".mtimes")]
+        head = git(repo, "rev-parse", "HEAD").strip()
+        assert run_git(gitdir, ["cat-file", "-t", head]).stdout == b"commit\n"
+    res = merge_tree(str(repo), str(repo / ".git"), ["--name-only", "-z", "main", "side"])
+    assert res.returncode == 0
+    assert res.stdout.split(b"\0")[0].decode() == git(repo, "merge-tree", "--write-tree", "main", "side").split()[0]
