@@ -51,11 +51,11 @@ def test_prediction_matches_a_real_merge_over_loose_and_packed_objects(tmp_path:
     assert got["paths"] == ["a/f.txt", "b/c/f.txt"]
 
 
-def test_the_throwaway_keeps_no_alternates_even_for_a_folder_named_with_a_newline(tmp_path: Path):
+def test_the_throwaway_has_no_alternates_even_for_a_folder_named_with_a_newline_and_colon(tmp_path: Path):
     """The repository's objects are reachable only through the throwaway's own pack and cruft-marked links
-    (an alternate would let git freshen the repository's loose files); the alternates line that reads them in
-    is C-quoted, so a newline in the path still works."""
-    repo = init_repo(tmp_path / "new\nline", commits=1)
+    (an alternate would let git freshen the repository's loose files); the alternate `pack-objects` reads them
+    through is C-quoted, so a separator or a newline in the path still works."""
+    repo = init_repo(tmp_path / "new\nline:colon", commits=1)
     commit_file(repo, "x.txt", "base\n", "base")
     git(repo, "checkout", "-q", "-b", "side")
     commit_file(repo, "y.txt", "side\n", "side")
