@@ -80,7 +80,7 @@ class Child:
         size = err_size = 0
         problem: str | None = None
         view = memoryview(feed)
-        with selectors.DefaultSelector() as sel:
+        with selectors.PollSelector() as sel:
             sel.register(self.stdout, selectors.EVENT_READ, out)
             sel.register(self.stderr, selectors.EVENT_READ, err)
             if self.stdin is not None:
