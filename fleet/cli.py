@@ -451,7 +451,10 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line, except that the parsers of `patch`, the proposal commands and `audit` (which
+    import their packages to describe themselves: a third of a CLI call's start-up) are added only when
+    `argv` may name one of them: a command defined here runs without them."""
     parser = argparse.ArgumentParser(prog="fleetdeck", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action=VersionAction, help="show fleetdeck's version and the git it runs")
     parser.add_argument("--db", help="index database (default: $FLEETDECK_DB or $XDG_DATA_HOME/fleetdeck/fleet.db)")
@@ -508,8 +511,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_roots)
 
-    _add_patch_parser(sub)
-
     p = sub.add_parser("watch", help="watch the fleet and keep the index fresh (foreground; Ctrl-C stops)")
     p.add_argument("roots", nargs="*", metavar="ROOT", help="roots to watch (saved); default: the saved roots")
     p.add_argument("--poll", action="store_true", help="poll instead of using inotify")
@@ -539,12 +540,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
     p.set_defaults(func=cmd_mcp)
 
-    from fleet.ops.commands import add_parsers as add_ops_parsers
-    from fleet.audit.commands import add_audit_parser
+    if _command_of(sys.argv[1:] if argv is None else argv) not in sub.choices:
+        from fleet.ops.commands import add_parsers as add_ops_parsers
+        from fleet.audit.commands import add_audit_parser
 
-    add_ops_parsers(sub)
-    add_audit_parser(sub)
+        _add_patch_parser(sub)
+        add_ops_parsers(sub)
+        add_audit_parser(sub)
     return parser
+
+
+_VALUE_OPTIONS = ("--db", "--policy")  # the global options that take a value
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command word of a command line as argparse will find it (None when there is none, as for
+    `--help`): the first word that is neither an option nor the value of a global option (abbreviations
+    of `--db`/`--policy` included)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return next(words, None)
+        if word.startswith("--") and "=" not in word and any(o.startswith(word) for o in _VALUE_OPTIONS):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def _add_patch_parser(sub: argparse._SubParsersAction) -> None:
@@ -589,7 +610,7 @@ def _on_index_errors(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "action", None) in ("add", "remove") and not args.path:
         parser.error(f"roots {args.action} needs a PATH")

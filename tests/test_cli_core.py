@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,30 @@ def test_scan_on_a_terminal_shows_progress_and_still_forks_its_workers(small_fle
     assert os.waitstatus_to_exitcode(status) == 0, output
     assert b"scanning" in output and b"indexed 3 repositories" in output
     assert (tmp_path / "threads.txt").read_text().split() == ["threads-at-scan", "1"]
+
+
+def test_a_core_command_builds_only_its_own_parsers_and_every_command_still_parses(tmp_path: Path):
+    """`scan`, `repos`... import nothing of fleet/ops, fleet/patch or fleet/audit to build their command line;
+    the commands those packages define still parse, whatever global options come first."""
+    code = ("import sys, fleet.cli as c\n"
+            "c.build_parser(sys.argv[1:])\n"
+            "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith(('fleet.ops', 'fleet.patch', "
+            "'fleet.audit'))}))")
+    env = fleetdeck_env()
+
+    def loaded(*argv: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert loaded("--db", "x.db", "scan", "root") == "[]"
+    assert loaded("--po", "radar", "repos", "--json") == "[]"           # --po(licy) takes `radar` as its value
+    assert loaded("--db", "scan", "proposals", "list") == "['audit', 'ops', 'patch']"
+    assert loaded("--help") == "['audit', 'ops', 'patch']"
+    for argv in (("--db", str(tmp_path / "f.db"), "proposals", "list", "--json"), ("--db=scan", "patch", "--help"),
+                 ("--verbose", "audit", "--help")):
+        proc = subprocess.run(fleetdeck_argv(*argv), capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode in (0, 1) and "invalid choice" not in proc.stderr, (argv, proc.stderr)
+    proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=env, timeout=60)
+    assert all(name in proc.stdout for name in ("scan", "patch", "proposals", "audit"))
