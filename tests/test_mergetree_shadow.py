@@ -4,7 +4,10 @@ into one pack of its own, its packs linked as cruft, no alternates left; the ans
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from fleet.git.mergetree import merge_tree, scratch_repo
 from fleet.git.run import run_git
@@ -71,3 +74,24 @@ def test_the_throwaway_has_no_alternates_even_for_a_folder_named_with_a_newline_
     res = merge_tree(str(repo), str(repo / ".git"), ["--name-only", "-z", "main", "side"])
     assert res.returncode == 0
     assert res.stdout.split(b"\0")[0].decode() == git(repo, "merge-tree", "--write-tree", "main", "side").split()[0]
+
+
+def test_the_throwaway_goes_to_the_temp_dir_the_person_chose_else_to_ram(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    repo = init_repo(tmp_path / "r", commits=1)
+    chosen = tmp_path / "my-tmp"
+    chosen.mkdir()
+    monkeypatch.setenv("TMPDIR", str(chosen))
+    tempfile.tempdir = None                              # tempfile caches its choice: look again
+    try:
+        with scratch_repo(str(repo), str(repo / ".git")) as gitdir:
+            assert Path(gitdir).parent.parent == chosen
+        assert list(chosen.iterdir()) == []              # removed afterwards
+        monkeypatch.delenv("TMPDIR")
+        tempfile.tempdir = None
+        with scratch_repo(str(repo), str(repo / ".git")) as gitdir:
+            expected = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+            assert Path(gitdir).parent.parent == expected
+        assert not Path(gitdir).exists()
+    finally:
+        tempfile.tempdir = None
