@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
 
+from fleet.git.loosepack import write_pack
 from fleet.git.mergetree import merge_tree, scratch_repo
 from fleet.git.run import run_git
 from fleet.repo.record import predict_merge
@@ -95,3 +97,88 @@ def test_the_throwaway_goes_to_the_temp_dir_the_person_chose_else_to_ram(tmp_pat
         assert not Path(gitdir).exists()
     finally:
         tempfile.tempdir = None
+
+
+def _loose_objects(repo: Path) -> dict[str, str]:
+    """Every loose object of the repository with its type, as git reads it."""
+    objects = repo / ".git" / "objects"
+    oids = [d + name for d in os.listdir(objects) if len(d) == 2 for name in os.listdir(objects / d)]
+    types = git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)", input="\n".join(oids).encode())
+    return dict(line.split() for line in types.splitlines())
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_the_loose_pack_is_one_git_verifies_and_holds_every_loose_object(tmp_path: Path, object_format: str):
+    """Commits, trees, an annotated tag, blobs of 0 bytes, of a multi-byte size and past one stored deflate
+    block: `git verify-pack` accepts the pack, which holds exactly the loose objects, each as git reads it."""
+    repo = tmp_path / object_format
+    repo.mkdir()
+    git(repo, "init", "-q", f"--object-format={object_format}", "-b", "main")
+    commit_file(repo, "empty.txt", "", "empty")
+    commit_file(repo, "sub/mid.txt", "m" * 300, "mid")
+    commit_file(repo, "big.bin", "".join(f"{i:08x}" for i in range(40_000)), "past 64 KiB")
+    git(repo, "tag", "-a", "v1", "-m", "annotated")
+    want = _loose_objects(repo)
+    assert set(want.values()) == {"commit", "tree", "blob", "tag"}
+    files = sorted((oid, str(repo / ".git" / "objects" / oid[:2] / oid[2:])) for oid in want)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    assert write_pack(files, str(out), hash_name=object_format) == len(want)
+
+    (idx,) = out.glob("loose-*.idx")
+    listing = git(repo, "verify-pack", "-v", str(idx))
+    got = {line.split()[0]: line.split()[1] for line in listing.splitlines() if line.split()[0] in want}
+    assert got == want
+    bare = tmp_path / f"{object_format}-reader.git"        # and git reads the contents back from it
+    git(tmp_path, "init", "-q", "--bare", f"--object-format={object_format}", str(bare))
+    for name in os.listdir(out):
+        os.link(out / name, bare / "objects" / "pack" / name)
+    for oid in want:
+        assert git(bare, "cat-file", "-p", oid) == git(repo, "cat-file", "-p", oid)
+
+
+def test_files_that_are_no_whole_loose_object_are_left_out(tmp_path: Path):
+    repo = init_repo(tmp_path / "r", commits=1)
+    real = _loose_objects(repo)
+    folder = repo / ".git" / "objects" / "ab"
+    folder.mkdir(exist_ok=True)
+    fakes = {"link": "ab" + "1" * 38, "garbage": "ab" + "2" * 38, "cut": "ab" + "3" * 38, "long": "ab" + "4" * 38}
+    (folder / fakes["link"][2:]).symlink_to(repo / ".git" / "HEAD")
+    (folder / fakes["garbage"][2:]).write_bytes(b"not zlib at all")
+    some = next(oid for oid, kind in real.items() if kind == "blob")
+    whole = (repo / ".git" / "objects" / some[:2] / some[2:]).read_bytes()
+    (folder / fakes["cut"][2:]).write_bytes(whole[:-6])
+    (folder / fakes["long"][2:]).write_bytes(zlib.compress(b"blob 3\0abcdef"))
+    files = sorted((oid, str(repo / ".git" / "objects" / oid[:2] / oid[2:])) for oid in [*real, *fakes.values()])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert write_pack(files, str(out)) == len(real)
+
+
+def test_a_loose_set_too_large_for_memory_is_packed_by_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Past the bound (here: a few bytes), `git pack-objects` packs the loose objects instead; the merge is
+    still git's, and the repository is left as it was."""
+    from fleet.git import loosepack
+
+    repo = init_repo(tmp_path / "r", commits=1)
+    commit_file(repo, "x.txt", "base\n", "base")
+    git(repo, "checkout", "-q", "-b", "side")
+    commit_file(repo, "x.txt", "side\n", "side")
+    git(repo, "checkout", "-q", "main")
+    commit_file(repo, "x.txt", "main\n", "main")
+    files = sorted((oid, str(repo / ".git" / "objects" / oid[:2] / oid[2:])) for oid in _loose_objects(repo))
+    monkeypatch.setattr(loosepack, "MAX_PACK_BYTES", 8)
+    with pytest.raises(loosepack.TooLarge):
+        write_pack(files, str(tmp_path))
+    age_git_dir(repo)
+    before = snapshot(repo)
+    with scratch_repo(str(repo), str(repo / ".git")) as gitdir:
+        packs = os.listdir(Path(gitdir) / "objects" / "pack")
+        assert any(name.startswith("loose-") and name.endswith(".pack") for name in packs)
+        assert not (Path(gitdir) / "objects" / "info" / "alternates").exists()
+    ours, theirs = git(repo, "rev-parse", "main", "side").split()
+    got = predict_merge(str(repo), str(repo / ".git"), ours, theirs)
+    assert snapshot_diff(before, snapshot(repo)) == []
+    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "side")}
+    assert got["paths"] == ["x.txt"]

@@ -9,12 +9,12 @@ run (an empty override still runs an empty command, with temp files in the work 
 
 So the merge runs in a throwaway bare repository with none of the repository's config and no alternates,
 whose object store shadows the real one: every pack is a symlink beside an empty `.mtimes` marker, which
-makes git treat it as a cruft pack — readable, never freshened; the loose objects are read into one pack of
-the throwaway's own by a single `git pack-objects` (reading freshens nothing; git would `utime` the target
-of a symlink or hard link, so they cannot be linked); the commit-graph is linked for speed. Objects
-merge-tree writes land in the throwaway, removed right after. The cost is a directory listing and one git
-process for the loose objects, paid only when a branch has diverged from its upstream (the scan) or when an
-agent asks for a preflight.
+makes git treat it as a cruft pack — readable, never freshened; the loose objects are copied into one pack
+of the throwaway's own (fleet/git/loosepack.py; `git pack-objects` for a set too large for memory; git would
+`utime` the target of a symlink or hard link, so they cannot be linked); the commit-graph is linked for
+speed. Objects merge-tree writes land in the throwaway, removed right after. The cost is a directory listing
+and a read of the loose objects, paid only when a branch has diverged from its upstream (the scan) or when
+an agent asks for a preflight.
 
 Because the repository's config is not read, the prediction uses git's built-in merge for every path and
 the person's global/system merge settings; a repository's own merge driver never runs.
@@ -29,11 +29,13 @@ import tempfile
 from typing import Iterator
 
 from fleet.git.files import is_sha
+from fleet.git.loosepack import TooLarge, write_pack
 from fleet.git.neutralize import guard_for
 from fleet.git.run import GitError, GitResult, run_git
 
 MAX_ALTERNATE_DEPTH = 5
 _HEX = frozenset("0123456789abcdef")
+_HASHES = {40: "sha1", 64: "sha256"}
 
 
 def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str], *,
@@ -92,12 +94,17 @@ def _throwaway_repo(scratch: str, object_format: str) -> str:
 def shadow_objects(objects: str, gitdir: str, *, hexsz: int = 40, timeout: float = 20.0) -> None:
     """Fill the throwaway `gitdir`'s object store so git reads every object of `objects` (and its alternates)
     but can freshen none of them: the loose objects packed into a pack of its own, cruft-marked pack links,
-    the commit-graph linked. It has no alternates left when this returns."""
+    the commit-graph linked. It has no alternates."""
     into = os.path.join(gitdir, "objects")
     odbs = _object_dirs(objects)
-    loose = sorted({oid for odb in odbs for oid in _loose_ids(odb, hexsz)})
-    if loose:
-        _pack_loose(gitdir, odbs, loose, timeout)
+    loose: dict[str, str] = {}
+    for odb in odbs:
+        for oid, path in _loose_files(odb, hexsz):
+            loose.setdefault(oid, path)
+    try:
+        write_pack(sorted(loose.items()), os.path.join(into, "pack"), hash_name=_HASHES[hexsz])
+    except TooLarge:
+        _pack_loose(gitdir, odbs, sorted(loose), timeout)
     seen_packs: set[str] = set()
     for odb in odbs:
         pack_dir = os.path.join(odb, "pack")
@@ -118,9 +125,9 @@ def shadow_objects(objects: str, gitdir: str, *, hexsz: int = 40, timeout: float
 
 
 def _pack_loose(gitdir: str, odbs: list[str], oids: list[str], timeout: float) -> None:
-    """One pack in the throwaway holding the loose objects `oids`, read (never written, never freshened)
-    through alternates given to this one process only: nothing run there later can reach the repository's
-    loose files."""
+    """The loose objects `oids` packed by `git pack-objects` (for a set too large to hold in memory), read
+    (never written, never freshened) through alternates given to this one process only: nothing run there
+    later can reach the repository's loose files."""
     run_git(gitdir, ["pack-objects", "-q", "--window=0", "--depth=0", "--compression=1",
                      os.path.join(gitdir, "objects", "pack", "loose")],
             input_bytes="".join(oid + "\n" for oid in oids).encode("ascii"), timeout=timeout, max_bytes=1 << 20,
@@ -139,24 +146,24 @@ def _alternate_entry(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _loose_ids(odb: str, hexsz: int) -> list[str]:
-    """The ids of the loose objects of `odb` that are regular files (git would follow a link to anywhere)."""
+def _loose_files(odb: str, hexsz: int) -> list[tuple[str, str]]:
+    """(id, file) of each loose object of `odb` that is a regular file (git would follow a link anywhere)."""
     try:
         top = os.scandir(odb)
     except OSError:
         return []
     with top:
         fanouts = [(e.name, e.path) for e in top if len(e.name) == 2 and _HEX.issuperset(e.name) and e.is_dir()]
-    ids: list[str] = []
+    found: list[tuple[str, str]] = []
     for fanout, path in fanouts:
         try:
             entries = os.scandir(path)
         except OSError:
             continue
         with entries:
-            ids += [fanout + e.name for e in entries
-                    if len(e.name) == hexsz - 2 and _HEX.issuperset(e.name) and e.is_file(follow_symlinks=False)]
-    return ids
+            found += [(fanout + e.name, e.path) for e in entries
+                      if len(e.name) == hexsz - 2 and _HEX.issuperset(e.name) and e.is_file(follow_symlinks=False)]
+    return found
 
 
 def _object_dirs(objects: str) -> list[str]:

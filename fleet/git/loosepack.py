@@ -1,0 +1,120 @@
+"""A pack (with its .idx) holding copies of a repository's loose objects, written without starting git.
+
+The throwaway object store merge-tree runs in (fleet/git/mergetree.py) must read the repository's loose
+objects without being able to freshen them, so it gets them inside a pack of its own. `git pack-objects`
+spends most of its time setting up zlib per object; here each object is inflated once (bounded: a small file
+cannot inflate past the cap) and stored uncompressed, in git's pack v2 and idx v2 formats (Documentation/
+gitformat-pack.txt). Files that are not regular, not a loose object, or cut short are left out: git reading
+such an object from the repository would fail as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import struct
+import zlib
+
+MAX_PACK_BYTES = 16 << 20   # the objects, inflated (held in memory); a larger set is left to `git pack-objects`
+_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class TooLarge(Exception):
+    """The loose objects inflate past MAX_PACK_BYTES."""
+
+
+def write_pack(objects: list[tuple[str, str]], pack_dir: str, *, hash_name: str = "sha1") -> int:
+    """Write `loose-<hash>.pack` and `.idx` into `pack_dir` holding the loose objects `(oid, file)` (each oid
+    once); returns how many it holds (nothing is written for none). Raises TooLarge past MAX_PACK_BYTES."""
+    entries: list[tuple[bytes, int, int]] = []    # (binary oid, crc32 of the entry, offset)
+    chunks: list[bytes] = []
+    offset, budget = 12, MAX_PACK_BYTES
+    for oid, path in objects:
+        found = _read_loose(path, budget)
+        if found is None:
+            continue
+        kind, body = found
+        budget -= len(body)
+        entry = _entry_header(kind, len(body)) + zlib.compress(body, 0)
+        entries.append((bytes.fromhex(oid), zlib.crc32(entry), offset))
+        chunks.append(entry)
+        offset += len(entry)
+    if not entries:
+        return 0
+    if offset >= 1 << 31:   # idx v2 needs its large-offset table past 2 GiB
+        raise TooLarge()
+    pack_hash = hashlib.new(hash_name)
+    head = b"PACK" + struct.pack(">II", 2, len(entries))
+    pack_hash.update(head)
+    for chunk in chunks:
+        pack_hash.update(chunk)
+    trailer = pack_hash.digest()
+    entries.sort()
+    fanout = [0] * 256
+    for oid, _, _ in entries:
+        fanout[oid[0]] += 1
+    total = 0
+    for i in range(256):
+        total += fanout[i]
+        fanout[i] = total
+    idx = b"".join([b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
+                    *(oid for oid, _, _ in entries),
+                    struct.pack(f">{len(entries)}I", *(crc for _, crc, _ in entries)),
+                    struct.pack(f">{len(entries)}I", *(off for _, _, off in entries)), trailer])
+    idx += hashlib.new(hash_name, idx).digest()
+    base = os.path.join(pack_dir, "loose-" + trailer.hex())
+    with open(base + ".pack", "wb") as fh:     # the pack first: git finds packs by their .idx
+        fh.write(head)
+        fh.writelines(chunks)
+        fh.write(trailer)
+    with open(base + ".idx", "wb") as fh:
+        fh.write(idx)
+    return len(entries)
+
+
+def _entry_header(kind: int, size: int) -> bytes:
+    """A pack entry's type and inflated size: 4 bits of size in the first byte, then 7 per byte."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _read_loose(path: str, budget: int) -> tuple[int, bytes] | None:
+    """(type code, content) of one loose object file, None when it is not a whole regular loose object."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:   # gone since the listing (packed, pruned), or a link: git finds it elsewhere or fails
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > budget + (budget >> 8) + 1024:   # deflate never grows data by more than that
+            raise TooLarge()
+        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(data, budget + 64)
+    except zlib.error:
+        return None
+    header, nul, body = raw.partition(b"\0")
+    kind, _, size = header.partition(b" ")
+    if not nul or kind not in _TYPES or not size.isdigit():
+        return None
+    if int(size) > budget:
+        raise TooLarge()
+    if not inflate.eof or len(body) != int(size):   # cut short, or more than it says
+        return None
+    return _TYPES[kind], body
