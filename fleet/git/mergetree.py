@@ -35,7 +35,6 @@ from fleet.git.run import GitError, GitResult, run_git
 
 MAX_ALTERNATE_DEPTH = 5
 _HEX = frozenset("0123456789abcdef")
-_HASHES = {40: "sha1", 64: "sha256"}
 
 
 def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str], *,
@@ -62,8 +61,8 @@ def scratch_repo(worktree: str, commondir: str | os.PathLike[str], *, timeout: f
     object_format = config.object_format if config else "sha1"
     with tempfile.TemporaryDirectory(prefix="fleetdeck-mt-", dir=_scratch_parent()) as scratch:
         gitdir = _throwaway_repo(scratch, object_format)
-        shadow_objects(os.path.join(os.fspath(commondir), "objects"), gitdir,
-                       hexsz=64 if object_format == "sha256" else 40, timeout=timeout)
+        shadow_objects(os.path.join(os.fspath(commondir), "objects"), gitdir, object_format=object_format,
+                       timeout=timeout)
         yield gitdir
 
 
@@ -91,18 +90,19 @@ def _throwaway_repo(scratch: str, object_format: str) -> str:
     return gitdir
 
 
-def shadow_objects(objects: str, gitdir: str, *, hexsz: int = 40, timeout: float = 20.0) -> None:
+def shadow_objects(objects: str, gitdir: str, *, object_format: str = "sha1", timeout: float = 20.0) -> None:
     """Fill the throwaway `gitdir`'s object store so git reads every object of `objects` (and its alternates)
     but can freshen none of them: the loose objects packed into a pack of its own, cruft-marked pack links,
     the commit-graph linked. It has no alternates."""
     into = os.path.join(gitdir, "objects")
+    hexsz = 64 if object_format == "sha256" else 40
     odbs = _object_dirs(objects)
     loose: dict[str, str] = {}
     for odb in odbs:
         for oid, path in _loose_files(odb, hexsz):
             loose.setdefault(oid, path)
     try:
-        write_pack(sorted(loose.items()), os.path.join(into, "pack"), hash_name=_HASHES[hexsz])
+        write_pack(sorted(loose.items()), os.path.join(into, "pack"), hash_name=object_format)
     except TooLarge:
         _pack_loose(gitdir, odbs, sorted(loose), timeout)
     seen_packs: set[str] = set()
