@@ -222,8 +222,12 @@ def test_cold_store_hands_its_lines_to_events_as_a_read_back_would(tmp_path: Pat
 
     at_hand = events_of(tmp_path / "a.db")
     from fleet.index.store import Index
-    monkeypatch.setattr(Index, "_append_new", lambda self, conn, repo_id, rows: conn.executemany(
-        "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
-        " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows))
+    store_repos = Index.store_repos
+
+    def store_and_hand_nothing_over(self, items):
+        ids = store_repos(self, items)
+        self.appended = {}
+        return ids
+    monkeypatch.setattr(Index, "store_repos", store_and_hand_nothing_over)
     read_back = events_of(tmp_path / "b.db")
     assert len(at_hand) > 8 and at_hand == read_back

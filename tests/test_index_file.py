@@ -186,7 +186,7 @@ def test_damage_found_mid_command_is_the_same_one_line_error(indexed, tmp_path: 
     shutil.copy(good, db)
     with open_index(db) as index:
         page_size = index.conn.execute("PRAGMA page_size").fetchone()[0]
-        [(root_page,)] = index.conn.execute("select rootpage from sqlite_master where name = 'events'")
+        [(root_page,)] = index.conn.execute("select rootpage from sqlite_master where name = 'event_rows'")
     with open(db, "r+b") as fh:
         fh.seek((root_page - 1) * page_size)
         fh.write(b"\xa5" * page_size)

@@ -360,27 +360,45 @@ class ReflogLine:
     message: str
 
 
+# Reflog message prefixes (as git writes them) and the digest kind each means; first match wins.
+_KIND_PREFIXES = (
+    ("commit (amend)", "amend"), ("commit (merge)", "merge"), ("merge ", "merge"), ("commit", "commit"),
+    ("checkout:", "checkout"), ("pull", "pull"), ("reset:", "reset"), ("rebase", "rebase"),
+    ("cherry-pick", "cherry_pick"), ("revert", "revert"), ("branch:", "branch"), ("Branch: renamed", "branch"),
+    ("fetch", "fetch"),
+)
+# One alternation, tried in the table's order (first match wins).
+_KIND_ALTERNATION = "|".join(re.escape(prefix) for prefix, _ in _KIND_PREFIXES)
+_KIND_RE = re.compile(_KIND_ALTERNATION)
+_KIND_OF_PREFIX = {prefix: kind for prefix, kind in _KIND_PREFIXES} | {"": "other"}
 # `<old> <new> <identity> <unix time> <tz>[\t<message>]`, one line each; the message and its tab may be absent.
-_REFLOG_LINE = re.compile(rb"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-9a-f]{24})?) "
-                          rb"([^\n\t]*) (\d{1,12}) ([+-]\d{4})(?:\t([^\n]*))?$", re.M)
+# Matched on the decoded text (one decode per file, not five per line). The lookahead captures the message's
+# kind prefix (`_KIND_PREFIXES`, first match wins) without consuming it, so one pass also classifies the line.
+_REFLOG_LINE = re.compile(r"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-9a-f]{24})?) "
+                          r"([^\n\t]*) ([0-9]{1,12}) ([+-][0-9]{4})"
+                          r"(?:\t(?:(?=(" + _KIND_ALTERNATION + r")))?([^\n]*))?$",
+                          re.M | re.ASCII)
 
 
-_ZERO_OIDS = frozenset({b"0" * 40, b"0" * 64})
+_ZERO_OIDS = frozenset({"0" * 40, "0" * 64})
 
 
 def parse_reflog(data: bytes) -> list[ReflogLine]:
     """Parse reflog text tolerantly: message-less lines, zero oids and junk lines (a time no clock can show
     included) never raise; junk is skipped."""
-    return [ReflogLine(*fields) for fields in reflog_fields(data)]
+    return [ReflogLine(*fields[:6]) for fields in reflog_fields(data)]
 
 
-def reflog_fields(data: bytes) -> list[tuple[str | None, str | None, str, int, str, str]]:
-    """`parse_reflog` as plain tuples (old, new, identity, at, tz, message): the scan's ingest reads every
-    reflog line of the fleet, and objects per line cost more than the parsing."""
-    zero = _ZERO_OIDS
-    return [(None if old in zero else old.decode("ascii"), None if new in zero else new.decode("ascii"),
-             who.decode("utf-8", "replace"), at, tz.decode("ascii"), msg.decode("utf-8", "replace"))
-            for old, new, who, ts, tz, msg in _REFLOG_LINE.findall(data) if (at := int(ts)) <= MAX_REFLOG_TIME]
+def reflog_fields(data: bytes) -> list[tuple[str | None, str | None, str, int, str, str, str]]:
+    """`parse_reflog` as plain tuples (old, new, identity, at, tz, message, kind): the scan's ingest reads every
+    reflog line of the fleet, and objects per line cost more than the parsing. `kind` is `reflog_kind(message)`.
+
+    Decoding the whole text once with "replace" gives each field what decoding it alone would: an invalid
+    sequence never swallows the ASCII space, tab or newline that ends a field."""
+    zero, kind_of = _ZERO_OIDS, _KIND_OF_PREFIX
+    return [(None if old in zero else old, None if new in zero else new, who, at, tz, msg, kind_of[prefix])
+            for old, new, who, ts, tz, prefix, msg in _REFLOG_LINE.findall(data.decode("utf-8", "replace"))
+            if (at := int(ts)) <= MAX_REFLOG_TIME]
 
 
 def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) -> tuple[bytes, int, bool]:
@@ -451,21 +469,10 @@ def reflog_files(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str]]:
     return files
 
 
-# Reflog message prefixes (as git writes them) and the digest kind each means; first match wins.
-_KIND_PREFIXES = (
-    ("commit (amend)", "amend"), ("commit (merge)", "merge"), ("merge ", "merge"), ("commit", "commit"),
-    ("checkout:", "checkout"), ("pull", "pull"), ("reset:", "reset"), ("rebase", "rebase"),
-    ("cherry-pick", "cherry_pick"), ("revert", "revert"), ("branch:", "branch"), ("Branch: renamed", "branch"),
-    ("fetch", "fetch"),
-)
-# One alternation, tried in the table's order: a scan classifies every reflog line of the fleet.
-_KIND_RE = re.compile("|".join(f"(?P<k{i}>{re.escape(prefix)})" for i, (prefix, _) in enumerate(_KIND_PREFIXES)))
-
-
 def reflog_kind(message: str) -> str:
     """Classify a reflog message into the digest's event kinds."""
     match = _KIND_RE.match(message)
-    return _KIND_PREFIXES[int(match.lastgroup[1:])][1] if match else "other"
+    return _KIND_OF_PREFIX[match.group()] if match else "other"
 
 
 def _count(text: str | None) -> int | None:

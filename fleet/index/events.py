@@ -28,6 +28,8 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
+# A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
+LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 
 
@@ -37,7 +39,7 @@ def is_head_ref(ref: str) -> bool:
 
 
 def is_event_ref(ref: str) -> bool:
-    return is_head_ref(ref) or ref.startswith(("refs/heads/", "refs/remotes/"))
+    return ref.startswith(("refs/heads/", "refs/remotes/")) or is_head_ref(ref)
 
 
 def rewrote(path: str, old: str | None, new: str | None, kind: str) -> int | None:
@@ -127,19 +129,20 @@ def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -
     parent: dict[str, str] = {}                    # commit -> its only parent, from a plain `git commit` line
     below: dict[str, list[str]] = {}               # commit -> commits the lines show to be its ancestors
     for n, (ref, old, new, kind, message) in enumerate(lines):
-        if new is not None and (ref, new) not in first_seen and old != new:
+        if new is not None and old != new and (ref, new) not in first_seen:
             if message.startswith(_CREATES_COMMIT):
                 created_at[(ref, new)] = n
             elif _START.match(message):
                 from_start.add((ref, new))
-        for sha in (old, new):
-            if sha is not None:
-                first_seen.setdefault((ref, sha), n)
-        if old is not None and new is not None and old != new and kind not in REWRITE_KINDS:
-            if message.startswith(_CHILD_OF_OLD) or _FAST_FORWARD.fullmatch(message):
-                below.setdefault(new, []).append(old)
-            if message.startswith("commit: "):
-                parent[new] = old
+        if old is not None:
+            first_seen.setdefault((ref, old), n)
+        if new is not None:
+            first_seen.setdefault((ref, new), n)
+            if old is not None and old != new and kind not in REWRITE_KINDS:
+                if message.startswith(_CHILD_OF_OLD) or _FAST_FORWARD.fullmatch(message):
+                    below.setdefault(new, []).append(old)
+                if message.startswith("commit: "):
+                    parent[new] = old
     verdicts = [0] * len(lines)
     for n, (ref, old, new, kind, message) in enumerate(lines):
         if kind not in REWRITE_KINDS or old is None or new is None or old == new:
@@ -281,7 +284,9 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
 
     Batched for scans: one read of all new lines, the `rewrote` checks (git) outside any transaction, then one
-    write transaction. Idempotent and safe to run from two processes: a per-repo cursor plus a unique reflog id.
+    write transaction. Idempotent and safe to run from two processes: each repo's cursor (the last line turned
+    into events) is read again under the write lock, and lines another process recorded meanwhile are left out.
+    An event of a reflog line stores the line's id, not a copy of it (the `events` view joins them).
     """
     if not repos:
         return 0
@@ -294,59 +299,61 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     others = [repo_id for repo_id in paths if repo_id not in at_hand]
     if others:
         lines += conn.execute(
-            "select r.id, r.repo_id, r.ref, r.old_sha, r.new_sha, r.at, r.identity, r.message, r.kind from reflog r"
+            f"select {LINE_COLUMNS} from reflog r"
             f" where r.repo_id in ({', '.join('?' * len(others))}) and r.id > ifnull((select reflog_id"
             " from event_cursor c where c.repo_id = r.repo_id), 0) order by r.id", others).fetchall()
     if not lines:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
     pruned_before = _pruned_before(index)
-    fresh = [ln for ln in lines if is_event_ref(ln[2]) and ln[5] >= pruned_before]
+    fresh = [ln for ln in lines if ln[5] >= pruned_before and is_event_ref(ln[2])]
     by_repo: dict[int, list[tuple]] = {}
     for ln in fresh:
         by_repo.setdefault(ln[1], []).append(ln)
     verdicts: dict[int, int | None] = {}
     for repo_id, mine in by_repo.items():
         verdicts.update(zip((ln[0] for ln in mine),
-                            rewrote_lines(paths[repo_id], [(ln[2], ln[3], ln[4], ln[8], ln[7]) for ln in mine])))
-    # A repo never turned into events before has all its lines here: no need to look for older twins.
-    seen_before = {row[0] for row in conn.execute(
-        f"select repo_id from event_cursor where repo_id in ({marks})", list(paths))}
+                            rewrote_lines(paths[repo_id], [(ln[2], ln[3], ln[4], ln[9], ln[8]) for ln in mine])))
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
     branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
-    renamed = {ln[1] for ln in fresh if ln[7].startswith("Branch: renamed ")}
-    inserts: list[tuple] = []
-    twins: list[tuple] = []
+    renamed = {ln[1] for ln in fresh if ln[8].startswith("Branch: renamed ")}
     with index.write() as conn:
-        before = conn.total_changes
-        for rid, repo_id, ref, old, new, at, identity, message, kind in fresh:
+        # A repo never turned into events before has all its lines here: no need to look for older twins.
+        cursors = dict(conn.execute(f"select repo_id, reflog_id from event_cursor where repo_id in ({marks})",
+                                    list(paths)).fetchall())
+        inserts: list[tuple] = []
+        twins: list[tuple] = []
+        for rid, repo_id, ref, old, new, at, _tz, _identity, message, kind in fresh:
+            seen_before = repo_id in cursors
+            if seen_before and rid <= cursors[repo_id]:
+                continue  # another process turned this line into an event meanwhile
             if is_head_ref(ref):
-                if (repo_id, old, new, at) in branch_moves or repo_id in seen_before and conn.execute(
-                        "select 1 from reflog where repo_id = ? and ref like 'refs/heads/%' and"
-                        " old_sha is ? and new_sha is ? and at = ? limit 1", (repo_id, old, new, at)).fetchone():
+                if (repo_id, old, new, at) in branch_moves or seen_before and conn.execute(
+                        "select 1 from reflog where repo_id = ? and at = ? and ref like 'refs/heads/%' and"
+                        " old_sha is ? and new_sha is ? limit 1", (repo_id, at, old, new)).fetchone():
                     continue  # the branch's own line says it (and names the branch)
-            elif ref.startswith("refs/heads/"):
-                if repo_id in renamed and repo_id in seen_before and conn.execute(
-                        "select 1 from events where repo_id = ? and ref like 'refs/heads/%' and ref != ? and"
-                        " old_sha is ? and new_sha is ? and at = ? and message = ? limit 1",
-                        (repo_id, ref, old, new, at, message)).fetchone():
+            elif ref.startswith("refs/heads/") and seen_before:
+                if repo_id in renamed and conn.execute(
+                        "select 1 from events where repo_id = ? and at = ? and ref like 'refs/heads/%' and"
+                        " ref != ? and old_sha is ? and new_sha is ? and message = ? limit 1",
+                        (repo_id, at, ref, old, new, message)).fetchone():
                     continue  # history carried over by `git branch -m`: already recorded under the old name
-                twins.append((repo_id, old, new, at))
-            inserts.append((repo_id, ref, kind, old, new, at, identity, message, verdicts[rid], rid))
+                twins.append((repo_id, at, old, new))
+            inserts.append((repo_id, ref, kind, at, verdicts[rid], rid))
         # HEAD's twin may have been read first, in an earlier pass: the branch's line replaces it
-        conn.executemany("delete from events where repo_id = ? and (ref = 'HEAD' or ref like 'worktrees/%/HEAD')"
-                         " and old_sha is ? and new_sha is ? and at = ?", twins)
-        removed = conn.total_changes - before
-        conn.executemany(
-            "insert or ignore into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message,"
-            " rewrote, reflog_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
-        added = conn.total_changes - before - removed
-        added += _record_deleted_branches(conn, list(paths))
+        removed = 0
+        for twin in twins:
+            removed += conn.execute(
+                "delete from event_rows where id in (select id from events where repo_id = ? and at = ? and"
+                " (ref = 'HEAD' or ref like 'worktrees/%/HEAD') and old_sha is ? and new_sha is ?)", twin).rowcount
+        conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"
+                         " values (?, ?, ?, ?, ?, ?)", inserts)
+        added = len(inserts) - removed + _record_deleted_branches(conn, list(paths))
         last: dict[int, int] = {}
-        for ln in lines:
+        for ln in lines:  # each repo's lines in id order
             last[ln[1]] = ln[0]
         conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)",
-                         list(last.items()))
+                         [(repo_id, max(rid, cursors.get(repo_id, 0))) for repo_id, rid in last.items()])
     return added
 
 
@@ -364,7 +371,7 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
     marks = ", ".join("?" * len(repo_ids))
     gone = conn.execute(
         "select e.repo_id, e.ref, e.new_sha, e.message from events e join"
-        f" (select max(id) id from events where repo_id in ({marks}) and ref like 'refs/heads/%'"
+        f" (select max(id) id from event_rows where repo_id in ({marks}) and ref like 'refs/heads/%'"
         " group by repo_id, ref) last on last.id = e.id"
         " where not exists (select 1 from branches b where b.repo_id = e.repo_id and 'refs/heads/' || b.name = e.ref)",
         list(repo_ids)).fetchall()
@@ -377,7 +384,7 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
                                (repo_id, f"Branch: renamed {ref} to %")).fetchone()
         if renamed:
             continue
-        conn.execute("insert into events (repo_id, ref, kind, old_sha, new_sha, at, identity, message, rewrote)"
+        conn.execute("insert into event_rows (repo_id, ref, kind, old_sha, new_sha, at, identity, message, rewrote)"
                      " values (?, ?, 'branch', ?, null, ?, null, ?, 0)", (repo_id, ref, tip, now, DELETED_MESSAGE))
         added += 1
     return added
@@ -394,7 +401,7 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
     """
     cutoff = int((time.time() if now is None else now) - older_than_s)
     with index.write() as conn:
-        events = conn.execute("delete from events where at < ?", (cutoff,)).rowcount
+        events = conn.execute("delete from event_rows where at < ?", (cutoff,)).rowcount
         lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
         index.set_meta(PRUNED_KEY, max(cutoff, _pruned_before(index)))
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

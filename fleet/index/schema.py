@@ -156,3 +156,43 @@ def m008_instance(db: Database) -> None:
     import secrets
 
     db.execute("insert or replace into meta (key, value) values ('instance', ?)", [f'"{secrets.token_hex(8)}"'])
+
+
+# The columns of `events` as readers see them (the view m009 puts over `event_rows` keeps this order).
+_EVENT_COLUMNS = ("id", "repo_id", "ref", "kind", "old_sha", "new_sha", "at", "identity", "message", "rewrote",
+                  "reflog_id")
+_EVENT_COPIES = ("old_sha", "new_sha", "identity", "message")
+
+
+@migrations()
+def m009_lean_history(db: Database) -> None:
+    """Cheaper history storage: a cold scan appends 100,000s of reflog lines and turns most into events.
+
+    - `reflog` loses its unique index over (repo, ref, shas, time, message): the ingest drops lines it already
+      holds itself, under the write lock (fleet.index.store), so the text index only cost inserts; the `at`
+      index goes too (only `prune-events` scans by time alone). The rows, their ids and the search index stay.
+    - an event of a reflog line no longer copies the line: `event_rows` keeps what events are filtered and
+      ordered by (repo, ref, kind, time, rewrote) and the line's id; the shas, identity and message are kept
+      only by events without a line (a deleted branch). `events` becomes a view with the old columns, so
+      every reader (and a writer, through its triggers) sees the table it saw before.
+    """
+    db.execute("DROP INDEX reflog_unique")
+    db.execute("DROP INDEX idx_reflog_at")
+    db.execute("CREATE TABLE event_rows (id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, ref TEXT NOT NULL,"
+               " kind TEXT NOT NULL, at INTEGER NOT NULL, rewrote INTEGER, reflog_id INTEGER, old_sha TEXT,"
+               " new_sha TEXT, identity TEXT, message TEXT)")
+    kept = ", ".join(f"CASE WHEN r.id IS NULL THEN e.{c} END" for c in _EVENT_COPIES)
+    db.execute("INSERT INTO event_rows (id, repo_id, ref, kind, at, rewrote, reflog_id, old_sha, new_sha,"
+               f" identity, message) SELECT e.id, e.repo_id, e.ref, e.kind, e.at, e.rewrote, e.reflog_id, {kept}"
+               " FROM events e LEFT JOIN reflog r ON r.id = e.reflog_id")
+    db.execute("DROP TABLE events")
+    db.execute("CREATE INDEX event_rows_at ON event_rows (at)")
+    db.execute("CREATE INDEX event_rows_repo_at ON event_rows (repo_id, at)")
+    columns = ", ".join(f"CASE WHEN r.id IS NULL THEN e.{c} ELSE r.{c} END AS {c}" if c in _EVENT_COPIES
+                        else f"e.{c} AS {c}" for c in _EVENT_COLUMNS)
+    db.execute(f"CREATE VIEW events AS SELECT {columns} FROM event_rows e LEFT JOIN reflog r ON r.id = e.reflog_id")
+    names = ", ".join(_EVENT_COLUMNS)
+    db.execute(f"CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN INSERT INTO event_rows ({names})"
+               f" VALUES ({', '.join('new.' + c for c in _EVENT_COLUMNS)}); END")
+    db.execute("CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
+               " DELETE FROM event_rows WHERE id = old.id; END")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
+from fleet.index.events import LINE_COLUMNS
 from fleet.repo.record import iso, reflog_stats
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -70,7 +71,7 @@ class Index:
         _prepare_file(path)
         self.lock = threading.RLock()
         # The reflog lines the last `store_repos` appended for repos stored for the first time, as
-        # `record_events` would select them back: (id, repo_id, ref, old, new, at, identity, message, kind).
+        # `record_events` would select them back (the `LINE_COLUMNS` of each).
         self.appended: dict[int, list[tuple]] = {}
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
@@ -235,7 +236,11 @@ class Index:
 
     def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict,
                         new: bool) -> None:
-        """Append reflog lines not seen before, reading only what was appended since the last read."""
+        """Append reflog lines not seen before, reading only what was appended since the last read.
+
+        A line already held for its ref (same shas, time and message) is dropped here, under the write lock:
+        a log git rewrote (`reflog expire`, a branch deleted and made again) is read again from its start.
+        """
         stats = record.get("reflog_files")
         if stats is None:
             stats = reflog_stats(found.gitdir, found.commondir)
@@ -243,6 +248,7 @@ class Index:
             "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
         rows: list[tuple] = []
         files: list[tuple] = []
+        next_id = None
         for ref, path, inode, size, _mtime in stats:
             old_inode, old_size = known.get(ref, (None, None))
             if old_inode == inode and old_size == size:
@@ -252,16 +258,24 @@ class Index:
                 data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
             except gitfiles.BrokenRepo:
                 continue
-            kind = gitfiles.reflog_kind
-            rows.extend((repo_id, ref, old, new, at, tz, who, message, kind(message))
-                        for old, new, who, at, tz, message in gitfiles.reflog_fields(data))
             files.append((repo_id, ref, inode, end))
-        if rows and new:
-            self._append_new(conn, repo_id, rows)
-        elif rows:
-            conn.executemany(
-                "insert or ignore into reflog (repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
-                " values (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            lines = gitfiles.reflog_fields(data)
+            if not lines:
+                continue
+            if next_id is None:  # ids are given here (the write lock is held): rows go in as they are kept
+                next_id = conn.execute("select ifnull(max(id), 0) + 1 from reflog").fetchone()[0]
+            held = set() if new else set(conn.execute(
+                "select old_sha, new_sha, at, message from reflog where repo_id = ? and ref = ?", (repo_id, ref)))
+            for old, new_sha, who, at, tz, message, kind in lines:
+                key = (old, new_sha, at, message)
+                if key not in held:
+                    held.add(key)
+                    rows.append((next_id, repo_id, ref, old, new_sha, at, tz, who, message, kind))
+                    next_id += 1
+        if rows:
+            conn.executemany(f"insert into reflog ({LINE_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if new:  # all of a first-stored repo's lines: recording its events needs no read back
+                self.appended[repo_id] = rows
         if files:
             conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
                              files)
@@ -269,26 +283,6 @@ class Index:
         if vanished:
             conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
                              [(repo_id, ref) for ref in vanished])
-
-    def _append_new(self, conn: sqlite3.Connection, repo_id: int, rows: list[tuple]) -> None:
-        """A first-stored repo's reflog lines, with ids given here (the write lock is held), kept in
-        `appended` so recording its events needs no read back. Duplicates are dropped as the unique index
-        would drop them."""
-        seen: set[tuple] = set()
-        unique = []
-        for row in rows:
-            key = (row[1], row[2] or "", row[3] or "", row[4], row[7])
-            if key not in seen:
-                seen.add(key)
-                unique.append(row)
-        first = conn.execute("select ifnull(max(id), 0) + 1 from reflog").fetchone()[0]
-        before = conn.total_changes
-        conn.executemany(
-            "insert or ignore into reflog (id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind)"
-            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(first + n, *row) for n, row in enumerate(unique)])
-        if conn.total_changes - before == len(unique):  # else some line was there already: read them back
-            self.appended[repo_id] = [(first + n, r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8])
-                                      for n, r in enumerate(unique)]
 
     def mark_gone(self, paths: list[str]) -> int:
         """Flag repositories that disappeared from disk; their rows and history stay."""

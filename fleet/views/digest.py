@@ -53,7 +53,7 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
             max_events: int) -> Digest:
     where, args = _where(start, scope, kinds)
     conn = index.conn
-    total = conn.execute(f"select count(*) from events e where {where}", args).fetchone()[0]
+    total = conn.execute(f"select count(*) from event_rows e where {where}", args).fetchone()[0]
     rows = conn.execute(
         "select e.repo_id, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.identity, e.message, e.rewrote"
         f" from events e where {where} order by e.at desc, e.id desc limit ?", (*args, max_events)).fetchall()
@@ -95,6 +95,8 @@ def _check_kinds(kinds: list[str] | None) -> list[str] | None:
 
 
 def _where(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:
+    """Filters on what `event_rows` holds itself (a query needing no shas or message skips the `events` view's
+    join with the reflog lines)."""
     clauses, args = ["e.at >= ?"], [math.ceil(start)]
     if scope is not None:
         clauses.append(f"e.repo_id in ({', '.join('?' * len(scope))})")
@@ -166,7 +168,7 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     where, args = _where(chart_start, scope, listed)
     names = _names(index)
     every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.conn.execute(
-        f"select e.repo_id, e.at from events e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
+        f"select e.repo_id, e.at from event_rows e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
     return {
         "generated_at": iso(now), "digest": body,
         "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
@@ -182,11 +184,11 @@ def bulk_groups(index: "Index", start: float, scope: list[int] | None) -> dict:
     names = _names(index)
     refs: dict[tuple[int, str], list[str]] = {}
     for repo_id, kind, ref in index.conn.execute(
-            f"select distinct e.repo_id, e.kind, e.ref from events e where {where} order by e.ref", args):
+            f"select distinct e.repo_id, e.kind, e.ref from event_rows e where {where} order by e.ref", args):
         refs.setdefault((repo_id, kind), []).append(ref)
     groups = []
     for repo_id, kind, count, first, last in index.conn.execute(
-            f"select e.repo_id, e.kind, count(*), min(e.at), max(e.at) from events e where {where}"
+            f"select e.repo_id, e.kind, count(*), min(e.at), max(e.at) from event_rows e where {where}"
             " group by e.repo_id, e.kind order by count(*) desc, max(e.at) desc", args):
         names_ = refs.get((repo_id, kind), [])
         groups.append({"repo": names.get(repo_id, str(repo_id)), "kind": kind, "count": count,

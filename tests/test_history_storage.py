@@ -1,0 +1,180 @@
+"""How reflog lines and events are stored (schema m009): no unique index over message text, events that point at
+their reflog line, the migration that carries an older index forward, and the one-pass reflog parser.
+
+Git is the oracle throughout: what the index holds is compared with `git reflog` and with the log files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlite_utils import Database
+
+from fleet.git import files as gitfiles
+from fleet.index.events import DELETED_MESSAGE, record_events
+from fleet.index.lost import lost_commits
+from fleet.index.scan import found_for, refresh_repo, scan
+from fleet.index.schema import migrations
+from fleet.index.search import search
+from fleet.index.store import SCHEMA_VERSION, open_index
+from fleet.repo.record import read_repo
+from tests.fleets.gitbuild import commit_file, git, init_repo
+
+LINE = "select repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind from reflog"
+
+
+def git_lines(repo: Path, ref: str) -> list[tuple[str, str]]:
+    """(new sha, message) of every entry git holds for `ref`, oldest first."""
+    out = git(repo, "reflog", "show", "--format=%H%x00%gs", ref, "--")
+    return [tuple(line.split("\0")) for line in reversed(out.splitlines()) if line]
+
+
+def events_of(index, ref: str) -> list[tuple[str, str]]:
+    return index.conn.execute("select new_sha, message from events where ref = ? order by at, id", (ref,)).fetchall()
+
+
+def busy_repo(root: Path) -> Path:
+    """A repo whose logs hold commits, a branch, an amend, a reset back and a deleted branch's history."""
+    repo = init_repo(root / "app", commits=3)
+    git(repo, "checkout", "-q", "-b", "topic")
+    commit_file(repo, "t.txt", "t\n", "topic work")
+    git(repo, "commit", "-q", "--amend", "-m", "topic work, amended")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "branch", "-q", "doomed")
+    return repo
+
+
+def test_a_version_8_index_migrates_with_its_history_and_keeps_recording(tmp_path: Path) -> None:
+    """An index written at schema 8 (events copying their lines, a deleted branch's event, an event whose line
+    was pruned) opens at the current version with every reflog line and every event as they were, and goes on
+    recording new moves exactly once."""
+    root = tmp_path / "src"
+    repo = busy_repo(root)
+    current = open_index(tmp_path / "current.db")
+    scan(current, [str(root)])
+    git(repo, "branch", "-q", "-D", "doomed")
+    refresh_repo(current, str(repo))
+    current.close()
+
+    old = tmp_path / "v8.db"
+    conn = sqlite3.connect(old, isolation_level=None)
+    migrations.apply(Database(conn), stop_before="m009_lean_history")
+    conn.execute(f"attach database '{tmp_path / 'current.db'}' as cur")
+    for table in ("roots", "repos", "branches", "worktrees", "submodules", "stashes", "remotes", "reflog",
+                  "reflog_files", "event_cursor"):
+        conn.execute(f"insert into {table} select * from cur.{table}")
+    conn.execute("insert into events select * from cur.events")
+    conn.execute("detach database cur")
+    # an event whose reflog line is gone (a line pruned by hand): its own copy must survive the migration
+    orphan = conn.execute("select reflog_id from events where ref = 'refs/heads/main' and"
+                          " message like 'commit (initial)%'").fetchone()[0]
+    assert orphan < conn.execute("select max(id) from reflog").fetchone()[0]
+    conn.execute("delete from reflog where id = ?", (orphan,))
+    conn.execute("PRAGMA user_version = 8")
+    reflog_v8 = conn.execute(f"{LINE} order by id").fetchall()
+    events_v8 = conn.execute("select * from events order by id").fetchall()
+    conn.close()
+    assert any(row[8] == DELETED_MESSAGE for row in events_v8) and len(events_v8) > 8
+
+    index = open_index(old)
+    assert index.schema_version == SCHEMA_VERSION == 9
+    assert index.conn.execute(f"{LINE} order by id").fetchall() == reflog_v8
+    assert index.conn.execute("select * from events order by id").fetchall() == events_v8
+    copies = index.conn.execute("select count(*) from event_rows where message is not null").fetchone()[0]
+    assert copies == 2  # the deleted branch's event and the orphan: the others point at their line
+    indexes = {r[0] for r in index.conn.execute("select name from sqlite_master where type = 'index'"
+                                                " and tbl_name = 'reflog'")}
+    assert indexes == {"idx_reflog_repo_id_at"}
+
+    commit_file(repo, "later.txt", "later\n", "later work")
+    git(repo, "checkout", "-q", "topic")
+    refresh_repo(index, str(repo))
+    for ref in ("refs/heads/main", "refs/heads/topic"):  # main's first: the orphan, from its own copy
+        assert events_of(index, ref) == git_lines(repo, ref)
+    main_events = events_of(index, "refs/heads/main")
+    assert index.conn.execute("select count(*) from events where ref = 'refs/heads/doomed'"
+                              " and message = ?", (DELETED_MESSAGE,)).fetchone()[0] == 1
+    hits = search(index, "topic work, amended", kinds=["commit"])
+    assert hits["matches"] and hits["matches"][0]["ref"] in ("HEAD", "refs/heads/topic")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    refresh_repo(index, str(repo))
+    assert git_lines(repo, "refs/heads/main") == [] and events_of(index, "refs/heads/main") == main_events
+    assert len(index.conn.execute(f"{LINE} where ref = 'refs/heads/main'").fetchall()) == len(
+        [r for r in reflog_v8 if r[1] == "refs/heads/main"]) + 1  # every line stays after git forgets it
+    index.close()
+
+
+def test_a_rewritten_or_regrown_log_adds_no_line_twice(tmp_path: Path, db_path: Path) -> None:
+    """Lines are told apart by ref, shas, time and message (what the unique index did): a log git rewrote is read
+    again from its start and adds only what is new; a repeated line appended later is held once."""
+    root = tmp_path / "src"
+    repo = busy_repo(root)
+    index = open_index(db_path)
+    scan(index, [str(root)])
+    held = index.conn.execute(f"{LINE} where ref = 'HEAD' order by id").fetchall()
+    assert [r[7] for r in held] == [m for _sha, m in git_lines(repo, "HEAD")]
+
+    head_log = repo / ".git" / "logs" / "HEAD"
+    inode = head_log.stat().st_ino
+    git(repo, "reflog", "delete", "HEAD@{1}")  # rewrites the log (a new file) without that entry
+    commit_file(repo, "n.txt", "n\n", "after the rewrite")
+    assert head_log.stat().st_ino != inode
+    refresh_repo(index, str(repo))
+    now = index.conn.execute(f"{LINE} where ref = 'HEAD' order by id").fetchall()
+    assert now[:len(held)] == held and [r[7] for r in now[len(held):]] == ["commit: after the rewrite"]
+
+    head_log.write_bytes(head_log.read_bytes() + head_log.read_bytes().splitlines(keepends=True)[-1])
+    refresh_repo(index, str(repo))
+    assert index.conn.execute(f"{LINE} where ref = 'HEAD' order by id").fetchall() == now
+    assert events_of(index, "refs/heads/main") == git_lines(repo, "refs/heads/main")
+    index.close()
+
+
+def test_two_handles_recording_the_same_lines_record_each_event_once(tmp_path: Path) -> None:
+    """A store's lines at hand in one process, read back by another that records them first: the first process
+    then adds nothing, and the cursor never moves back."""
+    root = tmp_path / "src"
+    repo = busy_repo(root)
+    db = tmp_path / "fleet.db"
+    first, second = open_index(db), open_index(db)
+    found = found_for(str(repo), str(root))
+    [repo_id] = first.store_repos([(found, read_repo(found), [])])
+    assert first.appended[repo_id]
+    added = record_events(second, [(repo_id, str(repo))])
+    assert added > 0 and record_events(first, [(repo_id, str(repo))]) == 0
+    top = first.conn.execute("select max(id) from reflog").fetchone()[0]
+    assert first.conn.execute("select reflog_id from event_cursor").fetchall() == [(top,)]
+    assert events_of(first, "refs/heads/main") == git_lines(repo, "refs/heads/main")
+    assert events_of(first, "refs/heads/topic") == git_lines(repo, "refs/heads/topic")
+    assert first.conn.execute("select count(*) from events").fetchone()[0] == added
+    assert lost_commits(first)["commits"]  # the amended and the reset-away commits are still recoverable
+    first.close()
+    second.close()
+
+
+_text = st.binary(max_size=30).filter(lambda b: b"\n" not in b and b"\t" not in b)
+_message = st.one_of(st.binary(max_size=40).filter(lambda b: b"\n" not in b),
+                     st.sampled_from([b"commit (amend): x", b"commit: \xff\xfe", b"reset: moving to HEAD~1",
+                                      b"Branch: renamed a to b", b"merge topic", b"pull: Fast-forward", b""]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.tuples(_text, st.integers(0, 10**12 - 1), _message, st.booleans()), min_size=1,
+                      max_size=6))
+def test_one_decode_per_log_gives_each_field_what_decoding_it_alone_gives(lines) -> None:
+    """The parser decodes a whole log once (invalid UTF-8 replaced) and classifies each line in the same pass:
+    every field equals the field's bytes decoded alone, and the kind equals `reflog_kind` of the message."""
+    old, new = "1" * 40, "0" * 40
+    data = b"".join(b"%s %s %s %d +0100%s\n" % (old.encode(), new.encode(), who, at,
+                                                  b"\t" + msg if with_tab else b"")
+                    for who, at, msg, with_tab in lines)
+    parsed = gitfiles.reflog_fields(data)
+    expected = []
+    for who, at, msg, with_tab in lines:
+        message = msg.decode("utf-8", "replace") if with_tab else ""
+        expected.append((old, None, who.decode("utf-8", "replace"), at, "+0100", message,
+                         gitfiles.reflog_kind(message)))
+    assert parsed == [e for e in expected if e[3] <= gitfiles.MAX_REFLOG_TIME]
