@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from fleet.git import files as gitfiles
-from fleet.index.events import DELETED_MESSAGE, record_events
+from fleet.index.events import DELETED_MESSAGE, prune_events, record_events
 from fleet.index.lost import lost_commits
 from fleet.index.scan import found_for, refresh_repo, scan
 from fleet.index.schema import migrations
@@ -178,3 +178,34 @@ def test_one_decode_per_log_gives_each_field_what_decoding_it_alone_gives(lines)
         expected.append((old, None, who.decode("utf-8", "replace"), at, "+0100", message,
                          gitfiles.reflog_kind(message)))
     assert parsed == [e for e in expected if e[3] <= gitfiles.MAX_REFLOG_TIME]
+
+
+def test_lines_after_a_prune_of_the_newest_ones_reach_events_and_search(tmp_path: Path, db_path: Path) -> None:
+    """`prune-events` may delete the lines with the highest ids: a later line must not take one of their ids,
+    which events (the repo's cursor) and search (what it indexed) have already passed."""
+    root = tmp_path / "src"
+    repo = init_repo(root / "app", commits=2)
+    for log in (repo / ".git" / "logs").rglob("*"):  # make every line a day old
+        if log.is_file():
+            log.write_bytes(b"".join(_older(line) for line in log.read_bytes().splitlines(keepends=True)))
+    index = open_index(db_path)
+    scan(index, [str(root)])
+    assert search(index, "commit", kinds=["reflog", "commit"])["match_count"] > 0  # indexes the lines
+    held, newest = index.conn.execute("select count(*), max(at) from reflog").fetchone()
+    # git's clock in the tests is fixed: "now" is a day after the (moved back) newest line
+    assert prune_events(index, 3600, now=newest + 86400)["reflog_lines_deleted"] == held == 4
+    commit_file(repo, "n.txt", "n\n", "after the prune")
+    refresh_repo(index, str(repo))
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert events_of(index, "refs/heads/main") == [(head, "commit: after the prune")]
+    found = search(index, "after the prune", kinds=["reflog", "commit"])["matches"]
+    assert [(m["source"], m["sha"]) for m in found] == [("reflog", head)]
+    index.close()
+
+
+def _older(line: bytes) -> bytes:
+    """A reflog line with its time moved a day back."""
+    head, tab, message = line.partition(b"\t")
+    fields = head.split(b" ")
+    fields[-2] = str(int(fields[-2]) - 86400).encode()
+    return b" ".join(fields) + tab + message

@@ -1,7 +1,7 @@
 """Fleet events: every movement of HEAD (per worktree), of every branch and remote-tracking branch, once.
 
-Events live in a table filled at ingest, right after the raw reflog lines are appended, and not in a view
-over `reflog`, because:
+Events live in a table filled at ingest, right after the raw reflog lines are appended, and not in a plain
+view over `reflog`, because:
 - `rewrote` needs git (`merge-base --is-ancestor`) and must be answered while both commits still exist;
   a view cannot run git, and after a gc the answer is gone for good.
 - git writes a commit on the checked-out branch twice (HEAD and the branch); de-duplicating once at ingest
@@ -9,6 +9,10 @@ over `reflog`, because:
 - a deleted branch leaves no reflog at all (git deletes the log with the branch): only an ingest step that
   notices the branch went away can record the deletion, and with it the tip that may now be lost.
 Events stay after git expires or deletes its reflogs; `prune_events` removes old ones only when asked.
+
+The table (`event_rows`) holds what events are filtered and ordered by plus the id of the reflog line each
+one records, not a copy of the line (a deleted branch's event, which has no line, keeps its own); the
+`events` view joins the two and is what readers query.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
+REFLOG_IDS_KEY = "reflog_ids_upto"  # the highest reflog line id ever given (lines may have been pruned since)
 # A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
@@ -401,7 +406,10 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
     """
     cutoff = int((time.time() if now is None else now) - older_than_s)
     with index.write() as conn:
+        top = conn.execute("select max(id) from reflog").fetchone()[0]
         events = conn.execute("delete from event_rows where at < ?", (cutoff,)).rowcount
         lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
         index.set_meta(PRUNED_KEY, max(cutoff, _pruned_before(index)))
+        if lines:  # new lines must not take the ids of deleted ones (see fleet.index.store.next_reflog_id)
+            index.set_meta(REFLOG_IDS_KEY, max(top, int(index.meta(REFLOG_IDS_KEY, 0))))
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

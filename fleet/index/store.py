@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
-from fleet.index.events import LINE_COLUMNS
+from fleet.index.events import LINE_COLUMNS, REFLOG_IDS_KEY
 from fleet.repo.record import iso, reflog_stats
 
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ class Index:
             if not lines:
                 continue
             if next_id is None:  # ids are given here (the write lock is held): rows go in as they are kept
-                next_id = conn.execute("select ifnull(max(id), 0) + 1 from reflog").fetchone()[0]
+                next_id = next_reflog_id(conn)
             held = set() if new else set(conn.execute(
                 "select old_sha, new_sha, at, message from reflog where repo_id = ? and ref = ?", (repo_id, ref)))
             for old, new_sha, who, at, tz, message, kind in lines:
@@ -493,6 +493,15 @@ def unusable(path: Path, exc: BaseException | None, problem: str | None = None) 
 def _next_generation(conn: sqlite3.Connection) -> int:
     """A fleet-wide change counter: readers ask `generation > last seen` to learn which repos changed."""
     return conn.execute("select ifnull(max(generation), 0) + 1 from repos").fetchone()[0]
+
+
+def next_reflog_id(conn: sqlite3.Connection) -> int:
+    """The id of the next reflog line (the write lock is held): past every line held and every line
+    `prune_events` deleted. A reused id would sit at or below what events (`event_cursor`) and the search
+    index (`reflog_search_upto`) have already passed, and the new line would never reach either."""
+    return conn.execute(
+        "select max(ifnull((select max(id) from reflog), 0),"
+        " ifnull((select cast(value as integer) from meta where key = ?), 0)) + 1", (REFLOG_IDS_KEY,)).fetchone()[0]
 
 
 def repo_name(path: str, root: str) -> str:
