@@ -207,6 +207,7 @@ class WatchSet:
         return bool(keys)
 
     def close(self) -> None:
-        for notifier in self._notifiers.values():
+        # Swapped out first: a rebuild running in another thread may still add to the dict while this closes.
+        notifiers, self._notifiers = self._notifiers, {}
+        for notifier in notifiers.values():
             notifier.close()
-        self._notifiers.clear()
