@@ -2,15 +2,17 @@
 
 Names come from the NUL-delimited raw part, never from the `diff --git a/... b/...` header, so quoted,
 space-containing or non-UTF-8 paths are exact. Patch sections follow the raw entries in the same order.
-Only what is asked for is parsed: `index_diff` cuts the patch into per-file sections and counts their
-lines at C speed; hunks are parsed per change (`fill`), or hunk by hunk as a byte budget allows
-(fleet/repo/shape.py), so a large diff cut to a small answer costs little more than the part returned.
+Only what is asked for is parsed: `index_diff` cuts the patch into per-file sections at C speed; a change
+is counted and its hunks found only when it is reached (`open_change`), and decoded in full (`fill`) or
+hunk by hunk as a byte budget allows (fleet/repo/shape.py), so a large diff cut to a small answer costs
+little more than the part returned.
 Everything after a section's first `@@` line is hunk text, so a deleted line `-- x` is never mistaken
 for a `---` header.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fleet.caps import cap
@@ -27,10 +29,6 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _mode(value: str) -> str | None:
-    return value if value.strip("0") else None
-
-
 # The flags every caller passes with --patch: fixed prefixes and submodule format whatever the user's
 # config says (diff.noprefix, diff.mnemonicPrefix, diff.submodule=log would change the section headers).
 PATCH_FLAGS = ["--no-ext-diff", "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/",
@@ -45,20 +43,62 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
     return {plain, b"diff --git " + quote_path(b"a/" + old, high=True) + b" " + quote_path(b"b/" + new, high=True)}
 
 
+# One two-tree raw entry (a single leading colon) at C speed: modes, shas, status letter and score, then one
+# path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
+_RAW_ENTRY = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
+                        rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])\d*\0([^\0]*))\0")
+# A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
+_QUOTED_BYTE = re.compile(rb'[\x01-\x1f"\\\x7f]')
+
+
+def _entry(old_mode: bytes, new_mode: bytes, unhashed: bool, code: str, similarity: int | None,
+           first: bytes, last: bytes, old_path: str | None, unmerged: bool) -> dict[str, Any]:
+    return {"_first": first, "_last": last, "path": decode(last), "old_path": old_path,
+            "status": "unmerged" if unmerged else STATUS.get(code, code.lower()), "similarity": similarity,
+            "old_mode": _mode(old_mode), "new_mode": _mode(new_mode), "binary": False, "insertions": 0,
+            "deletions": 0, "hunks": [], "_unhashed": unhashed}
+
+
+_MODES = {m.encode(): m for m in ("100644", "100755", "120000", "160000", "040000")}
+
+
+def _mode(value: bytes) -> str | None:
+    """A raw entry's mode as text, None for "absent" (all zeros)."""
+    known = _MODES.get(value)
+    if known is not None:
+        return known
+    return value.decode("ascii", "replace") if value.strip(b"0") else None
+
+
 def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
-    """The raw entries at the start of `data` and the rest (the patch text, if any)."""
+    """The raw entries at the start of `data` and the rest (the patch text, if any). Each entry keeps its
+    paths' bytes (`_first`, `_last`) to find its patch section by."""
     entries: list[dict[str, Any]] = []
     pos = 0
     find = data.index
+    fast = _RAW_ENTRY.match
     while data[pos:pos + 1] == b":":
+        match = fast(data, pos)
+        if match is not None:
+            old_mode, new_mode, _, new_sha, rc, score, first, last, code, only = match.groups()
+            pos = match.end()
+            unhashed = not new_sha.strip(b"0")
+            if rc is not None:
+                entries.append(_entry(old_mode, new_mode, unhashed, rc.decode(), int(score) if score else None,
+                                      first, last, decode(first), False))
+            else:
+                letter = code.decode()
+                entries.append(_entry(old_mode, new_mode, unhashed, letter, None, only, only, None,
+                                      letter == "U"))
+            continue
         end = find(b"\0", pos)
-        header = data[pos:end].decode("ascii", "replace")
+        header = data[pos:end]
         pos = end + 1
-        bare = header.lstrip(":")
+        bare = header.lstrip(b":")
         parents = len(header) - len(bare)
-        fields = bare.split(" ")
+        fields = bare.split(b" ")
         combined = parents > 1
-        letters = fields[-1]
+        letters = fields[-1].decode("ascii", "replace")
         code = letters[:1]
         nul = find(b"\0", pos)
         first = data[pos:nul]
@@ -71,21 +111,9 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
             similarity = int(letters[1:]) if letters[1:].isdigit() else None
         else:
             last, old_path, similarity = first, None, None
-        unmerged = combined or code == "U"
-        entries.append({
-            "_headers": _headers(first, last),
-            "path": decode(last),
-            "old_path": old_path,
-            "status": "unmerged" if unmerged else STATUS.get(code, code.lower()),
-            "similarity": similarity,
-            "old_mode": _mode(fields[0]),
-            "new_mode": _mode(fields[parents]),
-            "binary": False,
-            "insertions": 0,
-            "deletions": 0,
-            "hunks": [],
-            "_unhashed": not combined and not fields[3].strip("0"),
-        })
+        unhashed = not combined and len(fields) > 3 and not fields[3].strip(b"0")
+        entries.append(_entry(fields[0], fields[parents], unhashed, code, similarity, first, last, old_path,
+                              combined or code == "U"))
     if data[pos:pos + 1] == b"\0":
         pos += 1
     return entries, data[pos:]
@@ -94,16 +122,17 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
 _SECTION_MARKS = (b"\ndiff --git ", b"\ndiff --cc ", b"\ndiff --combined ", b"\n* Unmerged path ")
 
 
-def _sections(patch: bytes) -> list[bytes]:
+def _sections(patch: bytes, unmerged: bool) -> list[bytes]:
     """Patch text cut into per-file sections (bytes, header line first), at C speed.
 
-    A section starts at a line beginning `diff --git ` (or a combined/unmerged header). No line of a hunk
-    body can: each starts with ` `, `+`, `-` or `\\` (or is empty, diff.suppressBlankEmpty), and a path
-    with a newline is always quoted, so a body line such as `+diff --git a/x b/x` never starts a section.
+    A section starts at a line beginning `diff --git ` (or, when some raw entry is unmerged or combined,
+    a combined/unmerged header: git prints those for such entries only). No line of a hunk body can: each
+    starts with ` `, `+`, `-` or `\\` (or is empty, diff.suppressBlankEmpty), and a path with a newline is
+    always quoted, so a body line such as `+diff --git a/x b/x` never starts a section.
     """
     text = b"\n" + patch
     starts = []
-    for mark in _SECTION_MARKS:
+    for mark in _SECTION_MARKS if unmerged else _SECTION_MARKS[:1]:
         at = text.find(mark)
         while at >= 0:
             starts.append(at)
@@ -122,18 +151,16 @@ def _split_head(section: bytes) -> tuple[bytes, bytes]:
     return section[:at], body[:-1] if body.endswith(b"\n") else body
 
 
-def count(change: dict[str, Any]) -> dict[str, Any]:
-    """An `index_diff` change with its binary flag and +/- line counts, without parsing hunks: after the
-    first hunk header every line starting with `+` (`-`) is an added (deleted) line."""
-    for section in change["_sections"]:
-        head, body = _split_head(section)
-        if b"\nBinary files " in head or (head + b"\n").find(b"\nGIT binary patch\n") >= 0:
-            change["binary"] = True
-        change["insertions"] += body.count(b"\n+")
-        change["deletions"] += body.count(b"\n-")
-    if change["binary"]:
-        change["insertions"] = change["deletions"] = None
-    return change
+def _names(line: bytes, old: bytes, new: bytes, plain: bool) -> bool:
+    """Whether `line` is the `diff --git` header of these paths. `plain`: no path in the output has a byte
+    git quotes whatever core.quotePath says, so the unquoted header is the one to expect (or, for a path
+    with bytes >= 0x80, its core.quotePath=true form)."""
+    if plain:
+        if line == b"diff --git a/" + old + b" b/" + new:
+            return True
+        if old.isascii() and new.isascii():
+            return False
+    return line in _headers(old, new)
 
 
 def _first_line(section: bytes) -> bytes:
@@ -141,27 +168,58 @@ def _first_line(section: bytes) -> bytes:
     return section if nl < 0 else section[:nl]
 
 
-def hunk_parts(sections: list[bytes]) -> list[tuple[tuple[int, int, int, int], bytes, bytes]]:
-    """Each hunk of a change's sections as (header numbers, header line, body bytes), bodies undecoded.
+# A hunk header line where a line of hunk text starts (hunk_header's pattern, to the end of the line).
+_HUNK_LINE = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*")
+Part = tuple[tuple[int, int, int, int], bytes, bytes]
 
-    Every line starting with `@@` is a hunk header (no body line can start so); one git would never print
-    that does not parse as a header is skipped, its lines joining the hunk before it."""
-    parts: list[tuple[tuple[int, int, int, int], bytes, bytes]] = []
-    for section in sections:
-        body = _split_head(section)[1]
+
+def open_change(change: dict[str, Any]) -> list[Part]:
+    """Count an `index_diff` change (binary flag, +/- lines) and return its hunks as (header numbers, header
+    line, body bytes), bodies undecoded; its `_sections` are consumed.
+
+    After the first hunk header every line starting with `+` (`-`) is an added (deleted) line. Every line
+    starting with `@@` is a hunk header (no body line can start so); one git would never print that does not
+    parse as a header is skipped, its lines joining the hunk before it."""
+    parts: list[Part] = []
+    for section in change.pop("_sections"):
+        head, body = _split_head(section)
+        if b"\nBinary files " in head or (head + b"\n").find(b"\nGIT binary patch\n") >= 0:
+            change["binary"] = True
         if not body:
             continue
-        for n, chunk in enumerate(body.split(b"\n@@")):
-            if n:
-                chunk = b"@@" + chunk
-            nl = chunk.find(b"\n")
-            line, rest = (chunk, b"") if nl < 0 else (chunk[:nl], chunk[nl + 1:])
-            numbers = hunk_header(line)
-            if numbers is not None:
-                parts.append((numbers, line, rest))
-            elif parts and rest:
-                numbers, line, prev = parts[-1]
-                parts[-1] = (numbers, line, prev + b"\n" + rest if prev else rest)
+        change["insertions"] += body.count(b"\n+")
+        change["deletions"] += body.count(b"\n-")
+        starts = [0]
+        at = body.find(b"\n@@")
+        while at >= 0:
+            starts.append(at + 1)
+            at = body.find(b"\n@@", at + 3)
+        found = [_HUNK_LINE.match(body, at) for at in starts]
+        if None in found:   # some `@@` line is no header: the careful way
+            parts += _hunks_line_by_line(body)
+            continue
+        for match, end in zip(found, [at - 1 for at in starts[1:]] + [len(body)]):
+            a, b, c, d = match.groups()
+            parts.append(((int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1),
+                          match.group(), body[match.end() + 1:end]))
+    if change["binary"]:
+        change["insertions"] = change["deletions"] = None
+    return parts
+
+
+def _hunks_line_by_line(body: bytes) -> list[Part]:
+    parts: list[Part] = []
+    for n, chunk in enumerate(body.split(b"\n@@")):
+        if n:
+            chunk = b"@@" + chunk
+        nl = chunk.find(b"\n")
+        line, rest = (chunk, b"") if nl < 0 else (chunk[:nl], chunk[nl + 1:])
+        numbers = hunk_header(line)
+        if numbers is not None:
+            parts.append((numbers, line, rest))
+        elif parts and rest:
+            numbers, line, prev = parts[-1]
+            parts[-1] = (numbers, line, prev + b"\n" + rest if prev else rest)
     return parts
 
 
@@ -189,7 +247,7 @@ def line_count(body: bytes) -> int:
 
 def index_diff(data: bytes) -> list[dict[str, Any]]:
     """Change[] from `git diff -z --raw --patch` output, neither counted nor parsed yet: each change keeps its
-    patch sections (bytes) under `_sections` (see `count`, `fill`, `hunk_parts`).
+    patch sections (bytes) under `_sections` (see `open_change`, `fill`).
 
     A section is given to a raw entry only when its `diff --git` header names exactly that entry's paths,
     so an entry git printed no patch for (or an unexpected section) can never shift hunks onto other files.
@@ -200,11 +258,13 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
     change (porcelain `git diff` refreshes the index to drop it; a reader must not write the index).
     """
     entries, patch = parse_raw(data)
-    sections = _sections(patch)
+    sections = _sections(patch, any(e["status"] == "unmerged" for e in entries))
+    # No path needs quoting (the usual case, told at C speed): each header is its plain form.
+    plain = _QUOTED_BYTE.search(data, 0, len(data) - len(patch)) is None
     k = 0
     kept = []
     for entry in entries:
-        headers = entry.pop("_headers")
+        first, last = entry.pop("_first"), entry.pop("_last")
         unhashed = entry.pop("_unhashed")
         mine: list[bytes] = []
         entry["_sections"] = mine
@@ -214,7 +274,7 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
             kept.append(entry)
             continue
         # A type change (file <-> symlink) is printed as a deletion then a creation, both with this header.
-        while k < len(sections) and _first_line(sections[k]) in headers:
+        while k < len(sections) and _names(_first_line(sections[k]), first, last, plain):
             mine.append(sections[k])
             k += 1
             if entry["status"] != "type_changed":
@@ -226,10 +286,9 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
 
 def fill(change: dict[str, Any]) -> dict[str, Any]:
     """An `index_diff` change counted and with its hunks parsed in full."""
-    count(change)
     change["hunks"] = [{"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2],
                         "new_lines": numbers[3], "header": decode(line), "lines": body_lines(body)}
-                       for numbers, line, body in hunk_parts(change.pop("_sections"))]
+                       for numbers, line, body in open_change(change)]
     return change
 
 

@@ -67,7 +67,7 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
     texts: list[str | None] = []
     hunks_omitted = lines_omitted = 0
     for change in numbered[:max_files]:
-        parts = diffparse.hunk_parts(diffparse.count(change).pop("_sections"))
+        parts = diffparse.open_change(change)
         whole = _whole(change, parts, room, max_hunks, max_lines)
         if whole is not None:   # the usual case: the change fits with every hunk and line (one measure)
             text, cost = whole
