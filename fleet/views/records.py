@@ -14,6 +14,7 @@ import time
 from typing import Any, NotRequired, TypedDict
 
 from fleet.repo.record import iso
+from fleet.repo.shape import Measured
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.
 TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
@@ -158,8 +159,8 @@ def iso_times(value: Any) -> Any:
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error.
 
     Every MCP answer passes here, a diff's with thousands of lines, so a dict or list with nothing to
-    convert is returned as it is (told at C speed for one of scalars only; a list subclass such as
-    fleet.repo.shape.Measured keeps what it carries) and only what changed is copied."""
+    convert is returned as it is (told at C speed for one of scalars only; fleet.repo.shape.Measured, a
+    diff's changes, holds no time and is not walked) and only what changed is copied."""
     if isinstance(value, dict):
         if TIME_KEYS.isdisjoint(value) and _SCALARS.issuperset(map(type, value.values())):
             return value
@@ -173,7 +174,7 @@ def iso_times(value: Any) -> Any:
                     changed[k] = new
         return {**value, **changed} if changed else value
     if isinstance(value, list):
-        if _SCALARS.issuperset(map(type, value)):
+        if type(value) is Measured or _SCALARS.issuperset(map(type, value)):   # a diff's changes hold no times
             return value
         new = [v if type(v) in _SCALARS else iso_times(v) for v in value]
         return value if all(map(operator.is_, new, value)) else new
@@ -183,9 +184,19 @@ def iso_times(value: Any) -> Any:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+_DAYS: dict[int, str] = {}   # "YYYY-MM-DD" of recent days since the epoch (an answer's times share days)
+
+
 def _iso_or_none(seconds: float) -> str | None:
-    if type(seconds) is int and 0 <= seconds < _YEAR_10000:   # the usual case, 3x faster (a blame has 400)
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    if type(seconds) is int and 0 <= seconds < _YEAR_10000:   # the usual case (a blame has 400): the day's
+        # date once, the time of day by arithmetic (3x faster than strftime each time)
+        day, clock = divmod(seconds, 86400)
+        date = _DAYS.get(day)
+        if date is None:
+            if len(_DAYS) >= 4096:
+                _DAYS.clear()
+            date = _DAYS[day] = time.strftime("%Y-%m-%d", time.gmtime(seconds))
+        return "%sT%02d:%02d:%02dZ" % (date, clock // 3600, clock // 60 % 60, clock % 60)
     try:
         return iso(seconds)
     except (OverflowError, ValueError, OSError):
