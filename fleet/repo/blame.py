@@ -16,68 +16,76 @@ from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
 
-_SHA = re.compile(r"[0-9a-f]{40,64}")
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
 BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_binary)
 
 
-def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(line ranges in order: {start_line, end_line, sha, orig_start_line, lines}, commit metadata by sha in
-    the order the commits first blame a line).
+# One blamed line: its header `<sha> <orig> <final>[ <count>]`, the `key value` lines git adds (the commit's
+# details the first time it appears), then the line itself after a tab.
+_ENTRY = re.compile(r"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?\n((?:[^\t\n].*\n|\n)*)\t(.*)$", re.M)
 
-    Each blamed line is a header `<sha> <orig> <final>[ <count>]`, the commit's `key value` lines the first
-    time it appears (and `filename` where git repeats it), then the line itself after a tab. Decoded once,
-    split once; a line joins the range before it when it has the same commit and follows it, so no
-    per-line record is built."""
+_DETAILS = re.compile(r"author (.*)\nauthor-mail (.*)\nauthor-time (\d+)\nauthor-tz (.*)\ncommitter (.*)\n"
+                      r"committer-mail (.*)\ncommitter-time (\d+)\ncommitter-tz (.*)\nsummary (.*)\n"
+                      r"(boundary\n)?(?:previous ([0-9a-f]+) (.*)\n)?filename (.*)\n")
+
+
+def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(line ranges in order: {start_line, end_line, sha, orig_start_line, lines}, the commits as answered
+    (`_new_commit`) by sha in the order they first blame a line).
+
+    Decoded once and matched entry by entry at C speed (a commit's details too, when git printed its usual
+    ones); a line joins the range before it when it has the same commit and follows it, so no per-line
+    record is built."""
     ranges: list[dict[str, Any]] = []
     commits: dict[str, dict[str, Any]] = {}
-    meta: dict[str, Any] | None = None
-    current: tuple[int, int, str] | None = None  # (final line, original line, sha) awaiting its text
-    last: dict[str, Any] | None = None
-    for raw in text(data).split("\n"):
-        if raw[:1] == "\t":
-            if current is not None:
-                line, orig, sha = current
-                if last is not None and last["sha"] == sha and last["end_line"] + 1 == line:
-                    last["end_line"] = line
-                    last["lines"].append(raw[1:])
-                else:
-                    last = {"start_line": line, "end_line": line, "sha": sha, "orig_start_line": orig,
-                            "lines": [raw[1:]]}
-                    ranges.append(last)
-                current = None
-            continue
-        if current is None:
-            parts = raw.split(" ")
-            if 3 <= len(parts) <= 4 and _SHA.fullmatch(parts[0]) and parts[1].isdigit() and parts[2].isdigit():
-                sha = parts[0]
-                current = (int(parts[2]), int(parts[1]), sha)
-                meta = commits.get(sha)
-                if meta is None:
-                    meta = commits[sha] = {"sha": sha}
-            continue
-        if raw and meta is not None:
-            key, _, value = raw.partition(" ")
-            if key == "boundary":
-                meta["boundary"] = True
-            elif key == "previous":
-                prev_sha, _, prev_file = value.partition(" ")
-                meta["previous"] = {"sha": prev_sha, "filename": prev_file}
-            else:
-                meta[key] = int(value) if key in _INT_KEYS else value
+    last: dict[str, Any] = {"sha": None, "end_line": 0}
+    for sha, orig, final, block, line_text in _ENTRY.findall(text(data)):
+        commit = commits.get(sha)
+        if commit is None:
+            commit = commits[sha] = _new_commit(sha)
+        details = _DETAILS.fullmatch(block) if block else None
+        if details is not None:   # git's usual details, in git's order: one match
+            (author, mail, author_time, commit["author_tz"], commit["committer"], _, committer_time, _,
+             commit["summary"], boundary, prev_sha, prev_file, commit["filename"]) = details.groups()
+            commit["author"], commit["author_email"] = author, mail.strip("<>") or None
+            commit["author_time"], commit["committer_time"] = int(author_time), int(committer_time)
+            if boundary:
+                commit["boundary"] = True
+            if prev_sha is not None:
+                commit["previous"] = {"sha": prev_sha, "filename": prev_file}
+        elif block:
+            for raw in block.split("\n"):
+                key, _, value = raw.partition(" ")
+                if key == "boundary":
+                    commit["boundary"] = True
+                elif key == "previous":
+                    prev_sha, _, prev_file = value.partition(" ")
+                    commit["previous"] = {"sha": prev_sha, "filename": prev_file}
+                elif key == "author-mail":
+                    commit["author_email"] = value.strip("<>") or None
+                elif key in _FIELDS:
+                    commit[_FIELDS[key]] = int(value) if key in _INT_KEYS else value
+        line = int(final)
+        if last["sha"] == sha and last["end_line"] + 1 == line:
+            last["end_line"] = line
+            last["lines"].append(line_text)
+        else:
+            last = {"start_line": line, "end_line": line, "sha": sha, "orig_start_line": int(orig),
+                    "lines": [line_text]}
+            ranges.append(last)
     return ranges, commits
 
 
-def _commit_view(meta: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "sha": meta["sha"], "uncommitted": set(meta["sha"]) == {"0"},
-        "author": meta.get("author"), "author_email": meta.get("author-mail", "").strip("<>") or None,
-        "author_time": meta.get("author-time"), "author_tz": meta.get("author-tz"),
-        "committer": meta.get("committer"), "committer_time": meta.get("committer-time"),
-        "summary": meta.get("summary"), "boundary": meta.get("boundary", False),
-        "previous": meta.get("previous"), "filename": meta.get("filename"),
-    }
+# git's details that the answer keeps (author-mail is handled apart: its <> are dropped).
+_FIELDS = {"author": "author", "author-time": "author_time", "author-tz": "author_tz", "committer": "committer",
+           "committer-time": "committer_time", "summary": "summary", "filename": "filename"}
+
+
+def _new_commit(sha: str) -> dict[str, Any]:
+    return {"sha": sha, "uncommitted": not sha.strip("0"), "author": None, "author_email": None,
+            "author_time": None, "author_tz": None, "committer": None, "committer_time": None, "summary": None,
+            "boundary": False, "previous": None, "filename": None}
 
 
 def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | None = None,
@@ -126,7 +134,7 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
     used = dict.fromkeys(r["sha"] for r in ranges)  # a commit git described but blamed no line on is left out
     return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
             "start_line": start, "end_line": last_line, "ranges": ranges,
-            "commits": [_commit_view(commits[sha_]) for sha_ in used],
+            "commits": [commits[sha_] for sha_ in used],
             "truncated": omitted > 0, "omitted_count": omitted}
 
 
