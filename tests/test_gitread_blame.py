@@ -99,3 +99,62 @@ def test_blame_of_a_binary_file_says_binary_and_sends_no_bytes(tmp_path: Path):
         assert result["line_count"] is None and result["truncated"] is False
     text = repo_blame(str(repo), "README.md")
     assert text["binary"] is False and text["line_count"] == 1 and text["ranges"]
+
+
+def _line_oracle(repo: Path, *args: str) -> list[dict]:
+    """Each blamed line's commit as the answer gives it, from `git blame --line-porcelain` (every line with
+    its commit's full details: parsed here line by line, apart from the parser under test)."""
+    lines, entry = [], None
+    for line in git(repo, "blame", "--line-porcelain", *args).split("\n"):
+        if line.startswith("\t"):
+            lines.append((entry, line[1:]))
+            entry = None
+        elif entry is None and line:
+            sha = line.split(" ")[0]
+            entry = {"sha": sha, "uncommitted": set(sha) == {"0"}, "boundary": False, "previous": None}
+        elif line:
+            key, _, value = line.partition(" ")
+            if key == "boundary":
+                entry["boundary"] = True
+            elif key == "previous":
+                entry["previous"] = dict(zip(("sha", "filename"), value.split(" ", 1)))
+            elif key == "author-mail":
+                entry["author_email"] = value.strip("<>") or None
+            elif key in ("author-time", "committer-time"):
+                entry[key.replace("-", "_")] = int(value)
+            elif key in ("author", "author-tz", "committer", "summary", "filename"):
+                entry[key.replace("-", "_")] = value
+    return lines
+
+
+def test_blame_commits_match_line_porcelain(tmp_path: Path):
+    """Every field of every commit and line, against git: a boundary commit, `previous`, lines copied from
+    another file (another `filename`), non-ASCII names and text, a tab in a line, uncommitted lines."""
+    repo = init_repo(tmp_path / "lp")
+    commit_file(repo, "src.txt", "".join(f"shared line number {i} with enough text to be moved\n"
+                                         for i in range(8)), "source")
+    commit_file(repo, "f.txt", "a\nb\tc\nd\n", "first")
+    write(repo / "f.txt", "a\nB\tC\nd\n" + (repo / "src.txt").read_text() + "é ünï\n")
+    write(repo / "src.txt", "src changed too\n")   # git -C looks for copies in files changed in the same commit
+    git(repo, "add", "f.txt", "src.txt")
+    git(repo, "commit", "-q", "--author=Zoë Ünïcode <zoe@example.com>", "-m", "säge: copy\tand edit")
+    write(repo / "f.txt", (repo / "f.txt").read_text() + "uncommitted\n")
+    cases = [("f.txt", {}, ("--", "f.txt")), ("f.txt", {"detect_moves": True}, ("-M", "-C", "--", "f.txt")),
+             ("f.txt", {"ref": "HEAD"}, ("HEAD", "--", "f.txt")), ("README.md", {"ref": "HEAD"}, ("HEAD", "--", "README.md"))]
+    answers = []
+    for name, kwargs, args in cases:
+        result = repo_blame(str(repo), name, **kwargs)
+        expected = _line_oracle(repo, *args)
+        by_sha = {c["sha"]: c for c in result["commits"]}
+        got = [(by_sha[r["sha"]], text) for r in result["ranges"] for text in r["lines"]]
+        assert [text for _, text in got] == [text for _, text in expected]
+        for (commit, _), (oracle, _) in zip(got, expected):
+            assert commit == oracle, (kwargs, oracle["sha"])
+        assert [c["sha"] for c in result["commits"]] == list(dict.fromkeys(o["sha"] for o, _ in expected))
+        answers.append(result["commits"])
+    worktree, moved, at_head, root = answers
+    assert any(c["uncommitted"] for c in worktree) and not any(c["uncommitted"] for c in at_head)
+    assert any(c["filename"] == "src.txt" for c in moved)   # the copy was found in src.txt
+    assert root[0]["boundary"] and any(c["previous"] for c in at_head)   # the root commit is a boundary
+    assert any(c["author"] == "Zoë Ünïcode" and c["author_email"] == "zoe@example.com"
+               and c["summary"].startswith("säge: copy") for c in at_head)
