@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.git.diffparse import parse_diff, parse_numstat, split_numstat
+from fleet.git.diffparse import index_diff, parse_diff, parse_numstat, split_numstat
+from fleet.repo.shape import shape_changes
 from tests.fleets.gitbuild import git, init_repo, write
 from tests.fleets.repo_states import rich_repo
 
@@ -167,3 +168,124 @@ def test_numstat_and_patch_from_one_git_run_equal_two_runs(tmp_path):
         assert patch.decode() == git(repo, *cmd, "--patch", "-M")
         assert records == parse_numstat(git(repo, *cmd, "--numstat", "-z", "-M").encode()) and records
     assert split_numstat(b"") == ([], b"")
+
+
+def _hunks_from_git(repo: Path, revs: tuple[str, str], change: dict) -> list[tuple[str, list[str]]]:
+    """(header, lines) of each hunk of one file, from git's patch of that file alone (its own run: the
+    pathspec is literal, and a rename/copy is diffed between its two paths)."""
+    paths = [change["old_path"], change["path"]] if change["old_path"] else [change["path"]]
+    flags = ["--find-copies-harder", "-C"] if change["status"] == "copied" else ["-M"]
+    patch = git_bytes(repo, "--literal-pathspecs", "diff", "--no-color", "--no-ext-diff", *flags, *revs,
+                      "--", *paths).decode("utf-8", "replace")
+    hunks: list[tuple[str, list[str]]] = []
+    for line in patch.split("\n")[:-1]:
+        if line.startswith("@@"):
+            hunks.append((line, []))
+        elif hunks:
+            hunks[-1][1].append(line or " ")
+    return hunks
+
+
+@pytest.mark.parametrize("quote_path", ["true", "false"])
+def test_changes_and_hunks_match_git_file_by_file(tmp_path, quote_path):
+    """Renames, copies, binary files, mode changes, several hunks, non-ASCII and newline-in-path names: each
+    change's status, paths, counts and every hunk (header and lines) equal git's own."""
+    repo = init_repo(tmp_path / "fb")
+    long = "".join(f"line {i}\n" for i in range(60))
+    names = ["plain.txt", "ünï cödé.txt", "new\nline.txt", 'quo"te.txt', "tab\there.txt"]
+    for name in names:
+        write(repo / name, long)
+    write(repo / "copy_src.txt", "".join(f"copied line {i} with some text\n" for i in range(30)))
+    write(repo / "moved.txt", "".join(f"moved line {i} with some text\n" for i in range(30)))
+    write(repo / "logo.bin", b"\0\1\2binary\0" * 50)
+    write(repo / "tool.sh", "echo hi\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for name in names:
+        text = long.replace("line 3\n", "line three\n").replace("line 40\n", "").replace("line 55\n", "55\n+x\n")
+        write(repo / name, text)
+    write(repo / "copy.txt", (repo / "copy_src.txt").read_text() + "one more\n")
+    (repo / "renamed dir").mkdir()
+    git(repo, "mv", "moved.txt", "renamed dir/moved ñ.txt")
+    write(repo / "logo.bin", b"\0\1\2binary\0" * 51)
+    os.chmod(repo / "tool.sh", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "edits")
+    revs = ("HEAD~1", "HEAD")
+    raw = subprocess.run(["git", "-C", str(repo), "-c", f"core.quotePath={quote_path}", "diff", "-z", "--raw",
+                          "--patch", "--find-copies-harder", "-C", "-M", *revs],
+                         capture_output=True, check=True).stdout
+    changes = {c["path"]: c for c in parse_diff(raw)}
+    assert set(changes) == set(names) | {"copy.txt", "renamed dir/moved ñ.txt", "logo.bin", "tool.sh"}
+    assert changes["copy.txt"]["status"] == "copied" and changes["copy.txt"]["old_path"] == "copy_src.txt"
+    moved = changes["renamed dir/moved ñ.txt"]
+    assert (moved["status"], moved["old_path"], moved["similarity"]) == ("renamed", "moved.txt", 100)
+    assert changes["logo.bin"]["binary"] is True and changes["logo.bin"]["hunks"] == []
+    assert (changes["tool.sh"]["old_mode"], changes["tool.sh"]["new_mode"]) == ("100644", "100755")
+    assert changes["tool.sh"]["hunks"] == []
+    for path, change in changes.items():
+        ours = [(h["header"], h["lines"]) for h in change["hunks"]]
+        assert ours == _hunks_from_git(repo, revs, change), path
+        if not change["binary"]:
+            lines = [line for h in change["hunks"] for line in h["lines"]]
+            assert change["insertions"] == sum(line[:1] == "+" for line in lines)
+            assert change["deletions"] == sum(line[:1] == "-" for line in lines)
+    assert len(changes["plain.txt"]["hunks"]) == 3
+    assert ours_numstat(raw) == parse_numstat(git_bytes(repo, "diff", "--numstat", "-z", "--find-copies-harder",
+                                                        "-C", "-M", *revs))
+
+
+def ours_numstat(raw: bytes) -> list[dict]:
+    """parse_diff's changes as numstat records, in numstat's (git's) order."""
+    return [{k: c[k] for k in ("path", "old_path", "insertions", "deletions", "binary")} for c in parse_diff(raw)]
+
+
+def test_an_at_at_line_that_is_no_hunk_header_joins_the_hunk_before():
+    """git never prints one; if it did, the line is skipped and its lines join the hunk before it (and a
+    change without one is parsed the quick way to the same result)."""
+    head = b":100644 100644 aaaaaaa bbbbbbb M\0f\0\0diff --git a/f b/f\n--- a/f\n+++ b/f\n"
+    good = head + b"@@ -1,2 +1,2 @@ ctx\n-a\n+b\n x\n@@ -9 +9 @@\n-c\n+d\n"
+    bad = head + b"@@ -1,2 +1,2 @@ ctx\n-a\n+b\n@@ no header\n x\n@@ -9 +9 @@\n-c\n+d\n"
+    [ok] = parse_diff(good)
+    [odd] = parse_diff(bad)
+    assert [(h["header"], h["lines"]) for h in ok["hunks"]] == [("@@ -1,2 +1,2 @@ ctx", ["-a", "+b", " x"]),
+                                                                 ("@@ -9 +9 @@", ["-c", "+d"])]
+    assert odd["hunks"] == ok["hunks"]
+    assert (odd["insertions"], odd["deletions"]) == (ok["insertions"], ok["deletions"]) == (2, 2)
+
+
+def test_a_cut_at_any_byte_budget_keeps_a_prefix_of_the_full_parse(tmp_path):
+    """shape_changes at budgets from tiny to whole: the changes' JSON stays within the budget, each kept hunk's
+    lines are the first lines of git's, and every line left out is counted where it was cut."""
+    repo = init_repo(tmp_path / "cut")
+    for n in range(6):
+        write(repo / f"f{n} ü.txt", "".join(f"line {i}\n" for i in range(80)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for n in range(6):
+        write(repo / f"f{n} ü.txt", "".join(f"line {i}{' édité' if i % 9 == n else ''}\n" for i in range(80)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "edits")
+    raw = git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "-M", "HEAD~1", "HEAD")
+    full = {c["path"]: c for c in parse_diff(raw)}
+    total_lines = sum(len(h["lines"]) for c in full.values() for h in c["hunks"])
+    for budget in (300, 700, 1500, 2600, 4000, 7000, 12000, 100000):
+        shaped = shape_changes(index_diff(raw), 50, budget)
+        assert len(shaped["changes"].encode().encode()) <= budget
+        kept_lines = 0
+        for change in shaped["changes"]:
+            whole = full[change["path"]]
+            assert change["insertions"] == whole["insertions"] and change["deletions"] == whole["deletions"]
+            for hunk, git_hunk in zip(change["hunks"], whole["hunks"]):
+                assert hunk["header"] == git_hunk["header"]
+                assert hunk["lines"] == git_hunk["lines"][:len(hunk["lines"])]
+                assert hunk["omitted_count"] == len(git_hunk["lines"]) - len(hunk["lines"])
+                kept_lines += len(hunk["lines"])
+            assert change["omitted_count"] == len(whole["hunks"]) - len(change["hunks"])
+        dropped = [c for c in full.values() if c["path"] not in {k["path"] for k in shaped["changes"]}]
+        assert shaped["omitted_count"] == len(dropped)
+        hunk_lines = sum(len(h["lines"]) for c in dropped for h in c["hunks"])
+        cut_hunk_lines = sum(len(h["lines"]) for c in shaped["changes"] for h in full[c["path"]]["hunks"]
+                             [len(c["hunks"]):])
+        assert kept_lines + shaped["lines_omitted_count"] + hunk_lines + cut_hunk_lines == total_lines
+        assert shaped["truncated"] == (kept_lines < total_lines)
