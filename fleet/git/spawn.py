@@ -6,7 +6,7 @@ This is the mechanism under the runner (fleet/git/run.py), which decides what gi
 from __future__ import annotations
 
 import os
-import selectors
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -80,40 +80,47 @@ class Child:
         size = err_size = 0
         problem: str | None = None
         view = memoryview(feed)
-        with selectors.PollSelector() as sel:
-            sel.register(self.stdout, selectors.EVENT_READ, out)
-            sel.register(self.stderr, selectors.EVENT_READ, err)
-            if self.stdin is not None:
-                os.set_blocking(self.stdin, False)
-                sel.register(self.stdin, selectors.EVENT_WRITE)
-            while sel.get_map() and problem is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    problem = "timeout"
-                    break
-                for key, _ in sel.select(remaining):
-                    if key.fd == self.stdin:
-                        try:
-                            view = view[os.write(self.stdin, view[:65536]):]
-                        except BrokenPipeError:
-                            view = view[:0]
-                        if not view:
-                            sel.unregister(self.stdin)
-                            os.close(self.stdin)
-                            self.stdin = None
-                        continue
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        sel.unregister(key.fd)
-                    elif key.data is out:
-                        size += len(chunk)
-                        if size > max_bytes:
-                            problem = "limit"
-                            break
-                        out.append(chunk)
-                    elif err_size < STDERR_CAP:
-                        err_size += len(chunk)
-                        err.append(chunk)
+        # select.poll itself, not a selectors wrapper: git writes a large output a few KiB at a time, and
+        # each wake-up costs only the poll and the read.
+        poller = select.poll()
+        open_fds = {self.stdout, self.stderr}
+        poller.register(self.stdout, select.POLLIN)
+        poller.register(self.stderr, select.POLLIN)
+        if self.stdin is not None:
+            os.set_blocking(self.stdin, False)
+            poller.register(self.stdin, select.POLLOUT)
+            open_fds.add(self.stdin)
+        stdout, stdin = self.stdout, self.stdin
+        while open_fds and problem is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                problem = "timeout"
+                break
+            for fd, _ in poller.poll(int(remaining * 1000) + 1):
+                if fd == stdin:
+                    try:
+                        view = view[os.write(stdin, view[:65536]):]
+                    except BrokenPipeError:
+                        view = view[:0]
+                    if not view:
+                        poller.unregister(stdin)
+                        open_fds.discard(stdin)
+                        os.close(stdin)
+                        self.stdin = stdin = None
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                elif fd == stdout:
+                    size += len(chunk)
+                    if size > max_bytes:
+                        problem = "limit"
+                        break
+                    out.append(chunk)
+                elif err_size < STDERR_CAP:
+                    err_size += len(chunk)
+                    err.append(chunk)
         if problem:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
