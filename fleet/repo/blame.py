@@ -15,6 +15,7 @@ from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
+from fleet.repo.shape import Timeless
 
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
@@ -133,7 +134,7 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
     omitted = max(0, wanted_last - (last_line if ranges else start - 1))
     used = dict.fromkeys(r["sha"] for r in ranges)  # a commit git described but blamed no line on is left out
     return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
-            "start_line": start, "end_line": last_line, "ranges": ranges,
+            "start_line": start, "end_line": last_line, "ranges": Timeless(ranges),
             "commits": [commits[sha_] for sha_ in used],
             "truncated": omitted > 0, "omitted_count": omitted}
 

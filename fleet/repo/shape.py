@@ -37,7 +37,12 @@ def _measure(value: Any) -> tuple[str, int]:
     return encoded, len(encoded) if encoded.isascii() else len(encoded.encode())
 
 
-class Measured(list):
+class Timeless(list):
+    """A list whose items hold no time (no TIME_KEYS field at any depth): the MCP answer's time conversion
+    (fleet.views.records.iso_times) passes it as it is instead of walking every item."""
+
+
+class Measured(Timeless):
     """The kept changes, each with the compact JSON it was measured by (None for a change measured piece
     by piece). `encode()` is the list's compact JSON, reusing those texts; nothing may change the list or
     its items once it is made (the answer is only encoded and sent from here on)."""

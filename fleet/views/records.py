@@ -14,7 +14,7 @@ import time
 from typing import Any, NotRequired, TypedDict
 
 from fleet.repo.record import iso
-from fleet.repo.shape import Measured
+from fleet.repo.shape import Timeless
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.
 TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
@@ -159,8 +159,8 @@ def iso_times(value: Any) -> Any:
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error.
 
     Every MCP answer passes here, a diff's with thousands of lines, so a dict or list with nothing to
-    convert is returned as it is (told at C speed for one of scalars only; fleet.repo.shape.Measured, a
-    diff's changes, holds no time and is not walked) and only what changed is copied."""
+    convert is returned as it is (told at C speed for one of scalars only; a fleet.repo.shape.Timeless list,
+    such as a diff's changes or a blame's ranges, is not walked) and only what changed is copied."""
     if isinstance(value, dict):
         if TIME_KEYS.isdisjoint(value) and _SCALARS.issuperset(map(type, value.values())):
             return value
@@ -174,7 +174,7 @@ def iso_times(value: Any) -> Any:
                     changed[k] = new
         return {**value, **changed} if changed else value
     if isinstance(value, list):
-        if type(value) is Measured or _SCALARS.issuperset(map(type, value)):   # a diff's changes hold no times
+        if isinstance(value, Timeless) or _SCALARS.issuperset(map(type, value)):
             return value
         new = [v if type(v) in _SCALARS else iso_times(v) for v in value]
         return value if all(map(operator.is_, new, value)) else new
