@@ -48,6 +48,9 @@
   // ---- fragment patching ---------------------------------------------------------------------------------
   let inFlight = false;
   let again = false;
+  // Rows that appeared in the last few seconds keep their highlight when another update re-renders the region.
+  const FRESH_MS = 3000;
+  const fresh = new Map();
   const filtered = live === "queue" || live === "digest";  // pages whose fragment follows the URL's filters
   function fragmentUrl() {
     const base = region.dataset.fragment;
@@ -69,11 +72,13 @@
       .then(function (html) {
         const before = keys(region);
         region.innerHTML = html;
-        if (before.size) {
-          region.querySelectorAll("[data-key]").forEach(function (el) {
-            if (!before.has(el.dataset.key)) el.classList.add("updated");
-          });
-        }
+        const now = Date.now();
+        fresh.forEach(function (at, key) { if (now - at > FRESH_MS) fresh.delete(key); });
+        region.querySelectorAll("[data-key]").forEach(function (el) {
+          const key = el.dataset.key;
+          if (before.size && !before.has(key)) fresh.set(key, now);
+          if (fresh.has(key)) el.classList.add("updated");
+        });
         refreshTimes(region);
         (changedIds || []).forEach(function (id) {
           const row = region.querySelector('tr[data-repo-id="' + id + '"]');
