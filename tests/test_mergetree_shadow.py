@@ -16,6 +16,7 @@ from fleet.git.run import run_git
 from fleet.repo.record import predict_merge
 from tests.fleets.gitbuild import clone, commit_file, git, init_repo
 from tests.fleets.hostile import age_git_dir, snapshot, snapshot_diff
+from tests.fleets.repo_states import forked_edits
 
 
 def _conflicted_in_a_real_merge(repo: Path, tmp_path: Path, theirs: str) -> list[str]:
@@ -162,11 +163,7 @@ def test_a_loose_set_too_large_for_memory_is_packed_by_git(tmp_path: Path, monke
     from fleet.git import loosepack
 
     repo = init_repo(tmp_path / "r", commits=1)
-    commit_file(repo, "x.txt", "base\n", "base")
-    git(repo, "checkout", "-q", "-b", "side")
-    commit_file(repo, "x.txt", "side\n", "side")
-    git(repo, "checkout", "-q", "main")
-    commit_file(repo, "x.txt", "main\n", "main")
+    forked_edits(repo, "x.txt", "side", "side\n", "main\n", ("side", "main"))
     files = sorted((oid, str(repo / ".git" / "objects" / oid[:2] / oid[2:])) for oid in _loose_objects(repo))
     monkeypatch.setattr(loosepack, "MAX_PACK_BYTES", 8)
     with pytest.raises(loosepack.TooLarge):
