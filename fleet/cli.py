@@ -302,20 +302,15 @@ def require_dirs(paths: list[str]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Add ROOTs to the saved roots and serve the dashboard. The watcher in the same process reads the
-    fleet as it starts (new repos first, then a catch-up sweep) and the pages fill in live; with
-    `--no-watch` nothing else would read it, so the saved roots are scanned once before serving."""
+    """Add ROOTs to the saved roots and serve the dashboard at once, from the index as it is. The watcher in
+    the same process re-checks the fleet behind the first page (new repos first) and the pages fill in
+    live; with `--no-watch` it re-checks once and stops, and the pages say the index is not kept fresh."""
     from web.server import serve
 
     require_dirs(args.roots)
     with index_for(args, create=True) as index:
         for root in args.roots:
             index.add_root(root)
-        if args.no_watch and index.roots():
-            from fleet.index.scan import scan
-
-            summary = scan(index)
-            print(f"indexed {summary['repos']} repositories in {summary['elapsed_s']:.2f}s", file=sys.stderr)
         db_path = index.path
     serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
           watch=not args.no_watch)
@@ -502,8 +497,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
         p.add_argument("--open", action="store_true", help="open the dashboard in a browser")
         p.add_argument("--no-watch", action="store_true",
-                       help="no watcher in this process: scan once at start (another `fleetdeck watch` may "
-                            "keep the index fresh)")
+                       help="do not keep the index fresh: re-check the fleet once behind the first page, then "
+                            "stop (another `fleetdeck watch` may keep it fresh)")
 
     p = sub.add_parser("roots", help="list, add or remove the fleet's roots")
     p.add_argument("action", nargs="?", choices=["list", "add", "remove"], default="list")

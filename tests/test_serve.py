@@ -79,16 +79,18 @@ def test_sigint_also_exits_0(fleet, tmp_path: Path) -> None:
         server.stop()
 
 
-def test_no_watch_scans_once_and_says_there_is_no_watcher(fleet, tmp_path: Path) -> None:
+def test_no_watch_on_a_new_index_finds_the_repos_behind_the_first_page(fleet, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     server = Server(db, [fleet["root"]], ["--no-watch"])
     try:
+        assert httpx.get(server.base + "/", headers=server.auth).status_code == 200  # at once, from the index
         with open_index(db) as index:
-            assert len(index.repos()) == 4  # scanned before the link was printed
-            assert watcher_meta(index) == {}
+            wait_for(lambda: watcher_meta(index).get("stopped_at"), "the one re-check", 60)
+            assert len(index.repos()) == 4
+            assert watcher_meta(index)["mode"] == "once"
         radar = httpx.get(server.base + "/api/radar", headers=server.auth).json()
-        assert radar["freshness"]["watcher"]["state"] == "absent"
-        assert "no watcher: showing the last scan" in httpx.get(server.base + "/", headers=server.auth).text
+        assert radar["freshness"]["watcher"]["state"] == "stopped"
+        assert "not kept fresh" in httpx.get(server.base + "/", headers=server.auth).text
         code, _took, err = server.signal_and_wait(signal.SIGTERM)
         assert code == 0, err
     finally:
@@ -129,8 +131,11 @@ async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_pa
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    server = Server(tmp_path / "fleet.db", [fleet["root"]], ["--no-watch"])
+    db = tmp_path / "fleet.db"
+    server = Server(db, [fleet["root"]], ["--no-watch"])
     try:
+        with open_index(db) as index:
+            wait_for(lambda: watcher_meta(index).get("stopped_at"), "the one re-check", 60)
         url = server.base + "/mcp"
         assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
         wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})

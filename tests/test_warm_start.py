@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fleet.index.scan import scan
 from fleet.index.store import open_index
 from tests.fleets.dashboard_fleet import build_fleet
+from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, wait_for
 from tests.fleets.warm import COPIES, scanned_fleet
 
@@ -96,14 +98,29 @@ def stream_progress(server: Server, total: int, timeout: float = 120) -> list[in
     raise AssertionError(f"the stream ended before the re-check finished: {seen}")
 
 
-def test_the_banner_region_is_empty_without_a_recheck(tmp_path: Path) -> None:
-    """`--no-watch` re-checks nothing: the status region is there (for later announcements) but says nothing."""
+def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp_path: Path) -> None:
+    """`--no-watch`: the last known state at once, one re-check behind it (the commit made while nothing ran
+    shows up), then nothing more is read, and the page says so."""
     repos = build_fleet(tmp_path)
-    server = Server(tmp_path / "fleet.db", [repos["root"]], ["--no-watch"])
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(repos["root"])])
+    clean = repos["clean"].resolve()
+    commit_file(clean, "later.txt", "made while nothing ran\n")
+    server = Server(db, [], ["--no-watch"])
     try:
-        page = httpx.get(server.base + "/", headers=server.auth).text
-        assert banner(page) == ""
-        assert httpx.get(server.base + "/fragments/reverify", headers=server.auth).text.strip() == ""
+        assert httpx.get(server.base + "/", headers=server.auth).status_code == 200
+        with open_index(db) as index:
+            def rechecked() -> dict | None:
+                meta = watcher_meta(index)
+                return meta if meta.get("pid") == server.proc.pid and meta.get("stopped_at") else None
+            meta = wait_for(rechecked, "the one re-check", 60)
+            assert meta["mode"] == "once" and meta["reverify"]["done"] == meta["reverify"]["total"] == 4
+            assert index.repo(str(clean))["head"] == git(clean, "rev-parse", "HEAD").strip()
+            page = text(httpx.get(server.base + "/", headers=server.auth).text)
+            assert "not kept fresh ( serve --no-watch ): showing the fleet as re-checked at start" in page, page
+            commit_file(clean, "unseen.txt", "made after the re-check\n")
+            time.sleep(2)  # a watcher would have stored it within a second
+            assert index.repo(str(clean))["head"] != git(clean, "rev-parse", "HEAD").strip()
     finally:
         server.stop()
-    wait_for(lambda: server.proc.poll() is not None, "serve to stop")

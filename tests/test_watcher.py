@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -18,11 +16,11 @@ from fleet.index.store import Index, open_index
 from fleet.index.scan import scan
 from fleet.index.freshness import WATCHER_KEY
 from fleet.watch.periodic import Periodic
-from fleet.watch.watcher import Watcher
 from fleet.watch.watchset import repo_watch
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets import serving
 from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.watching import RunningWatcher
 
 WAIT_S = 5.0
 
@@ -30,43 +28,6 @@ WAIT_S = 5.0
 def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT_S) -> object:
     """The shared poller with this file's bound: every change must reach the index within WAIT_S."""
     return serving.wait_for(check, what, timeout)
-
-
-class RunningWatcher:
-    """A Watcher on its own event loop in a thread, with short sweep intervals."""
-
-    def __init__(self, db_path: Path, roots: list[str], **options) -> None:
-        self.index = open_index(db_path)
-        self.changed: list[int] = []
-        self.watcher = Watcher(self.index, roots, on_change=self.changed.extend, **options)
-        self.loop = asyncio.new_event_loop()
-        self.stop: asyncio.Event | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, daemon=True)
-        self.thread.start()
-        wait_for(lambda: self.stop is not None, "the event loop")
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def go() -> None:
-            self.stop = asyncio.Event()
-            await self.watcher.run(self.stop)
-
-        try:
-            self.loop.run_until_complete(go())
-        except BaseException as exc:  # surfaced by close()
-            self.error = exc
-
-    def close(self) -> None:
-        if self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.stop.set)
-            self.thread.join(15)
-        assert not self.thread.is_alive(), "the watcher did not stop"
-        self.loop.close()
-        self.index.close()
-        if self.error:
-            raise self.error
 
 
 def meta(index: Index) -> dict | None:

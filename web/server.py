@@ -179,7 +179,8 @@ def _stop(signum: int, _frame: object) -> None:
 
 def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
           open_browser: bool = False, watch: bool = True) -> None:
-    """Serve the dashboard (and, with `watch`, the watcher over the saved roots) until SIGINT or SIGTERM.
+    """Serve the dashboard with the watcher over the saved roots until SIGINT or SIGTERM. Without `watch`,
+    the watcher re-checks the fleet once behind the first page and stops: the pages say it is not kept fresh.
 
     A non-loopback host needs `allow_remote` (and says so).
     """
@@ -195,9 +196,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     url = access_url(host, sock.getsockname()[1], token)
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
-    services = [behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path))]
-    if watch:
-        services.insert(0, partial(watching, db_path, after=answering.wait))
+    services = [partial(watching, db_path, after=answering.wait, once=not watch),
+                behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path))]
     app = create_app(db_path, token, bind_host=host, services=services,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
@@ -209,7 +209,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     print(f"fleetdeck dashboard: {url}", flush=True)
     if known:
         print(f"fleetdeck: serving the last known state of {known:,} repositories (indexed {indexed_at})"
-              + ("; re-checking them in the background, progress on the dashboard" if watch else ""), flush=True)
+              + "; re-checking them in the background, progress on the dashboard"
+              + ("" if watch else " (--no-watch: once, then not kept fresh)"), flush=True)
     if open_browser:
         webbrowser.open(url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")

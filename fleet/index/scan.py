@@ -109,7 +109,7 @@ def scan(index: Index, roots: list[str] | None = None, progress: Progress | None
     }
 
 
-def _chunks(items: Iterable[Found]) -> Iterator[list[Found]]:
+def chunks(items: Iterable[Found]) -> Iterator[list[Found]]:
     chunk: list[Found] = []
     for item in items:
         chunk.append(item)
@@ -127,7 +127,7 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
         numbered: dict[int, list[Found]] = {}
 
         def tasks() -> Iterator[tuple[int, list[Found]]]:
-            for number, chunk in enumerate(_chunks(found)):
+            for number, chunk in enumerate(chunks(found)):
                 numbered[number] = chunk
                 yield number, chunk
 
@@ -136,7 +136,7 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
                 yield numbered.pop(number), errors
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for chunk in _chunks(found):
+        for chunk in chunks(found):
             items = list(zip(chunk, pool.map(read_repo, chunk)))
             ingest(index, items)
             yield chunk, _errors(items)

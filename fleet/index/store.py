@@ -284,6 +284,13 @@ class Index:
             conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
                              [(repo_id, ref) for ref in vanished])
 
+    def mark_read(self, reads: list[tuple[str, int]]) -> None:
+        """(scanned_at, id) of repos read again and found exactly as stored: only `scanned_at` moves (no new
+        generation: nothing a listing shows has changed)."""
+        if reads:
+            with self.write() as conn:
+                conn.executemany("update repos set scanned_at = ? where id = ?", reads)
+
     def mark_gone(self, paths: list[str]) -> int:
         """Flag repositories that disappeared from disk; their rows and history stay."""
         if not paths:

@@ -4,7 +4,8 @@
 `/agents` and the radar's agent collisions stay fresh): add periodic work there. `watching()` runs that
 watcher beside other work on the current event loop — the dashboard's lifespan — and stops it when the
 block ends. It claims the index at once (the lock, and the re-check recorded as due) but can start the
-work itself `after` something else, so `serve` answers from the index before the fleet is re-read.
+work itself `after` something else, so `serve` answers from the index before the fleet is re-read. With
+`once=True` (`serve --no-watch`) the watcher re-checks the fleet and stops, the host keeps running.
 """
 
 from __future__ import annotations

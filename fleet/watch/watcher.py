@@ -17,10 +17,15 @@ watches, paths, backlog, roots, stopped_at, reverify}) every few seconds; `statu
 watcher per index: an fcntl lock on `<db>.watcher.lock`.
 
 A watcher that starts over an index that already holds the fleet first re-checks every repo (the index may
-have missed anything done while no watcher ran). Its progress is part of the record (`reverify`: {total,
-done, figures_from, started_at, finished_at}), written every PROGRESS_EVERY_S while it runs, so a dashboard
-served at once from the last known state can say how far the re-check is and how old its figures are.
-`claim()` takes the lock and records the re-check as due before any work starts.
+have missed anything done while no watcher ran), new repos first, through the scan's batch path
+(`fleet.index.recheck`: chunks read and stored in spawned worker processes, off this process's interpreter
+lock, and only the repos that changed stored again); file events are served as usual meanwhile, and a repo
+with an event while its chunk was being read is read once more after it. Its progress is part of the record
+(`reverify`: {total, done, figures_from, started_at, finished_at}), written per chunk (at most every
+PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
+and how old its figures are. `claim()` takes the lock and records the re-check as due before any work
+starts. With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no sweeps,
+its record's mode `once`.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from fleet.errors import FleetError
 from fleet.index.discovery import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.scan import ingest, refresh_repo
+from fleet.index.recheck import Checked, Entry, in_worker, process_pool, recheck_chunk
+from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
 from fleet.watch.notifier import inotify_watch_count
@@ -62,14 +68,16 @@ class Watcher:
     """Watch the fleet under `roots` (saved roots when None) and keep `index` fresh until stopped.
 
     `on_change(repo_ids)` (sync or async) is called on the event loop after repos were re-read; `periodic`
-    hooks run beside the watcher. Timings are keyword arguments so tests and the benchmark can shorten them.
+    hooks run beside the watcher. With `once` it re-checks the fleet and stops (see the module docstring).
+    Timings are keyword arguments so tests and the benchmark can shorten them.
     """
 
     def __init__(self, index: Index, roots: list[str] | None = None, *, on_change: OnChange | None = None,
                  periodic: Sequence[Periodic] = (), force_polling: bool = False, workers: int = 2,
                  quiet_s: float = 0.03, max_delay_s: float = 0.3, active_sweep_s: float = 10.0,
                  active_window_s: float = 3600.0, active_limit: int = 50, full_sweep_s: float = 300.0,
-                 discovery_s: float = 60.0, heartbeat_s: float = 5.0, rebuild_delay_s: float = 0.2) -> None:
+                 discovery_s: float = 60.0, heartbeat_s: float = 5.0, rebuild_delay_s: float = 0.2,
+                 once: bool = False) -> None:
         self.index = index
         self.roots = [os.path.realpath(r) for r in roots] if roots else None
         self.on_change = on_change
@@ -77,6 +85,7 @@ class Watcher:
         self.active_sweep_s, self.active_window_s, self.active_limit = active_sweep_s, active_window_s, active_limit
         self.full_sweep_s, self.discovery_s = full_sweep_s, discovery_s
         self.heartbeat_s, self.rebuild_delay_s = heartbeat_s, rebuild_delay_s
+        self.once = once
         self.started_at = time.time()
         self._watch = WatchSet(self._deliver, force_polling)
         self._queue = RefreshQueue(self.workers, quiet_s, max_delay_s)
@@ -90,7 +99,7 @@ class Watcher:
         self._pool: IndexPool | None = None
         self._lockfile: int | None = None
         self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
-        self._unverified: set[str] = set()
+        self._touched: set[str] | None = None  # while the re-check runs: repos with file events since it began
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
@@ -148,7 +157,7 @@ class Watcher:
         """What the dashboard shows about the watcher (also written to the index's meta as the heartbeat)."""
         return {
             "pid": os.getpid(), "started_at": iso(self.started_at),
-            "mode": self._watch.mode if self._started else "starting",
+            "mode": "once" if self.once else self._watch.mode if self._started else "starting",
             "heartbeat_at": iso(time.time()), "repos": len(self._watch.repos()), "polled": len(self._watch.polled()),
             "watches": inotify_watch_count(), "paths": self._watch.path_count(), "backlog": self._queue.backlog(),
             "roots": self._roots(), "stopped_at": None,
@@ -190,19 +199,28 @@ class Watcher:
     async def _serve(self, after: Callable[[], Awaitable[object]] | None) -> None:
         if after is not None:
             await after()
+        self._touched = set()  # from before discovery: the re-check reads every repo after its events
         await self._discover(initial=True)
-        await self._rebuild()
+        if not self.once:
+            await self._rebuild(initial=True)  # the watch set first: no event during the re-check is missed
         self._started = True
-        known = [p for p in self._watch.repos() if p not in self._new]
-        self._queue.sweep(known)  # catch up on unwatched time: the re-check
-        self._unverified = {*known, *self._new}
-        self._reverify.update(total=len(self._unverified), done=0)
-        if not self._unverified:
+        roots = self._roots()
+        known = await asyncio.to_thread(lambda: [p for p, _g in known_repos(self._pool.get(), roots)])
+        entries: list[Entry] = [*self._new.values(), *(p for p in known if p not in self._new)]
+        self._reverify.update(total=len(entries), done=0)
+        if not entries:
             self._reverify["finished_at"] = iso(time.time())
-        self._wake.set()
         await asyncio.to_thread(self._write_status)
+        if self.once:
+            beat = asyncio.ensure_future(self._every(self.heartbeat_s, self._heartbeat))
+            try:
+                await self._recheck(entries)
+            finally:
+                beat.cancel()
+            return
         log.info("watching %d repositories (%s)", len(self._watch.repos()), self._watch.mode)
         async with asyncio.TaskGroup() as group:
+            group.create_task(self._recheck(entries))
             group.create_task(self._schedule())
             group.create_task(self._rebuild_loop())
             group.create_task(self._every(self.active_sweep_s, self._sweep_active))
@@ -249,20 +267,68 @@ class Watcher:
     async def _heartbeat(self) -> None:
         await asyncio.to_thread(self._write_status)
 
-    def _verified(self, repo: str) -> None:
-        """`repo` was re-read: one more repo re-checked (progress written every PROGRESS_EVERY_S, and at the end)."""
-        if repo not in self._unverified:
-            return
-        self._unverified.discard(repo)
-        self._reverify["done"] += 1
+    def _verified(self, count: int) -> None:
+        """`count` more repos re-checked (progress written every PROGRESS_EVERY_S at most, and at the end)."""
+        self._reverify["done"] += count
         now = time.monotonic()
-        if not self._unverified:
+        if self._reverify["done"] >= self._reverify["total"]:
             self._reverify["finished_at"] = iso(time.time())
             log.info("re-checked %d repositories", self._reverify["done"])
         elif now - self._progress_at < PROGRESS_EVERY_S:
             return
         self._progress_at = now
         self._spawn(self._heartbeat())
+
+    # --- the start-up re-check ---------------------------------------------------------------------------------
+
+    async def _recheck(self, entries: list[Entry]) -> None:
+        """Re-read every repo in `entries` in chunks (worker processes, or this process's refresh threads when
+        the fleet fits one chunk: spawning workers would cost more than it saves), progress per chunk."""
+        pool = process_pool(self.index.path, default_workers()) if len(entries) > CHUNK else None
+        changed = False
+        try:
+            async def one(chunk: list[Entry]) -> None:
+                nonlocal changed
+                run = (asyncio.wrap_future(pool.submit(in_worker, chunk)) if pool is not None
+                       else self._loop.run_in_executor(self._workers, self._recheck_here, chunk))
+                checked = await self._rechecked(chunk, run)
+                changed |= bool(checked and checked.changed)
+
+            await asyncio.gather(*(one(chunk) for chunk in chunks(entries)))
+        finally:
+            self._touched = None
+            if pool is not None:
+                await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
+        if changed and not self.once:
+            self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
+
+    def _recheck_here(self, chunk: list[Entry]) -> Checked:
+        return recheck_chunk(self._pool.get(), chunk)
+
+    async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked]) -> Checked | None:
+        """Wait for one chunk; then its progress, its changed repos to `on_change`, and a second read of those
+        with file events since the re-check began (their chunk may have read them before the change)."""
+        paths = [e.path if isinstance(e, Found) else e for e in chunk]
+        try:
+            checked = await run
+        except Exception:
+            log.exception("could not re-check %d repositories in a worker; reading them here", len(chunk))
+            try:
+                checked = await self._loop.run_in_executor(self._workers, self._recheck_here, chunk)
+            except Exception:
+                log.exception("could not re-check %d repositories, from %s", len(chunk), paths[0])
+                checked = None
+        for path in paths:
+            self._new.pop(path, None)
+        now = time.monotonic()
+        for path in paths:
+            if self._touched is not None and path in self._touched:
+                self._queue.add(path, now)
+        self._wake.set()
+        self._verified(len(paths))
+        if checked and checked.changed:
+            await self._notify(checked.changed)
+        return checked
 
     # --- events -> refreshes ---------------------------------------------------------------------------------
 
@@ -281,6 +347,8 @@ class Watcher:
             repo = self._watch.route(path)
             if repo is not None:
                 self._queue.touch(repo, now)
+                if self._touched is not None:
+                    self._touched.add(repo)
         self._wake.set()
 
     async def _schedule(self) -> None:
@@ -304,7 +372,6 @@ class Watcher:
             return
         finally:
             self._queue.finish(repo, sweep)
-            self._verified(repo)
             self._wake.set()
         if watch_changed:
             self._rebuild_wanted.set()
@@ -346,12 +413,16 @@ class Watcher:
         return (self._pool.get() if self._pool else self.index).roots()
 
     async def _sweep_active(self) -> None:
+        if self._touched is not None:
+            return  # the re-check is reading every repo
         paths = await asyncio.to_thread(
             lambda: active_repos(self._pool.get(), self.active_window_s, self.active_limit))
         self._queue.sweep([p for p in paths if self._watch.watch_of(p) is not None])
         self._wake.set()
 
     async def _sweep_all(self) -> None:
+        if self._touched is not None:
+            return  # the re-check is reading every repo
         self._queue.sweep(self._watch.repos())
         self._wake.set()
 
@@ -362,7 +433,8 @@ class Watcher:
         now = time.monotonic()
         for found in new:
             self._new[found.path] = found
-            self._queue.add(found.path, now)
+            if not initial:  # the first ones are read by the re-check
+                self._queue.add(found.path, now)
         if gone:
             await self._notify(await asyncio.to_thread(lambda: self._pool.get().ids_of(gone)))
         if (new or gone) and not initial:
@@ -381,10 +453,10 @@ class Watcher:
             except Exception:
                 log.exception("could not rebuild the watch set")
 
-    async def _rebuild(self) -> None:
+    async def _rebuild(self, initial: bool = False) -> None:
         """Recompute every repo's watch set and apply it (new repos first in line for inotify)."""
         changed, gap = await asyncio.to_thread(self._apply_watch_set)
-        if gap:  # inotify watches had to be freed before new ones were added: events may have been missed
+        if gap and not initial:  # the re-check that follows the first build reads every repo anyway  # inotify watches had to be freed before new ones were added: events may have been missed
             self._queue.sweep(self._watch.repos())
             self._wake.set()
         if changed:

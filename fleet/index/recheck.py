@@ -1,0 +1,146 @@
+"""Re-check known repositories in bulk: read every one again, store only the ones that changed.
+
+A watcher starting over an index that already holds the fleet (and `serve --no-watch`) must re-read every
+repo: anything may have happened while nobody watched. Done repo by repo on the host's threads, that costs
+more than a cold scan (the host's interpreter lock, one transaction per repo). So it takes the scan's batch
+path: chunks of `CHUNK` repos, each read and stored in a worker process in one transaction. The workers are
+spawned, never forked: the host runs threads (the server, the notifiers) and a fork would copy their locks.
+
+Most repos of a quiet fleet are as the index left them. A repo whose fresh record matches the stored one —
+every column, every child row (branches, worktrees, submodules, stashes, remotes), its reasons and the size
+of every reflog file (so no new reflog line waits) — is not stored again: only its `scanned_at` moves, in
+one statement per chunk, and the index's generation stays put, so no surface re-renders for nothing. The
+comparison runs over the stored row's own columns, so a column the record does not hold counts as a change
+(stored again: the safe way to be wrong).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+from fleet.index.discovery import Found
+from fleet.index.scan import found_for, ingest
+from fleet.index.store import Index, repo_name
+from fleet.repo.record import read_repo, reflog_stats
+from fleet.views.radar import attention
+
+Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
+
+# Stored columns that are the store's bookkeeping (or compared separately), not fields read from disk.
+_BOOKKEEPING = frozenset({"id", "name", "scanned_at", "first_seen", "gone", "gone_at", "score", "reasons",
+                          "generation"})
+_CHILDREN = ("branches", "worktrees", "submodules", "stash_list", "remotes")
+
+
+class Checked(NamedTuple):
+    """One re-checked chunk: every path in it, the ids whose stored state changed (stored again or marked
+    gone), and how many were found as stored."""
+
+    paths: list[str]
+    changed: list[int]
+    unchanged: int
+
+
+def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
+    """Read every repo of `chunk` again; store those that changed (one transaction), mark the vanished ones
+    gone, and only move `scanned_at` for the others."""
+    paths = [e.path if isinstance(e, Found) else e for e in chunk]
+    found: list[Found] = []
+    gone: list[str] = []
+    for entry in chunk:
+        if isinstance(entry, Found):
+            found.append(entry)
+            continue
+        root = index.root_of(entry)
+        again = found_for(entry, root) if root is not None else None
+        if again is None:
+            gone.append(entry)
+        else:
+            found.append(again)
+    changed: list[tuple[Found, dict]] = []
+    reads: list[tuple[str, int]] = []
+    for item in found:
+        record = read_repo(item)
+        same = stored_as_read(index, item, record)
+        if same is None:
+            changed.append((item, record))
+        else:
+            reads.append((record["scanned_at"], same))
+    ids = ingest(index, changed) if changed else []
+    index.mark_read(reads)
+    if gone:
+        index.mark_gone(gone)
+        ids += index.ids_of(gone)
+    return Checked(paths, ids, len(reads))
+
+
+def stored_as_read(index: Index, found: Found, record: dict) -> int | None:
+    """The repo's id when the index already holds exactly `record` (see the module docstring), else None."""
+    if "branches" not in record:  # an unreadable repo: stored again, as a scan would
+        return None
+    stored = index.repo(found.path)
+    if stored is None or stored["gone"] or stored["path"] != found.path:
+        return None
+    if stored["name"] != repo_name(found.path, found.root) or stored["reasons"] != _plain(attention(record)):
+        return None
+    for col, value in stored.items():
+        if col not in _BOOKKEEPING and col not in _CHILDREN and _plain(record.get(col)) != value:
+            return None
+    for key in _CHILDREN:
+        if not _same_rows(stored[key], record.get(key) or []):
+            return None
+    stats = record.get("reflog_files")
+    if stats is None:
+        stats = reflog_stats(found.gitdir, found.commondir)
+    known = set(index.conn.execute("select ref, inode, size from reflog_files where repo_id = ?", (stored["id"],)))
+    if known != {(ref, inode, size) for ref, _path, inode, size, _mtime in stats}:
+        return None
+    return stored["id"]
+
+
+def _same_rows(stored: list[dict], fresh: list[dict]) -> bool:
+    """The same rows, in any order, compared on the stored rows' columns."""
+    if len(stored) != len(fresh):
+        return False
+    if not stored:
+        return True
+    keys = list(stored[0])
+
+    def canon(rows: list[dict]) -> list[str]:
+        return sorted(json.dumps([_bool_as_int(_plain(row.get(k))) for k in keys]) for row in rows)
+
+    return canon(stored) == canon(fresh)
+
+
+def _bool_as_int(value: object) -> object:
+    return int(value) if isinstance(value, bool) else value
+
+
+def _plain(value: object) -> object:
+    """`value` as it comes back from the index's JSON columns (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(value)) if isinstance(value, (list, tuple, dict)) else value
+
+
+# --- worker processes ---------------------------------------------------------------------------------------
+
+_worker_index: Index | None = None
+
+
+def process_pool(db_path: str | Path, workers: int) -> ProcessPoolExecutor:
+    """Spawned worker processes, each with its own handle on the index, for `in_worker`."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(str(db_path),))
+
+
+def _worker_init(db_path: str) -> None:
+    global _worker_index
+    _worker_index = Index(Path(db_path))
+
+
+def in_worker(chunk: list[Entry]) -> Checked:
+    """`recheck_chunk` in a worker process of `process_pool`."""
+    return recheck_chunk(_worker_index, chunk)

@@ -1,0 +1,48 @@
+"""A Watcher on its own event loop in a thread, for the watcher and re-check tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from fleet.index.store import open_index
+from fleet.watch.watcher import Watcher
+from tests.fleets.serving import wait_for
+
+
+class RunningWatcher:
+    """A Watcher on its own event loop in a thread, with short sweep intervals."""
+
+    def __init__(self, db_path: Path, roots: list[str], **options) -> None:
+        self.index = open_index(db_path)
+        self.changed: list[int] = []
+        self.watcher = Watcher(self.index, roots, on_change=self.changed.extend, **options)
+        self.loop = asyncio.new_event_loop()
+        self.stop: asyncio.Event | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, daemon=True)
+        self.thread.start()
+        wait_for(lambda: self.stop is not None, "the event loop", 5.0)
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def go() -> None:
+            self.stop = asyncio.Event()
+            await self.watcher.run(self.stop)
+
+        try:
+            self.loop.run_until_complete(go())
+        except BaseException as exc:  # surfaced by close()
+            self.error = exc
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.stop.set)
+            self.thread.join(15)
+        assert not self.thread.is_alive(), "the watcher did not stop"
+        self.loop.close()
+        self.index.close()
+        if self.error:
+            raise self.error
