@@ -105,11 +105,15 @@ def test_merge_conflict_and_cherry_pick(fleet):
 
 
 def test_predicted_conflict_only_when_diverged(fleet):
+    def pair(name: str) -> dict:  # the two commits a prediction was made for, as git names them
+        repo = fleet["repos"][name]
+        return {"ours": git(repo, "rev-parse", "HEAD").strip(), "theirs": git(repo, "rev-parse", "@{u}").strip()}
+
     rec = record_of(fleet, "predict")
-    assert rec["predicted_conflicts"] == {"clean": False, "paths": ["shared.txt"]}
+    assert rec["predicted_conflicts"] == {"clean": False, "paths": ["shared.txt"], **pair("predict")}
     assert rec["reasons"][0]["code"] == "predicted_conflict"
     clean_div = record_of(fleet, "diverged")
-    assert clean_div["predicted_conflicts"] == {"clean": True, "paths": []}
+    assert clean_div["predicted_conflicts"] == {"clean": True, "paths": [], **pair("diverged")}
     assert record_of(fleet, "ahead")["predicted_conflicts"] is None
 
 

@@ -13,6 +13,7 @@ from fleet.index.freshness import WATCHER_KEY
 from fleet.index.recheck import recheck_chunk
 from fleet.index.scan import CHUNK, scan
 from fleet.index.store import Index, open_index
+from fleet.repo.record import predict_merge
 from tests.fleets import oracle
 from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
@@ -40,7 +41,10 @@ def fleet(tmp_path: Path) -> dict:
     git(root / "clean-001", "reset", "-q", "--soft", "HEAD")  # only the reflog grows
     git(root / "clean-002", "branch", "extra")  # a new branch, nothing else
     shutil.rmtree(root / "clean-003")
-    changed = [repos["dirty"], *(root / f"clean-00{n}" for n in range(3))]
+    tracking = repos["tracking"]  # its upstream moves on (as a fetch would): the merge is predicted afresh
+    upstream = git(tracking, "commit-tree", "@{u}^{tree}", "-p", "@{u}", "-m", "upstream moved").strip()
+    git(tracking, "update-ref", "refs/remotes/origin/main", upstream)
+    changed = [repos["dirty"], tracking, *(root / f"clean-00{n}" for n in range(3))]
     return {"root": root, "db": db, "before": before, "changed": [str(p.resolve()) for p in changed],
             "gone": str((root / "clean-003").resolve()), "repos": repos}
 
@@ -52,6 +56,11 @@ def assert_as_git_says(index: Index, repo: Path) -> None:
     expected = oracle.counts(repo)
     assert {k: rec[k] for k in expected} == expected, repo
     assert sorted(b["name"] for b in rec["branches"]) == sorted(b["name"] for b in oracle.branches(repo)), repo
+    upstream = oracle.upstream_state(repo, head["branch"])
+    assert {k: rec[k] for k in upstream} == upstream, repo
+    if upstream["ahead"] and upstream["behind"]:  # predicted for the commits git names now
+        assert (rec["predicted_conflicts"]["ours"], rec["predicted_conflicts"]["theirs"]) == \
+            (head["head"], git(repo, "rev-parse", "@{u}").strip()), repo
     stored = index.conn.execute("select count(*) from reflog where repo_id = ? and ref = 'HEAD'",
                                 (rec["id"],)).fetchone()[0]
     assert stored == oracle.reflog_count(repo, "HEAD"), repo
@@ -76,6 +85,18 @@ def test_a_chunk_stores_what_changed_and_only_that(fleet) -> None:
         # A second pass finds nothing left to store.
         again = recheck_chunk(index, [p for p in known if p != fleet["gone"]])
         assert again.changed == [] and again.unchanged == len(known) - 1
+
+
+def test_a_prediction_made_for_the_same_two_commits_is_kept(fleet) -> None:
+    """Kept as it is (git is not asked: git would say something else), asked again when a commit differs."""
+    tracking = fleet["repos"]["tracking"]
+    ours, theirs = (git(tracking, "rev-parse", rev).strip() for rev in ("HEAD", "@{u}"))
+    fresh = predict_merge(str(tracking), str(tracking / ".git"), ours, theirs)
+    assert fresh == {"clean": True, "paths": [], "ours": ours, "theirs": theirs}
+    known = {"clean": False, "paths": ["not-from-git.txt"], "ours": ours, "theirs": theirs}
+    assert predict_merge(str(tracking), str(tracking / ".git"), ours, theirs, known) is known
+    stale = {**known, "theirs": ours}
+    assert predict_merge(str(tracking), str(tracking / ".git"), ours, theirs, stale) == fresh
 
 
 def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> None:

@@ -6,7 +6,8 @@ more than a cold scan (the host's interpreter lock, one transaction per repo). S
 path: chunks of `CHUNK` repos, each read and stored in a worker process in one transaction. The workers are
 spawned, never forked: the host runs threads (the server, the notifiers) and a fork would copy their locks.
 
-Most repos of a quiet fleet are as the index left them. A repo whose fresh record matches the stored one —
+Most repos of a quiet fleet are as the index left them. A diverged branch's merge prediction, the costliest
+read, is kept when its two commits are the ones it was made for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one —
 every column, every child row (branches, worktrees, submodules, stashes, remotes), its reasons and the size
 of every reflog file (so no new reflog line waits) — is not stored again: only its `scanned_at` moves, in
 one statement per chunk, and the index's generation stays put, so no surface re-renders for nothing. The
@@ -64,8 +65,9 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     changed: list[tuple[Found, dict]] = []
     reads: list[tuple[str, int]] = []
     for item in found:
-        record = read_repo(item)
-        same = stored_as_read(index, item, record)
+        stored = index.repo(item.path)
+        record = read_repo(item, stored and stored["predicted_conflicts"])
+        same = stored_as_read(index, stored, item, record)
         if same is None:
             changed.append((item, record))
         else:
@@ -78,11 +80,11 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     return Checked(paths, ids, len(reads))
 
 
-def stored_as_read(index: Index, found: Found, record: dict) -> int | None:
-    """The repo's id when the index already holds exactly `record` (see the module docstring), else None."""
+def stored_as_read(index: Index, stored: dict | None, found: Found, record: dict) -> int | None:
+    """The repo's id when the index already holds exactly `record` as `stored` (`Index.repo`; see the module
+    docstring), else None."""
     if "branches" not in record:  # an unreadable repo: stored again, as a scan would
         return None
-    stored = index.repo(found.path)
     if stored is None or stored["gone"] or stored["path"] != found.path:
         return None
     if stored["name"] != repo_name(found.path, found.root) or stored["reasons"] != _plain(attention(record)):
@@ -131,9 +133,14 @@ _worker_index: Index | None = None
 
 
 def process_pool(db_path: str | Path, workers: int) -> ProcessPoolExecutor:
-    """Spawned worker processes, each with its own handle on the index, for `in_worker`."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+    """Spawned worker processes, each with its own handle on the index, for `in_worker`. They are started at
+    once (a spawned worker spends a good half second importing), so they get ready while the caller does its
+    own preparation."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init, initargs=(str(db_path),))
+    for _ in range(workers):
+        pool.submit(int)  # a no-op: each submit with no idle worker starts one
+    return pool
 
 
 def _worker_init(db_path: str) -> None:

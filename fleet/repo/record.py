@@ -35,14 +35,18 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def read_repo(found: Found) -> dict:
-    """The repository record, or a record with `error` set when the repository cannot be read."""
+def read_repo(found: Found, known_prediction: dict | None = None) -> dict:
+    """The repository record, or a record with `error` set when the repository cannot be read.
+
+    `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
+    it was made for the same two commits: merge-tree's answer depends on them alone (and on the person's own
+    git and its global settings; a `fleetdeck scan` predicts afresh)."""
     record: dict = {
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
     }
     try:
-        record.update(_read(found))
+        record.update(_read(found, known_prediction))
     except OutOfScope as exc:
         record["error"] = str(exc)
         record["reflog_files"] = []  # nor is its history read: those reflogs lie outside the roots
@@ -58,7 +62,7 @@ def read_repo(found: Found) -> dict:
     return record
 
 
-def _read(found: Found) -> dict:
+def _read(found: Found, known_prediction: dict | None = None) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
     roots = [found.root]
     escape = dirs_escape(found, roots)  # before any file in those dirs is read
@@ -90,7 +94,7 @@ def _read(found: Found) -> dict:
         # by sha (both already known): merge-tree then needs no `rev-parse` first
         ours = head_sha if head_sha and gitfiles.is_sha(head_sha) else "HEAD"
         theirs = refs.get(current["upstream_ref"]) or current["upstream_ref"]
-        prediction = predict_merge(found.path, commondir, ours, theirs)
+        prediction = predict_merge(found.path, commondir, ours, theirs, known_prediction)
     reflogs = reflog_stats(gitdir, commondir)
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
@@ -175,15 +179,20 @@ def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
         row["ahead"], row["behind"] = ahead, behind
 
 
-def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str) -> dict | None:
-    """What merging `theirs` into `ours` would do (`git merge-tree`, nothing written to the repo)."""
+def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str, known: dict | None = None) -> dict | None:
+    """What merging `theirs` into `ours` would do (`git merge-tree`, nothing written to the repo). Between two
+    commits named by sha it records them (`ours`, `theirs`), and `known`, a prediction made for the same two,
+    is returned as it is instead of asking git again."""
+    pair = {"ours": ours, "theirs": theirs} if gitfiles.is_sha(ours) and gitfiles.is_sha(theirs) else {}
+    if pair and known and known.get("ours") == ours and known.get("theirs") == theirs:
+        return known
     try:
         result = merge_tree(path, commondir, ["--name-only", "-z", "--no-messages", ours, theirs])
     except GitError:
         return None
     parts = [p.decode("utf-8", "replace") for p in result.stdout.split(b"\0") if p]
     paths = sorted(set(parts[1:])) if result.returncode == 1 else []
-    return {"clean": result.returncode == 0, "paths": paths}
+    return {"clean": result.returncode == 0, "paths": paths, **pair}
 
 
 def read_stashes(commondir: StrPath) -> list[dict]:

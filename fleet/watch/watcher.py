@@ -38,7 +38,7 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Awaitable, Callable, Sequence
 
 import watchfiles
@@ -100,6 +100,7 @@ class Watcher:
         self._lockfile: int | None = None
         self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
         self._touched: set[str] | None = None  # while the re-check runs: repos with file events since it began
+        self._recheck_pool: ProcessPoolExecutor | None = None
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
@@ -200,6 +201,8 @@ class Watcher:
         if after is not None:
             await after()
         self._touched = set()  # from before discovery: the re-check reads every repo after its events
+        if self._reverify["total"] > CHUNK:  # its workers get ready during discovery and the watch set's build
+            self._recheck_pool = process_pool(self.index.path, default_workers())
         await self._discover(initial=True)
         if not self.once:
             await self._rebuild(initial=True)  # the watch set first: no event during the re-check is missed
@@ -233,6 +236,7 @@ class Watcher:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._close_recheck_pool()  # when stopped before the re-check began
         workers = self._workers
         await asyncio.to_thread(lambda: (self._watch.close(),
                                          workers.shutdown(wait=True, cancel_futures=True) if workers else None))
@@ -284,7 +288,9 @@ class Watcher:
     async def _recheck(self, entries: list[Entry]) -> None:
         """Re-read every repo in `entries` in chunks (worker processes, or this process's refresh threads when
         the fleet fits one chunk: spawning workers would cost more than it saves), progress per chunk."""
-        pool = process_pool(self.index.path, default_workers()) if len(entries) > CHUNK else None
+        if self._recheck_pool is None and len(entries) > CHUNK:
+            self._recheck_pool = process_pool(self.index.path, default_workers())
+        pool = self._recheck_pool
         changed = False
         try:
             async def one(chunk: list[Entry]) -> None:
@@ -297,10 +303,14 @@ class Watcher:
             await asyncio.gather(*(one(chunk) for chunk in chunks(entries)))
         finally:
             self._touched = None
-            if pool is not None:
-                await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
+            await self._close_recheck_pool()
         if changed and not self.once:
             self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
+
+    async def _close_recheck_pool(self) -> None:
+        pool, self._recheck_pool = self._recheck_pool, None
+        if pool is not None:
+            await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
 
     def _recheck_here(self, chunk: list[Entry]) -> Checked:
         return recheck_chunk(self._pool.get(), chunk)
