@@ -11,7 +11,7 @@ import pytest
 
 from fleet.index.freshness import WATCHER_KEY
 from fleet.index.recheck import recheck_chunk
-from fleet.index.scan import CHUNK, scan
+from fleet.index.scan import CHUNK, refresh_repo, scan
 from fleet.index.store import Index, open_index
 from fleet.repo.record import predict_merge
 from tests.fleets import oracle
@@ -97,6 +97,15 @@ def test_a_prediction_made_for_the_same_two_commits_is_kept(fleet) -> None:
     assert predict_merge(str(tracking), str(tracking / ".git"), ours, theirs, known) is known
     stale = {**known, "theirs": ours}
     assert predict_merge(str(tracking), str(tracking / ".git"), ours, theirs, stale) == fresh
+
+
+def test_a_single_refresh_predicts_afresh_when_the_upstream_moved(fleet) -> None:
+    tracking = fleet["repos"]["tracking"].resolve()
+    with open_index(fleet["db"]) as index:
+        before = index.repo(str(tracking))["predicted_conflicts"]
+        refresh_repo(index, str(tracking))
+        assert_as_git_says(index, tracking)
+        assert index.repo(str(tracking))["predicted_conflicts"]["theirs"] != before["theirs"]
 
 
 def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> None:

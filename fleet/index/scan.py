@@ -179,7 +179,8 @@ def found_for(path: str, root: str) -> Found | None:
 
 
 def refresh_repo(index: Index, path: str) -> dict | None:
-    """Re-read one known repository into the index; mark it gone if it vanished. Returns the new record."""
+    """Re-read one known repository into the index (its merge prediction kept while its two commits are the
+    same); mark it gone if it vanished. Returns the new record."""
     root = index.root_of(path)
     if root is None:
         return None
@@ -187,6 +188,7 @@ def refresh_repo(index: Index, path: str) -> dict | None:
     if found is None:
         index.mark_gone([path])
         return None
-    record = read_repo(found)
+    known = index.rows("path = ?", (path,))
+    record = read_repo(found, known[0]["predicted_conflicts"] if known else None)
     ingest(index, [(found, record)])
     return record

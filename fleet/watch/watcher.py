@@ -466,7 +466,9 @@ class Watcher:
     async def _rebuild(self, initial: bool = False) -> None:
         """Recompute every repo's watch set and apply it (new repos first in line for inotify)."""
         changed, gap = await asyncio.to_thread(self._apply_watch_set)
-        if gap and not initial:  # the re-check that follows the first build reads every repo anyway  # inotify watches had to be freed before new ones were added: events may have been missed
+        # inotify watches had to be freed before new ones were added: events may have been missed (after the
+        # first build, the re-check that follows reads every repo anyway)
+        if gap and not initial:
             self._queue.sweep(self._watch.repos())
             self._wake.set()
         if changed:
