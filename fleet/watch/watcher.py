@@ -277,7 +277,6 @@ class Watcher:
         now = time.monotonic()
         if self._reverify["done"] >= self._reverify["total"]:
             self._reverify["finished_at"] = iso(time.time())
-            log.info("re-checked %d repositories", self._reverify["done"])
         elif now - self._progress_at < PROGRESS_EVERY_S:
             return
         self._progress_at = now
@@ -291,19 +290,22 @@ class Watcher:
         if self._recheck_pool is None and len(entries) > CHUNK:
             self._recheck_pool = process_pool(self.index.path, default_workers())
         pool = self._recheck_pool
+        unchanged = 0
         changed = False
         try:
             async def one(chunk: list[Entry]) -> None:
-                nonlocal changed
+                nonlocal changed, unchanged
                 run = (asyncio.wrap_future(pool.submit(in_worker, chunk)) if pool is not None
                        else self._loop.run_in_executor(self._workers, self._recheck_here, chunk))
                 checked = await self._rechecked(chunk, run)
                 changed |= bool(checked and checked.changed)
+                unchanged += checked.unchanged if checked else 0
 
             await asyncio.gather(*(one(chunk) for chunk in chunks(entries)))
         finally:
             self._touched = None
             await self._close_recheck_pool()
+        log.info("re-checked %d repositories: %d as the index had them", len(entries), unchanged)
         if changed and not self.once:
             self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
 
