@@ -53,7 +53,8 @@ def test_prediction_matches_a_real_merge_over_loose_and_packed_objects(tmp_path:
     got = predict_merge(str(repo), str(repo / ".git"), ours, theirs)
 
     assert snapshot_diff(before, snapshot(repo)) == []
-    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "topic")}
+    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "topic"), "ours": ours,
+                   "theirs": theirs}
     assert got["paths"] == ["a/f.txt", "b/c/f.txt"]
 
 
@@ -177,5 +178,6 @@ def test_a_loose_set_too_large_for_memory_is_packed_by_git(tmp_path: Path, monke
     ours, theirs = git(repo, "rev-parse", "main", "side").split()
     got = predict_merge(str(repo), str(repo / ".git"), ours, theirs)
     assert snapshot_diff(before, snapshot(repo)) == []
-    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "side")}
+    assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "side"), "ours": ours,
+                   "theirs": theirs}
     assert got["paths"] == ["x.txt"]

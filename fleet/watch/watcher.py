@@ -160,10 +160,16 @@ class Watcher:
             "pid": os.getpid(), "started_at": iso(self.started_at),
             "mode": "once" if self.once else self._watch.mode if self._started else "starting",
             "heartbeat_at": iso(time.time()), "repos": len(self._watch.repos()), "polled": len(self._watch.polled()),
-            "watches": inotify_watch_count(), "paths": self._watch.path_count(), "backlog": self._queue.backlog(),
+            "watches": inotify_watch_count(), "paths": self._watch.path_count(), "backlog": self._backlog(),
             "roots": self._roots(), "stopped_at": None,
             "reverify": dict(self._reverify) if self._reverify else None,
         }
+
+    def _backlog(self) -> int:
+        """Re-reads waiting or running: the queue's, and the repos the re-check has still to read."""
+        check = self._reverify
+        pending = check["total"] - check["done"] if check and not check["finished_at"] and self._started else 0
+        return self._queue.backlog() + max(0, pending)
 
     def watched_repos(self) -> list[str]:
         """The repos being watched (by inotify or polling)."""
