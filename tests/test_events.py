@@ -13,6 +13,7 @@ from fleet.index.lost import lost_commits
 from fleet.index.scan import refresh_repo, scan
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.repo_states import busy_repo
 
 
 def events(index, ref: str | None = None) -> list[dict]:
@@ -201,12 +202,7 @@ def test_cold_store_hands_its_lines_to_events_as_a_read_back_would(tmp_path: Pat
     """A first store keeps the reflog lines it appended for `record_events` (no read back); the events are
     the ones the read-back path records, line for line, duplicates in a reflog included."""
     root = tmp_path / "src"
-    repo = init_repo(root / "app", commits=3)
-    git(repo, "checkout", "-q", "-b", "topic")
-    commit_file(repo, "t.txt", "t\n", "topic")
-    git(repo, "commit", "-q", "--amend", "-m", "topic amended")
-    git(repo, "checkout", "-q", "main")
-    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    repo = busy_repo(root)
     log = repo / ".git" / "logs" / "HEAD"
     log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[-1])  # a repeated line
 

@@ -21,6 +21,7 @@ from fleet.index.search import search
 from fleet.index.store import SCHEMA_VERSION, open_index
 from fleet.repo.record import read_repo
 from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.repo_states import busy_repo
 
 LINE = "select repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind from reflog"
 
@@ -33,18 +34,6 @@ def git_lines(repo: Path, ref: str) -> list[tuple[str, str]]:
 
 def events_of(index, ref: str) -> list[tuple[str, str]]:
     return index.conn.execute("select new_sha, message from events where ref = ? order by at, id", (ref,)).fetchall()
-
-
-def busy_repo(root: Path) -> Path:
-    """A repo whose logs hold commits, a branch, an amend, a reset back and a deleted branch's history."""
-    repo = init_repo(root / "app", commits=3)
-    git(repo, "checkout", "-q", "-b", "topic")
-    commit_file(repo, "t.txt", "t\n", "topic work")
-    git(repo, "commit", "-q", "--amend", "-m", "topic work, amended")
-    git(repo, "checkout", "-q", "main")
-    git(repo, "reset", "-q", "--hard", "HEAD~1")
-    git(repo, "branch", "-q", "doomed")
-    return repo
 
 
 def test_a_version_8_index_migrates_with_its_history_and_keeps_recording(tmp_path: Path) -> None:

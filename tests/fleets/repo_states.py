@@ -86,6 +86,18 @@ def amend_and_reset(repo: Path) -> tuple[str, str]:
     return amended, reset
 
 
+def busy_repo(root: Path) -> Path:
+    """A repo whose logs hold commits, a branch, an amend, a reset back and a deleted branch's history."""
+    repo = init_repo(root / "app", commits=3)
+    git(repo, "checkout", "-q", "-b", "topic")
+    commit_file(repo, "t.txt", "t\n", "topic work")
+    git(repo, "commit", "-q", "--amend", "-m", "topic work, amended")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "branch", "-q", "doomed")
+    return repo
+
+
 def forked_edits(repo: Path, file: str, branch: str, branch_text: str, main_text: str,
                  messages: tuple[str, str] | None = None) -> None:
     """`file` committed as "base", then edited differently on a new `branch` and on main; HEAD ends on
