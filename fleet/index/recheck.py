@@ -37,6 +37,10 @@ _BOOKKEEPING = frozenset({"id", "name", "scanned_at", "first_seen", "gone", "gon
 _CHILDREN = ("branches", "worktrees", "submodules", "stash_list", "remotes")
 
 
+def entry_paths(chunk: list[Entry]) -> list[str]:
+    return [e.path if isinstance(e, Found) else e for e in chunk]
+
+
 class Checked(NamedTuple):
     """One re-checked chunk: every path in it, the ids whose stored state changed (stored again or marked
     gone), and how many were found as stored."""
@@ -49,7 +53,7 @@ class Checked(NamedTuple):
 def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     """Read every repo of `chunk` again; store those that changed (one transaction), mark the vanished ones
     gone, and only move `scanned_at` for the others."""
-    paths = [e.path if isinstance(e, Found) else e for e in chunk]
+    paths = entry_paths(chunk)
     found: list[Found] = []
     gone: list[str] = []
     for entry in chunk:

@@ -264,8 +264,10 @@ class Index:
                 continue
             if next_id is None:  # ids are given here (the write lock is held): rows go in as they are kept
                 next_id = next_reflog_id(conn)
+            # a twin has the same time: only the held lines within the new lines' span (the (repo_id, at) index)
             held = set() if new else set(conn.execute(
-                "select old_sha, new_sha, at, message from reflog where repo_id = ? and ref = ?", (repo_id, ref)))
+                "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
+                " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref)))
             for old, new_sha, who, at, tz, message, kind in lines:
                 key = (old, new_sha, at, message)
                 if key not in held:

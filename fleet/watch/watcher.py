@@ -47,7 +47,7 @@ from fleet.errors import FleetError
 from fleet.index.discovery import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.recheck import Checked, Entry, in_worker, process_pool, recheck_chunk
+from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
 from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
@@ -326,7 +326,7 @@ class Watcher:
     async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked]) -> Checked | None:
         """Wait for one chunk; then its progress, its changed repos to `on_change`, and a second read of those
         with file events since the re-check began (their chunk may have read them before the change)."""
-        paths = [e.path if isinstance(e, Found) else e for e in chunk]
+        paths = entry_paths(chunk)
         try:
             checked = await run
         except Exception:
