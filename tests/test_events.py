@@ -198,9 +198,10 @@ def test_lost_cli_lists_recoverable_commits(fleet, db_path: Path) -> None:
     assert lost_commits(index)["commits"] == []
 
 
-def test_cold_store_hands_its_lines_to_events_as_a_read_back_would(tmp_path: Path, monkeypatch) -> None:
-    """A first store keeps the reflog lines it appended for `record_events` (no read back); the events are
-    the ones the read-back path records, line for line, duplicates in a reflog included."""
+def test_cold_store_records_events_with_its_lines_as_a_read_back_would(tmp_path: Path, monkeypatch) -> None:
+    """A repo stored for the first time has its events decided before the write and written with its lines;
+    they are the events the read-back path (`record_events`) records, line for line, duplicates in a reflog
+    included."""
     root = tmp_path / "src"
     repo = busy_repo(root)
     log = repo / ".git" / "logs" / "HEAD"
@@ -209,21 +210,16 @@ def test_cold_store_hands_its_lines_to_events_as_a_read_back_would(tmp_path: Pat
     def events_of(db: Path) -> list[tuple]:
         index = open_index(db)
         scan(index, [str(root)], workers=1)
-        rows = index.conn.execute("select ref, kind, old_sha, new_sha, at, message, rewrote from events"
+        rows = index.conn.execute("select ref, kind, old_sha, new_sha, at, message, rewrote, reflog_id from events"
                                   " order by id").fetchall()
-        cursor = index.conn.execute("select count(*) from event_cursor").fetchone()[0]
+        cursor = index.conn.execute("select * from event_cursor").fetchall()
         lines = index.conn.execute("select count(*) from reflog").fetchone()[0]
         index.close()
         return rows + [("cursor", cursor), ("lines", lines)]
 
-    at_hand = events_of(tmp_path / "a.db")
-    from fleet.index.store import Index
-    store_repos = Index.store_repos
-
-    def store_and_hand_nothing_over(self, items):
-        ids = store_repos(self, items)
-        self.appended = {}
-        return ids
-    monkeypatch.setattr(Index, "store_repos", store_and_hand_nothing_over)
+    with_lines = events_of(tmp_path / "a.db")
+    import fleet.index.scan as scan_module
+    monkeypatch.setattr(scan_module, "record_first_events", lambda *args: set())
     read_back = events_of(tmp_path / "b.db")
-    assert len(at_hand) > 8 and at_hand == read_back
+    assert len(with_lines) > 8 and with_lines == read_back
+    assert any(row[6] == 1 for row in with_lines[:-2])  # a rewrite among them (the amend, the reset)

@@ -17,6 +17,7 @@ one records, not a copy of the line (a deleted branch's event, which has no line
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import TYPE_CHECKING
@@ -288,9 +289,10 @@ def _reaches(parents: dict[str, tuple[str, ...] | None], start: str, target: str
 def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     """Turn the new reflog lines of `repos` ((repo_id, path) pairs) into events; returns how many were added.
 
-    Batched for scans: one read of all new lines, the `rewrote` checks (git) outside any transaction, then one
-    write transaction. Idempotent and safe to run from two processes: each repo's cursor (the last line turned
-    into events) is read again under the write lock, and lines another process recorded meanwhile are left out.
+    Batched: one read of all new lines, the `rewrote` checks (git) outside any transaction, then one write
+    transaction (a scan records a repo stored for the first time with its lines instead: `first_events`).
+    Idempotent and safe to run from two processes: each repo's cursor (the last line turned into events) is
+    read again under the write lock, and lines another process recorded meanwhile are left out.
     An event of a reflog line stores the line's id, not a copy of it (the `events` view joins them).
     """
     if not repos:
@@ -298,20 +300,14 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     conn = index.conn
     paths = dict(repos)
     marks = ", ".join("?" * len(paths))
-    # Lines a cold store just appended are at hand; the others are read back past each repo's cursor.
-    lines = [line for repo_id in paths for line in index.appended.pop(repo_id, ())]
-    at_hand = {ln[1] for ln in lines}
-    others = [repo_id for repo_id in paths if repo_id not in at_hand]
-    if others:
-        lines += conn.execute(
-            f"select {LINE_COLUMNS} from reflog r"
-            f" where r.repo_id in ({', '.join('?' * len(others))}) and r.id > ifnull((select reflog_id"
-            " from event_cursor c where c.repo_id = r.repo_id), 0) order by r.id", others).fetchall()
+    lines = conn.execute(
+        f"select {LINE_COLUMNS} from reflog r where r.repo_id in ({marks}) and r.id > ifnull((select reflog_id"
+        " from event_cursor c where c.repo_id = r.repo_id), 0) order by r.id", list(paths)).fetchall()
     if not lines:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
-    pruned_before = _pruned_before(index)
-    fresh = [ln for ln in lines if ln[5] >= pruned_before and is_event_ref(ln[2])]
+    cut = pruned_before(index.conn)
+    fresh = [ln for ln in lines if ln[5] >= cut and is_event_ref(ln[2])]
     by_repo: dict[int, list[tuple]] = {}
     for ln in fresh:
         by_repo.setdefault(ln[1], []).append(ln)
@@ -362,6 +358,50 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     return added
 
 
+def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
+                 cut: int) -> list[tuple[int, str, str, int, int | None]]:
+    """The events of a repo's lines as it is stored for the first time, decided before the write (git may be
+    asked whether a move rewrote history): (position of the line among all of `logs`' lines, ref, kind, at,
+    rewrote). What `record_events` would record for them: with nothing held before, a HEAD line is left out
+    only for its branch's twin among these same lines. `logs` are `fleet.index.store.read_new_lines`'s."""
+    flat = [(ref, *line) for ref, _inode, _end, lines in logs for line in lines]  # ref, old, new, who, at, tz, msg, kind
+    fresh = [n for n, ln in enumerate(flat) if ln[4] >= cut and is_event_ref(ln[0])]
+    if not fresh:
+        return []
+    verdicts = rewrote_lines(path, [(flat[n][0], flat[n][1], flat[n][2], flat[n][7], flat[n][6]) for n in fresh])
+    branch_moves = {(flat[n][1], flat[n][2], flat[n][4]) for n in fresh if flat[n][0].startswith("refs/heads/")}
+    return [(n, ref, kind, at, verdict) for n, verdict in zip(fresh, verdicts)
+            for ref, old, new, _who, at, _tz, _msg, kind in (flat[n],)
+            if not (is_head_ref(ref) and (old, new, at) in branch_moves)]
+
+
+def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut: int) -> set[int]:
+    """Inside the store's transaction: the events `first_events` decided (`firsts`, by position in `stored`),
+    for the repos stored for the first time with the lines they were decided on; returns those repo ids.
+    The others (another process stored the repo meanwhile, or events were pruned since) are left to
+    `record_events`."""
+    if not firsts or pruned_before(conn) != cut:
+        return set()
+    inserts: list[tuple] = []
+    cursors: list[tuple[int, int]] = []
+    done: list[int] = []
+    for n, item in enumerate(stored):
+        events = firsts.get(n)
+        if events is None or not item.first:
+            continue
+        done.append(item.repo_id)
+        if item.lines:
+            base = item.first_line
+            inserts += [(item.repo_id, ref, kind, at, rewrote, base + k) for k, ref, kind, at, rewrote in events]
+            cursors.append((item.repo_id, base + item.lines - 1))
+    conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id) values (?, ?, ?, ?, ?, ?)",
+                     inserts)
+    conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)
+    if done:
+        _record_deleted_branches(conn, done)
+    return set(done)
+
+
 def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
     """One repo's newest `limit` events, newest first (`at` in unix seconds, `rewrote` None when unknown)."""
     rows = index.conn.execute(
@@ -395,8 +435,13 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
     return added
 
 
-def _pruned_before(index: "Index") -> int:
-    return int(index.meta(PRUNED_KEY, 0))
+def pruned_before(conn) -> int:
+    """The cut-off of the last `prune_events` (0: never pruned)."""
+    row = conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
+    try:
+        return int(json.loads(row[0])) if row else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def prune_events(index: "Index", older_than_s: int, now: float | None = None) -> dict:
@@ -409,7 +454,7 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
         top = conn.execute("select max(id) from reflog").fetchone()[0]
         events = conn.execute("delete from event_rows where at < ?", (cutoff,)).rowcount
         lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
-        index.set_meta(PRUNED_KEY, max(cutoff, _pruned_before(index)))
+        index.set_meta(PRUNED_KEY, max(cutoff, pruned_before(index.conn)))
         if lines:  # new lines must not take the ids of deleted ones (see fleet.index.store.next_reflog_id)
             index.set_meta(REFLOG_IDS_KEY, max(top, int(index.meta(REFLOG_IDS_KEY, 0))))
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

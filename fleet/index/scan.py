@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile, tracked_fixture
-from fleet.index.events import record_events
+from fleet.index.events import first_events, pruned_before, record_events, record_first_events
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
@@ -46,11 +46,24 @@ def set_skip_patterns(index: Index, patterns: list[str]) -> None:
 
 
 def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
-    """Score, store (one transaction) and turn new reflog lines into events; returns the repo ids."""
-    ids = index.store_repos([(found, record, attention(record))
-                             for found, record in items])
+    """Score, store (one transaction) and turn new reflog lines into events; returns the repo ids.
+
+    Everything but the writes happens before the write lock is taken: reading and parsing the new reflog
+    lines and, for a repo the index does not hold yet (a cold scan's every repo), deciding its events, which
+    are then written in the same transaction as its lines. The others' events are recorded after the store.
+    """
+    prepared = index.prepare([(found, record, attention(record)) for found, record in items])
+    cut = pruned_before(index.conn)
+    firsts = {n: first_events(p.found.path, p.logs, cut) for n, p in enumerate(prepared)
+              if p.repo_id is None and p.logs is not None and "branches" in p.record}
+    recorded: set[int] = set()
+
+    def within(conn, stored) -> None:
+        recorded.update(record_first_events(conn, stored, firsts, cut))
+
+    ids = index.store_prepared(prepared, within)
     record_events(index, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
-                          if "branches" in record])
+                          if "branches" in record and repo_id not in recorded])
     return ids
 
 

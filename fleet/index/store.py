@@ -22,13 +22,13 @@ import time
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.index.discovery import Found
-from fleet.index.events import LINE_COLUMNS, REFLOG_IDS_KEY
+from fleet.index.events import REFLOG_IDS_KEY
 from fleet.repo.record import iso, reflog_stats
 
 if TYPE_CHECKING:
@@ -70,9 +70,6 @@ class Index:
         self.path = path
         _prepare_file(path)
         self.lock = threading.RLock()
-        # The reflog lines the last `store_repos` appended for repos stored for the first time, as
-        # `record_events` would select them back (the `LINE_COLUMNS` of each).
-        self.appended: dict[int, list[tuple]] = {}
         try:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
                                    isolation_level=None)
@@ -177,23 +174,42 @@ class Index:
         """Store many (found, record, reasons) in one transaction (a scan writes in batches: far fewer
         commits): the repo rows, their branches, worktrees, ..., and the reflog lines appended since the last
         read. `reasons` is the record's attention list, highest first (its score ranks the radar)."""
-        self.appended = {}
+        return self.store_prepared(self.prepare(items))
+
+    def prepare(self, items: list[tuple[Found, dict, list[dict]]]) -> list["Prepared"]:
+        """Everything `store_prepared` writes, built without the write lock: the rows, and the reflog lines
+        appended since the index's last read of each file (as the index stood just now; the write checks it
+        still stands so and reads again under the lock where it does not)."""
+        paths = [found.path for found, _, _ in items]
+        ids = dict(self.conn.execute(f"select path, id from repos where path in ({', '.join('?' * len(paths))})",
+                                     paths).fetchall()) if paths else {}
+        known = _reflog_files(self.conn, list(ids.values()))
+        out = []
+        for found, record, reasons in items:
+            repo_id = ids.get(found.path)
+            files = known.get(repo_id, {}) if repo_id is not None else {}
+            stats = None if record.get("vanished") else record.get("reflog_files")
+            if stats is None and not record.get("vanished"):
+                stats = reflog_stats(found.gitdir, found.commondir)
+            logs = None if stats is None else read_new_lines(stats, files, first=repo_id is None)
+            out.append(Prepared(found, record, _repo_row(found, record, reasons), repo_id, files, stats, logs))
+        return out
+
+    def store_prepared(self, prepared: list["Prepared"],
+                       within: "Callable[[sqlite3.Connection, list[Stored]], None] | None" = None) -> list[int]:
+        """Write prepared repos in one transaction; `within(conn, stored)` runs inside it, last (the scan
+        records a new repo's events there). Returns the repo ids."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            return [self._store(conn, found, record, reasons, gen) for found, record, reasons in items]
+            next_id = [None]  # reflog line ids are given here, under the write lock
+            stored = [self._store(conn, p, gen, next_id) for p in prepared]
+            if within is not None:
+                within(conn, stored)
+        return [s.repo_id for s in stored]
 
-    def _store(self, conn: sqlite3.Connection, found: Found, record: dict, reasons: list[dict], gen: int) -> int:
-        row = {col: record.get(col) for col in _REPO_COLUMNS}
-        row["name"] = repo_name(found.path, found.root)
-        for col in JSON_COLUMNS:
-            if row.get(col) is not None:
-                row[col] = json.dumps(row[col], sort_keys=True)
-        for col in BOOL_COLUMNS:
-            if col in row and row[col] is not None:
-                row[col] = int(bool(row[col]))
-        row["score"] = reasons[0]["score"] if reasons else 0
-        row["reasons"] = json.dumps(reasons)
-        row["generation"] = gen
+    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list) -> "Stored":
+        found, record = p.found, p.record
+        row = dict(p.row, generation=gen)
         existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
         new = existing is None
         if existing:
@@ -208,9 +224,22 @@ class Index:
             repo_id = cur.lastrowid
         if "branches" in record:
             self._replace_children(conn, repo_id, record, new)
-        if not record.get("vanished"):
-            self._ingest_reflogs(conn, repo_id, found, record, new)
-        return repo_id
+        if p.logs is None:
+            return Stored(p, repo_id, False, None, 0)
+        known = {} if new else _reflog_files(conn, [repo_id]).get(repo_id, {})
+        logs = p.logs
+        if p.repo_id != (None if new else repo_id) or known != p.known:
+            logs = read_new_lines(p.stats, known, first=new)  # another process stored it meanwhile: read again
+        first, count = _append_lines(conn, repo_id, logs, new, next_id)
+        files = [(repo_id, ref, inode, end) for ref, inode, end, _ in logs]
+        if files:
+            conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
+                             files)
+        vanished = set(known) - {s[0] for s in p.stats}
+        if vanished:
+            conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
+                             [(repo_id, ref) for ref in vanished])
+        return Stored(p, repo_id, new and logs is p.logs, first, count)
 
     def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool) -> None:
         tables = {
@@ -233,58 +262,6 @@ class Index:
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
                 conn.executemany(f"insert into {table} values ({marks})", rows)
-
-    def _ingest_reflogs(self, conn: sqlite3.Connection, repo_id: int, found: Found, record: dict,
-                        new: bool) -> None:
-        """Append reflog lines not seen before, reading only what was appended since the last read.
-
-        A line already held for its ref (same shas, time and message) is dropped here, under the write lock:
-        a log git rewrote (`reflog expire`, a branch deleted and made again) is read again from its start.
-        """
-        stats = record.get("reflog_files")
-        if stats is None:
-            stats = reflog_stats(found.gitdir, found.commondir)
-        known = {} if new else {r[0]: (r[1], r[2]) for r in conn.execute(
-            "select ref, inode, size from reflog_files where repo_id = ?", (repo_id,))}
-        rows: list[tuple] = []
-        files: list[tuple] = []
-        next_id = None
-        for ref, path, inode, size, _mtime in stats:
-            old_inode, old_size = known.get(ref, (None, None))
-            if old_inode == inode and old_size == size:
-                continue
-            offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
-            try:
-                data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
-            except gitfiles.BrokenRepo:
-                continue
-            files.append((repo_id, ref, inode, end))
-            lines = gitfiles.reflog_fields(data)
-            if not lines:
-                continue
-            if next_id is None:  # ids are given here (the write lock is held): rows go in as they are kept
-                next_id = next_reflog_id(conn)
-            # a twin has the same time: only the held lines within the new lines' span (the (repo_id, at) index)
-            held = set() if new else set(conn.execute(
-                "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
-                " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref)))
-            for old, new_sha, who, at, tz, message, kind in lines:
-                key = (old, new_sha, at, message)
-                if key not in held:
-                    held.add(key)
-                    rows.append((next_id, repo_id, ref, old, new_sha, at, tz, who, message, kind))
-                    next_id += 1
-        if rows:
-            conn.executemany(f"insert into reflog ({LINE_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            if new:  # all of a first-stored repo's lines: recording its events needs no read back
-                self.appended[repo_id] = rows
-        if files:
-            conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
-                             files)
-        vanished = set(known) - {s[0] for s in stats}
-        if vanished:
-            conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
-                             [(repo_id, ref) for ref in vanished])
 
     def mark_read(self, reads: list[tuple[str, int]]) -> None:
         """(scanned_at, id) of repos read again and found exactly as stored: only `scanned_at` moves (no new
@@ -402,6 +379,113 @@ class Index:
         """The root a known repo was found under."""
         row = self.conn.execute("select root from repos where path = ?", (path,)).fetchone()
         return None if row is None else row[0]
+
+
+class Prepared(NamedTuple):
+    """A repo ready to store: its row and the reflog lines read against the index's `known` files."""
+
+    found: Found
+    record: dict
+    row: dict                 # the repos row, but for `generation` and `first_seen` (given under the lock)
+    repo_id: int | None       # its id in the index when prepared (None: the index did not hold it)
+    known: dict[str, tuple[int, int]]  # ref -> (inode, size) of each reflog file as last read
+    stats: list[tuple] | None  # reflog_stats of the record (None: vanished, no history read)
+    logs: list[tuple[str, int, int, list[tuple]]] | None  # (ref, inode, end, new lines) of each file read
+
+
+class Stored(NamedTuple):
+    """What `store_prepared` wrote for one prepared repo."""
+
+    prepared: Prepared
+    repo_id: int
+    first: bool               # stored for the first time, with the lines prepared (all its lines)
+    first_line: int | None    # the id of its first line appended now; they run on without gaps
+    lines: int                # how many lines were appended
+
+
+def _repo_row(found: Found, record: dict, reasons: list[dict]) -> dict:
+    row = {col: record.get(col) for col in _REPO_COLUMNS}
+    row["name"] = repo_name(found.path, found.root)
+    for col in JSON_COLUMNS:
+        if row.get(col) is not None:
+            row[col] = json.dumps(row[col], sort_keys=True)
+    for col in BOOL_COLUMNS:
+        if col in row and row[col] is not None:
+            row[col] = int(bool(row[col]))
+    row["score"] = reasons[0]["score"] if reasons else 0
+    row["reasons"] = json.dumps(reasons)
+    return row
+
+
+def _reflog_files(conn: sqlite3.Connection, ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
+    """{repo id: {ref: (inode, size read up to)}} of the reflog files the index has read for `ids`."""
+    known: dict[int, dict[str, tuple[int, int]]] = {}
+    if ids:
+        for repo_id, ref, inode, size in conn.execute(
+                f"select repo_id, ref, inode, size from reflog_files where repo_id in ({', '.join('?' * len(ids))})",
+                ids):
+            known.setdefault(repo_id, {})[ref] = (inode, size)
+    return known
+
+
+def read_new_lines(stats: list[tuple], known: dict[str, tuple[int, int]],
+                   first: bool) -> list[tuple[str, int, int, list[tuple]]]:
+    """(ref, inode, end, lines) of each reflog file changed since `known`: only what was appended, or all of
+    it when git rewrote the file (`reflog expire`, a branch deleted and made again). For a repo stored the
+    `first` time a line repeated within its file is kept once; otherwise the write drops lines already held."""
+    out = []
+    for ref, path, inode, size, _mtime in stats:
+        old_inode, old_size = known.get(ref, (None, None))
+        if old_inode == inode and old_size == size:
+            continue
+        offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
+        try:
+            data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
+        except gitfiles.BrokenRepo:
+            continue
+        lines = gitfiles.reflog_fields(data)
+        if first and len({(ln[0], ln[1], ln[3], ln[5]) for ln in lines}) < len(lines):
+            lines = _once(lines, set())
+        out.append((ref, inode, end, lines))
+    return out
+
+
+def _once(lines: list[tuple], held: set) -> list[tuple]:
+    """`lines` without those whose (old, new, time, message) is in `held` or came before (git wrote a line
+    twice, or the index holds it already)."""
+    kept = []
+    for line in lines:
+        key = (line[0], line[1], line[3], line[5])
+        if key not in held:
+            held.add(key)
+            kept.append(line)
+    return kept
+
+
+def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,
+                  next_id: list) -> tuple[int | None, int]:
+    """Insert the lines of `logs` (ids given here, past every id ever given); (first id, how many)."""
+    rows: list[tuple] = []
+    nid = next_id[0]
+    first = None
+    for ref, _inode, _end, lines in logs:
+        if not lines:
+            continue
+        if nid is None:
+            nid = next_reflog_id(conn)
+        if not new:  # a twin has the same time: only the held lines within the new lines' span (the (repo_id, at) index)
+            lines = _once(lines, set(conn.execute(
+                "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
+                " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
+        if first is None:
+            first = nid
+        rows += [(nid + k, repo_id, ref, *line) for k, line in enumerate(lines)]
+        nid += len(lines)
+    next_id[0] = nid
+    if rows:
+        conn.executemany("insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
+                         " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return (first if rows else None), len(rows)
 
 
 def _prepare_file(path: Path) -> None:
