@@ -223,3 +223,21 @@ def test_cold_store_records_events_with_its_lines_as_a_read_back_would(tmp_path:
     read_back = events_of(tmp_path / "b.db")
     assert len(with_lines) > 8 and with_lines == read_back
     assert any(row[6] == 1 for row in with_lines[:-2])  # a rewrite among them (the amend, the reset)
+
+
+def test_cold_scan_records_a_branch_log_without_its_branch_as_deleted(tmp_path: Path) -> None:
+    """A repo stored for the first time whose branch log has no branch (git left the log behind) gets the
+    deleted-branch event, as the read-back path gives it; a repo whose every log has its branch gets none."""
+    root = tmp_path / "src"
+    repo = busy_repo(root)
+    clean = init_repo(root / "clean", commits=2)
+    tip = git(repo, "rev-parse", "main").strip()
+    logs = repo / ".git" / "logs" / "refs" / "heads"
+    (logs / "ghost").write_bytes((logs / "main").read_bytes())
+    index = open_index(tmp_path / "fleet.db")
+    scan(index, [str(root)], workers=1)
+    deleted = index.conn.execute("select r.path, e.ref, e.old_sha from events e join repos r on r.id = e.repo_id"
+                                 " where e.message = ?", (DELETED_MESSAGE,)).fetchall()
+    index.close()
+    assert deleted == [(str(repo), "refs/heads/ghost", tip)]
+    assert str(clean) not in {path for path, _, _ in deleted}

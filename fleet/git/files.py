@@ -414,7 +414,7 @@ def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) 
         clipped = size - start > limit
         if clipped:
             start = size - limit
-        data = os.pread(fd, limit, start)
+        data = os.pread(fd, size - start, start)  # no more than fstat saw: a buffer of `limit` costs an mmap
     except OSError as exc:
         raise BrokenRepo(f"a reflog is unreadable ({exc.strerror})") from None
     finally:

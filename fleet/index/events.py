@@ -364,15 +364,38 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     asked whether a move rewrote history): (position of the line among all of `logs`' lines, ref, kind, at,
     rewrote). What `record_events` would record for them: with nothing held before, a HEAD line is left out
     only for its branch's twin among these same lines. `logs` are `fleet.index.store.read_new_lines`'s."""
-    flat = [(ref, *line) for ref, _inode, _end, lines in logs for line in lines]  # ref, old, new, who, at, tz, msg, kind
-    fresh = [n for n, ln in enumerate(flat) if ln[4] >= cut and is_event_ref(ln[0])]
-    if not fresh:
+    groups: list[tuple[str, range | list[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
+    moves: list[tuple] = []
+    pos = 0
+    for ref, _inode, _end, lines in logs:
+        count = len(lines)
+        if count and is_event_ref(ref):
+            if cut:
+                keep = [k for k, line in enumerate(lines) if line[3] >= cut]
+                spots: range | list[int] = [pos + k for k in keep]
+                lines = [lines[k] for k in keep]
+            else:
+                spots = range(pos, pos + count)
+            groups.append((ref, spots, lines))
+            moves += [(ref, old, new, kind, message) for old, new, _who, _at, _tz, message, kind in lines]
+        pos += count
+    if not moves:
         return []
-    verdicts = rewrote_lines(path, [(flat[n][0], flat[n][1], flat[n][2], flat[n][7], flat[n][6]) for n in fresh])
-    branch_moves = {(flat[n][1], flat[n][2], flat[n][4]) for n in fresh if flat[n][0].startswith("refs/heads/")}
-    return [(n, ref, kind, at, verdict) for n, verdict in zip(fresh, verdicts)
-            for ref, old, new, _who, at, _tz, _msg, kind in (flat[n],)
-            if not (is_head_ref(ref) and (old, new, at) in branch_moves)]
+    verdicts = rewrote_lines(path, moves)
+    # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
+    branch_moves = {(line[0], line[1], line[3]) for ref, _spots, lines in groups if ref.startswith("refs/heads/")
+                    for line in lines}
+    events: list[tuple] = []
+    done = 0
+    for ref, spots, lines in groups:
+        mine = verdicts[done:done + len(lines)]
+        done += len(lines)
+        if is_head_ref(ref):
+            events += [(k, ref, line[6], line[3], verdict) for k, line, verdict in zip(spots, lines, mine)
+                       if (line[0], line[1], line[3]) not in branch_moves]
+        else:
+            events += [(k, ref, line[6], line[3], verdict) for k, line, verdict in zip(spots, lines, mine)]
+    return events
 
 
 def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut: int) -> set[int]:
@@ -384,12 +407,12 @@ def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut:
         return set()
     inserts: list[tuple] = []
     cursors: list[tuple[int, int]] = []
-    done: list[int] = []
+    done: set[int] = set()
     for n, item in enumerate(stored):
         events = firsts.get(n)
         if events is None or not item.first:
             continue
-        done.append(item.repo_id)
+        done.add(item.repo_id)
         if item.lines:
             base = item.first_line
             inserts += [(item.repo_id, ref, kind, at, rewrote, base + k) for k, ref, kind, at, rewrote in events]
@@ -397,9 +420,17 @@ def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut:
     conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id) values (?, ?, ?, ?, ?, ?)",
                      inserts)
     conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)
-    if done:
-        _record_deleted_branches(conn, done)
-    return set(done)
+    # only a branch's log without the branch can make a deleted-branch event here
+    orphans = [item.repo_id for item in stored if item.repo_id in done and _logs_without_branch(item.prepared)]
+    if orphans:
+        _record_deleted_branches(conn, orphans)
+    return done
+
+
+def _logs_without_branch(prepared) -> bool:
+    names = {"refs/heads/" + b["name"] for b in prepared.record.get("branches", ())}
+    return any(lines and ref.startswith("refs/heads/") and ref not in names
+               for ref, _inode, _end, lines in prepared.logs)
 
 
 def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
