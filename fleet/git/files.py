@@ -83,8 +83,10 @@ def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follo
             raise BrokenRepo(f"{what} is larger than {limit} bytes")
         chunks: list[bytes] = []
         left = limit + 1 if whole else limit
+        step = max(size + 1, 4096)  # what fstat says, and one more byte to see EOF: no larger buffer per small file
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, step))
+            step = 1 << 20
             if not chunk:
                 break
             chunks.append(chunk)

@@ -99,7 +99,8 @@ def _read_loose(path: str, budget: int) -> tuple[int, bytes] | None:
             return None
         if st.st_size > budget + (budget >> 8) + 1024:   # deflate never grows data by more than that
             raise TooLarge()
-        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        step = max(st.st_size + 1, 4096)  # a buffer the file's size, not a megabyte per object
+        data = b"".join(iter(lambda: os.read(fd, step), b""))
     except OSError:
         return None
     finally:
