@@ -7,8 +7,9 @@ scan, `refresh_repo` and the watcher call it; storage itself never runs git.
 A cold scan spends its time in `git status` and in Python reading git's files and writing SQLite. Threads
 cannot spread the Python part over the cores (the GIL; worse, every SQLite call hands the GIL to a reader
 thread and waits to get it back), so a scan forks a few worker processes that each read and store chunks of
-the fleet, taking turns at the index's write lock. Where forking is unsafe (other threads are running in
-this process) the same work runs on a thread pool instead.
+the fleet, taking turns at the index's write lock, which each holds only to write rows it prepared before
+(reflog lines read and parsed, a new repo's events decided). Where forking is unsafe (other threads are
+running in this process) the same work runs on a thread pool instead.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
                 numbered[number] = chunk
                 yield number, chunk
 
-        with multiprocessing.get_context("fork").Pool(workers, _worker_init, (str(index.path),)) as pool:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, _worker_init, (str(index.path), context.RLock())) as pool:
             for number, errors in pool.imap_unordered(_worker_chunk, tasks()):
                 yield numbered.pop(number), errors
         return
@@ -158,9 +160,12 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
 _worker_index: Index | None = None
 
 
-def _worker_init(db_path: str) -> None:
+def _worker_init(db_path: str, write_lock) -> None:
+    """Open the worker's index. The workers take turns at writing through one lock of their own: a worker
+    waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps."""
     global _worker_index
     _worker_index = Index(Path(db_path))
+    _worker_index.lock = write_lock
 
 
 def _worker_chunk(task: tuple[int, list[Found]]) -> tuple[int, list[dict]]:
