@@ -112,6 +112,7 @@ def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
     root, trees, shape = make_fleet(profile, size, workdir)
     generated_s = time.perf_counter() - started
     colds, agains, loops = [], [], []
+    load_before = os.getloadavg()[0]
     time_loop(trees)  # warm the page cache for both sides
     for _ in range(runs):
         cold, again = time_scan(root, workdir)
@@ -131,7 +132,9 @@ def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
             "rescan_vs_cold_cpu": round(again_cpu / scan_cpu, 2),
             "scan_peak_rss_mb": round(max(c[2] for c in colds), 1),
             "rescan_peak_rss_mb": round(max(c[2] for c in agains), 1),
-            "scan_runs": [round(c[0], 3) for c in colds], "loop_runs": [round(c[0], 3) for c in loops]}
+            "scan_runs": [round(c[0], 3) for c in colds], "loop_runs": [round(c[0], 3) for c in loops],
+            # the 1-minute load average before and after: other work on the machine inflates wall and CPU
+            "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
 def synthetic_index(path: Path, size: int, sample: Path) -> None:

@@ -15,7 +15,7 @@ from sqlite_utils import Database
 from fleet.git import files as gitfiles
 from fleet.index.events import DELETED_MESSAGE, prune_events, record_events
 from fleet.index.lost import lost_commits
-from fleet.index.scan import found_for, refresh_repo, scan
+from fleet.index.scan import found_for, ingest, refresh_repo, scan
 from fleet.index.schema import migrations
 from fleet.index.search import search
 from fleet.index.store import SCHEMA_VERSION, open_index
@@ -120,6 +120,44 @@ def test_a_rewritten_or_regrown_log_adds_no_line_twice(tmp_path: Path, db_path: 
     assert index.conn.execute(f"{LINE} where ref = 'HEAD' order by id").fetchall() == now
     assert events_of(index, "refs/heads/main") == git_lines(repo, "refs/heads/main")
     index.close()
+
+
+def test_a_repo_another_process_stores_between_prepare_and_write_is_held_once(tmp_path: Path) -> None:
+    """The scan reads and parses a new repo's lines, and decides its events, before taking the write lock. When
+    another process stores that repo meanwhile, the write reads its lines again against what is held then:
+    every line and every event once, as git has them."""
+    root = tmp_path / "src"
+    repo = busy_repo(root)
+    db = tmp_path / "fleet.db"
+    first, second = open_index(db), open_index(db)
+    found = found_for(str(repo), str(root))
+    record = read_repo(found)
+    prepare = first.prepare
+
+    def prepare_then_the_other_stores(items):
+        prepared = prepare(items)
+        assert prepared[0].repo_id is None and prepared[0].logs  # prepared as new, its lines at hand
+        git(repo, "commit", "--allow-empty", "-qm", "meanwhile")  # the logs grow, and the other reads them
+        ingest(second, [(found, read_repo(found))])
+        return prepared
+
+    first.prepare = prepare_then_the_other_stores
+    [repo_id] = ingest(first, [(found, record)])
+    assert ingest(second, [(found, record)]) == [repo_id]
+    for ref in ("HEAD", "refs/heads/main", "refs/heads/topic"):
+        held = first.conn.execute("select new_sha, message from reflog where ref = ? order by id", (ref,)).fetchall()
+        assert held == git_lines(repo, ref)
+    assert events_of(first, "refs/heads/main") == git_lines(repo, "refs/heads/main")
+    assert events_of(first, "refs/heads/topic") == git_lines(repo, "refs/heads/topic")
+    top = first.conn.execute("select max(id) from reflog").fetchone()[0]
+    assert first.conn.execute("select repo_id, reflog_id from event_cursor").fetchall() == [(repo_id, top)]
+    # what the index has read of each log is where the files end now: the next read starts there
+    logs = repo / ".git" / "logs"
+    on_disk = {str(path.relative_to(logs)): path.stat().st_size for path in logs.rglob("*") if path.is_file()}
+    assert dict(first.conn.execute("select ref, size from reflog_files")) == on_disk
+    assert {"HEAD", "refs/heads/main", "refs/heads/topic"} <= on_disk.keys()
+    first.close()
+    second.close()
 
 
 def test_two_handles_recording_the_same_lines_record_each_event_once(tmp_path: Path) -> None:
