@@ -201,13 +201,13 @@ class Index:
         records a new repo's events there). Returns the repo ids."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            next_id = [None]  # reflog line ids are given here, under the write lock
+            next_id: list[int | None] = [None]  # the next reflog line id, given here under the write lock
             stored = [self._store(conn, p, gen, next_id) for p in prepared]
             if within is not None:
                 within(conn, stored)
         return [s.repo_id for s in stored]
 
-    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list) -> "Stored":
+    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list[int | None]) -> "Stored":
         found, record = p.found, p.record
         row = dict(p.row, generation=gen)
         existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
@@ -463,7 +463,7 @@ def _once(lines: list[tuple], held: set) -> list[tuple]:
 
 
 def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,
-                  next_id: list) -> tuple[int | None, int]:
+                  next_id: list[int | None]) -> tuple[int | None, int]:
     """Insert the lines of `logs` (ids given here, past every id ever given); (first id, how many)."""
     rows: list[tuple] = []
     nid = next_id[0]
@@ -473,7 +473,7 @@ def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new
             continue
         if nid is None:
             nid = next_reflog_id(conn)
-        if not new:  # a twin has the same time: only the held lines within the new lines' span (the (repo_id, at) index)
+        if not new:  # a twin has the same time: only held lines within the new lines' span (the (repo_id, at) index)
             lines = _once(lines, set(conn.execute(
                 "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
                 " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
