@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 from fleet.git.run import GitError, run_git
 
 if TYPE_CHECKING:
-    from fleet.index.store import Index
+    import sqlite3
+
+    from fleet.index.store import Index, Prepared, Stored
 
 KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert", "branch",
          "fetch", "other")
@@ -398,7 +400,8 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     return events
 
 
-def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut: int) -> set[int]:
+def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"], firsts: dict[int, list[tuple]],
+                        cut: int) -> set[int]:
     """Inside the store's transaction: the events `first_events` decided (`firsts`, by position in `stored`),
     for the repos stored for the first time with the lines they were decided on; returns those repo ids.
     The others (another process stored the repo meanwhile, or events were pruned since) are left to
@@ -427,7 +430,7 @@ def record_first_events(conn, stored: list, firsts: dict[int, list[tuple]], cut:
     return done
 
 
-def _logs_without_branch(prepared) -> bool:
+def _logs_without_branch(prepared: "Prepared") -> bool:
     names = {"refs/heads/" + b["name"] for b in prepared.record.get("branches", ())}
     return any(lines and ref.startswith("refs/heads/") and ref not in names
                for ref, _inode, _end, lines in prepared.logs)
@@ -466,7 +469,7 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
     return added
 
 
-def pruned_before(conn) -> int:
+def pruned_before(conn: "sqlite3.Connection") -> int:
     """The cut-off of the last `prune_events` (0: never pruned)."""
     row = conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 
 from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
-from fleet.index.store import Index
+from fleet.index.store import Index, Stored
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
 from fleet.views.radar import attention
@@ -59,7 +60,7 @@ def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
               if p.repo_id is None and p.logs is not None and "branches" in p.record}
     recorded: set[int] = set()
 
-    def within(conn, stored) -> None:
+    def within(conn: sqlite3.Connection, stored: list[Stored]) -> None:
         recorded.update(record_first_events(conn, stored, firsts, cut))
 
     ids = index.store_prepared(prepared, within)
@@ -160,7 +161,7 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
 _worker_index: Index | None = None
 
 
-def _worker_init(db_path: str, write_lock) -> None:
+def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock") -> None:
     """Open the worker's index. The workers take turns at writing through one lock of their own: a worker
     waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps."""
     global _worker_index
