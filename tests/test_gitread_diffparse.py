@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -289,3 +290,51 @@ def test_a_cut_at_any_byte_budget_keeps_a_prefix_of_the_full_parse(tmp_path):
                              [len(c["hunks"]):])
         assert kept_lines + shaped["lines_omitted_count"] + hunk_lines + cut_hunk_lines == total_lines
         assert shaped["truncated"] == (kept_lines < total_lines)
+
+
+def test_whole_changes_are_written_as_the_encoder_would_and_counted_as_numstat_does(tmp_path):
+    """A change that fits whole is written from git's bytes (fleet.repo.shape._hunk_json) and counted from its
+    hunk headers: the text must be byte for byte json.dumps of the change, lines as the line-by-line parse
+    gives them and +/- as git's numstat, for every kind of body: tabs, CR, quotes, backslashes, control
+    bytes, invalid UTF-8, blank lines printed empty (diff.suppressBlankEmpty), a missing final newline,
+    several hunks, an added and a deleted file, a binary one."""
+    repo = init_repo(tmp_path / "bodies")
+    bodies = {
+        "plain.txt": b"".join(b"line %d\n" % i for i in range(40)),
+        "tabs.go": b"".join(b"\tfunc f%d() {\n\t\treturn %d\n\t}\n" % (i, i) for i in range(12)),
+        "crlf.txt": b"".join(b"dos line %d\r\n" % i for i in range(20)),
+        "quotes.py": b"".join(b'print("q %d \\\\ back")\n' % i for i in range(20)),
+        "ctrl.txt": b"bell \x07 here\nesc \x1b[0m\n" * 5,
+        "latin1.txt": b"caf\xe9 %d\n" * 10,
+        "utf8.txt": "naïve ☃ “quoted”\n".encode() * 10,
+        "blank.txt": b"a\n\nb\n\n\nc\n" * 8,
+        "nonl.txt": b"first\nlast without newline",
+        "gone.txt": b"to be deleted\n" * 3,
+        "bin.dat": b"\0binary\n",
+    }
+    for name, data in bodies.items():
+        (repo / name).write_bytes(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for name, data in bodies.items():
+        lines = data.split(b"\n")
+        lines[1::15] = [line + b" edited\t\"x\"" for line in lines[1::15]]
+        (repo / name).write_bytes(b"\n".join(lines) + (b"" if name == "nonl.txt" else b"\nappended"))
+    (repo / "gone.txt").unlink()
+    (repo / "new.txt").write_bytes(b"brand\tnew\n\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "edits")
+    oracle = _oracle(repo, "HEAD~1", "HEAD")
+    for blank in ("false", "true"):
+        raw = git_bytes(repo, "-c", f"diff.suppressBlankEmpty={blank}", "diff", "-z", "--raw", "--patch",
+                        "HEAD~1", "HEAD")
+        full = {c["path"]: c for c in parse_diff(raw)}
+        assert any(len(c["hunks"]) > 1 for c in full.values())
+        shaped = shape_changes(index_diff(raw), 50, 10**6)
+        assert not shaped["truncated"] and len(shaped["changes"]) == len(oracle) == len(bodies) + 1
+        assert shaped["changes"].texts and None not in shaped["changes"].texts   # every change written whole
+        assert shaped["changes"].encode() == json.dumps(list(shaped["changes"]), ensure_ascii=False,
+                                                        separators=(",", ":"))
+        for change in shaped["changes"]:
+            assert [h["lines"] for h in change["hunks"]] == [h["lines"] for h in full[change["path"]]["hunks"]]
+            assert (change["insertions"], change["deletions"]) == oracle[change["path"]][2:], change["path"]

@@ -141,16 +141,6 @@ def _sections(patch: bytes, unmerged: bool) -> list[bytes]:
     return [patch[a:b] for a, b in zip(starts, starts[1:] + [len(patch)])]
 
 
-def _split_head(section: bytes) -> tuple[bytes, bytes]:
-    """(header lines, hunk text from the first `@@` on without the section's last newline). No line before
-    the first hunk starts with `@@`, and no body line does (see _sections), so `\n@@` ends the header."""
-    at = section.find(b"\n@@")
-    if at < 0:
-        return section, b""
-    body = section[at + 1:]
-    return section[:at], body[:-1] if body.endswith(b"\n") else body
-
-
 def _names(line: bytes, old: bytes, new: bytes, plain: bool) -> bool:
     """Whether `line` is the `diff --git` header of these paths. `plain`: no path in the output has a byte
     git quotes whatever core.quotePath says, so the unquoted header is the one to expect (or, for a path
@@ -170,25 +160,29 @@ def _first_line(section: bytes) -> bytes:
 
 # A hunk header line where a line of hunk text starts (hunk_header's pattern, to the end of the line).
 _HUNK_LINE = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*")
-Part = tuple[tuple[int, int, int, int], bytes, bytes]
+# (header numbers, header line, body bytes, the body's line count)
+Part = tuple[tuple[int, int, int, int], bytes, bytes, int]
 
 
 def open_change(change: dict[str, Any]) -> list[Part]:
     """Count an `index_diff` change (binary flag, +/- lines) and return its hunks as (header numbers, header
-    line, body bytes), bodies undecoded; its `_sections` are consumed.
+    line, body bytes, its line count), bodies undecoded; its `_sections` are consumed.
 
     After the first hunk header every line starting with `+` (`-`) is an added (deleted) line. Every line
     starting with `@@` is a hunk header (no body line can start so); one git would never print that does not
-    parse as a header is skipped, its lines joining the hunk before it."""
+    parse as a header is skipped, its lines joining the hunk before it. When every header parses, the counts
+    come from them: a hunk's lines are its context, deleted and added lines and its `\\ No newline` marks, and
+    its header counts the old side (context + deleted) and the new side (context + added)."""
     parts: list[Part] = []
+    insertions = deletions = 0
     for section in change.pop("_sections"):
-        head, body = _split_head(section)
-        if b"\nBinary files " in head or (head + b"\n").find(b"\nGIT binary patch\n") >= 0:
+        at = section.find(b"\n@@")
+        head = section if at < 0 else section[:at]
+        if b"\nBinary files " in head or b"\nGIT binary patch\n" in head + b"\n":
             change["binary"] = True
-        if not body:
+        if at < 0:
             continue
-        change["insertions"] += body.count(b"\n+")
-        change["deletions"] += body.count(b"\n-")
+        body = section[at + 1:-1] if section.endswith(b"\n") else section[at + 1:]
         starts = [0]
         at = body.find(b"\n@@")
         while at >= 0:
@@ -196,14 +190,24 @@ def open_change(change: dict[str, Any]) -> list[Part]:
             at = body.find(b"\n@@", at + 3)
         found = [_HUNK_LINE.match(body, at) for at in starts]
         if None in found:   # some `@@` line is no header: the careful way
+            insertions += body.count(b"\n+")
+            deletions += body.count(b"\n-")
             parts += _hunks_line_by_line(body)
             continue
         for match, end in zip(found, [at - 1 for at in starts[1:]] + [len(body)]):
             a, b, c, d = match.groups()
-            parts.append(((int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1),
-                          match.group(), body[match.end() + 1:end]))
+            numbers = (int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1)
+            text = body[match.end() + 1:end]
+            count = text.count(b"\n") + 1 if text else 0
+            lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
+            insertions += lines - numbers[1]
+            deletions += lines - numbers[3]
+            parts.append((numbers, match.group(), text, count))
     if change["binary"]:
         change["insertions"] = change["deletions"] = None
+    else:
+        change["insertions"] += insertions
+        change["deletions"] += deletions
     return parts
 
 
@@ -216,10 +220,11 @@ def _hunks_line_by_line(body: bytes) -> list[Part]:
         line, rest = (chunk, b"") if nl < 0 else (chunk[:nl], chunk[nl + 1:])
         numbers = hunk_header(line)
         if numbers is not None:
-            parts.append((numbers, line, rest))
+            parts.append((numbers, line, rest, line_count(rest)))
         elif parts and rest:
-            numbers, line, prev = parts[-1]
-            parts[-1] = (numbers, line, prev + b"\n" + rest if prev else rest)
+            numbers, line, prev, _ = parts[-1]
+            joined = prev + b"\n" + rest if prev else rest
+            parts[-1] = (numbers, line, joined, line_count(joined))
     return parts
 
 
@@ -288,7 +293,7 @@ def fill(change: dict[str, Any]) -> dict[str, Any]:
     """An `index_diff` change counted and with its hunks parsed in full."""
     change["hunks"] = [{"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2],
                         "new_lines": numbers[3], "header": decode(line), "lines": body_lines(body)}
-                       for numbers, line, body in open_change(change)]
+                       for numbers, line, body, _ in open_change(change)]
     return change
 
 

@@ -87,7 +87,7 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
         room -= cost
         kept.append(change)
         texts.append(None)  # filled hunk by hunk below: encoded with the answer
-        for n, (numbers, header, body) in enumerate(parts):
+        for n, (numbers, header, body, total) in enumerate(parts):
             hunk = _hunk(numbers, header, [])
             cost = json_size(hunk) + 1
             if n >= max_hunks or cost > room:
@@ -96,7 +96,6 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
                 hunks_omitted += len(parts) - n
                 break
             room -= cost
-            total = diffparse.line_count(body)
             # A line costs at least its own bytes + 3 in JSON (quotes, comma): read no more than fits.
             lines = diffparse.body_lines(body, max_lines, room)
             take, room = _fit_lines(lines, len(lines), room)
@@ -123,17 +122,48 @@ def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int,
            max_lines: int) -> tuple[str, int] | None:
     """Fill `change` with all its hunks and return its JSON and what it costs when it is within every cap and
     fits in `room`; else None (and `change` as it was). Tried only when its hunk bytes could fit: a line's JSON is
-    never shorter than the line and its newline, so a change whose bodies outweigh `room` is not decoded."""
-    if (len(parts) > max_hunks or sum(len(body) for _, _, body in parts) > room
-            or any(diffparse.line_count(body) > max_lines for _, _, body in parts)):
+    never shorter than the line and its newline, so a change whose bodies outweigh `room` is not decoded.
+    The change's JSON is written from its parts (`_hunk_json`), byte for byte what encoding it would give."""
+    if (len(parts) > max_hunks or sum(len(part[2]) for part in parts) > room
+            or any(part[3] > max_lines for part in parts)):
         return None
-    change.update(hunks=[_hunk(numbers, header, diffparse.body_lines(body)) for numbers, header, body in parts],
-                  truncated=False, omitted_count=0)
-    text, size = _measure(change)
+    hunks, texts = [], []
+    for numbers, header, body, _ in parts:
+        hunk, hunk_text = _hunk_json(numbers, header, body)
+        hunks.append(hunk)
+        texts.append(hunk_text)
+    change.update(hunks=[], truncated=False, omitted_count=0)
+    # Only the key can read `"hunks":[]` in the encoded metadata: a quote inside a string value is escaped.
+    text = _ENCODER.encode(change).replace('"hunks":[]', '"hunks":[' + ",".join(texts) + "]", 1)
+    size = len(text) if text.isascii() else len(text.encode())
     if size + 1 <= room:
+        change["hunks"] = hunks
         return text, size + 1
-    change["hunks"] = []
     return None
+
+
+# The bytes JSON escapes, but for the newline between lines and the tab (written as `\\t` below).
+_ESCAPED = bytes(range(0x20)).replace(b"\n", b"").replace(b"\t", b"") + b'"\\'
+
+
+def _hunk_json(numbers: tuple[int, int, int, int], header: bytes,
+               body: bytes) -> tuple[dict[str, Any], str]:
+    """A whole hunk and its compact JSON. The usual body (no quote, backslash or control character but tabs,
+    no empty line: git's diff.suppressBlankEmpty prints "" for " ", see body_lines) is decoded once, and its
+    JSON is that text with each newline turned into `","`; any other is encoded the ordinary way."""
+    hunk = _hunk(numbers, header, [])
+    if (body and len(body.translate(None, _ESCAPED)) == len(body) and b"\n\n" not in body
+            and body[0] != 10 and body[-1] != 10):
+        decoded = diffparse.decode(body)
+        hunk["lines"] = decoded.split("\n")
+        lines = '["' + decoded.replace("\n", '","') + '"]'
+        if "\t" in decoded:
+            lines = lines.replace("\t", "\\t")
+    else:
+        hunk["lines"] = diffparse.body_lines(body)
+        lines = _ENCODER.encode(hunk["lines"])
+    return hunk, ('{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
+                  '"truncated":false,"omitted_count":0}' % (*numbers, _ENCODER.encode(hunk["header"]), lines))
 
 
 def _fit_lines(lines: list[str], most: int, room: int) -> tuple[int, int]:
