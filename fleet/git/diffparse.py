@@ -13,6 +13,7 @@ for a `---` header.
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any
 
 from fleet.caps import cap
@@ -70,9 +71,9 @@ def _mode(value: bytes) -> str | None:
     return value.decode("ascii", "replace") if value.strip(b"0") else None
 
 
-def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
-    """The raw entries at the start of `data` and the rest (the patch text, if any). Each entry keeps its
-    paths' bytes (`_first`, `_last`) to find its patch section by."""
+def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The raw entries at the start of `data` and where the rest (the patch text, if any) starts. Each entry
+    keeps its paths' bytes (`_first`, `_last`) to find its patch section by."""
     entries: list[dict[str, Any]] = []
     pos = 0
     find = data.index
@@ -116,29 +117,31 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
                               combined or code == "U"))
     if data[pos:pos + 1] == b"\0":
         pos += 1
-    return entries, data[pos:]
+    return entries, pos
 
 
 _SECTION_MARKS = (b"\ndiff --git ", b"\ndiff --cc ", b"\ndiff --combined ", b"\n* Unmerged path ")
 
 
-def _sections(patch: bytes, unmerged: bool) -> list[bytes]:
-    """Patch text cut into per-file sections (bytes, header line first), at C speed.
+def _sections(data: bytes, start: int, unmerged: bool) -> list[bytes]:
+    """The patch text that begins at `start` in `data`, cut into per-file sections (bytes, header line first), at
+    C speed and without copying the patch first (a fresh copy of a large output costs its page faults).
 
     A section starts at a line beginning `diff --git ` (or, when some raw entry is unmerged or combined,
     a combined/unmerged header: git prints those for such entries only). No line of a hunk body can: each
     starts with ` `, `+`, `-` or `\\` (or is empty, diff.suppressBlankEmpty), and a path with a newline is
     always quoted, so a body line such as `+diff --git a/x b/x` never starts a section.
     """
-    text = b"\n" + patch
     starts = []
     for mark in _SECTION_MARKS if unmerged else _SECTION_MARKS[:1]:
-        at = text.find(mark)
+        if data.startswith(mark[1:], start):
+            starts.append(start)
+        at = data.find(mark, start)
         while at >= 0:
-            starts.append(at)
-            at = text.find(mark, at + len(mark))
+            starts.append(at + 1)
+            at = data.find(mark, at + len(mark))
     starts.sort()
-    return [patch[a:b] for a, b in zip(starts, starts[1:] + [len(patch)])]
+    return [data[a:b] for a, b in zip(starts, starts[1:] + [len(data)])]
 
 
 def _names(line: bytes, old: bytes, new: bytes, plain: bool) -> bool:
@@ -262,10 +265,13 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
     an entry that git then printed no patch for has the same content and mode on both sides: it is not a
     change (porcelain `git diff` refreshes the index to drop it; a reader must not write the index).
     """
+    simple = _simple_index(data)
+    if simple is not None:
+        return simple
     entries, patch = parse_raw(data)
-    sections = _sections(patch, any(e["status"] == "unmerged" for e in entries))
+    sections = _sections(data, patch, any(e["status"] == "unmerged" for e in entries))
     # No path needs quoting (the usual case, told at C speed): each header is its plain form.
-    plain = _QUOTED_BYTE.search(data, 0, len(data) - len(patch)) is None
+    plain = _QUOTED_BYTE.search(data, 0, patch) is None
     k = 0
     kept = []
     for entry in entries:
@@ -287,6 +293,43 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
         if mine or not (unhashed and entry["status"] == "modified" and entry["old_mode"] == entry["new_mode"]):
             kept.append(entry)
     return kept
+
+
+# A two-tree raw entry with every byte of it in some group, so that the entries found add up to the raw part
+# only when they are all of it (_simple_index): modes, shas, status letter and score, path(s).
+_RAW_ROW = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
+                      rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
+_STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
+
+
+def _simple_index(data: bytes) -> list[dict[str, Any]] | None:
+    """index_diff of the usual output at C speed, or None when it is not the usual: every raw entry a two-tree
+    one, none unmerged or a type change, no path git quotes, and exactly one patch section per entry, each
+    under the `diff --git` header of that entry's paths (then the general way would pair them one to one)."""
+    end = data.find(b"\0\0") + 1 or len(data)   # a path is never empty: the raw part ends at the first NUL pair
+    rows = _RAW_ROW.findall(data, 0, end)
+    renames = sum(1 for row in rows if row[4])
+    if (len(b"".join(chain.from_iterable(rows))) + 7 * len(rows) + renames != end
+            or _QUOTED_BYTE.search(data, 0, end) is not None):
+        return None
+    sections = _sections(data, end + 1, False)
+    if len(sections) != len(rows):
+        return None
+    entries, headers = [], []
+    for (old_mode, new_mode, _, _, rc, score, first, last, code, _, only), section in zip(rows, sections):
+        if rc:
+            status, similarity, old_path = _STATUS_BYTES[rc], int(score) if score else None, decode(first)
+        elif code in (b"U", b"T"):
+            return None
+        else:
+            status = _STATUS_BYTES.get(code) or code.decode().lower()
+            similarity = old_path = None
+            first = last = only
+        headers.append(b"diff --git a/" + first + b" b/" + last + b"\n")
+        entries.append({"path": decode(last), "old_path": old_path, "status": status, "similarity": similarity,
+                        "old_mode": _mode(old_mode), "new_mode": _mode(new_mode), "binary": False,
+                        "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]})
+    return entries if all(map(bytes.startswith, sections, headers)) else None
 
 
 def fill(change: dict[str, Any]) -> dict[str, Any]:
