@@ -43,19 +43,20 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
     last: dict[str, Any] = {"sha": None, "end_line": 0}
     for sha, orig, final, block, line_text in _ENTRY.findall(text(data)):
         commit = commits.get(sha)
-        if commit is None:
-            commit = commits[sha] = _new_commit(sha)
-        details = _DETAILS.fullmatch(block) if block else None
-        if details is not None:   # git's usual details, in git's order: one match
-            (author, mail, author_time, commit["author_tz"], commit["committer"], _, committer_time, _,
-             commit["summary"], boundary, prev_sha, prev_file, commit["filename"]) = details.groups()
-            commit["author"], commit["author_email"] = author, mail.strip("<>") or None
-            commit["author_time"], commit["committer_time"] = int(author_time), int(committer_time)
-            if boundary:
-                commit["boundary"] = True
-            if prev_sha is not None:
-                commit["previous"] = {"sha": prev_sha, "filename": prev_file}
+        details = _DETAILS.fullmatch(block) if block and commit is None else None
+        if details is not None:   # a commit's first line, with git's usual details in git's order: one match
+            (author, mail, author_time, author_tz, committer, _, committer_time, _, summary, boundary, prev_sha,
+             prev_file, filename) = details.groups()
+            commit = commits[sha] = {
+                "sha": sha, "uncommitted": not sha.strip("0"), "author": author,
+                "author_email": mail.strip("<>") or None, "author_time": int(author_time), "author_tz": author_tz,
+                "committer": committer, "committer_time": int(committer_time), "summary": summary,
+                "boundary": boundary is not None,
+                "previous": None if prev_sha is None else {"sha": prev_sha, "filename": prev_file},
+                "filename": filename}
         elif block:
+            if commit is None:
+                commit = commits[sha] = _new_commit(sha)
             for raw in block.split("\n"):
                 key, _, value = raw.partition(" ")
                 if key == "boundary":
@@ -67,6 +68,8 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
                     commit["author_email"] = value.strip("<>") or None
                 elif key in _FIELDS:
                     commit[_FIELDS[key]] = int(value) if key in _INT_KEYS else value
+        elif commit is None:
+            commit = commits[sha] = _new_commit(sha)
         line = int(final)
         if last["sha"] == sha and last["end_line"] + 1 == line:
             last["end_line"] = line
