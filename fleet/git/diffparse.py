@@ -180,27 +180,27 @@ def open_change(change: dict[str, Any]) -> list[Part]:
     insertions = deletions = 0
     for section in change.pop("_sections"):
         at = section.find(b"\n@@")
-        head = section if at < 0 else section[:at]
-        if b"\nBinary files " in head or b"\nGIT binary patch\n" in head + b"\n":
-            change["binary"] = True
-        if at < 0:
+        if at < 0:   # no hunk: a binary file says so in the header (a file with hunks is text)
+            if b"\nBinary files " in section or b"\nGIT binary patch\n" in section + b"\n":
+                change["binary"] = True
             continue
-        body = section[at + 1:-1] if section.endswith(b"\n") else section[at + 1:]
-        starts = [0]
-        at = body.find(b"\n@@")
+        stop = len(section) - 1 if section.endswith(b"\n") else len(section)
+        starts = [at + 1]
+        at = section.find(b"\n@@", at + 3, stop)
         while at >= 0:
             starts.append(at + 1)
-            at = body.find(b"\n@@", at + 3)
-        found = [_HUNK_LINE.match(body, at) for at in starts]
+            at = section.find(b"\n@@", at + 3, stop)
+        found = [_HUNK_LINE.match(section, at, stop) for at in starts]
         if None in found:   # some `@@` line is no header: the careful way
+            body = section[starts[0]:stop]
             insertions += body.count(b"\n+")
             deletions += body.count(b"\n-")
             parts += _hunks_line_by_line(body)
             continue
-        for match, end in zip(found, [at - 1 for at in starts[1:]] + [len(body)]):
+        for match, end in zip(found, [at - 1 for at in starts[1:]] + [stop]):
             a, b, c, d = match.groups()
             numbers = (int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1)
-            text = body[match.end() + 1:end]
+            text = section[match.end() + 1:end]
             count = text.count(b"\n") + 1 if text else 0
             lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
             insertions += lines - numbers[1]

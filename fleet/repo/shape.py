@@ -13,6 +13,7 @@ MCP envelope sends it rather than encoding the change a second time.
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 from fleet.git import diffparse
@@ -124,8 +125,14 @@ def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int,
     fits in `room`; else None (and `change` as it was). Tried only when its hunk bytes could fit: a line's JSON is
     never shorter than the line and its newline, so a change whose bodies outweigh `room` is not decoded.
     The change's JSON is written from its parts (`_hunk_json`), byte for byte what encoding it would give."""
-    if (len(parts) > max_hunks or sum(len(part[2]) for part in parts) > room
-            or any(part[3] > max_lines for part in parts)):
+    if len(parts) > max_hunks:
+        return None
+    size = 0
+    for _, _, body, count in parts:
+        if count > max_lines:
+            return None
+        size += len(body)
+    if size > room:
         return None
     hunks, texts = [], []
     for numbers, header, body, _ in parts:
@@ -163,7 +170,7 @@ def _hunk_json(numbers: tuple[int, int, int, int], header: bytes,
         hunk["lines"] = diffparse.body_lines(body)
         lines = _ENCODER.encode(hunk["lines"])
     return hunk, ('{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
-                  '"truncated":false,"omitted_count":0}' % (*numbers, _ENCODER.encode(hunk["header"]), lines))
+                  '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(hunk["header"]), lines))
 
 
 def _fit_lines(lines: list[str], most: int, room: int) -> tuple[int, int]:
