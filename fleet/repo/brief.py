@@ -131,6 +131,8 @@ def _fit(brief: dict) -> dict:
     def size() -> int:
         return len(json.dumps(brief, ensure_ascii=False, separators=(",", ":")))
 
+    if size() <= BUDGET:   # the usual case: measured once
+        return brief
     while size() > BUDGET and brief["recent_commits"]:
         brief["recent_commits"].pop()
     while size() > BUDGET and brief["submodules"]["attention"]:
