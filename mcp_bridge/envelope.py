@@ -49,8 +49,9 @@ def compact(value: object) -> str:
     (fleet.repo.shape.Measured: a diff's changes) is not encoded again: its text is spliced in."""
     if type(value) is dict and any(type(v) is Measured for v in value.values()) and \
             all(type(k) is str for k in value):
-        return "{" + ",".join(_ENCODER.encode(k) + ":" + (v.encode() if type(v) is Measured else _ENCODER.encode(v))
-                              for k, v in value.items()) + "}"
+        fields = ",".join(f"{_ENCODER.encode(k)}:{v.encode() if type(v) is Measured else _ENCODER.encode(v)}"
+                          for k, v in value.items())
+        return f"{{{fields}}}"   # not "{" + fields + "}" (see Measured.encode)
     return _ENCODER.encode(value)
 
 
