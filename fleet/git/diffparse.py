@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from fleet.caps import cap
@@ -326,8 +327,9 @@ def _simple_index(data: bytes) -> list[dict[str, Any]] | None:
             similarity = old_path = None
             first = last = only
         headers.append(b"diff --git a/" + first + b" b/" + last + b"\n")
-        entries.append({"path": decode(last), "old_path": old_path, "status": status, "similarity": similarity,
-                        "old_mode": _mode(old_mode), "new_mode": _mode(new_mode), "binary": False,
+        entries.append({"path": last.decode("utf-8", "replace"), "old_path": old_path, "status": status,
+                        "similarity": similarity, "old_mode": _MODES.get(old_mode) or _mode(old_mode),
+                        "new_mode": _MODES.get(new_mode) or _mode(new_mode), "binary": False,
                         "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]})
     return entries if all(map(bytes.startswith, sections, headers)) else None
 
@@ -374,9 +376,14 @@ def split_numstat(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     return records, data[consumed:] if i < len(parts) - 1 else b""
 
 
+_PATH = itemgetter("path")
+
+
 def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Sort by path (code-point order, which is git's byte order for UTF-8) and assign `change-N` ids."""
-    changes.sort(key=lambda c: (c["path"], c.get("old_path") or ""))
+    if any(c.get("old_path") is not None for c in changes):   # two sorts, stable: by path, then old path
+        changes.sort(key=lambda c: c.get("old_path") or "")
+    changes.sort(key=_PATH)
     for n, change in enumerate(changes, 1):
         change["id"] = f"change-{n}"
     return changes
