@@ -338,3 +338,34 @@ def test_whole_changes_are_written_as_the_encoder_would_and_counted_as_numstat_d
         for change in shaped["changes"]:
             assert [h["lines"] for h in change["hunks"]] == [h["lines"] for h in full[change["path"]]["hunks"]]
             assert (change["insertions"], change["deletions"]) == oracle[change["path"]][2:], change["path"]
+
+
+def test_the_usual_output_read_at_c_speed_is_the_general_parse(tmp_path, monkeypatch):
+    """index_diff reads the usual output (two-tree entries, plain paths, one section each) by one findall
+    (diffparse._simple_index): on it, the answer must be the general parser's; on anything else (a type
+    change, a path git quotes, a stat-dirty entry without a patch) it must step aside."""
+    from fleet.git import diffparse
+
+    repo = rich_repo(tmp_path / "rich")
+    usual = [("HEAD~4", "HEAD~3"), ("HEAD~3", "HEAD~2"), ("HEAD~4", "HEAD")]   # adds, renames, binary, modes
+    raws = [git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "-M", *revs)
+            for revs in usual]
+    fast = [diffparse._simple_index(raw) for raw in raws]
+    assert all(result is not None for result in fast)   # the control: the quick way was taken
+    assert any(c["status"] == "renamed" for c in fast[1]) and any(c["status"] == "added" for c in fast[0])
+    os.unlink(repo / "link")
+    write(repo / "link", "now a file\n")
+    write(repo / 'quo"te.txt', "x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "type change and a quoted name")
+    later = os.stat(repo / "README.md").st_mtime + 100
+    os.utime(repo / "README.md", (later, later))   # stat-dirty: diff-files lists it unhashed, prints no patch
+    odd = [git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "HEAD~1", "HEAD"),
+           git_bytes(repo, "diff-files", "-z", "--raw", "--patch")]
+    assert [diffparse._simple_index(raw) for raw in odd] == [None, None]
+    general = {}
+    monkeypatch.setattr(diffparse, "_simple_index", lambda data: None)
+    for raw in raws + odd:
+        general[raw] = diffparse.index_diff(raw)
+    assert [general[raw] for raw in raws] == fast
+    assert general[odd[1]] == []
