@@ -23,36 +23,36 @@ BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_bina
 
 
 # One blamed line: its header `<sha> <orig> <final>[ <count>]`, the `key value` lines git adds (the commit's
-# details the first time it appears), then the line itself after a tab.
-_ENTRY = re.compile(r"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?\n((?:[^\t\n].*\n|\n)*)\t(.*)$", re.M)
-
-_DETAILS = re.compile(r"author (.*)\nauthor-mail (.*)\nauthor-time (\d+)\nauthor-tz (.*)\ncommitter (.*)\n"
-                      r"committer-mail (.*)\ncommitter-time (\d+)\ncommitter-tz (.*)\nsummary (.*)\n"
-                      r"(boundary\n)?(?:previous ([0-9a-f]+) (.*)\n)?filename (.*)\n")
+# details the first time it appears: git's usual ones matched field by field, any other lines as a block),
+# then the line itself after a tab.
+_ENTRY = re.compile(r"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?\n"
+                    r"(?:author (.*)\nauthor-mail (.*)\nauthor-time (\d+)\nauthor-tz (.*)\ncommitter (.*)\n"
+                    r"committer-mail (.*)\ncommitter-time (\d+)\ncommitter-tz (.*)\nsummary (.*)\n"
+                    r"(boundary\n)?(?:previous ([0-9a-f]+) (.*)\n)?filename (.*)\n"
+                    r"|((?:[^\t\n].*\n|\n)*))"
+                    r"\t(.*)$", re.M)
 
 
 def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """(line ranges in order: {start_line, end_line, sha, orig_start_line, lines}, the commits as answered
     (`_new_commit`) by sha in the order they first blame a line).
 
-    Decoded once and matched entry by entry at C speed (a commit's details too, when git printed its usual
+    Decoded once and matched in one pass at C speed (a commit's details too, when git printed its usual
     ones); a line joins the range before it when it has the same commit and follows it, so no per-line
     record is built."""
     ranges: list[dict[str, Any]] = []
     commits: dict[str, dict[str, Any]] = {}
     last: dict[str, Any] = {"sha": None, "end_line": 0}
-    for sha, orig, final, block, line_text in _ENTRY.findall(text(data)):
+    for (sha, orig, final, author, mail, author_time, author_tz, committer, _, committer_time, _, summary,
+         boundary, prev_sha, prev_file, filename, block, line_text) in _ENTRY.findall(text(data)):
         commit = commits.get(sha)
-        details = _DETAILS.fullmatch(block) if block and commit is None else None
-        if details is not None:   # a commit's first line, with git's usual details in git's order: one match
-            (author, mail, author_time, author_tz, committer, _, committer_time, _, summary, boundary, prev_sha,
-             prev_file, filename) = details.groups()
+        if author_time and commit is None:   # a commit's first line, with git's usual details in git's order
             commit = commits[sha] = {
                 "sha": sha, "uncommitted": not sha.strip("0"), "author": author,
                 "author_email": mail.strip("<>") or None, "author_time": int(author_time), "author_tz": author_tz,
                 "committer": committer, "committer_time": int(committer_time), "summary": summary,
-                "boundary": boundary is not None,
-                "previous": None if prev_sha is None else {"sha": prev_sha, "filename": prev_file},
+                "boundary": bool(boundary),
+                "previous": {"sha": prev_sha, "filename": prev_file} if prev_sha else None,
                 "filename": filename}
         elif block:
             if commit is None:
