@@ -376,12 +376,12 @@ def split_numstat(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     return records, data[consumed:] if i < len(parts) - 1 else b""
 
 
-_PATH = itemgetter("path")
+_PATH, _OLD_PATH = itemgetter("path"), itemgetter("old_path")
 
 
 def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Sort by path (code-point order, which is git's byte order for UTF-8) and assign `change-N` ids."""
-    if any(c.get("old_path") is not None for c in changes):   # two sorts, stable: by path, then old path
+    if any(map(_OLD_PATH, changes)):   # two sorts, stable: by path, then old path
         changes.sort(key=lambda c: c.get("old_path") or "")
     changes.sort(key=_PATH)
     for n, change in enumerate(changes, 1):
