@@ -5,15 +5,19 @@ ones are found, and a commit made while the re-check runs is not lost."""
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
 from fleet.index.freshness import WATCHER_KEY
 from fleet.index.recheck import recheck_chunk
-from fleet.index.scan import CHUNK, refresh_repo, scan
+from fleet.git.status import read_status
+from fleet.index.scan import CHUNK, found_for, refresh_repo, scan
 from fleet.index.store import Index, open_index
-from fleet.repo.record import predict_merge
+from fleet.repo.record import predict_merge, read_repo
+from fleet.watch.watcher import Watcher
+from fleet.watch.watchset import watch_mark
 from tests.fleets import oracle
 from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
@@ -124,7 +128,7 @@ def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> 
                 and index.repo(str(late.resolve()))["head"] == git(late, "rev-parse", "HEAD").strip()
         wait_for(finished, "the re-check and the late commit", 60)
         progress = index.meta(WATCHER_KEY)["reverify"]
-        total = len(fleet["before"])  # minus the gone one, plus the fresh one
+        total = len(fleet["before"]) + 1  # every known one (the deleted one is found gone), plus the fresh one
         assert progress["done"] == progress["total"] == total
         assert late_head
         for path in [*fleet["changed"], str(fresh.resolve()), str(late.resolve())]:
@@ -136,4 +140,77 @@ def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> 
         unchanged_ids = {rid for p, (rid, _g, _s) in fleet["before"].items() if p not in stored_again}
         assert not unchanged_ids & set(running.changed)  # on_change heard only of real changes
     finally:
+        running.close()
+
+
+def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_path: Path) -> None:
+    """The mark a re-check takes before reading a repo whose watch is not up yet: equal after reads and
+    working-tree edits (no event either), different after each change git makes to its watched files."""
+    repo = init_repo(tmp_path / "repo", commits=2)
+    gitdir = str(repo / ".git")
+    mark = watch_mark(gitdir)
+    read_status(repo)
+    read_repo(found_for(str(repo), str(tmp_path)))
+    write(repo / "edited.txt", "a working-tree edit: the sweeps' business, not an event\n")
+    assert watch_mark(gitdir) == mark
+    changes = {
+        "a commit": lambda: commit_file(repo, "a.txt", "a\n"),
+        "only the reflog grows": lambda: git(repo, "reset", "-q", "--soft", "HEAD"),
+        "a new branch": lambda: git(repo, "branch", "extra"),
+        "a branch in a new folder": lambda: git(repo, "branch", "topic/nested"),
+        "a linked worktree": lambda: git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "extra"),
+        "HEAD moves to another branch": lambda: git(repo, "checkout", "-q", "topic/nested"),
+        "a config change": lambda: git(repo, "config", "fleet.test", "1"),
+        "packed refs": lambda: git(repo, "pack-refs", "--all"),
+    }
+    for what, change in changes.items():
+        change()
+        now = watch_mark(gitdir)
+        assert now != mark, what
+        mark = now
+    assert watch_mark(str(tmp_path / "no-such-repo" / ".git")) == b""
+
+
+def test_a_commit_between_a_repos_recheck_and_its_watch_going_up_is_not_lost(fleet, monkeypatch) -> None:
+    """The known repos are re-read at once, beside discovery and the watch set's build: a repo read before
+    its watch was up is read again when its watched files changed in between (its mark), and the re-check
+    is finished only then."""
+    root = fleet["root"]
+    building = threading.Event()
+    go = threading.Event()
+    apply = Watcher._apply_watch_set
+
+    def held_apply(self):  # the watch set's first build waits until the test says go
+        building.set()
+        assert go.wait(60)
+        return apply(self)
+
+    monkeypatch.setattr(Watcher, "_apply_watch_set", held_apply)
+    running = RunningWatcher(fleet["db"], [str(root)], active_sweep_s=3600, full_sweep_s=3600, discovery_s=3600)
+    try:
+        index = running.index
+        total = len(fleet["before"])
+
+        def all_read() -> bool:
+            check = (index.meta(WATCHER_KEY) or {}).get("reverify") or {}
+            return check.get("done") == check.get("total") == total
+        wait_for(all_read, "every known repo read while the watch set is held back", 60)
+        meta = index.meta(WATCHER_KEY)
+        assert building.is_set() and meta["mode"] == "starting" and meta["reverify"]["finished_at"] is None
+        assert meta["backlog"] == total - 1, meta  # read, not yet checked against their marks (but the gone one)
+        late = root / "clean-010"
+        assert index.repo(str(late.resolve()))["head"] == git(late, "rev-parse", "HEAD").strip()
+        late_head = commit_file(late, "gap.txt", "made after its re-check, before its watch was up\n")
+        go.set()
+
+        def finished() -> bool:
+            meta = index.meta(WATCHER_KEY) or {}
+            return bool(meta["reverify"]["finished_at"]) and meta["backlog"] == 0 and meta["mode"] != "starting"
+        wait_for(finished, "the re-check's end", 60)
+        wait_for(lambda: index.repo(str(late.resolve()))["head"] == late_head, "the commit made in the gap", 10)
+        assert_as_git_says(index, late)
+        for path in fleet["changed"]:
+            assert_as_git_says(index, Path(path))
+    finally:
+        go.set()
         running.close()

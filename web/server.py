@@ -8,8 +8,9 @@ watcher, which records that it stopped) and the process exits 0.
 
 A warm start answers at once from the index: nothing heavy runs before uvicorn answers. The watcher claims
 the index first (so the first page already says a re-check is due and how old its figures are) and starts
-reading the fleet once the server answers; the MCP bridge (~1 s of imports and tool schemas) and the audit
-chain check are built behind it too, and an `/mcp` request that comes earlier waits for the bridge.
+reading the fleet once the server answers; the audit chain check starts behind it too. The MCP bridge (~1 s
+of imports and tool schemas, on the same cores the re-check needs) is built once the re-check is over, or
+at the first `/mcp` request if one comes earlier (that request waits for it).
 """
 
 from __future__ import annotations
@@ -86,28 +87,44 @@ def mcp_endpoint(db_path: str | Path, host: str, port: int):
 
 
 class LateMCP:
-    """`/mcp`, built in a worker thread behind the dashboard (`run`, a service) rather than before it: a
-    request that comes before the bridge is ready waits for it; one whose bridge could not be built gets a
-    structured 503."""
+    """`/mcp`, built in a worker thread when it is first wanted (`want()`: the first `/mcp` request, or the
+    host once its start-up work is done) rather than before the dashboard: a request waits for it; one whose
+    bridge could not be built gets a structured 503. `run` is the service that builds and runs it."""
 
     def __init__(self, build: Callable[[], object]) -> None:
         self._build = build
+        self._wanted = asyncio.Event()
         self._ready = asyncio.Event()
         self._endpoint = None
 
+    def want(self) -> None:
+        """Build the bridge now (from the event loop's thread)."""
+        self._wanted.set()
+
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(self._serve(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if not self._wanted.is_set():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _serve(self, stop: asyncio.Event) -> None:
+        await self._wanted.wait()
         try:
             endpoint = await asyncio.to_thread(self._build)
         except Exception:
             log.exception("the MCP bridge could not be built; /mcp answers 503")
             self._ready.set()
-            yield
             return
         async with endpoint.run():
             self._endpoint = endpoint
             self._ready.set()
-            yield
+            await stop.wait()
 
     def refusals(self, app: ASGIApp) -> ASGIApp:
         """The bridge's refusal audit around `app` (the host's outermost middleware): a POST to `/mcp` waits
@@ -116,6 +133,7 @@ class LateMCP:
 
         async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") == "/mcp":
+                self.want()
                 await self._ready.wait()
                 if self._endpoint is not None:
                     if not audited:
@@ -129,6 +147,7 @@ class LateMCP:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app at `/mcp` (an instance, so Starlette's Route hands it the raw ASGI call)."""
+        self.want()
         await self._ready.wait()
         if self._endpoint is None:
             await JSONResponse({"error": {"code": "UNAVAILABLE", "message": "the MCP bridge could not start; "
@@ -139,7 +158,7 @@ class LateMCP:
 
 class Answering:
     """Resolves once the dashboard has answered its first page: the work `serve` starts behind the dashboard
-    (the watcher's re-check, the MCP bridge, the audit check) waits for it, so the person who opens the link
+    (the watcher's re-check, the audit check) waits for it, so the person who opens the link
     gets the last known queue before that work competes for the interpreter. When no page is asked for within
     FIRST_PAGE_GRACE_S of uvicorn answering, the work starts anyway."""
 
@@ -196,7 +215,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     url = access_url(host, sock.getsockname()[1], token)
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
-    services = [partial(watching, db_path, after=answering.wait, once=not watch),
+    services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
                 behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path))]
     app = create_app(db_path, token, bind_host=host, services=services,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page

@@ -13,6 +13,10 @@ of every reflog file (so no new reflog line waits) — is not stored again: only
 one statement per chunk, and the index's generation stays put, so no surface re-renders for nothing. The
 comparison runs over the stored row's own columns, so a column the record does not hold counts as a change
 (stored again: the safe way to be wrong).
+
+A watcher re-checks while its watch set is still being built: for each repo read it can ask for a `mark`
+taken just before the read (`fleet.watch.watchset.watch_mark`), to tell afterwards whether anything changed
+between the read and the moment the watch went up.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import json
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from fleet.index.discovery import Found
 from fleet.index.scan import found_for, ingest
@@ -30,6 +34,7 @@ from fleet.repo.record import read_repo, reflog_stats
 from fleet.views.radar import attention
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
+Mark = Callable[[str], bytes]  # a repo's git dir -> a digest of its watched files' state
 
 # Stored columns that are the store's bookkeeping (or compared separately), not fields read from disk.
 _BOOKKEEPING = frozenset({"id", "name", "scanned_at", "first_seen", "gone", "gone_at", "score", "reasons",
@@ -43,35 +48,42 @@ def entry_paths(chunk: list[Entry]) -> list[str]:
 
 class Checked(NamedTuple):
     """One re-checked chunk: every path in it, the ids whose stored state changed (stored again or marked
-    gone), and how many were found as stored."""
+    gone), how many were found as stored, and per repo read, when asked for, its git dir and `mark` taken
+    before the read."""
 
     paths: list[str]
     changed: list[int]
     unchanged: int
+    marks: dict[str, tuple[str, bytes]]
 
 
-def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
+def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) -> Checked:
     """Read every repo of `chunk` again; store those that changed (one transaction), mark the vanished ones
     gone, and only move `scanned_at` for the others."""
     paths = entry_paths(chunk)
+    stored_at = index.records(paths)  # one batch of queries for the chunk, not a handful per repo
+    reflog_files = _reflog_files(index, [r["id"] for r in stored_at.values()])
     found: list[Found] = []
     gone: list[str] = []
     for entry in chunk:
         if isinstance(entry, Found):
             found.append(entry)
             continue
-        root = index.root_of(entry)
-        again = found_for(entry, root) if root is not None else None
+        stored = stored_at.get(entry)
+        again = found_for(entry, stored["root"]) if stored is not None else None
         if again is None:
             gone.append(entry)
         else:
             found.append(again)
     changed: list[tuple[Found, dict]] = []
     reads: list[tuple[str, int]] = []
+    marks: dict[str, tuple[str, bytes]] = {}
     for item in found:
-        stored = index.repo(item.path)
+        if mark is not None:
+            marks[item.path] = (item.gitdir, mark(item.gitdir))
+        stored = stored_at.get(item.path)
         record = read_repo(item, stored and stored["predicted_conflicts"])
-        same = stored_as_read(index, stored, item, record)
+        same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], set()) if stored else set())
         if same is None:
             changed.append((item, record))
         else:
@@ -81,12 +93,23 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     if gone:
         index.mark_gone(gone)
         ids += index.ids_of(gone)
-    return Checked(paths, ids, len(reads))
+    return Checked(paths, ids, len(reads), marks)
 
 
-def stored_as_read(index: Index, stored: dict | None, found: Found, record: dict) -> int | None:
-    """The repo's id when the index already holds exactly `record` as `stored` (`Index.repo`; see the module
-    docstring), else None."""
+def _reflog_files(index: Index, ids: list[int]) -> dict[int, set[tuple[str, int, int]]]:
+    """{repo id: {(ref, inode, size)}} of the reflog files the index has read, for the repos `ids`."""
+    known: dict[int, set[tuple[str, int, int]]] = {}
+    if ids:
+        for repo_id, ref, inode, size in index.conn.execute(
+                f"select repo_id, ref, inode, size from reflog_files where repo_id in ({', '.join('?' * len(ids))})",
+                ids):
+            known.setdefault(repo_id, set()).add((ref, inode, size))
+    return known
+
+
+def stored_as_read(stored: dict | None, found: Found, record: dict, reflog_files: set[tuple[str, int, int]]) -> int | None:
+    """The repo's id when the index already holds exactly `record` as `stored` (`Index.records`, with
+    `reflog_files` its (ref, inode, size) rows; see the module docstring), else None."""
     if "branches" not in record:  # an unreadable repo: stored again, as a scan would
         return None
     if stored is None or stored["gone"] or stored["path"] != found.path:
@@ -102,8 +125,7 @@ def stored_as_read(index: Index, stored: dict | None, found: Found, record: dict
     stats = record.get("reflog_files")
     if stats is None:
         stats = reflog_stats(found.gitdir, found.commondir)
-    known = set(index.conn.execute("select ref, inode, size from reflog_files where repo_id = ?", (stored["id"],)))
-    if known != {(ref, inode, size) for ref, _path, inode, size, _mtime in stats}:
+    if reflog_files != {(ref, inode, size) for ref, _path, inode, size, _mtime in stats}:
         return None
     return stored["id"]
 
@@ -152,6 +174,6 @@ def _worker_init(db_path: str) -> None:
     _worker_index = Index(Path(db_path))
 
 
-def in_worker(chunk: list[Entry]) -> Checked:
-    """`recheck_chunk` in a worker process of `process_pool`."""
-    return recheck_chunk(_worker_index, chunk)
+def in_worker(chunk: list[Entry], mark: Mark | None = None) -> Checked:
+    """`recheck_chunk` in a worker process of `process_pool` (`mark`: a module-level function, sent by name)."""
+    return recheck_chunk(_worker_index, chunk, mark)

@@ -337,6 +337,15 @@ class Index:
         record = _decode(dict(zip([d[0] for d in cur.description], row)))
         return _full(record, self._children([record["id"]]))
 
+    def records(self, paths: list[str]) -> dict[str, dict]:
+        """Full records of the repos at exactly `paths` (gone ones too), by path: one query per table for a
+        whole batch (the start-up re-check compares a chunk at a time)."""
+        if not paths:
+            return {}
+        rows = self.rows(where=f"path in ({', '.join('?' * len(paths))})", args=paths)
+        children = self._children([r["id"] for r in rows])
+        return {r["path"]: _full(r, children) for r in rows}
+
     def _children(self, ids: list[int] | None) -> dict[str, dict[int, list[dict]]]:
         conn = self.conn
         out: dict[str, dict[int, list[dict]]] = {}

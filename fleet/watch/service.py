@@ -39,9 +39,10 @@ async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = No
     """Run the fleet watcher on this event loop for the duration of the block; yields it.
 
     The watcher claims the index before this yields; its work (discovery, the watch set, the re-check of
-    every repo) starts once `after()` returns, when given. When another process already watches this index
-    (`fleetdeck watch`, a second `serve`), that watcher keeps it fresh: this yields None and says so, instead
-    of failing the host. A watcher that crashes later is logged; its final `meta` record tells the dashboard
+    every repo) starts once `after()` returns, when given; `on_rechecked()`, when given, is called once the
+    start-up re-check is over. When another process already watches this index (`fleetdeck watch`, a second
+    `serve`), that watcher keeps it fresh: this yields None and says so, instead of failing the host (and
+    calls `on_rechecked` at once: there is no re-check of ours to wait for). A watcher that crashes later is logged; its final `meta` record tells the dashboard
     it stopped.
     """
     index = open_index(db_path)
@@ -54,6 +55,8 @@ async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = No
             raise
         log.warning("%s: serving without a watcher of our own", exc.message)
         index.close()
+        if options.get("on_rechecked") is not None:
+            options["on_rechecked"]()
         yield None
         return
     stop = asyncio.Event()

@@ -16,16 +16,22 @@ set changes; a missing path never stops the watcher. Its state is written to the
 watches, paths, backlog, roots, stopped_at, reverify}) every few seconds; `status()` is that record. One
 watcher per index: an fcntl lock on `<db>.watcher.lock`.
 
-A watcher that starts over an index that already holds the fleet first re-checks every repo (the index may
-have missed anything done while no watcher ran), new repos first, through the scan's batch path
-(`fleet.index.recheck`: chunks read and stored in spawned worker processes, off this process's interpreter
-lock, and only the repos that changed stored again); file events are served as usual meanwhile, and a repo
-with an event while its chunk was being read is read once more after it. Its progress is part of the record
-(`reverify`: {total, done, figures_from, started_at, finished_at}), written per chunk (at most every
+A watcher that starts over an index that already holds the fleet re-checks every repo (the index may have
+missed anything done while no watcher ran) through the scan's batch path (`fleet.index.recheck`: chunks read
+and stored in spawned worker processes, off this process's interpreter lock, and only the repos that changed
+stored again). The repos the index knows are re-read at once; discovery and the watch set are built beside
+that, the repos discovery adds join the re-check (first in line), the ones it finds vanished are marked gone.
+A repo read before the watch set was up carries a mark of its watched files taken before its read
+(`watchset.watch_mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
+between is not lost. File events are served as usual meanwhile, and a repo with an event while its chunk was
+being read is read once more after it. The re-check is finished when every repo was read and, read early,
+checked against its mark. Its progress is part of the record (`reverify`: {total, done, figures_from,
+started_at, finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
-and how old its figures are. `claim()` takes the lock and records the re-check as due before any work
-starts. With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no sweeps,
-its record's mode `once`.
+and how old its figures are. `claim()` takes the lock, records the re-check as due and starts its worker
+processes before any work starts; `on_rechecked` is called once it is over (the host builds what can wait
+until then). With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no
+sweeps, its record's mode `once`.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Awaitable, Callable, Sequence
 
@@ -47,7 +54,7 @@ from fleet.errors import FleetError
 from fleet.index.discovery import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
+from fleet.index.recheck import Checked, Entry, Mark, entry_paths, in_worker, process_pool, recheck_chunk
 from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
@@ -55,7 +62,7 @@ from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.periodic import Periodic, PeriodicSchedule
 from fleet.watch.schedule import RefreshQueue
 from fleet.watch.sweeps import active_repos, discover_changes, known_repos
-from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch
+from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch, watch_mark
 
 log = logging.getLogger("fleetdeck.watcher")
 
@@ -77,7 +84,7 @@ class Watcher:
                  quiet_s: float = 0.03, max_delay_s: float = 0.3, active_sweep_s: float = 10.0,
                  active_window_s: float = 3600.0, active_limit: int = 50, full_sweep_s: float = 300.0,
                  discovery_s: float = 60.0, heartbeat_s: float = 5.0, rebuild_delay_s: float = 0.2,
-                 once: bool = False) -> None:
+                 once: bool = False, on_rechecked: Callable[[], None] | None = None) -> None:
         self.index = index
         self.roots = [os.path.realpath(r) for r in roots] if roots else None
         self.on_change = on_change
@@ -86,6 +93,7 @@ class Watcher:
         self.full_sweep_s, self.discovery_s = full_sweep_s, discovery_s
         self.heartbeat_s, self.rebuild_delay_s = heartbeat_s, rebuild_delay_s
         self.once = once
+        self.on_rechecked = on_rechecked
         self.started_at = time.time()
         self._watch = WatchSet(self._deliver, force_polling)
         self._queue = RefreshQueue(self.workers, quiet_s, max_delay_s)
@@ -101,6 +109,9 @@ class Watcher:
         self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
         self._touched: set[str] | None = None  # while the re-check runs: repos with file events since it began
         self._recheck_pool: ProcessPoolExecutor | None = None
+        self._watch_up_at: float | None = None  # when the first watch set was up (time.monotonic())
+        self._early: dict[str, tuple[str, bytes]] = {}  # re-checked before it: git dir and mark per repo
+        self._up = asyncio.Event()  # the first watch set is up and the early reads are checked
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
@@ -122,7 +133,9 @@ class Watcher:
         """Take this index's watcher lock (FleetError CONFLICT when another watcher holds it), add the roots,
         and record that the fleet's repos are about to be re-checked, with the time the index's figures are
         from. Quick (no repository is read): a host serving the index at once calls it before it serves, so
-        its first page already shows the re-check; `run` calls it when the host did not."""
+        its first page already shows the re-check; `run` calls it when the host did not. The re-check's worker
+        processes are started here (they take a good half second to get ready: by the time the work starts
+        behind the host's first page, they are)."""
         if self._lockfile is not None:
             return
         self._take_lock()
@@ -132,6 +145,8 @@ class Watcher:
         self._reverify = {"total": len(known), "done": 0, "figures_from": freshness(self.index)["indexed_at"],
                           "started_at": iso(time.time()), "finished_at": None}
         self._write_status(self.index)
+        if len(known) > CHUNK:
+            self._recheck_pool = process_pool(self.index.path, default_workers())
 
     async def run(self, stop: asyncio.Event, after: Callable[[], Awaitable[object]] | None = None) -> None:
         """Watch until `stop` is set, starting the work once `after()` returns (when given); raises FleetError
@@ -166,9 +181,10 @@ class Watcher:
         }
 
     def _backlog(self) -> int:
-        """Re-reads waiting or running: the queue's, and the repos the re-check has still to read."""
+        """Re-reads waiting or running: the queue's, and the repos the re-check has still to read or, read
+        before the watch set was up, still to check against their marks."""
         check = self._reverify
-        pending = check["total"] - check["done"] if check and not check["finished_at"] and self._started else 0
+        pending = check["total"] - check["done"] + len(self._early) if check and not check["finished_at"] else 0
         return self._queue.backlog() + max(0, pending)
 
     def watched_repos(self) -> list[str]:
@@ -206,37 +222,41 @@ class Watcher:
     async def _serve(self, after: Callable[[], Awaitable[object]] | None) -> None:
         if after is not None:
             await after()
-        self._touched = set()  # from before discovery: the re-check reads every repo after its events
-        if self._reverify["total"] > CHUNK:  # its workers get ready during discovery and the watch set's build
-            self._recheck_pool = process_pool(self.index.path, default_workers())
-        await self._discover(initial=True)
-        if not self.once:
-            await self._rebuild(initial=True)  # the watch set first: no event during the re-check is missed
-        self._started = True
+        self._touched = set()  # the re-check reads again every repo with a file event while it runs
         roots = self._roots()
         known = await asyncio.to_thread(lambda: [p for p, _g in known_repos(self._pool.get(), roots)])
-        entries: list[Entry] = [*self._new.values(), *(p for p in known if p not in self._new)]
-        self._reverify.update(total=len(entries), done=0)
-        if not entries:
-            self._reverify["finished_at"] = iso(time.time())
-        await asyncio.to_thread(self._write_status)
-        if self.once:
-            beat = asyncio.ensure_future(self._every(self.heartbeat_s, self._heartbeat))
-            try:
-                await self._recheck(entries)
-            finally:
-                beat.cancel()
-            return
-        log.info("watching %d repositories (%s)", len(self._watch.repos()), self._watch.mode)
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._recheck(entries))
-            group.create_task(self._schedule())
-            group.create_task(self._rebuild_loop())
-            group.create_task(self._every(self.active_sweep_s, self._sweep_active))
-            group.create_task(self._every(self.full_sweep_s, self._sweep_all))
-            group.create_task(self._every(self.discovery_s, self._discover))
-            group.create_task(self._every(self.heartbeat_s, self._heartbeat))
-            group.create_task(self._run_periodic())
+        self._reverify.update(total=len(known), done=0)
+        # The known repos are re-read at once; discovery and the watch set are built beside that.
+        discovered: asyncio.Future[list[Found]] = self._loop.create_future()
+        recheck = asyncio.ensure_future(self._recheck(known, discovered))
+        try:
+            discovered.set_result(await self._discover(initial=True))
+            if not self.once:
+                await self._rebuild(initial=True)
+                await self._watch_up()
+            self._started = True
+            await asyncio.to_thread(self._write_status)
+            if self.once:
+                beat = asyncio.ensure_future(self._every(self.heartbeat_s, self._heartbeat))
+                try:
+                    await recheck
+                finally:
+                    beat.cancel()
+                return
+            log.info("watching %d repositories (%s)", len(self._watch.repos()), self._watch.mode)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(_joined(recheck))
+                group.create_task(self._schedule())
+                group.create_task(self._rebuild_loop())
+                group.create_task(self._every(self.active_sweep_s, self._sweep_active))
+                group.create_task(self._every(self.full_sweep_s, self._sweep_all))
+                group.create_task(self._every(self.discovery_s, self._discover))
+                group.create_task(self._every(self.heartbeat_s, self._heartbeat))
+                group.create_task(self._run_periodic())
+        finally:
+            if not recheck.done():
+                recheck.cancel()
+                await asyncio.gather(recheck, return_exceptions=True)
 
     async def _shutdown(self) -> None:
         for task in list(self._tasks):
@@ -278,61 +298,88 @@ class Watcher:
         await asyncio.to_thread(self._write_status)
 
     def _verified(self, count: int) -> None:
-        """`count` more repos re-checked (progress written every PROGRESS_EVERY_S at most, and at the end)."""
+        """`count` more repos re-checked (progress written every PROGRESS_EVERY_S at most, and when all are)."""
         self._reverify["done"] += count
         now = time.monotonic()
-        if self._reverify["done"] >= self._reverify["total"]:
-            self._reverify["finished_at"] = iso(time.time())
-        elif now - self._progress_at < PROGRESS_EVERY_S:
+        if now - self._progress_at < PROGRESS_EVERY_S and self._reverify["done"] < self._reverify["total"]:
             return
         self._progress_at = now
         self._spawn(self._heartbeat())
 
     # --- the start-up re-check ---------------------------------------------------------------------------------
 
-    async def _recheck(self, entries: list[Entry]) -> None:
-        """Re-read every repo in `entries` in chunks (worker processes, or this process's refresh threads when
-        the fleet fits one chunk: spawning workers would cost more than it saves), progress per chunk."""
-        if self._recheck_pool is None and len(entries) > CHUNK:
+    async def _recheck(self, known: list[str], discovered: Awaitable[list[Found]]) -> None:
+        """Re-read the `known` repos in chunks, and the repos `discovered` adds (first in line once found):
+        in worker processes, or on this process's refresh threads when the known fleet fits one chunk
+        (spawning workers would cost more than it saves); progress per chunk. Chunks are handed out a few at a
+        time, so a chunk's hand-out time bounds when its reads began (see `_watch_up`)."""
+        if self._recheck_pool is None and len(known) > CHUNK:
             self._recheck_pool = process_pool(self.index.path, default_workers())
         pool = self._recheck_pool
+        waiting: deque[list[Entry]] = deque(chunks(known))
+        all_in = asyncio.Event()  # discovery's repos are in `waiting`
         unchanged = 0
         changed = False
-        try:
-            async def one(chunk: list[Entry]) -> None:
-                nonlocal changed, unchanged
-                run = (asyncio.wrap_future(pool.submit(in_worker, chunk)) if pool is not None
-                       else self._loop.run_in_executor(self._workers, self._recheck_here, chunk))
-                checked = await self._rechecked(chunk, run)
+
+        async def add_discovered() -> None:
+            new = await discovered
+            self._reverify["total"] += len(new)
+            waiting.extendleft(reversed(list(chunks(new))))
+            all_in.set()
+
+        async def lane() -> None:
+            nonlocal changed, unchanged
+            while waiting or not all_in.is_set():
+                if not waiting:
+                    await all_in.wait()
+                    continue
+                chunk = waiting.popleft()
+                mark = watch_mark if not self.once and self._watch_up_at is None else None
+                handed_out = time.monotonic()
+                run = (asyncio.wrap_future(pool.submit(in_worker, chunk, mark)) if pool is not None
+                       else self._loop.run_in_executor(self._workers, self._recheck_here, chunk, mark))
+                checked = await self._rechecked(chunk, run, mark, handed_out)
                 changed |= bool(checked and checked.changed)
                 unchanged += checked.unchanged if checked else 0
 
-            await asyncio.gather(*(one(chunk) for chunk in chunks(entries)))
+        lanes = 2 * default_workers() if pool is not None else self.workers
+        try:
+            try:
+                await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
+            finally:
+                await self._close_recheck_pool()
+            if not self.once:
+                await self._up.wait()  # every repo read before it is checked against its mark by then
         finally:
             self._touched = None
-            await self._close_recheck_pool()
-        log.info("re-checked %d repositories: %d as the index had them", len(entries), unchanged)
+        self._reverify["finished_at"] = iso(time.time())
+        self._spawn(self._heartbeat())
+        log.info("re-checked %d repositories: %d as the index had them", self._reverify["done"], unchanged)
         if changed and not self.once:
             self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
+        if self.on_rechecked is not None:
+            self.on_rechecked()
 
     async def _close_recheck_pool(self) -> None:
         pool, self._recheck_pool = self._recheck_pool, None
         if pool is not None:
             await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
 
-    def _recheck_here(self, chunk: list[Entry]) -> Checked:
-        return recheck_chunk(self._pool.get(), chunk)
+    def _recheck_here(self, chunk: list[Entry], mark: Mark | None = None) -> Checked:
+        return recheck_chunk(self._pool.get(), chunk, mark)
 
-    async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked]) -> Checked | None:
+    async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked], mark: Mark | None,
+                         handed_out: float) -> Checked | None:
         """Wait for one chunk; then its progress, its changed repos to `on_change`, and a second read of those
-        with file events since the re-check began (their chunk may have read them before the change)."""
+        with file events since the re-check began (their chunk may have read them before the change) or,
+        read before the watch set was up, with a change since (`_watch_up`)."""
         paths = entry_paths(chunk)
         try:
             checked = await run
         except Exception:
             log.exception("could not re-check %d repositories in a worker; reading them here", len(chunk))
             try:
-                checked = await self._loop.run_in_executor(self._workers, self._recheck_here, chunk)
+                checked = await self._loop.run_in_executor(self._workers, self._recheck_here, chunk, mark)
             except Exception:
                 log.exception("could not re-check %d repositories, from %s", len(chunk), paths[0])
                 checked = None
@@ -342,11 +389,34 @@ class Watcher:
         for path in paths:
             if self._touched is not None and path in self._touched:
                 self._queue.add(path, now)
+        if checked and checked.marks:
+            if self._watch_up_at is None:
+                self._early.update(checked.marks)
+            elif handed_out < self._watch_up_at:
+                await self._moved_since(checked.marks)
         self._wake.set()
         self._verified(len(paths))
         if checked and checked.changed:
             await self._notify(checked.changed)
         return checked
+
+    async def _watch_up(self) -> None:
+        """The watch set is up: from now on every change in a repo's git files is an event. The repos read
+        before that are read once more when their watched files changed since their read (their mark)."""
+        self._watch_up_at = time.monotonic()  # chunks done from now on are checked as they come
+        await self._moved_since(self._early)
+        self._early = {}
+        self._up.set()
+
+    async def _moved_since(self, marks: dict[str, tuple[str, bytes]]) -> None:
+        """Queue a re-read of every repo whose watched files changed since its `mark` was taken."""
+        moved = await asyncio.to_thread(lambda: [p for p, (gitdir, mark) in marks.items()
+                                                 if watch_mark(gitdir) != mark])
+        now = time.monotonic()
+        for path in moved:
+            self._queue.add(path, now)
+        if moved:
+            self._wake.set()
 
     # --- events -> refreshes ---------------------------------------------------------------------------------
 
@@ -444,8 +514,9 @@ class Watcher:
         self._queue.sweep(self._watch.repos())
         self._wake.set()
 
-    async def _discover(self, initial: bool = False) -> None:
-        """Find repos created under the roots and mark vanished ones gone."""
+    async def _discover(self, initial: bool = False) -> list[Found]:
+        """Find repos created under the roots and mark vanished ones gone; returns the new ones (the first
+        time, the re-check reads them; later, the queue)."""
         roots = self._roots()
         new, gone = await asyncio.to_thread(lambda: discover_changes(self._pool.get(), roots))
         now = time.monotonic()
@@ -458,6 +529,7 @@ class Watcher:
         if (new or gone) and not initial:
             self._rebuild_wanted.set()
         self._wake.set()
+        return new
 
     # --- the watch set ----------------------------------------------------------------------------------------
 
@@ -510,3 +582,8 @@ class Watcher:
             log.exception("periodic hook %s failed", hook.name)
         finally:
             self._periodic.done(i)
+
+
+async def _joined(future: asyncio.Future) -> None:
+    """Wait for a task started elsewhere (to run it inside a TaskGroup: its failure stops the group)."""
+    await future
