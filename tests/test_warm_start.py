@@ -124,3 +124,28 @@ def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp
             assert index.repo(str(clean))["head"] != git(clean, "rev-parse", "HEAD").strip()
     finally:
         server.stop()
+
+
+async def test_mcp_asked_during_the_recheck_is_built_then_and_answers(warm_fleet) -> None:
+    """The MCP bridge waits for the re-check to be over, unless `/mcp` is asked for first: then it is built
+    for that request, which gets its answer (the re-check goes on)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    db = warm_fleet["db"]
+    server = Server(db, [])
+    try:
+        with open_index(db) as index:
+            wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's claim")
+            assert watcher_meta(index)["reverify"]["finished_at"] is None
+            async with httpx2.AsyncClient(headers=server.auth, timeout=60) as http:
+                async with Client(streamable_http_client(server.base + "/mcp", http_client=http)) as client:
+                    result = await client.call_tool("fleet.radar", {})
+            assert not result.is_error
+            assert "dirty" in {e["name"] for e in result.structured_content["entries"]}
+            wait_for(lambda: watcher_meta(index)["reverify"]["finished_at"], "the re-check's end", 120)
+        code, _took, err = server.signal_and_wait()
+        assert code == 0 and "Traceback" not in err, err
+    finally:
+        server.stop()
