@@ -69,6 +69,7 @@ log = logging.getLogger("fleetdeck.watcher")
 OnChange = Callable[[list[int]], "Awaitable[None] | None"]
 
 PROGRESS_EVERY_S = 0.5  # how often the re-check's progress reaches the index's meta while it runs
+WATCH_COUNT_EVERY_S = 5.0  # how often the record's `watches` is counted again (/proc: ~50 ms at 15,000)
 
 
 class Watcher:
@@ -112,6 +113,7 @@ class Watcher:
         self._watch_up_at: float | None = None  # when the first watch set was up (time.monotonic())
         self._early: dict[str, tuple[str, bytes]] = {}  # re-checked before it: git dir and mark per repo
         self._up = asyncio.Event()  # the first watch set is up and the early reads are checked
+        self._watches: tuple[int, float] | None = None  # (inotify watches, when counted)
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
@@ -175,10 +177,19 @@ class Watcher:
             "pid": os.getpid(), "started_at": iso(self.started_at),
             "mode": "once" if self.once else self._watch.mode if self._started else "starting",
             "heartbeat_at": iso(time.time()), "repos": len(self._watch.repos()), "polled": len(self._watch.polled()),
-            "watches": inotify_watch_count(), "paths": self._watch.path_count(), "backlog": self._backlog(),
+            "watches": self._watch_count(), "paths": self._watch.path_count(), "backlog": self._backlog(),
             "roots": self._roots(), "stopped_at": None,
             "reverify": dict(self._reverify) if self._reverify else None,
         }
+
+    def _watch_count(self) -> int:
+        """The process's inotify watches, counted again when the watch set changed or WATCH_COUNT_EVERY_S
+        passed (the progress of a re-check is written far more often than that)."""
+        now = time.monotonic()
+        counted = self._watches
+        if counted is None or now - counted[1] >= WATCH_COUNT_EVERY_S:
+            counted = self._watches = (inotify_watch_count(), now)
+        return counted[0]
 
     def _backlog(self) -> int:
         """Re-reads waiting or running: the queue's, and the repos the re-check has still to read or, read
@@ -344,21 +355,19 @@ class Watcher:
 
         lanes = 2 * default_workers() if pool is not None else self.workers
         try:
-            try:
-                await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
-            finally:
-                await self._close_recheck_pool()
+            await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
             if not self.once:
                 await self._up.wait()  # every repo read before it is checked against its mark by then
+            self._reverify["finished_at"] = iso(time.time())
+            self._spawn(self._heartbeat())
+            log.info("re-checked %d repositories: %d as the index had them", self._reverify["done"], unchanged)
+            if changed and not self.once:
+                self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
+            if self.on_rechecked is not None:
+                self.on_rechecked()
         finally:
             self._touched = None
-        self._reverify["finished_at"] = iso(time.time())
-        self._spawn(self._heartbeat())
-        log.info("re-checked %d repositories: %d as the index had them", self._reverify["done"], unchanged)
-        if changed and not self.once:
-            self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
-        if self.on_rechecked is not None:
-            self.on_rechecked()
+            await self._close_recheck_pool()  # its workers' exit takes a moment: after the re-check is over
 
     async def _close_recheck_pool(self) -> None:
         pool, self._recheck_pool = self._recheck_pool, None
@@ -546,6 +555,8 @@ class Watcher:
     async def _rebuild(self, initial: bool = False) -> None:
         """Recompute every repo's watch set and apply it (new repos first in line for inotify)."""
         changed, gap = await asyncio.to_thread(self._apply_watch_set)
+        if changed:
+            self._watches = None
         # inotify watches had to be freed before new ones were added: events may have been missed (after the
         # first build, the re-check that follows reads every repo anyway)
         if gap and not initial:
