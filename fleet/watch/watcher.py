@@ -28,8 +28,8 @@ being read is read once more after it. The re-check is finished when every repo 
 checked against its mark. Its progress is part of the record (`reverify`: {total, done, figures_from,
 started_at, finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
-and how old its figures are. `claim()` takes the lock, records the re-check as due and starts its worker
-processes before any work starts; `on_rechecked` is called once it is over (the host builds what can wait
+and how old its figures are. `claim()` takes the lock and records the re-check as due before any work
+starts; `on_rechecked` is called once it is over (the host builds what can wait
 until then). With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no
 sweeps, its record's mode `once`.
 """
@@ -135,9 +135,7 @@ class Watcher:
         """Take this index's watcher lock (FleetError CONFLICT when another watcher holds it), add the roots,
         and record that the fleet's repos are about to be re-checked, with the time the index's figures are
         from. Quick (no repository is read): a host serving the index at once calls it before it serves, so
-        its first page already shows the re-check; `run` calls it when the host did not. The re-check's worker
-        processes are started here (they take a good half second to get ready: by the time the work starts
-        behind the host's first page, they are)."""
+        its first page already shows the re-check; `run` calls it when the host did not."""
         if self._lockfile is not None:
             return
         self._take_lock()
@@ -147,8 +145,6 @@ class Watcher:
         self._reverify = {"total": len(known), "done": 0, "figures_from": freshness(self.index)["indexed_at"],
                           "started_at": iso(time.time()), "finished_at": None}
         self._write_status(self.index)
-        if len(known) > CHUNK:
-            self._recheck_pool = process_pool(self.index.path, default_workers())
 
     async def run(self, stop: asyncio.Event, after: Callable[[], Awaitable[object]] | None = None) -> None:
         """Watch until `stop` is set, starting the work once `after()` returns (when given); raises FleetError
