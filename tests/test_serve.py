@@ -39,7 +39,8 @@ def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, 
     try:
         with open_index(db) as index:
             wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's heartbeat")
-            wait_for(lambda: len(index.repos()) == 4 and watcher_meta(index).get("backlog") == 0,
+            wait_for(lambda: len(index.repos()) == 4 and watcher_meta(index).get("backlog") == 0
+                     and (watcher_meta(index).get("reverify") or {}).get("finished_at"),
                      "the watcher's initial read of the fleet")
             assert watcher_meta(index)["mode"] == "inotify"
             radar = httpx.get(server.base + "/api/radar", headers=server.auth).json()
@@ -137,8 +138,9 @@ async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_pa
         with open_index(db) as index:
             wait_for(lambda: watcher_meta(index).get("stopped_at"), "the one re-check", 60)
         url = server.base + "/mcp"
-        assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code == 401
-        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})
+        # the bridge is built once the re-check is over: the first request may wait for it (a loaded machine)
+        assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=60).status_code == 401
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"}, timeout=60)
         assert wrong.status_code == 401
         for mode, version in (("auto", "2026-07-28"), ("legacy", "2025-11-25")):
             async with httpx2.AsyncClient(headers=server.auth, timeout=30) as http:

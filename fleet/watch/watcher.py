@@ -333,6 +333,8 @@ class Watcher:
             self._reverify["total"] += len(new)
             waiting.extendleft(reversed(list(chunks(new))))
             all_in.set()
+            if new:
+                self._spawn(self._heartbeat())  # the progress's total grew
 
         async def lane() -> None:
             nonlocal changed, unchanged
