@@ -175,10 +175,29 @@ def read_refs(commondir: StrPath) -> dict[str, str]:
             if is_sha(sha) and name:
                 refs[name] = sha
     for name, path in _files_under(os.path.join(commondir, "refs"), "refs/"):
-        text = _text(path, f"the ref {name}", whole=False)
-        if text is not None and is_sha(text.strip()):
-            refs[name] = text.strip()  # symbolic refs (refs/remotes/origin/HEAD) are not tips of their own
+        sha = _loose_ref(path, name)
+        if sha is not None:
+            refs[name] = sha  # symbolic refs (refs/remotes/origin/HEAD) are not tips of their own
     return refs
+
+
+def _loose_ref(path: str, name: str) -> str | None:
+    """The sha a loose ref file holds, None for a symbolic ref, junk or a file gone since it was listed.
+
+    The scan reads thousands of these: the checks of `_open_regular` and one `read` of a pointer's bound
+    (a regular file gives all it has in one), not `read_file`'s loop that reads again to see the end."""
+    opened = _open_regular(path, f"the ref {name}")
+    if opened is None:
+        return None
+    fd = opened[0]
+    try:
+        data = os.read(fd, MAX_POINTER_BYTES)
+    except OSError as exc:
+        raise BrokenRepo(f"the ref {name} is unreadable ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", "replace").strip()
+    return text if is_sha(text) else None
 
 
 def _open_include(path: str) -> io.BytesIO:
