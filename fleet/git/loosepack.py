@@ -99,8 +99,10 @@ def _read_loose(path: str, budget: int) -> tuple[int, bytes] | None:
             return None
         if st.st_size > budget + (budget >> 8) + 1024:   # deflate never grows data by more than that
             raise TooLarge()
-        step = max(st.st_size + 1, 4096)  # a buffer the file's size, not a megabyte per object
-        data = b"".join(iter(lambda: os.read(fd, step), b""))
+        step = st.st_size + 1   # the file's size and one byte more: a read that fills it means it grew
+        data = os.read(fd, step)
+        if len(data) == step:
+            data += b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
     except OSError:
         return None
     finally:
