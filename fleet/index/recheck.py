@@ -62,7 +62,7 @@ def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) ->
     gone, and only move `scanned_at` for the others."""
     paths = entry_paths(chunk)
     stored_at = index.records(paths)  # one batch of queries for the chunk, not a handful per repo
-    reflog_files = _reflog_files(index, [r["id"] for r in stored_at.values()])
+    reflog_files = index.reflog_files([r["id"] for r in stored_at.values()])
     found: list[Found] = []
     gone: list[str] = []
     for entry in chunk:
@@ -83,7 +83,7 @@ def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) ->
             marks[item.path] = (item.gitdir, mark(item.gitdir))
         stored = stored_at.get(item.path)
         record = read_repo(item, stored and stored["predicted_conflicts"])
-        same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], set()) if stored else set())
+        same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], {}) if stored else {})
         if same is None:
             changed.append((item, record))
         else:
@@ -96,20 +96,10 @@ def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) ->
     return Checked(paths, ids, len(reads), marks)
 
 
-def _reflog_files(index: Index, ids: list[int]) -> dict[int, set[tuple[str, int, int]]]:
-    """{repo id: {(ref, inode, size)}} of the reflog files the index has read, for the repos `ids`."""
-    known: dict[int, set[tuple[str, int, int]]] = {}
-    if ids:
-        for repo_id, ref, inode, size in index.conn.execute(
-                f"select repo_id, ref, inode, size from reflog_files where repo_id in ({', '.join('?' * len(ids))})",
-                ids):
-            known.setdefault(repo_id, set()).add((ref, inode, size))
-    return known
-
-
-def stored_as_read(stored: dict | None, found: Found, record: dict, reflog_files: set[tuple[str, int, int]]) -> int | None:
+def stored_as_read(stored: dict | None, found: Found, record: dict,
+                   reflog_files: dict[str, tuple[int, int]]) -> int | None:
     """The repo's id when the index already holds exactly `record` as `stored` (`Index.records`, with
-    `reflog_files` its (ref, inode, size) rows; see the module docstring), else None."""
+    `reflog_files` its {ref: (inode, size)} rows, `Index.reflog_files`; see the module docstring), else None."""
     if "branches" not in record:  # an unreadable repo: stored again, as a scan would
         return None
     if stored is None or stored["gone"] or stored["path"] != found.path:
@@ -125,7 +115,7 @@ def stored_as_read(stored: dict | None, found: Found, record: dict, reflog_files
     stats = record.get("reflog_files")
     if stats is None:
         stats = reflog_stats(found.gitdir, found.commondir)
-    if reflog_files != {(ref, inode, size) for ref, _path, inode, size, _mtime in stats}:
+    if reflog_files != {ref: (inode, size) for ref, _path, inode, size, _mtime in stats}:
         return None
     return stored["id"]
 

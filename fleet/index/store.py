@@ -183,7 +183,7 @@ class Index:
         paths = [found.path for found, _, _ in items]
         ids = dict(self.conn.execute(f"select path, id from repos where path in ({', '.join('?' * len(paths))})",
                                      paths).fetchall()) if paths else {}
-        known = _reflog_files(self.conn, list(ids.values()))
+        known = self.reflog_files(list(ids.values()))
         out = []
         for found, record, reasons in items:
             repo_id = ids.get(found.path)
@@ -336,6 +336,10 @@ class Index:
             return None
         record = _decode(dict(zip([d[0] for d in cur.description], row)))
         return _full(record, self._children([record["id"]]))
+
+    def reflog_files(self, ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
+        """{repo id: {ref: (inode, size read up to)}} of the reflog files the index has read for `ids`."""
+        return _reflog_files(self.conn, ids)
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         """Full records of the repos at exactly `paths` (gone ones too), by path: one query per table for a
