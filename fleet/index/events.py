@@ -17,7 +17,6 @@ one records, not a copy of the line (a deleted branch's event, which has no line
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import TYPE_CHECKING
@@ -308,7 +307,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
     if not lines:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
-    cut = pruned_before(index.conn)
+    cut = pruned_before(index)
     fresh = [ln for ln in lines if ln[5] >= cut and is_event_ref(ln[2])]
     by_repo: dict[int, list[tuple]] = {}
     for ln in fresh:
@@ -400,13 +399,13 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     return events
 
 
-def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"], firsts: dict[int, list[tuple]],
-                        cut: int) -> set[int]:
+def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
+                        firsts: dict[int, list[tuple]]) -> set[int]:
     """Inside the store's transaction: the events `first_events` decided (`firsts`, by position in `stored`),
     for the repos stored for the first time with the lines they were decided on; returns those repo ids.
-    The others (another process stored the repo meanwhile, or events were pruned since) are left to
-    `record_events`."""
-    if not firsts or pruned_before(conn) != cut:
+    The others (another process stored the repo meanwhile) are left to `record_events`; the caller checks
+    that no `prune_events` came in between."""
+    if not firsts:
         return set()
     inserts: list[tuple] = []
     cursors: list[tuple[int, int]] = []
@@ -469,11 +468,10 @@ def _record_deleted_branches(conn, repo_ids: list[int]) -> int:
     return added
 
 
-def pruned_before(conn: "sqlite3.Connection") -> int:
+def pruned_before(index: "Index") -> int:
     """The cut-off of the last `prune_events` (0: never pruned)."""
-    row = conn.execute("select value from meta where key = ?", (PRUNED_KEY,)).fetchone()
     try:
-        return int(json.loads(row[0])) if row else 0
+        return int(index.meta(PRUNED_KEY, 0))
     except (TypeError, ValueError):
         return 0
 
@@ -484,11 +482,13 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
     The cut-off is remembered, so lines git still holds (re-read after a reflog rewrite) do not come back.
     """
     cutoff = int((time.time() if now is None else now) - older_than_s)
+    from fleet.index.store import next_reflog_id  # store imports this module
+
     with index.write() as conn:
-        top = conn.execute("select max(id) from reflog").fetchone()[0]
+        upto = next_reflog_id(conn) - 1   # the highest id ever given
         events = conn.execute("delete from event_rows where at < ?", (cutoff,)).rowcount
         lines = conn.execute("delete from reflog where at < ?", (cutoff,)).rowcount
-        index.set_meta(PRUNED_KEY, max(cutoff, pruned_before(index.conn)))
+        index.set_meta(PRUNED_KEY, max(cutoff, pruned_before(index)))
         if lines:  # new lines must not take the ids of deleted ones (see fleet.index.store.next_reflog_id)
-            index.set_meta(REFLOG_IDS_KEY, max(top, int(index.meta(REFLOG_IDS_KEY, 0))))
+            index.set_meta(REFLOG_IDS_KEY, upto)
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}

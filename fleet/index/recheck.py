@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple
 from fleet.index.discovery import Found
 from fleet.index.scan import found_for, ingest
 from fleet.index.store import Index, repo_name
-from fleet.repo.record import read_repo, reflog_stats
+from fleet.repo.record import read_repo
 from fleet.views.radar import attention
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
@@ -112,10 +112,7 @@ def stored_as_read(stored: dict | None, found: Found, record: dict,
     for key in _CHILDREN:
         if not _same_rows(stored[key], record.get(key) or []):
             return None
-    stats = record.get("reflog_files")
-    if stats is None:
-        stats = reflog_stats(found.gitdir, found.commondir)
-    if reflog_files != {ref: (inode, size) for ref, _path, inode, size, _mtime in stats}:
+    if reflog_files != {ref: (inode, size) for ref, _path, inode, size, _mtime in record["reflog_files"]}:
         return None
     return stored["id"]
 

@@ -55,13 +55,14 @@ def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
     are then written in the same transaction as its lines. The others' events are recorded after the store.
     """
     prepared = index.prepare([(found, record, attention(record)) for found, record in items])
-    cut = pruned_before(index.conn)
+    cut = pruned_before(index)
     firsts = {n: first_events(p.found.path, p.logs, cut) for n, p in enumerate(prepared)
               if p.repo_id is None and p.logs is not None and "branches" in p.record}
     recorded: set[int] = set()
 
     def within(conn: sqlite3.Connection, stored: list[Stored]) -> None:
-        recorded.update(record_first_events(conn, stored, firsts, cut))
+        if pruned_before(index) == cut:   # else events were pruned since they were decided: record_events
+            recorded.update(record_first_events(conn, stored, firsts))
 
     ids = index.store_prepared(prepared, within)
     record_events(index, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
@@ -200,14 +201,13 @@ def found_for(path: str, root: str) -> Found | None:
 def refresh_repo(index: Index, path: str) -> dict | None:
     """Re-read one known repository into the index (its merge prediction kept while its two commits are the
     same); mark it gone if it vanished. Returns the new record."""
-    root = index.root_of(path)
-    if root is None:
+    known = index.rows("path = ?", (path,))
+    if not known:
         return None
-    found = found_for(path, root)
+    found = found_for(path, known[0]["root"])
     if found is None:
         index.mark_gone([path])
         return None
-    known = index.rows("path = ?", (path,))
-    record = read_repo(found, known[0]["predicted_conflicts"] if known else None)
+    record = read_repo(found, known[0]["predicted_conflicts"])
     ingest(index, [(found, record)])
     return record

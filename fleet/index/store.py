@@ -388,11 +388,6 @@ class Index:
         row = self.conn.execute("select id, gitdir, gone from repos where path = ?", (path,)).fetchone()
         return None if row is None else (row[0], row[1], bool(row[2]))
 
-    def root_of(self, path: str) -> str | None:
-        """The root a known repo was found under."""
-        row = self.conn.execute("select root from repos where path = ?", (path,)).fetchone()
-        return None if row is None else row[0]
-
 
 class Prepared(NamedTuple):
     """A repo ready to store: its row and the reflog lines read against the index's `known` files."""
