@@ -47,8 +47,10 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
 
 # One two-tree raw entry (a single leading colon) at C speed: modes, shas, status letter and score, then one
 # path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
-_RAW_ENTRY = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
-                        rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])\d*\0([^\0]*))\0")
+# Every byte of an entry is in some group, so the entries found add up to the raw part only when they are all
+# of it (`_simple_index`).
+_RAW_ROW = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
+                      rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
 # A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
 _QUOTED_BYTE = re.compile(rb'[\x01-\x1f"\\\x7f]')
 
@@ -78,11 +80,11 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], int]:
     entries: list[dict[str, Any]] = []
     pos = 0
     find = data.index
-    fast = _RAW_ENTRY.match
+    fast = _RAW_ROW.match
     while data[pos:pos + 1] == b":":
         match = fast(data, pos)
         if match is not None:
-            old_mode, new_mode, _, new_sha, rc, score, first, last, code, only = match.groups()
+            old_mode, new_mode, _, new_sha, rc, score, first, last, code, _, only = match.groups()
             pos = match.end()
             unhashed = not new_sha.strip(b"0")
             if rc is not None:
@@ -296,10 +298,6 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
     return kept
 
 
-# A two-tree raw entry with every byte of it in some group, so that the entries found add up to the raw part
-# only when they are all of it (_simple_index): modes, shas, status letter and score, path(s).
-_RAW_ROW = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
-                      rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
 _STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
 
 

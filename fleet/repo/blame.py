@@ -47,13 +47,12 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
          boundary, prev_sha, prev_file, filename, block, line_text) in _ENTRY.findall(text(data)):
         commit = commits.get(sha)
         if author_time and commit is None:   # a commit's first line, with git's usual details in git's order
-            commit = commits[sha] = {
-                "sha": sha, "uncommitted": not sha.strip("0"), "author": author,
-                "author_email": mail.strip("<>") or None, "author_time": int(author_time), "author_tz": author_tz,
-                "committer": committer, "committer_time": int(committer_time), "summary": summary,
-                "boundary": bool(boundary),
-                "previous": {"sha": prev_sha, "filename": prev_file} if prev_sha else None,
-                "filename": filename}
+            commit = commits[sha] = _new_commit(sha)
+            commit.update(author=author, author_email=mail.strip("<>") or None, author_time=int(author_time),
+                          author_tz=author_tz, committer=committer, committer_time=int(committer_time),
+                          summary=summary, boundary=bool(boundary),
+                          previous={"sha": prev_sha, "filename": prev_file} if prev_sha else None,
+                          filename=filename)
         elif block:
             if commit is None:
                 commit = commits[sha] = _new_commit(sha)
