@@ -535,7 +535,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
     p.set_defaults(func=cmd_mcp)
 
-    if _command_of(sys.argv[1:] if argv is None else argv) not in sub.choices:
+    # The global options that take a value, as argparse knows them (the subparsers' action has no option).
+    valued = [s for a in parser._actions if a.nargs != 0 for s in a.option_strings if s.startswith("--")]
+    if _command_of(sys.argv[1:] if argv is None else argv, valued) not in sub.choices:
         from fleet.ops.commands import add_parsers as add_ops_parsers
         from fleet.audit.commands import add_audit_parser
 
@@ -545,18 +547,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = ("--db", "--policy")  # the global options that take a value
-
-
-def _command_of(argv: list[str]) -> str | None:
+def _command_of(argv: list[str], valued: list[str]) -> str | None:
     """The command word of a command line as argparse will find it (None when there is none, as for
-    `--help`): the first word that is neither an option nor the value of a global option (abbreviations
-    of `--db`/`--policy` included)."""
+    `--help`): the first word that is neither an option nor the value of a global option that takes one
+    (`valued`; abbreviations of them included)."""
     words = iter(argv)
     for word in words:
         if word == "--":
             return next(words, None)
-        if word.startswith("--") and "=" not in word and any(o.startswith(word) for o in _VALUE_OPTIONS):
+        if word.startswith("--") and "=" not in word and any(o.startswith(word) for o in valued):
             next(words, None)
         elif not word.startswith("-"):
             return word
