@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 from fleet.caps import cap
-from fleet.git.patchtext import hunk_header, quote_path
+from fleet.git.patchtext import HUNK_HEADER, hunk_header, hunk_numbers, quote_path
 
 STATUS = {
     "A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "copied",
@@ -165,7 +165,7 @@ def _first_line(section: bytes) -> bytes:
 
 
 # A hunk header line where a line of hunk text starts (hunk_header's pattern, to the end of the line).
-_HUNK_LINE = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@[^\n]*")
+_HUNK_LINE = re.compile(HUNK_HEADER + rb"[^\n]*")
 # (header numbers, header line, body bytes, the body's line count)
 Part = tuple[tuple[int, int, int, int], bytes, bytes, int]
 
@@ -201,10 +201,9 @@ def open_change(change: dict[str, Any]) -> list[Part]:
             parts += _hunks_line_by_line(body)
             continue
         for match, end in zip(found, [at - 1 for at in starts[1:]] + [stop]):
-            a, b, c, d = match.groups()
-            numbers = (int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1)
+            numbers = hunk_numbers(match)
             text = section[match.end() + 1:end]
-            count = text.count(b"\n") + 1 if text else 0
+            count = line_count(text)
             lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
             insertions += lines - numbers[1]
             deletions += lines - numbers[3]

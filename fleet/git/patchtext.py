@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-_HUNK_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_HEADER = rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@"  # its four numbers as groups
+_HUNK_HEADER = re.compile(rb"^" + HUNK_HEADER)
 _ESCAPES = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f",
             0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
 _UNESCAPES = {chr(v[1]): k for k, v in _ESCAPES.items()}
@@ -16,8 +17,11 @@ _NEEDS_QUOTE_HIGH = re.compile(rb'[\x00-\x1f"\\\x7f-\xff]')
 def hunk_header(line: bytes | str) -> tuple[int, int, int, int] | None:
     """(old_start, old_lines, new_start, new_lines) of a `@@ -a,b +c,d @@` line (a count left out is 1)."""
     match = _HUNK_HEADER.match(line.encode("utf-8", "surrogateescape") if isinstance(line, str) else line)
-    if not match:
-        return None
+    return hunk_numbers(match) if match else None
+
+
+def hunk_numbers(match: re.Match) -> tuple[int, int, int, int]:
+    """The four numbers of a match of HUNK_HEADER (a count left out is 1)."""
     a, b, c, d = match.groups()
     return int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1
 
