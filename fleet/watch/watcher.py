@@ -240,8 +240,9 @@ class Watcher:
             discovered.set_result(await self._discover(initial=True))
             if not self.once:
                 await self._rebuild(initial=True)
+            self._started = True  # before `_watch_up` lets the re-check finish: its last record names the mode
+            if not self.once:
                 await self._watch_up()
-            self._started = True
             await asyncio.to_thread(self._write_status)
             if self.once:
                 beat = asyncio.ensure_future(self._every(self.heartbeat_s, self._heartbeat))
