@@ -22,6 +22,7 @@ SCRIPTS = {
     "scan": (["bench_scan.py", "--profiles", "realistic,simple", "--sizes", "1000", "--query-sizes", "1000,10000",
               "--runs", "5"],
              ["--runs", "1", "--sizes", "40", "--query-sizes", "1000"]),
+    "floor": (["bench_floor.py", "--repos", "1000", "--runs", "5"], ["--runs", "1", "--repos", "40"]),
     "scan_10000": (["bench_scan.py", "--profiles", "simple", "--sizes", "10000", "--query-sizes", "", "--runs", "3"],
                    ["--runs", "1", "--sizes", "2000"]),
     "watcher": (["bench_watcher.py", "--rounds", "3"], ["--rounds", "1", "--repos", "200"]),
