@@ -17,7 +17,7 @@ from fleet.index.scan import CHUNK, found_for, refresh_repo, scan
 from fleet.index.store import Index, open_index
 from fleet.repo.record import predict_merge, read_repo
 from fleet.watch.watcher import Watcher
-from fleet.watch.watchset import watch_mark
+from fleet.watch.mark import watch_mark
 from tests.fleets import oracle
 from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
@@ -172,9 +172,9 @@ def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_pa
 
 
 def test_a_commit_between_a_repos_recheck_and_its_watch_going_up_is_not_lost(fleet, monkeypatch) -> None:
-    """The known repos are re-read at once, beside discovery and the watch set's build: a repo read before
-    its watch was up is read again when its watched files changed in between (its mark), and the re-check
-    is finished only then."""
+    """The known repos are re-read at once and the watch set is built once all are read: a repo read before
+    its watch was up is read again when its git files changed in between (its mark), and the watcher is
+    live (`live_at`) only then. The re-check itself is finished when every repo was read."""
     root = fleet["root"]
     building = threading.Event()
     go = threading.Event()
@@ -192,21 +192,23 @@ def test_a_commit_between_a_repos_recheck_and_its_watch_going_up_is_not_lost(fle
         total = len(fleet["before"])
 
         def all_read() -> bool:
-            check = (index.meta(WATCHER_KEY) or {}).get("reverify") or {}
-            return check.get("done") == check.get("total") == total
-        wait_for(all_read, "every known repo read while the watch set is held back", 60)
+            meta = index.meta(WATCHER_KEY) or {}
+            check = meta.get("reverify") or {}
+            return check.get("done") == check.get("total") == total and bool(check.get("finished_at"))
+        wait_for(all_read, "every known repo read before the watch set is built", 60)
+        assert building.wait(30)  # built once every repo was read
         meta = index.meta(WATCHER_KEY)
-        assert building.is_set() and meta["mode"] == "starting" and meta["reverify"]["finished_at"] is None
+        assert meta["mode"] == "starting" and meta["live_at"] is None
         assert meta["backlog"] == total - 1, meta  # read, not yet checked against their marks (but the gone one)
         late = root / "clean-010"
         assert index.repo(str(late.resolve()))["head"] == git(late, "rev-parse", "HEAD").strip()
         late_head = commit_file(late, "gap.txt", "made after its re-check, before its watch was up\n")
         go.set()
 
-        def finished() -> bool:
+        def live() -> bool:
             meta = index.meta(WATCHER_KEY) or {}
-            return bool(meta["reverify"]["finished_at"]) and meta["backlog"] == 0 and meta["mode"] != "starting"
-        wait_for(finished, "the re-check's end", 60)
+            return bool(meta["live_at"]) and meta["backlog"] == 0 and meta["mode"] != "starting"
+        wait_for(live, "the watcher to go live", 60)
         wait_for(lambda: index.repo(str(late.resolve()))["head"] == late_head, "the commit made in the gap", 10)
         assert_as_git_says(index, late)
         for path in fleet["changed"]:

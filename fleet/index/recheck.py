@@ -6,35 +6,43 @@ more than a cold scan (the host's interpreter lock, one transaction per repo). S
 path: chunks of `CHUNK` repos, each read and stored in a worker process in one transaction. The workers are
 spawned, never forked: the host runs threads (the server, the notifiers) and a fork would copy their locks.
 
-Most repos of a quiet fleet are as the index left them. A diverged branch's merge prediction, the costliest
-read, is kept when its two commits are the ones it was made for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one —
-every column, every child row (branches, worktrees, submodules, stashes, remotes), its reasons and the size
-of every reflog file (so no new reflog line waits) — is not stored again: only its `scanned_at` moves, in
+Most repos of a quiet fleet are as the index left them. The index holds, with each record, the watch mark
+taken just before the read it came from (`fleet.watch.mark`: the stat state of everything in its git dirs
+the record is read from). A repo whose mark has not moved had nothing in its git dirs changed since: only
+its working trees may have, so only they are read again (`fleet.repo.record.read_work_trees`: its `git
+status`, and its linked worktrees' and submodules' when it has them, through the full read's own parts)
+and compared with the stored fields. A difference, a moved or missing mark (an index stored by an older
+fleetdeck), a stored error or a config that includes other files sends the repo to the full read.
+
+A full read's merge prediction, the costliest read, is kept when its two commits are the ones it was made
+for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one — every column,
+every child row (branches, worktrees, submodules, stashes, remotes), its reasons and the size of every
+reflog file (so no new reflog line waits) — is not stored again: only its `scanned_at` and mark move, in
 one statement per chunk, and the index's generation stays put, so no surface re-renders for nothing. The
 comparison runs over the stored row's own columns, so a column the record does not hold counts as a change
 (stored again: the safe way to be wrong).
 
-A watcher re-checks while its watch set is still being built: for each repo read it can ask for a `mark`
-taken just before the read (`fleet.watch.watchset.watch_mark`), to tell afterwards whether anything changed
-between the read and the moment the watch went up.
+Each repo's mark comes back with the chunk (`Checked.marks`): a watcher whose watch set was not up yet
+when the repo was read compares it again once the watch is up, so a change made in between is not lost.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from fleet.index.discovery import Found
 from fleet.index.scan import found_for, ingest
 from fleet.index.store import Index, repo_name
-from fleet.repo.record import read_repo
+from fleet.repo.record import iso, read_repo, read_work_trees
 from fleet.views.radar import attention
+from fleet.watch.mark import watch_mark
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
-Mark = Callable[[str], bytes]  # a repo's git dir -> a digest of its watched files' state
 
 # Stored columns that are the store's bookkeeping (or compared separately), not fields read from disk.
 _BOOKKEEPING = frozenset({"id", "name", "scanned_at", "first_seen", "gone", "gone_at", "score", "reasons",
@@ -48,21 +56,25 @@ def entry_paths(chunk: list[Entry]) -> list[str]:
 
 class Checked(NamedTuple):
     """One re-checked chunk: every path in it, the ids whose stored state changed (stored again or marked
-    gone), how many were found as stored, and per repo read, when asked for, its git dir and `mark` taken
-    before the read."""
+    gone), how many were found as stored (`quick`: the paths of those found so by their working trees
+    alone), and per repo read its git dir and the watch mark taken before the read."""
 
     paths: list[str]
     changed: list[int]
     unchanged: int
     marks: dict[str, tuple[str, bytes]]
+    quick: list[str]
 
 
-def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) -> Checked:
-    """Read every repo of `chunk` again; store those that changed (one transaction), mark the vanished ones
-    gone, and only move `scanned_at` for the others."""
+def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
+    """Read every repo of `chunk` again (only its working trees when its mark has not moved); store those
+    that changed (one transaction), mark the vanished ones gone, and only move `scanned_at` (and the mark)
+    for the others."""
     paths = entry_paths(chunk)
     stored_at = index.records(paths)  # one batch of queries for the chunk, not a handful per repo
-    reflog_files = index.reflog_files([r["id"] for r in stored_at.values()])
+    ids = [r["id"] for r in stored_at.values()]
+    reflog_files = index.reflog_files(ids)
+    stored_marks = index.watch_marks(ids)
     found: list[Found] = []
     gone: list[str] = []
     for entry in chunk:
@@ -76,24 +88,44 @@ def recheck_chunk(index: Index, chunk: list[Entry], mark: Mark | None = None) ->
         else:
             found.append(again)
     changed: list[tuple[Found, dict]] = []
-    reads: list[tuple[str, int]] = []
+    reads: list[tuple[str, int, bytes]] = []
     marks: dict[str, tuple[str, bytes]] = {}
+    quick: list[str] = []
     for item in found:
-        if mark is not None:
-            marks[item.path] = (item.gitdir, mark(item.gitdir))
+        mark = watch_mark(item.gitdir, item.commondir)
+        marks[item.path] = (item.gitdir, mark)
         stored = stored_at.get(item.path)
-        record = read_repo(item, stored and stored["predicted_conflicts"])
+        if stored is not None and mark and stored_marks.get(stored["id"]) == mark:
+            at = iso(time.time())
+            if work_trees_as_stored(stored, item, read_work_trees(item, stored)):
+                reads.append((at, stored["id"], mark))
+                quick.append(item.path)
+                continue
+        record = read_repo(item, stored and stored["predicted_conflicts"], mark)
         same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], {}) if stored else {})
         if same is None:
             changed.append((item, record))
         else:
-            reads.append((record["scanned_at"], same))
-    ids = ingest(index, changed) if changed else []
+            reads.append((record["scanned_at"], same, mark))
+    stored_ids = ingest(index, changed) if changed else []
     index.mark_read(reads)
     if gone:
         index.mark_gone(gone)
-        ids += index.ids_of(gone)
-    return Checked(paths, ids, len(reads), marks)
+        stored_ids += index.ids_of(gone)
+    return Checked(paths, stored_ids, len(reads), marks, quick)
+
+
+def work_trees_as_stored(stored: dict, found: Found, fresh: dict | None) -> bool:
+    """Whether `fresh` (`read_work_trees` of a repo whose mark has not moved) finds `stored` as it is: every
+    field it read again, and the reasons the radar gives for the record they make (some depend on the time)."""
+    if fresh is None or stored["gone"] or stored["error"] or stored["path"] != found.path \
+            or stored["gitdir"] != found.gitdir or stored["name"] != repo_name(found.path, found.root):
+        return False
+    for key, value in fresh.items():
+        same = _same_rows(stored[key], value) if key in _CHILDREN else _plain(value) == stored[key]
+        if not same:
+            return False
+    return stored["reasons"] == _plain(attention(stored))
 
 
 def stored_as_read(stored: dict | None, found: Found, record: dict,
@@ -161,6 +193,6 @@ def _worker_init(db_path: str) -> None:
     _worker_index = Index(Path(db_path))
 
 
-def in_worker(chunk: list[Entry], mark: Mark | None = None) -> Checked:
-    """`recheck_chunk` in a worker process of `process_pool` (`mark`: a module-level function, sent by name)."""
-    return recheck_chunk(_worker_index, chunk, mark)
+def in_worker(chunk: list[Entry]) -> Checked:
+    """`recheck_chunk` in a worker process of `process_pool`."""
+    return recheck_chunk(_worker_index, chunk)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -224,6 +224,8 @@ class Index:
             repo_id = cur.lastrowid
         if "branches" in record:
             self._replace_children(conn, repo_id, record, new)
+        conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
+                     (repo_id, record.get("watch_mark") or None))
         if p.logs is None:
             return Stored(p, repo_id, False, None, 0)
         known = {} if new else _reflog_files(conn, [repo_id]).get(repo_id, {})
@@ -263,12 +265,21 @@ class Index:
                 marks = ", ".join("?" * len(rows[0]))
                 conn.executemany(f"insert into {table} values ({marks})", rows)
 
-    def mark_read(self, reads: list[tuple[str, int]]) -> None:
-        """(scanned_at, id) of repos read again and found exactly as stored: only `scanned_at` moves (no new
-        generation: nothing a listing shows has changed)."""
+    def mark_read(self, reads: list[tuple[str, int, bytes]]) -> None:
+        """(scanned_at, id, watch mark) of repos read again and found exactly as stored: only `scanned_at`
+        and the mark move (no new generation: nothing a listing shows has changed)."""
         if reads:
             with self.write() as conn:
-                conn.executemany("update repos set scanned_at = ? where id = ?", reads)
+                conn.executemany("update repos set scanned_at = ? where id = ?", [r[:2] for r in reads])
+                conn.executemany("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
+                                 [(repo_id, mark or None) for _at, repo_id, mark in reads])
+
+    def watch_marks(self, ids: list[int]) -> dict[int, bytes]:
+        """{repo id: the watch mark taken before the read its stored record came from} (absent: none)."""
+        if not ids:
+            return {}
+        return dict(self.conn.execute(f"select repo_id, mark from repo_marks where mark is not null and repo_id in"
+                                      f" ({', '.join('?' * len(ids))})", ids).fetchall())
 
     def mark_gone(self, paths: list[str]) -> int:
         """Flag repositories that disappeared from disk; their rows and history stay."""

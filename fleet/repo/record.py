@@ -23,6 +23,7 @@ from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
+from fleet.watch.mark import watch_mark
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +36,17 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def read_repo(found: Found, known_prediction: dict | None = None) -> dict:
+def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None) -> dict:
     """The repository record, or a record with `error` set when the repository cannot be read.
 
     `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
     it was made for the same two commits: merge-tree's answer depends on them alone (and on the person's own
-    git and its global settings; a `fleetdeck scan` predicts afresh)."""
+    git and its global settings; a `fleetdeck scan` predicts afresh). The record's `watch_mark` is taken
+    first (`mark`, when the caller took it just before), so it never claims a state newer than the read."""
     record: dict = {
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
+        "watch_mark": watch_mark(found.gitdir, found.commondir) if mark is None else mark,
     }
     try:
         record.update(_read(found, known_prediction))
@@ -64,16 +67,11 @@ def read_repo(found: Found, known_prediction: dict | None = None) -> dict:
 
 def _read(found: Found, known_prediction: dict | None = None) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
-    roots = [found.root]
-    escape = dirs_escape(found, roots)  # before any file in those dirs is read
-    if escape:
-        raise OutOfScope(escape)
+    _check_dirs(found)  # before any file in those dirs is read
     refs = gitfiles.read_refs(commondir)
     head = gitfiles.read_head(gitdir, refs)
     cfg = gitfiles.read_config(commondir)
-    escape = work_tree_escape(found, cfg, roots)
-    if escape:
-        raise OutOfScope(escape)
+    _check_work_tree(found, cfg)
     stashes = read_stashes(commondir)  # before git status, which reads the stash log too
     status = None if found.bare else read_status(found.path)
     if status is not None:
@@ -106,10 +104,7 @@ def _read(found: Found, known_prediction: dict | None = None) -> dict:
         "upstream_gone": upstream_gone,
         "ahead": ahead,
         "behind": behind,
-        "staged": status.staged if status else None,
-        "unstaged": status.unstaged if status else None,
-        "untracked": status.untracked if status else None,
-        "conflicted": status.conflicted if status else None,
+        **_counts(status),
         "stashes": len(stashes),
         "stash_list": stashes,
         "operation": op,
@@ -119,13 +114,66 @@ def _read(found: Found, known_prediction: dict | None = None) -> dict:
         "worktrees": [] if found.gitdir != found.commondir else linked_worktrees(commondir, refs, with_status=True),
         "submodules": [] if found.bare else read_submodules(found.path, commondir),
         "remotes": gitfiles.remotes(cfg),
-        "last_activity": iso(_last_activity(found.path, status, _ref_movement_time(gitdir, commondir, reflogs))),
+        "last_activity": _activity(found, status, reflogs),
         "reflog_files": reflogs,
     }
     if lock:
         record["error"] = ("index.lock is present: another git process is writing this repository, "
                            "or one crashed and left the lock behind")
     return record
+
+
+def _check_dirs(found: Found) -> None:
+    """OutOfScope when git would read this repository's git dir or common dir outside its root."""
+    escape = dirs_escape(found, [found.root])
+    if escape:
+        raise OutOfScope(escape)
+
+
+def _check_work_tree(found: Found, cfg: ConfigFile) -> None:
+    """OutOfScope when its config gives it a work tree outside its root (`core.worktree`)."""
+    escape = work_tree_escape(found, cfg, [found.root])
+    if escape:
+        raise OutOfScope(escape)
+
+
+def _counts(status: Status | None) -> dict:
+    """The working-tree counts of a record (None for a bare repo)."""
+    return {"staged": status.staged if status else None, "unstaged": status.unstaged if status else None,
+            "untracked": status.untracked if status else None,
+            "conflicted": status.conflicted if status else None}
+
+
+def _activity(found: Found, status: Status | None, reflogs: list[tuple]) -> str | None:
+    return iso(_last_activity(found.path, status, _ref_movement_time(found.gitdir, found.commondir, reflogs)))
+
+
+def read_work_trees(found: Found, stored: dict) -> dict | None:
+    """The fields of `stored` (a record the index holds, read when its git dirs were as they are now: its
+    watch mark has not moved) that only its working trees can have changed since, read again with the full
+    read's own parts: `git status` (counts, and HEAD as git names it), the last activity, and, when it has
+    them, its linked worktrees (a `git status` each) and submodules. None when the git dirs alone cannot
+    vouch for the rest: the config includes other files, or an index.lock is present (the full read says
+    what it means)."""
+    gitdir, commondir = found.gitdir, found.commondir
+    try:
+        _check_dirs(found)
+        config = gitfiles.read_file(os.path.join(commondir, "config"), gitfiles.MAX_CONFIG_BYTES, "config") or b""
+        if b"include" in config.lower() or os.path.lexists(os.path.join(gitdir, "index.lock")):
+            return None
+        if b"worktree" in config.lower():
+            _check_work_tree(found, gitfiles.read_config(commondir))
+        status = None if found.bare else read_status(found.path)
+        fields = {**_counts(status), "last_activity": _activity(found, status, reflog_stats(gitdir, commondir))}
+        if status is not None:
+            fields.update(head=status.oid, branch=status.head)
+        if gitdir == commondir and (stored["worktrees"] or os.path.isdir(os.path.join(commondir, "worktrees"))):
+            fields["worktrees"] = linked_worktrees(commondir, gitfiles.read_refs(commondir), with_status=True)
+        if not found.bare and (stored["submodules"] or os.path.lexists(os.path.join(found.path, ".gitmodules"))):
+            fields["submodules"] = read_submodules(found.path, commondir)
+    except (OutOfScope, BrokenRepo, GitError, OSError):
+        return None
+    return fields
 
 
 def _branches(path: str, refs: dict[str, str], cfg: ConfigFile, current: str | None,

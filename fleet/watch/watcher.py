@@ -13,24 +13,26 @@ into events) on a worker thread with that thread's handle from one `IndexPool`.
 The watch set is rebuilt (new notifier first, old one closed after, so nothing is missed) whenever a repo's
 set changes; a missing path never stops the watcher. Its state is written to the index's meta (key
 `watcher`: {pid, started_at, mode (`starting` until the watch set is built), heartbeat_at, repos, polled,
-watches, paths, backlog, roots, stopped_at, reverify}) every few seconds; `status()` is that record. One
+watches, paths, backlog, roots, stopped_at, reverify, live_at}) every few seconds; `status()` is that record. One
 watcher per index: an fcntl lock on `<db>.watcher.lock`.
 
 A watcher that starts over an index that already holds the fleet re-checks every repo (the index may have
 missed anything done while no watcher ran) through the scan's batch path (`fleet.index.recheck`: chunks read
-and stored in spawned worker processes, off this process's interpreter lock, and only the repos that changed
-stored again). The repos the index knows are re-read at once; discovery and the watch set are built beside
-that, the repos discovery adds join the re-check (first in line), the ones it finds vanished are marked gone.
-A repo read before the watch set was up carries a mark of its watched files taken before its read
-(`watchset.watch_mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
-between is not lost. File events are served as usual meanwhile, and a repo with an event while its chunk was
-being read is read once more after it. The re-check is finished when every repo was read and, read early,
-checked against its mark. Its progress is part of the record (`reverify`: {total, done, figures_from,
-started_at, finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
+and stored in spawned worker processes, off this process's interpreter lock; a repo whose watch mark has not
+moved has only its working trees read again, and only the repos that changed are stored again). The repos the
+index knows are re-read at once, discovery beside that; the repos discovery adds join the re-check (first in
+line), the ones it finds vanished are marked gone. The watch set is built once every repo is read: built
+beside the re-check it cost the re-check more than it saved (its build holds this process's interpreter lock
+for half a second at 1,000 repos, and every file the re-check's git opens under a watched dir is an event to
+read). Every repo read before the watch set was up carries the mark taken before its read
+(`fleet.watch.mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
+between is not lost, and only then is the watcher live (`live_at`). The re-check is finished when every repo
+was read. Its progress is part of the record (`reverify`: {total, done, figures_from, started_at,
+finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
 and how old its figures are. `claim()` takes the lock and records the re-check as due before any work
-starts; `on_rechecked` is called once it is over (the host builds what can wait
-until then). With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no
+starts; `on_rechecked` is called once the start-up work is over (re-check, watch set, marks: the host builds
+what can wait until then). With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no
 sweeps, its record's mode `once`.
 """
 
@@ -54,7 +56,7 @@ from fleet.errors import FleetError
 from fleet.index.discovery import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.recheck import Checked, Entry, Mark, entry_paths, in_worker, process_pool, recheck_chunk
+from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
 from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import iso, read_repo
@@ -62,7 +64,8 @@ from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.periodic import Periodic, PeriodicSchedule
 from fleet.watch.schedule import RefreshQueue
 from fleet.watch.sweeps import active_repos, discover_changes, known_repos
-from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch, watch_mark
+from fleet.watch.mark import moved
+from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch
 
 log = logging.getLogger("fleetdeck.watcher")
 
@@ -108,11 +111,11 @@ class Watcher:
         self._pool: IndexPool | None = None
         self._lockfile: int | None = None
         self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
-        self._touched: set[str] | None = None  # while the re-check runs: repos with file events since it began
         self._recheck_pool: ProcessPoolExecutor | None = None
-        self._watch_up_at: float | None = None  # when the first watch set was up (time.monotonic())
-        self._early: dict[str, tuple[str, bytes]] = {}  # re-checked before it: git dir and mark per repo
+        self._early: dict[str, tuple[str, bytes]] = {}  # re-checked before the watch set was up: git dir, mark
+        self._read_all = asyncio.Event()  # the re-check has read every repo (the first watch set waits for it)
         self._up = asyncio.Event()  # the first watch set is up and the early reads are checked
+        self._live_at: str | None = None  # when that was (ISO): from then on no change is missed
         self._watches: tuple[int, float] | None = None  # (inotify watches, when counted)
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
@@ -175,7 +178,7 @@ class Watcher:
             "heartbeat_at": iso(time.time()), "repos": len(self._watch.repos()), "polled": len(self._watch.polled()),
             "watches": self._watch_count(), "paths": self._watch.path_count(), "backlog": self._backlog(),
             "roots": self._roots(), "stopped_at": None,
-            "reverify": dict(self._reverify) if self._reverify else None,
+            "reverify": dict(self._reverify) if self._reverify else None, "live_at": self._live_at,
         }
 
     def _watch_count(self) -> int:
@@ -191,8 +194,8 @@ class Watcher:
         """Re-reads waiting or running: the queue's, and the repos the re-check has still to read or, read
         before the watch set was up, still to check against their marks."""
         check = self._reverify
-        pending = check["total"] - check["done"] + len(self._early) if check and not check["finished_at"] else 0
-        return self._queue.backlog() + max(0, pending)
+        unread = check["total"] - check["done"] if check and not check["finished_at"] else 0
+        return self._queue.backlog() + max(0, unread) + len(self._early)
 
     def watched_repos(self) -> list[str]:
         """The repos being watched (by inotify or polling)."""
@@ -229,18 +232,18 @@ class Watcher:
     async def _serve(self, after: Callable[[], Awaitable[object]] | None) -> None:
         if after is not None:
             await after()
-        self._touched = set()  # the re-check reads again every repo with a file event while it runs
         roots = self._roots()
         known = await asyncio.to_thread(lambda: [p for p, _g in known_repos(self._pool.get(), roots)])
         self._reverify.update(total=len(known), done=0)
-        # The known repos are re-read at once; discovery and the watch set are built beside that.
+        # The known repos are re-read at once, discovery beside that; the watch set once every repo is read.
         discovered: asyncio.Future[list[Found]] = self._loop.create_future()
         recheck = asyncio.ensure_future(self._recheck(known, discovered))
         try:
             discovered.set_result(await self._discover(initial=True))
             if not self.once:
+                await self._read_all.wait()
                 await self._rebuild(initial=True)
-            self._started = True  # before `_watch_up` lets the re-check finish: its last record names the mode
+            self._started = True  # before `_watch_up` records the watcher live: that record names the mode
             if not self.once:
                 await self._watch_up()
             await asyncio.to_thread(self._write_status)
@@ -319,15 +322,14 @@ class Watcher:
     async def _recheck(self, known: list[str], discovered: Awaitable[list[Found]]) -> None:
         """Re-read the `known` repos in chunks, and the repos `discovered` adds (first in line once found):
         in worker processes, or on this process's refresh threads when the known fleet fits one chunk
-        (spawning workers would cost more than it saves); progress per chunk. Chunks are handed out a few at a
-        time, so a chunk's hand-out time bounds when its reads began (see `_watch_up`)."""
+        (spawning workers would cost more than it saves); progress per chunk. The re-check is finished once
+        every repo is read; its workers stay until the watch set is up, to check the marks (`_watch_up`)."""
         if self._recheck_pool is None and len(known) > CHUNK:
             self._recheck_pool = process_pool(self.index.path, default_workers())
         pool = self._recheck_pool
         waiting: deque[list[Entry]] = deque(chunks(known))
         all_in = asyncio.Event()  # discovery's repos are in `waiting`
-        unchanged = 0
-        changed = False
+        unchanged = quick = 0
 
         async def add_discovered() -> None:
             new = await discovered
@@ -338,71 +340,60 @@ class Watcher:
                 self._spawn(self._heartbeat())  # the progress's total grew
 
         async def lane() -> None:
-            nonlocal changed, unchanged
+            nonlocal unchanged, quick
             while waiting or not all_in.is_set():
                 if not waiting:
                     await all_in.wait()
                     continue
                 chunk = waiting.popleft()
-                mark = watch_mark if not self.once and self._watch_up_at is None else None
-                handed_out = time.monotonic()
-                run = (asyncio.wrap_future(pool.submit(in_worker, chunk, mark)) if pool is not None
-                       else self._loop.run_in_executor(self._workers, self._recheck_here, chunk, mark))
-                checked = await self._rechecked(chunk, run, mark, handed_out)
-                changed |= bool(checked and checked.changed)
+                run = (asyncio.wrap_future(pool.submit(in_worker, chunk)) if pool is not None
+                       else self._loop.run_in_executor(self._workers, self._recheck_here, chunk))
+                checked = await self._rechecked(chunk, run)
                 unchanged += checked.unchanged if checked else 0
+                quick += len(checked.quick) if checked else 0
 
         lanes = 2 * default_workers() if pool is not None else self.workers
         try:
-            await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
-            if not self.once:
-                await self._up.wait()  # every repo read before it is checked against its mark by then
+            try:
+                await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
+            finally:
+                self._read_all.set()  # (the watch set is then built from what the re-check stored)
             self._reverify["finished_at"] = iso(time.time())
             self._spawn(self._heartbeat())
-            log.info("re-checked %d repositories: %d as the index had them", self._reverify["done"], unchanged)
-            if changed and not self.once:
-                self._rebuild_wanted.set()  # a repo may have gained or lost a worktree, or gone
-            if self.on_rechecked is not None:
-                self.on_rechecked()
+            log.info("re-checked %d repositories: %d as the index had them (%d by their working trees alone)",
+                     self._reverify["done"], unchanged, quick)
+            if not self.once:
+                await self._up.wait()
         finally:
-            self._touched = None
-            await self._close_recheck_pool()  # its workers' exit takes a moment: after the re-check is over
+            await self._close_recheck_pool()  # its workers' exit takes a moment: after the start-up work
+        if self.on_rechecked is not None:
+            self.on_rechecked()
 
     async def _close_recheck_pool(self) -> None:
         pool, self._recheck_pool = self._recheck_pool, None
         if pool is not None:
             await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
 
-    def _recheck_here(self, chunk: list[Entry], mark: Mark | None = None) -> Checked:
-        return recheck_chunk(self._pool.get(), chunk, mark)
+    def _recheck_here(self, chunk: list[Entry]) -> Checked:
+        return recheck_chunk(self._pool.get(), chunk)
 
-    async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked], mark: Mark | None,
-                         handed_out: float) -> Checked | None:
-        """Wait for one chunk; then its progress, its changed repos to `on_change`, and a second read of those
-        with file events since the re-check began (their chunk may have read them before the change) or,
-        read before the watch set was up, with a change since (`_watch_up`)."""
+    async def _rechecked(self, chunk: list[Entry], run: Awaitable[Checked]) -> Checked | None:
+        """Wait for one chunk; then its progress, its changed repos to `on_change`, and its repos' marks kept
+        to be checked once the watch set is up (`_watch_up`)."""
         paths = entry_paths(chunk)
         try:
             checked = await run
         except Exception:
             log.exception("could not re-check %d repositories in a worker; reading them here", len(chunk))
             try:
-                checked = await self._loop.run_in_executor(self._workers, self._recheck_here, chunk, mark)
+                checked = await self._loop.run_in_executor(self._workers, self._recheck_here, chunk)
             except Exception:
                 log.exception("could not re-check %d repositories, from %s", len(chunk), paths[0])
                 checked = None
         for path in paths:
             self._new.pop(path, None)
-        now = time.monotonic()
-        for path in paths:
-            if self._touched is not None and path in self._touched:
-                self._queue.add(path, now)
-        if checked and checked.marks:
-            if self._watch_up_at is None:
-                self._early.update(checked.marks)
-            elif handed_out < self._watch_up_at:
-                await self._moved_since(checked.marks)
-        self._wake.set()
+        if checked and not self.once:
+            self._early.update(checked.marks)
         self._verified(len(paths))
         if checked and checked.changed:
             await self._notify(checked.changed)
@@ -410,21 +401,24 @@ class Watcher:
 
     async def _watch_up(self) -> None:
         """The watch set is up: from now on every change in a repo's git files is an event. The repos read
-        before that are read once more when their watched files changed since their read (their mark)."""
-        self._watch_up_at = time.monotonic()  # chunks done from now on are checked as they come
-        await self._moved_since(self._early)
-        self._early = {}
-        self._up.set()
-
-    async def _moved_since(self, marks: dict[str, tuple[str, bytes]]) -> None:
-        """Queue a re-read of every repo whose watched files changed since its `mark` was taken."""
-        moved = await asyncio.to_thread(lambda: [p for p, (gitdir, mark) in marks.items()
-                                                 if watch_mark(gitdir) != mark])
+        before that (the re-check's) are read once more when their git files changed since their read (their
+        mark moved): on the re-check's workers, which are still there for this, or on a thread. Then the
+        watcher is live (`live_at`)."""
+        early, pool = list(self._early.items()), self._recheck_pool
+        if pool is not None and len(early) > CHUNK:
+            parts = [early[n::default_workers()] for n in range(default_workers())]
+            found = await asyncio.gather(*(asyncio.wrap_future(pool.submit(moved, part)) for part in parts))
+            changed = [path for part in found for path in part]
+        else:
+            changed = await asyncio.to_thread(moved, early)
         now = time.monotonic()
-        for path in moved:
+        for path in changed:
             self._queue.add(path, now)
-        if moved:
-            self._wake.set()
+        self._early = {}
+        self._live_at = iso(time.time())
+        self._up.set()
+        self._wake.set()
+        self._spawn(self._heartbeat())
 
     # --- events -> refreshes ---------------------------------------------------------------------------------
 
@@ -443,8 +437,6 @@ class Watcher:
             repo = self._watch.route(path)
             if repo is not None:
                 self._queue.touch(repo, now)
-                if self._touched is not None:
-                    self._touched.add(repo)
         self._wake.set()
 
     async def _schedule(self) -> None:
@@ -509,16 +501,12 @@ class Watcher:
         return (self._pool.get() if self._pool else self.index).roots()
 
     async def _sweep_active(self) -> None:
-        if self._touched is not None:
-            return  # the re-check is reading every repo
         paths = await asyncio.to_thread(
             lambda: active_repos(self._pool.get(), self.active_window_s, self.active_limit))
         self._queue.sweep([p for p in paths if self._watch.watch_of(p) is not None])
         self._wake.set()
 
     async def _sweep_all(self) -> None:
-        if self._touched is not None:
-            return  # the re-check is reading every repo
         self._queue.sweep(self._watch.repos())
         self._wake.set()
 

@@ -13,26 +13,16 @@ the same second is only seen by the next sweep.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.index.discovery import common_dir
+from fleet.watch.mark import IGNORED_SUFFIXES, INTERESTING, MAX_DEPTH
 from fleet.watch.notifier import POLL_DELAY_MS, Deliver, Notifier, open_notifier, out_of_watches
 
 log = logging.getLogger("fleetdeck.watcher")
-
-# Entries of a git dir whose change means the repo's state may have changed.
-INTERESTING = frozenset({
-    "HEAD", "index", "packed-refs", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD",
-    "BISECT_LOG", "config", "rebase-merge", "rebase-apply", "sequencer", "refs", "logs", "worktrees", "locked",
-    "gitdir",
-})
-IGNORED_SUFFIXES = (".lock", ".new")
-MAX_ROUTE_DEPTH = 32  # ref names nest (refs/heads/a/b/c); deeper than this is not a ref
-
 
 @dataclass(frozen=True)
 class RepoWatch:
@@ -61,42 +51,6 @@ def repo_watch(gitdir: str) -> RepoWatch | None:
             pass
     trees = tuple(str(common / d) for d in ("refs", "logs") if (common / d).is_dir())
     return RepoWatch(tuple(top), trees)
-
-
-def watch_mark(gitdir: str) -> bytes:
-    """A digest of everything the watch set of the repo at `gitdir` notices: (name, inode, size, mtime) of the
-    interesting entries of its top dirs, of every entry of its worktree list, and of every file and folder under
-    its `refs/` and `logs/`. git replaces the files it writes (a new inode) or appends to them (a new size), so
-    two equal marks mean no event would have been routed to the repo in between: what a read made before its
-    watch was up is checked with (`Watcher`'s start-up re-check)."""
-    rw = repo_watch(gitdir)
-    if rw is None:
-        return b""
-    seen: list[tuple] = []
-    for path, kind in rw.top:
-        _stat_entries(path, INTERESTING if kind == "top" else None, seen, 0)
-    for path in rw.trees:
-        _stat_entries(path, None, seen, MAX_ROUTE_DEPTH)
-    return hashlib.blake2b(repr(seen).encode("utf-8", "surrogateescape"), digest_size=16).digest()
-
-
-def _stat_entries(folder: str, names: frozenset[str] | None, out: list[tuple], depth: int) -> None:
-    """Append (path, inode, size, mtime_ns) of `folder`'s entries (only `names` when given), `depth` levels down."""
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        out.append((folder, None))
-        return
-    for entry in entries:
-        if (names is not None and entry.name not in names) or entry.name.endswith(IGNORED_SUFFIXES):
-            continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        out.append((entry.path, st.st_ino, st.st_size, st.st_mtime_ns))
-        if depth and entry.is_dir(follow_symlinks=False):
-            _stat_entries(entry.path, None, out, depth - 1)
 
 
 Owner = dict[str, tuple[str, str]]  # watched dir -> (repo, kind: "top", "wtlist" or "tree")
@@ -167,7 +121,7 @@ class WatchSet:
         hit = owner.get(parent)
         if hit:
             return hit[0] if hit[1] != "top" or name in INTERESTING else None
-        for _ in range(MAX_ROUTE_DEPTH):
+        for _ in range(MAX_DEPTH):
             parent, rest = os.path.split(parent)
             if not rest:
                 return None

@@ -1,0 +1,73 @@
+"""A repo's watch mark: the stat state of everything in its git dirs that its index record is read from.
+
+The index stores each repo's mark with its record, taken just before the read that produced it (every
+ingest: the scan, the watcher's refreshes, the start-up re-check: `fleet.repo.record.read_repo`). git
+replaces the files it rewrites (a lock file renamed over them: a new inode) and appends to the others (a
+new size), so a mark equal to the stored one means nothing in those git dirs changed since the record was
+read: only the working trees may have (`fleet.index.recheck`). The watcher uses the same marks to tell
+whether a repo read before its watch was up changed in between.
+
+Kept apart from the watch set (no watchfiles import): every read takes a mark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from fleet.index.discovery import common_dir
+
+# Entries of a git dir whose change may change the repo's record: the watch set routes their events, the
+# mark covers them (folders among them with everything under them: refs/, logs/, worktrees/<id>/,
+# rebase-merge/ ...).
+INTERESTING = frozenset({
+    "HEAD", "index", "packed-refs", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "CHERRY_PICK_HEAD",
+    "REVERT_HEAD", "REBASE_HEAD", "BISECT_LOG", "BISECT_START", "config", "config.worktree", "shallow",
+    "rebase-merge", "rebase-apply", "sequencer", "refs", "logs", "worktrees", "locked", "gitdir",
+})
+IGNORED_SUFFIXES = (".lock", ".new")
+MAX_DEPTH = 32  # ref names nest (refs/heads/a/b/c); deeper than this is not a ref
+
+
+def watch_mark(gitdir: str, commondir: str | None = None) -> bytes:
+    """The mark of the repo whose git dir is `gitdir` (its common dir found from it when not given): a
+    digest of (path, inode, size, mtime) of every file among the INTERESTING entries of its git dir and
+    common dir, folders walked. b"" when the git dir is gone."""
+    if not os.path.isdir(gitdir):
+        return b""
+    common = str(common_dir(Path(gitdir))) if commondir is None else commondir
+    seen: list[str] = []
+    _stat_entries(gitdir, INTERESTING, seen, MAX_DEPTH)
+    if common != gitdir:
+        _stat_entries(common, INTERESTING, seen, MAX_DEPTH)
+    return hashlib.blake2b("\n".join(seen).encode("utf-8", "surrogateescape"), digest_size=16).digest()
+
+
+def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], depth: int) -> None:
+    """Append a line per entry of `folder` (only `names` when given): a folder's path (and, `depth` levels
+    down, its entries), a file's path, inode, size and mtime. In the order the folder lists them: an
+    unchanged folder lists its entries in the same order (a changed one changes the mark anyway)."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = [e for e in listing if (names is None or e.name in names)
+                       and not e.name.endswith(IGNORED_SUFFIXES)]
+    except OSError:
+        out.append(folder + "\0?")
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            out.append(entry.path)
+            if depth:
+                _stat_entries(entry.path, None, out, depth - 1)
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.append(f"{entry.path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}")
+
+
+def moved(marks: list[tuple[str, tuple[str, bytes]]]) -> list[str]:
+    """The repos of `marks` ((path, (git dir, mark taken before its read))) whose mark has moved since."""
+    return [path for path, (gitdir, mark) in marks if watch_mark(gitdir) != mark]
