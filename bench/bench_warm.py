@@ -6,7 +6,9 @@ Per run: a cold `fleetdeck scan` into a new index (timed), then `fleetdeck serve
 seconds from the start of `serve` until `/` answers 200 with the queue (bearer token, plain HTTP on
 127.0.0.1) — target ≤ 1 s —, whether that first page already shows the re-check's progress banner, and
 seconds until the watcher's start-up re-check of the whole fleet is finished (`reverify.finished_at` in its
-`meta` record; the `done` counts it reports on the way are the progress the dashboard shows), with the CPU
+`meta` record; the `done` counts it reports on the way are the progress the dashboard shows), seconds until
+the watcher is live (`live_at`: its watch set is up and every repo the re-check read before that is checked
+against its watch mark, so from then on no change is missed), with the CPU
 `serve` and its children used in all (its start-up, MCP bridge, audit check and shutdown included), the CPU
 they had used when the re-check finished (`serve` and its live and finished descendants, from /proc: the
 work inside the timed window), and the slowest `/` asked for every second during the last run's re-check. The re-check against the cold scan:
@@ -173,6 +175,7 @@ def main() -> None:
         "reverify_vs_cold_elapsed": round(reverify / cold_elapsed, 2),
         "reverify_cpu_s": round(reverify_cpu, 2), "reverify_vs_cold_cpu": round(reverify_cpu / cold_cpu, 2),
         "reverify_window_cpu_s": round(statistics.median(w["reverify_window_cpu_s"] for w in warms), 2),
+        "reverify_window_vs_cold_cpu": round(statistics.median(w["reverify_window_cpu_s"] for w in warms) / cold_cpu, 2),
         "slowest_page_during_s": max((w["slowest_page_during_s"] or 0) for w in warms),
         "first_page_shows_progress": all(w["first_page_shows_progress"] for w in warms),
         "progress_shown": all(w["progress_seen"] for w in warms),

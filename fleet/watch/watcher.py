@@ -405,11 +405,15 @@ class Watcher:
         mark moved): on the re-check's workers, which are still there for this, or on a thread. Then the
         watcher is live (`live_at`)."""
         early, pool = list(self._early.items()), self._recheck_pool
+        changed: list[str] | None = None
         if pool is not None and len(early) > CHUNK:
             parts = [early[n::default_workers()] for n in range(default_workers())]
-            found = await asyncio.gather(*(asyncio.wrap_future(pool.submit(moved, part)) for part in parts))
-            changed = [path for part in found for path in part]
-        else:
+            try:
+                found = await asyncio.gather(*(asyncio.wrap_future(pool.submit(moved, part)) for part in parts))
+                changed = [path for part in found for path in part]
+            except Exception:
+                log.exception("could not check the re-check's marks in its workers; checking them here")
+        if changed is None:
             changed = await asyncio.to_thread(moved, early)
         now = time.monotonic()
         for path in changed:
