@@ -340,32 +340,109 @@ def test_whole_changes_are_written_as_the_encoder_would_and_counted_as_numstat_d
             assert (change["insertions"], change["deletions"]) == oracle[change["path"]][2:], change["path"]
 
 
-def test_the_usual_output_read_at_c_speed_is_the_general_parse(tmp_path, monkeypatch):
+def every_change(changes) -> list[dict]:
+    """All of an index_diff's changes, made one by one in git's order."""
+    return [changes.change(i) for i in range(len(changes))]
+
+
+def test_the_usual_output_read_at_c_speed_is_the_general_parse(tmp_path):
     """index_diff reads the usual output (two-tree entries, plain paths, one section each) by one findall
-    (diffparse._simple_index): on it, the answer must be the general parser's; on anything else (a type
-    change, a path git quotes, a stat-dirty entry without a patch) it must step aside."""
+    and each section by its index (diffparse.Indexed): on it, every change must be the general parser's; on
+    anything else (a type change, a path git quotes, a stat-dirty entry without a patch) it must step aside."""
     from fleet.git import diffparse
 
     repo = rich_repo(tmp_path / "rich")
     usual = [("HEAD~4", "HEAD~3"), ("HEAD~3", "HEAD~2"), ("HEAD~4", "HEAD")]   # adds, renames, binary, modes
     raws = [git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "-M", *revs)
             for revs in usual]
-    fast = [diffparse._simple_index(raw) for raw in raws]
-    assert all(result is not None for result in fast)   # the control: the quick way was taken
+    indexed = [index_diff(raw) for raw in raws]
+    fast = [every_change(changes) for changes in indexed]
+    assert all(changes.general is None for changes in indexed)   # the control: the quick way was taken
     assert any(c["status"] == "renamed" for c in fast[1]) and any(c["status"] == "added" for c in fast[0])
+    assert [diffparse._general_index(raw) for raw in raws] == fast
     os.unlink(repo / "link")
     write(repo / "link", "now a file\n")
     write(repo / 'quo"te.txt', "x\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "type change and a quoted name")
+    write(repo / 'zz "quoted" last.txt', "y\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a quoted name alone")
     later = os.stat(repo / "README.md").st_mtime + 100
     os.utime(repo / "README.md", (later, later))   # stat-dirty: diff-files lists it unhashed, prints no patch
-    odd = [git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "HEAD~1", "HEAD"),
-           git_bytes(repo, "diff-files", "-z", "--raw", "--patch")]
-    assert [diffparse._simple_index(raw) for raw in odd] == [None, None]
-    general = {}
-    monkeypatch.setattr(diffparse, "_simple_index", lambda data: None)
-    for raw in raws + odd:
-        general[raw] = diffparse.index_diff(raw)
-    assert [general[raw] for raw in raws] == fast
-    assert general[odd[1]] == []
+    odd = [git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "HEAD~2", "HEAD~1"),
+           git_bytes(repo, "diff-files", "-z", "--raw", "--patch"),
+           git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "HEAD~1", "HEAD")]
+    indexed = [index_diff(raw) for raw in odd]
+    made = [every_change(changes) for changes in indexed]
+    assert all(changes.general is not None for changes in indexed)   # a quoted header is found when reached
+    assert made == [diffparse._general_index(raw) for raw in odd]
+    assert made[1] == [] and [c["path"] for c in made[2]] == ['zz "quoted" last.txt']
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_cut_diff_makes_only_the_changes_it_keeps_and_counts_the_rest_exactly(tmp_path, monkeypatch, quoted):
+    """shape_changes decides the cut as it goes: the changes after it are never made (nor counted, nor
+    parsed), yet `file_count`, `omitted_count` and every level's `truncated`/`omitted_count` are exact, ids
+    and order are those of the whole diff numbered (renames put git's order apart from path order), and a
+    section git quoted the header of (found only when reached) sends the rest the general way with the same
+    answer."""
+    from fleet.git import diffparse
+
+    repo = init_repo(tmp_path / "wide")
+    for n in range(30):
+        write(repo / f"d{n % 4}" / f"f{n:02d}.txt", "".join(f"file {n} line {i}\n" for i in range(30)))
+    write(repo / "old name.txt", "".join(f"kept line {i}\n" for i in range(30)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for n in range(30):
+        write(repo / f"d{n % 4}" / f"f{n:02d}.txt", "".join(f"file {n} line {i} v2\n" for i in range(30)))
+    (repo / "zz").mkdir()
+    git(repo, "mv", "old name.txt", "zz/new name.txt")
+    if quoted:   # its header is quoted whatever core.quotePath says: found when its change is reached
+        write(repo / 'd3/f99 "quoted".txt', "new\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "edit all, rename one, a quoted name")
+    raw = git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "-M", "HEAD~1", "HEAD")
+    whole = diffparse.number([diffparse.fill(c) for c in diffparse._general_index(raw)])
+    total = 31 + quoted
+    assert len(whole) == total
+    made = []
+    real = diffparse.Indexed.change
+    monkeypatch.setattr(diffparse.Indexed, "change", lambda self, i: made.append(i) or real(self, i))
+    for budget, max_files, max_hunks, max_lines in ((2000, 50, 200, 200), (9000, 50, 200, 200),
+                                                   (30000, 50, 200, 200), (10**6, 50, 200, 200),
+                                                   (10**6, 7, 200, 200), (10**6, 50, 1, 5), (9000, 50, 1, 5)):
+        made.clear()
+        changes = index_diff(raw)
+        shaped = shape_changes(changes, max_files, budget, max_hunks=max_hunks, max_lines=max_lines)
+        kept = list(shaped["changes"])
+        reached_quoted = any('"' in change["path"] for change in kept)
+        if not quoted or len(kept) < 20:   # the quick way, at least until the quoted header is near
+            assert changes.general is None
+        assert len(made) <= len(kept) + 1 and len(set(made)) == len(made)   # the one that did not fit, at most
+        assert shaped["file_count"] == total and shaped["omitted_count"] == total - len(kept)
+        assert len(shaped["changes"].encode().encode()) <= budget
+        hunks_cut = lines_cut = 0
+        for change, full in zip(kept, whole):
+            assert (change["id"], change["path"], change["old_path"], change["status"]) == \
+                   (full["id"], full["path"], full["old_path"], full["status"])
+            assert (change["insertions"], change["deletions"]) == (full["insertions"], full["deletions"])
+            assert change["omitted_count"] == len(full["hunks"]) - len(change["hunks"])
+            hunks_cut += change["omitted_count"]
+            cut_here = change["omitted_count"] > 0
+            for hunk, full_hunk in zip(change["hunks"], full["hunks"]):
+                assert hunk["lines"] == full_hunk["lines"][:len(hunk["lines"])]
+                assert hunk["omitted_count"] == len(full_hunk["lines"]) - len(hunk["lines"])
+                assert hunk["truncated"] == (hunk["omitted_count"] > 0)
+                lines_cut += hunk["omitted_count"]
+                cut_here = cut_here or hunk["truncated"]
+            assert change["truncated"] == cut_here
+        assert (shaped["hunks_omitted_count"], shaped["lines_omitted_count"]) == (hunks_cut, lines_cut)
+        assert shaped["truncated"] == (len(kept) < total or hunks_cut > 0 or lines_cut > 0)
+        if budget == 10**6 and max_files == 50 and max_hunks == 200:   # everything: the whole diff, exactly
+            uncut = {"truncated": False, "omitted_count": 0}
+            assert kept == [{**c, **uncut, "hunks": [{**h, **uncut} for h in c["hunks"]]} for c in whole]
+            assert kept[-1]["path"] == "zz/new name.txt" and kept[-1]["old_path"] == "old name.txt"
+            assert reached_quoted == quoted and (changes.general is not None) == quoted
+    assert shaped["truncated"] and 0 < len(kept) < total

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from operator import itemgetter
 from typing import Any
 
 from fleet.caps import cap
@@ -48,7 +47,7 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
 # One two-tree raw entry (a single leading colon) at C speed: modes, shas, status letter and score, then one
 # path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
 # Every byte of an entry is in some group, so the entries found add up to the raw part only when they are all
-# of it (`_simple_index`).
+# of it (`Indexed`).
 _RAW_ROW = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
                       rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
 # A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
@@ -188,8 +187,19 @@ def open_change(change: dict[str, Any]) -> list[Part]:
                 change["binary"] = True
             continue
         stop = len(section) - 1 if section.endswith(b"\n") else len(section)
+        nxt = section.find(b"\n@@", at + 3, stop)
+        match = _HUNK_LINE.match(section, at + 1, stop) if nxt < 0 else None
+        if match is not None:   # the usual section: one hunk
+            numbers = hunk_numbers(match)
+            text = section[match.end() + 1:stop]
+            count = text.count(b"\n") + 1 if text else 0
+            lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
+            insertions += lines - numbers[1]
+            deletions += lines - numbers[3]
+            parts.append((numbers, match.group(), text, count))
+            continue
         starts = [at + 1]
-        at = section.find(b"\n@@", at + 3, stop)
+        at = nxt
         while at >= 0:
             starts.append(at + 1)
             at = section.find(b"\n@@", at + 3, stop)
@@ -255,9 +265,121 @@ def line_count(body: bytes) -> int:
     return body.count(b"\n") + 1 if body else 0
 
 
-def index_diff(data: bytes) -> list[dict[str, Any]]:
-    """Change[] from `git diff -z --raw --patch` output, neither counted nor parsed yet: each change keeps its
-    patch sections (bytes) under `_sections` (see `open_change`, `fill`).
+class Indexed:
+    """The changes of one `git diff -z --raw --patch` output, each made only when asked for: `change(i)` is the
+    i-th in git's order, neither counted nor parsed yet (its patch sections, bytes, under `_sections`: see
+    `open_change`, `fill`), `len()` how many there are and `path_order()` the order `number` gives them. A
+    diff cut to a byte budget (fleet/repo/shape.py) builds only the changes it keeps: on a 500-file commit
+    cut to 150, the other 350 cost their raw entry's match and nothing more.
+
+    The usual output (every raw entry a two-tree one, none unmerged or a type change) is read at C speed:
+    one findall over the raw part, and each asked change's section found by its index (git prints one
+    section per entry, in the raw part's order) and checked to be under the plain `diff --git` header of that
+    entry's paths. Anything else, or a section under another header (a path git quotes), is read the general
+    way (`_general_index`), which pairs sections with entries by their headers, quoted or not."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.rows: list[tuple[bytes, ...]] = []
+        self.general: list[dict[str, Any]] | None = None
+        end = data.find(b"\0\0") + 1 or len(data)  # a path is never empty: the raw part ends at the first NUL pair
+        rows = _RAW_ROW.findall(data, 0, end)
+        renames = sum(1 for row in rows if row[4])
+        if (len(b"".join(chain.from_iterable(rows))) + 7 * len(rows) + renames != end
+                or _TYPE_OR_UNMERGED.search(data, 0, end)):
+            self._fall_back()
+            return
+        self.rows = rows
+        self.starts: list[int] = []   # where each section found so far starts (git's order)
+        self.scanned = end + 1        # where the search for the next section goes on
+        if _UNHASHED_MODIFIED.search(data, 0, end) and not self._all_sections():
+            self._fall_back()   # a stat-dirty entry git printed no patch for is no change: the general way
+            return
+        self.paths = [decode(row[7] or row[10]) for row in rows]
+        self.old_paths = [decode(row[6]) if row[4] else None for row in rows]
+
+    def _fall_back(self) -> None:
+        self.general = _general_index(self.data)
+        self.paths = [c["path"] for c in self.general]
+        self.old_paths = [c["old_path"] for c in self.general]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def path_order(self) -> list[int]:
+        """Indexes in path order (code-point order, which is git's byte order for UTF-8; a rename's old path
+        breaks a tie): the order of `number`."""
+        return _path_order(self.paths, self.old_paths)
+
+    def change(self, i: int) -> dict[str, Any]:
+        """The i-th change in git's order (a fresh dict each call)."""
+        if self.general is None:
+            section = self._section(i)
+            if section is not None:
+                return self._row_change(self.rows[i], section)
+            # A section under another entry's header (git would not print one): from here on the general way,
+            # which agrees on every change already made (each under its own header, before this one).
+            self._fall_back()
+        change = self.general[i]
+        return {**change, "_sections": list(change["_sections"])}
+
+    def _section(self, i: int) -> bytes | None:
+        """The i-th patch section, once every section up to the one after it is found under its entry's
+        header; None if one is not."""
+        data, starts = self.data, self.starts
+        while len(starts) <= i + 1 and self.scanned >= 0:
+            k = len(starts)
+            at = self.scanned if k == 0 else data.find(b"\ndiff --git ", self.scanned) + 1 or -1
+            if at < 0 or (k == 0 and not data.startswith(b"diff --git ", at)):
+                self.scanned = -1
+                break
+            if k >= len(self.rows) or not data.startswith(_header(self.rows[k]), at):
+                return None
+            starts.append(at)
+            self.scanned = at + 11
+        if i >= len(starts):
+            return None
+        return data[starts[i]:starts[i + 1] if i + 1 < len(starts) else len(data)]
+
+    def _all_sections(self) -> bool:
+        """Whether every entry has its section, each under its own header, and there is no other section."""
+        return self._section(len(self.rows) - 1) is not None
+
+    @staticmethod
+    def _row_change(row: tuple[bytes, ...], section: bytes) -> dict[str, Any]:
+        old_mode, new_mode, _, _, rc, score, first, last, code, _, only = row
+        if rc:
+            status, similarity, old_path = _STATUS_BYTES[rc], int(score) if score else None, decode(first)
+        else:
+            status = _STATUS_BYTES.get(code) or code.decode().lower()
+            similarity = old_path = None
+            last = only
+        return {"path": decode(last), "old_path": old_path, "status": status, "similarity": similarity,
+                "old_mode": _MODES.get(old_mode) or _mode(old_mode), "new_mode": _MODES.get(new_mode) or _mode(new_mode),
+                "binary": False, "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]}
+
+
+def _header(row: tuple[bytes, ...]) -> bytes:
+    """The `diff --git` line (with its newline) of a usual raw entry's section."""
+    first, last = (row[6], row[7]) if row[4] else (row[10], row[10])
+    return b"diff --git a/" + first + b" b/" + last + b"\n"
+
+
+# A type change or an unmerged entry (two sections, or none: the general way); a work-tree side git did not
+# hash on a modified entry (it may have no section). A path holding such text only sends a diff the general way.
+_TYPE_OR_UNMERGED = re.compile(rb" [TU]\d*\0")
+_UNHASHED_MODIFIED = re.compile(rb" 0+ M\d*\0")
+_STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
+
+
+def index_diff(data: bytes) -> Indexed:
+    """The changes of `git diff -z --raw --patch` output, each made when asked for (see `Indexed`)."""
+    return Indexed(data)
+
+
+def _general_index(data: bytes) -> list[dict[str, Any]]:
+    """Change[] from `git diff -z --raw --patch` output in git's order, neither counted nor parsed yet: each
+    change keeps its patch sections (bytes) under `_sections`.
 
     A section is given to a raw entry only when its `diff --git` header names exactly that entry's paths,
     so an entry git printed no patch for (or an unexpected section) can never shift hunks onto other files.
@@ -267,9 +389,6 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
     an entry that git then printed no patch for has the same content and mode on both sides: it is not a
     change (porcelain `git diff` refreshes the index to drop it; a reader must not write the index).
     """
-    simple = _simple_index(data)
-    if simple is not None:
-        return simple
     entries, patch = parse_raw(data)
     sections = _sections(data, patch, any(e["status"] == "unmerged" for e in entries))
     # No path needs quoting (the usual case, told at C speed): each header is its plain form.
@@ -297,40 +416,6 @@ def index_diff(data: bytes) -> list[dict[str, Any]]:
     return kept
 
 
-_STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
-
-
-def _simple_index(data: bytes) -> list[dict[str, Any]] | None:
-    """index_diff of the usual output at C speed, or None when it is not the usual: every raw entry a two-tree
-    one, none unmerged or a type change, no path git quotes, and exactly one patch section per entry, each
-    under the `diff --git` header of that entry's paths (then the general way would pair them one to one)."""
-    end = data.find(b"\0\0") + 1 or len(data)   # a path is never empty: the raw part ends at the first NUL pair
-    rows = _RAW_ROW.findall(data, 0, end)
-    renames = sum(1 for row in rows if row[4])
-    if (len(b"".join(chain.from_iterable(rows))) + 7 * len(rows) + renames != end
-            or _QUOTED_BYTE.search(data, 0, end) is not None):
-        return None
-    sections = _sections(data, end + 1, False)
-    if len(sections) != len(rows):
-        return None
-    entries, headers = [], []
-    for (old_mode, new_mode, _, _, rc, score, first, last, code, _, only), section in zip(rows, sections):
-        if rc:
-            status, similarity, old_path = _STATUS_BYTES[rc], int(score) if score else None, decode(first)
-        elif code in (b"U", b"T"):
-            return None
-        else:
-            status = _STATUS_BYTES.get(code) or code.decode().lower()
-            similarity = old_path = None
-            first = last = only
-        headers.append(b"diff --git a/" + first + b" b/" + last + b"\n")
-        entries.append({"path": last.decode("utf-8", "replace"), "old_path": old_path, "status": status,
-                        "similarity": similarity, "old_mode": _MODES.get(old_mode) or _mode(old_mode),
-                        "new_mode": _MODES.get(new_mode) or _mode(new_mode), "binary": False,
-                        "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]})
-    return entries if all(map(bytes.startswith, sections, headers)) else None
-
-
 def fill(change: dict[str, Any]) -> dict[str, Any]:
     """An `index_diff` change counted and with its hunks parsed in full."""
     change["hunks"] = [{"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2],
@@ -341,7 +426,8 @@ def fill(change: dict[str, Any]) -> dict[str, Any]:
 
 def parse_diff(data: bytes) -> list[dict[str, Any]]:
     """Change[] from `git diff -z --raw --patch` output, hunks parsed (ids not yet assigned); see index_diff."""
-    return [fill(change) for change in index_diff(data)]
+    changes = index_diff(data)
+    return [fill(changes.change(i)) for i in range(len(changes))]
 
 
 def parse_numstat(data: bytes) -> list[dict[str, Any]]:
@@ -373,14 +459,19 @@ def split_numstat(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     return records, data[consumed:] if i < len(parts) - 1 else b""
 
 
-_PATH, _OLD_PATH = itemgetter("path"), itemgetter("old_path")
+def _path_order(paths: list[str], old_paths: list[str | None]) -> list[int]:
+    """Indexes of changes in path order (code-point order, which is git's byte order for UTF-8), a rename's
+    old path breaking a tie, else git's order."""
+    if any(old_paths):
+        keys = [(path, old or "") for path, old in zip(paths, old_paths)]
+        return sorted(range(len(keys)), key=keys.__getitem__)
+    return sorted(range(len(paths)), key=paths.__getitem__)
 
 
 def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sort by path (code-point order, which is git's byte order for UTF-8) and assign `change-N` ids."""
-    if any(map(_OLD_PATH, changes)):   # two sorts, stable: by path, then old path
-        changes.sort(key=lambda c: c.get("old_path") or "")
-    changes.sort(key=_PATH)
+    """Sort by path (`_path_order`) and assign `change-N` ids."""
+    order = _path_order([c["path"] for c in changes], [c.get("old_path") for c in changes])
+    changes[:] = [changes[i] for i in order]
     for n, change in enumerate(changes, 1):
         change["id"] = f"change-{n}"
     return changes

@@ -22,8 +22,8 @@ def hunk_header(line: bytes | str) -> tuple[int, int, int, int] | None:
 
 def hunk_numbers(match: re.Match) -> tuple[int, int, int, int]:
     """The four numbers of a match of HUNK_HEADER (a count left out is 1)."""
-    a, b, c, d = match.groups()
-    return int(a), int(b) if b is not None else 1, int(c), int(d) if d is not None else 1
+    a, b, c, d = match.groups(b"1")
+    return int(a), int(b), int(c), int(d)
 
 
 def quote_path(name: bytes, *, high: bool = False) -> bytes:

@@ -13,8 +13,7 @@ the answer (`Measured`) so the MCP envelope sends it rather than encoding the ch
 
 from __future__ import annotations
 
-import json
-from json.encoder import encode_basestring
+from json.encoder import c_make_encoder, encode_basestring
 from typing import Any
 
 from fleet.git import diffparse
@@ -24,7 +23,15 @@ DEFAULT_MAX_HUNKS = 200
 DEFAULT_MAX_LINES = 200
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+# json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)'s C encoder, made once: `encode()`
+# makes a fresh one per call, which costs more than encoding a change's metadata.
+_C_ENCODER = c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
+
+
+def encode(value: Any) -> str:
+    """`value` as compact JSON, as json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    writes it (no check for a cycle: an answer is a tree)."""
+    return "".join(_C_ENCODER(value, 0))
 
 
 def json_size(value: Any) -> int:
@@ -35,7 +42,7 @@ def json_size(value: Any) -> int:
 def _measure(value: Any) -> tuple[str, int]:
     """`value`'s compact JSON and its size in bytes (an ASCII text's length is its size: only other text is
     encoded to UTF-8 to be measured)."""
-    encoded = _ENCODER.encode(value)
+    encoded = encode(value)
     return encoded, len(encoded) if encoded.isascii() else len(encoded.encode())
 
 
@@ -55,28 +62,31 @@ class Measured(Timeless):
 
     def encode(self) -> str:
         if len(self.texts) != len(self):
-            return _ENCODER.encode(list(self))
-        items = ",".join(_ENCODER.encode(v) if t is None else t for v, t in zip(self, self.texts))
+            return encode(list(self))
+        items = ",".join(encode(v) if t is None else t for v, t in zip(self, self.texts))
         # Not "[" + items + "]": the second `+` resizes the first one's result in place, and for a large text
         # that realloc costs a fresh copy and its page faults (40x the join itself).
         return f"[{items}]"
 
 
-def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int, *,
+def shape_changes(changes: diffparse.Indexed, max_files: int, max_bytes: int, *,
                   max_hunks: int = DEFAULT_MAX_HUNKS, max_lines: int = DEFAULT_MAX_LINES,
                   reserve: int = 0) -> dict[str, Any]:
     """`{changes, file_count, omitted_count, hunks_omitted_count, lines_omitted_count, truncated}` with the
     changes' JSON within `max_bytes - reserve` (`reserve`: what the caller's other fields take).
 
-    `changes` come from `diffparse.index_diff`: a hunk is decoded only when it is reached, and only as many
-    of its lines as could fit, so the work stops with the budget (the counts are exact all the same: they
-    come from the undecoded bytes). A change left out is neither counted nor parsed."""
-    numbered = diffparse.number(changes)
+    The changes are taken in path order (`diffparse.number`'s ids) and each is made only when it is reached
+    (`diffparse.Indexed.change`): a change after the cut is neither made, counted nor parsed, only counted in
+    `omitted_count`. A kept hunk is decoded only when it is reached, and only as many of its lines as could
+    fit, so the work stops with the budget (the counts are exact all the same: they come from the undecoded
+    bytes)."""
     room = max_bytes - reserve
     kept: list[dict[str, Any]] = []
     texts: list[str | None] = []
     hunks_omitted = lines_omitted = 0
-    for change in numbered[:max_files]:
+    for position, i in enumerate(changes.path_order()[:max_files], 1):
+        change = changes.change(i)
+        change["id"] = f"change-{position}"
         parts = diffparse.open_change(change)
         whole = _whole(change, parts, room, max_hunks, max_lines)
         if whole is not None:   # the usual case: the change fits with every hunk and line (one measure)
@@ -110,10 +120,8 @@ def shape_changes(changes: list[dict[str, Any]], max_files: int, max_bytes: int,
                 change["truncated"] = True
                 lines_omitted += total - take
             change["hunks"].append(hunk)
-    for change in numbered[len(kept):]:
-        change.pop("_sections", None)
-    files_omitted = len(numbered) - len(kept)
-    return {"changes": Measured(kept, texts), "file_count": len(numbered), "omitted_count": files_omitted,
+    files_omitted = len(changes) - len(kept)
+    return {"changes": Measured(kept, texts), "file_count": len(changes), "omitted_count": files_omitted,
             "hunks_omitted_count": hunks_omitted, "lines_omitted_count": lines_omitted,
             "truncated": files_omitted > 0 or any(c["truncated"] for c in kept)}
 
@@ -145,7 +153,7 @@ def _whole(change: dict[str, Any], parts: list, room: int, max_hunks: int,
         texts.append(hunk_text)
     change.update(hunks=[], truncated=False, omitted_count=0)
     # Only the key can read `"hunks":[]` in the encoded metadata: a quote inside a string value is escaped.
-    text = _ENCODER.encode(change).replace('"hunks":[]', f'"hunks":[{",".join(texts)}]', 1)
+    text = encode(change).replace('"hunks":[]', f'"hunks":[{",".join(texts)}]', 1)
     size = len(text) if text.isascii() else len(text.encode())
     if size + 1 <= room:
         change["hunks"] = hunks
@@ -160,21 +168,24 @@ _ESCAPED = bytes(range(0x20)).replace(b"\n", b"").replace(b"\t", b"") + b'"\\'
 def _hunk_json(numbers: tuple[int, int, int, int], header: bytes,
                body: bytes) -> tuple[dict[str, Any], str]:
     """A whole hunk and its compact JSON. The usual body (no quote, backslash or control character but tabs,
-    no empty line: git's diff.suppressBlankEmpty prints "" for " ", see body_lines) is decoded once, and its
-    JSON is that text with each newline turned into `","`; any other is encoded the ordinary way."""
-    hunk = _hunk(numbers, header, [])
-    if (body and len(body.translate(None, _ESCAPED)) == len(body) and b"\n\n" not in body
-            and body[0] != 10 and body[-1] != 10):
-        decoded = diffparse.decode(body)
-        hunk["lines"] = decoded.split("\n")
-        lines = '["' + decoded.replace("\n", '","') + '"]'
+    no empty line: git's diff.suppressBlankEmpty prints "" for " ", see body_lines) is decoded and split
+    once, and its lines' JSON is those lines joined by `","` (each line is its own JSON text, a tab written
+    `\\t`); any other is encoded the ordinary way."""
+    decoded = diffparse.decode(body)
+    lines = decoded.split("\n")
+    if len(body.translate(None, _ESCAPED)) == len(body) and "" not in lines:
+        lines_json = '","'.join(lines)
         if "\t" in decoded:
-            lines = lines.replace("\t", "\\t")
+            lines_json = lines_json.replace("\t", "\\t")
+        lines_json = f'["{lines_json}"]'
     else:
-        hunk["lines"] = diffparse.body_lines(body)
-        lines = _ENCODER.encode(hunk["lines"])
-    return hunk, ('{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
-                  '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(hunk["header"]), lines))
+        lines = diffparse.body_lines(body)
+        lines_json = encode(lines)
+    header_text = diffparse.decode(header)
+    return ({"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2], "new_lines": numbers[3],
+             "header": header_text, "lines": lines, "truncated": False, "omitted_count": 0},
+            '{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
+            '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(header_text), lines_json))
 
 
 def _fit_lines(lines: list[str], most: int, room: int) -> tuple[int, int]:
