@@ -12,7 +12,8 @@ import pytest
 
 from fleet.index.scan import scan
 from fleet.index.store import open_index
-from fleet.repo.shape import Measured, json_size
+from fleet.repo.blame import repo_blame
+from fleet.repo.shape import Measured, Rows, encode, json_size
 from fleet.views.records import iso_times
 from mcp_bridge.envelope import compact
 from mcp_bridge.server import build_server
@@ -83,3 +84,48 @@ def test_iso_times_copies_only_what_it_converts():
     assert out["changes"] is changes and answer["author_time"] == 0 and answer["nested"]["at"] == 86400
     plain = {"a": [1, {"b": "c"}]}
     assert iso_times(plain) is plain
+
+
+def test_rows_times_are_written_in_place_as_the_generic_walk_writes_them():
+    """A Rows (dicts made for one answer) has its times converted in place; the result is what the generic walk
+    gives a copy, for every hour, minute and second of a day and times it cannot convert."""
+    import copy
+    import time
+
+    seconds = list(range(0, 3 * 86400, 997)) + [86399, 86400, 10**22, -1]
+    rows = Rows([{"sha": "a", "author_time": s, "committer_time": float(s % 5000), "boundary": True,
+                  "previous": None} for s in seconds] + [{"sha": "b", "author_time": None, "committer_time": True,
+                                                          "boundary": False, "previous": {"sha": "c"}}],
+                ("author_time", "committer_time"))
+    plain = copy.deepcopy(list(rows))
+    expected = iso_times(plain)
+    assert expected is not plain and iso_times(rows) is rows and list(rows) == expected
+    for row, s in zip(rows, seconds[:-2]):
+        assert row["author_time"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s))
+    assert rows[-3]["author_time"] is None and rows[-2]["author_time"] == "1969-12-31T23:59:59Z"
+    assert rows[-1]["author_time"] is None and rows[-1]["committer_time"] is True
+
+
+def test_a_blame_of_many_commits_made_at_the_same_second_answers_git_s_times(tmp_path):
+    """repo_blame's commits are Rows: the MCP answer writes their times in place. Commits sharing one second,
+    and others, each get git's own time as ISO, and the text mirror is the compact JSON of the answer."""
+    import datetime
+
+    repo = init_repo(tmp_path / "same")
+    for n in range(8):
+        write(repo / "f.txt", "".join(f"line {i} by {min(i, n)}\n" for i in range(n + 1)))
+        git(repo, "add", "f.txt")
+        git(repo, "commit", "-q", "-m", f"c{n}", f"--date=@{1_700_000_000 + 3600 * (n % 3 == 0)} +0200")
+    result = repo_blame(str(repo), "f.txt")
+    assert isinstance(result["commits"], Rows) and len(result["commits"]) == 8
+    answer = iso_times(result)
+    for commit in answer["commits"]:
+        at = int(git(repo, "log", "-1", "--format=%at", commit["sha"]).strip())
+        ct = int(git(repo, "log", "-1", "--format=%ct", commit["sha"]).strip())
+        iso = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert commit["author_time"] == iso and commit["author_tz"] == "+0200"
+        assert commit["committer_time"] == datetime.datetime.fromtimestamp(
+            ct, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert len({c["author_time"] for c in answer["commits"]}) == 2
+    assert compact(answer) == json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+    assert encode(answer) == compact(answer)

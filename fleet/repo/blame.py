@@ -15,7 +15,7 @@ from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.repo.shape import Timeless
+from fleet.repo.shape import Rows, Timeless
 
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
@@ -47,12 +47,10 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
          boundary, prev_sha, prev_file, filename, block, line_text) in _ENTRY.findall(text(data)):
         commit = commits.get(sha)
         if author_time and commit is None:   # a commit's first line, with git's usual details in git's order
-            commit = commits[sha] = _new_commit(sha)
-            commit.update(author=author, author_email=mail.strip("<>") or None, author_time=int(author_time),
-                          author_tz=author_tz, committer=committer, committer_time=int(committer_time),
-                          summary=summary, boundary=bool(boundary),
-                          previous={"sha": prev_sha, "filename": prev_file} if prev_sha else None,
-                          filename=filename)
+            commit = commits[sha] = _new_commit(
+                sha, author, mail.strip("<>") or None, int(author_time), author_tz, committer,
+                int(committer_time), summary, bool(boundary),
+                {"sha": prev_sha, "filename": prev_file} if prev_sha else None, filename)
         elif block:
             if commit is None:
                 commit = commits[sha] = _new_commit(sha)
@@ -85,10 +83,14 @@ _FIELDS = {"author": "author", "author-time": "author_time", "author-tz": "autho
            "committer-time": "committer_time", "summary": "summary", "filename": "filename"}
 
 
-def _new_commit(sha: str) -> dict[str, Any]:
-    return {"sha": sha, "uncommitted": not sha.strip("0"), "author": None, "author_email": None,
-            "author_time": None, "author_tz": None, "committer": None, "committer_time": None, "summary": None,
-            "boundary": False, "previous": None, "filename": None}
+def _new_commit(sha: str, author: str | None = None, author_email: str | None = None,
+                author_time: int | None = None, author_tz: str | None = None, committer: str | None = None,
+                committer_time: int | None = None, summary: str | None = None, boundary: bool = False,
+                previous: dict[str, str] | None = None, filename: str | None = None) -> dict[str, Any]:
+    return {"sha": sha, "uncommitted": not sha.strip("0"), "author": author, "author_email": author_email,
+            "author_time": author_time, "author_tz": author_tz, "committer": committer,
+            "committer_time": committer_time, "summary": summary, "boundary": boundary, "previous": previous,
+            "filename": filename}
 
 
 def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | None = None,
@@ -137,7 +139,7 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
     used = dict.fromkeys(r["sha"] for r in ranges)  # a commit git described but blamed no line on is left out
     return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
             "start_line": start, "end_line": last_line, "ranges": Timeless(ranges),
-            "commits": [commits[sha_] for sha_ in used],
+            "commits": Rows((commits[sha_] for sha_ in used), ("author_time", "committer_time")),
             "truncated": omitted > 0, "omitted_count": omitted}
 
 

@@ -14,7 +14,7 @@ the answer (`Measured`) so the MCP envelope sends it rather than encoding the ch
 from __future__ import annotations
 
 from json.encoder import c_make_encoder, encode_basestring
-from typing import Any
+from typing import Any, Iterable
 
 from fleet.git import diffparse
 
@@ -49,6 +49,16 @@ def _measure(value: Any) -> tuple[str, int]:
 class Timeless(list):
     """A list whose items hold no time (no TIME_KEYS field at any depth): the MCP answer's time conversion
     (fleet.views.records.iso_times) passes it as it is instead of walking every item."""
+
+
+class Rows(list):
+    """Dicts made for this one answer (nothing else holds them), whose only times are at `time_keys` (none
+    deeper): the MCP answer's time conversion (fleet.views.records.iso_times) writes those in place instead
+    of walking every item and copying the ones it changes."""
+
+    def __init__(self, items: Iterable[dict[str, Any]], time_keys: tuple[str, ...]) -> None:
+        super().__init__(items)
+        self.time_keys = time_keys
 
 
 class Measured(Timeless):

