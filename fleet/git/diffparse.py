@@ -13,7 +13,6 @@ for a `---` header.
 from __future__ import annotations
 
 import re
-from itertools import chain
 from typing import Any
 
 from fleet.caps import cap
@@ -46,10 +45,10 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
 
 # One two-tree raw entry (a single leading colon) at C speed: modes, shas, status letter and score, then one
 # path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
-# Every byte of an entry is in some group, so the entries found add up to the raw part only when they are all
-# of it (`Indexed`).
-_RAW_ROW = re.compile(rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "
-                      rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
+_RAW_PREFIX = rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "   # modes and shas
+_RAW_ROW = re.compile(_RAW_PREFIX + rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
+# A two-tree entry's header alone (Indexed): modes, shas, status letter and score.
+_RAW_HEAD = re.compile(_RAW_PREFIX + rb"([A-Z])(\d*)")
 # A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
 _QUOTED_BYTE = re.compile(rb'[\x01-\x1f"\\\x7f]')
 
@@ -193,7 +192,7 @@ def open_change(change: dict[str, Any]) -> list[Part]:
             numbers = hunk_numbers(match)
             text = section[match.end() + 1:stop]
             count = text.count(b"\n") + 1 if text else 0
-            lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
+            lines = count - _marks(text)
             insertions += lines - numbers[1]
             deletions += lines - numbers[3]
             parts.append((numbers, match.group(), text, count))
@@ -214,7 +213,7 @@ def open_change(change: dict[str, Any]) -> list[Part]:
             numbers = hunk_numbers(match)
             text = section[match.end() + 1:end]
             count = line_count(text)
-            lines = count - (text.count(b"\n\\") + (text[:1] == b"\\") if b"\\" in text else 0)
+            lines = count - _marks(text)
             insertions += lines - numbers[1]
             deletions += lines - numbers[3]
             parts.append((numbers, match.group(), text, count))
@@ -224,6 +223,12 @@ def open_change(change: dict[str, Any]) -> list[Part]:
         change["insertions"] += insertions
         change["deletions"] += deletions
     return parts
+
+
+def _marks(text: bytes) -> int:
+    """How many `\\ No newline at end of file` lines a hunk body has (`find`, not `in`: a bytes operand of `in`
+    is first tried as an integer, and the error that makes costs more than the search)."""
+    return text.count(b"\n\\") + (text[:1] == b"\\") if text.find(b"\\") >= 0 else 0
 
 
 def _hunks_line_by_line(body: bytes) -> list[Part]:
@@ -270,33 +275,51 @@ class Indexed:
     i-th in git's order, neither counted nor parsed yet (its patch sections, bytes, under `_sections`: see
     `open_change`, `fill`), `len()` how many there are and `path_order()` the order `number` gives them. A
     diff cut to a byte budget (fleet/repo/shape.py) builds only the changes it keeps: on a 500-file commit
-    cut to 150, the other 350 cost their raw entry's match and nothing more.
+    cut to 150, the other 350 cost the split of their raw entry and the decoding of their path, no more.
 
-    The usual output (every raw entry a two-tree one, none unmerged or a type change) is read at C speed:
-    one findall over the raw part, and each asked change's section found by its index (git prints one
-    section per entry, in the raw part's order) and checked to be under the plain `diff --git` header of that
-    entry's paths. Anything else, or a section under another header (a path git quotes), is read the general
-    way (`_general_index`), which pairs sections with entries by their headers, quoted or not."""
+    The usual output (every raw entry a two-tree one, none unmerged or a type change) is read quickly: the raw
+    part split at its NULs into each entry's header and path(s); an asked change's header parsed in full and
+    its section found by its index (git prints one section per entry, in the raw part's order) and checked to
+    be under the plain `diff --git` header of that entry's paths. Anything else, or a section under another
+    header (a path git quotes), is read the general way (`_general_index`), which pairs sections with entries
+    by their headers, quoted or not, and agrees with every change already made the quick way (each was under
+    its own header, and each entry is one change either way)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.rows: list[tuple[bytes, ...]] = []
         self.general: list[dict[str, Any]] | None = None
         end = data.find(b"\0\0") + 1 or len(data)  # a path is never empty: the raw part ends at the first NUL pair
-        rows = _RAW_ROW.findall(data, 0, end)
-        renames = sum(1 for row in rows if row[4])
-        if (len(b"".join(chain.from_iterable(rows))) + 7 * len(rows) + renames != end
-                or _TYPE_OR_UNMERGED.search(data, 0, end)):
+        fields = data[:end].split(b"\0")   # each entry's header, then its path or, for a rename/copy, two
+        heads, olds, lasts = self.heads, self.olds, self.lasts = [], [], []   # olds: a rename's or copy's source
+        unhashed = False
+        i, stop = 0, len(fields) - 1
+        while i < stop:
+            head = fields[i]
+            space = head.rfind(b" ")
+            code = head[space + 1:space + 2]
+            if head[:1] != b":" or head[1:2] == b":" or code not in _USUAL_CODES:
+                self._fall_back()   # a combined, unmerged or type-change entry, or no entry at all
+                return
+            heads.append(head)
+            if code in _TWO_PATHS:
+                olds.append(fields[i + 1])
+                lasts.append(fields[i + 2])
+                i += 3
+            else:
+                olds.append(None)
+                lasts.append(fields[i + 1])
+                unhashed = unhashed or (code == b"M" and head[space - 7:space] == b"0000000")
+                i += 2
+        if i != stop or fields[stop]:
             self._fall_back()
             return
-        self.rows = rows
         self.starts: list[int] = []   # where each section found so far starts (git's order)
         self.scanned = end + 1        # where the search for the next section goes on
-        if _UNHASHED_MODIFIED.search(data, 0, end) and not self._all_sections():
+        if unhashed and not self._all_sections():
             self._fall_back()   # a stat-dirty entry git printed no patch for is no change: the general way
             return
-        self.paths = [decode(row[7] or row[10]) for row in rows]
-        self.old_paths = [decode(row[6]) if row[4] else None for row in rows]
+        self.paths = [decode(last) for last in lasts]
+        self.old_paths = [None if old is None else decode(old) for old in olds]
 
     def _fall_back(self) -> None:
         self.general = _general_index(self.data)
@@ -314,14 +337,25 @@ class Indexed:
     def change(self, i: int) -> dict[str, Any]:
         """The i-th change in git's order (a fresh dict each call)."""
         if self.general is None:
-            section = self._section(i)
-            if section is not None:
-                return self._row_change(self.rows[i], section)
-            # A section under another entry's header (git would not print one): from here on the general way,
-            # which agrees on every change already made (each under its own header, before this one).
-            self._fall_back()
+            made = self._made(i)
+            if made is not None:
+                return made
+            self._fall_back()   # a header git would not print, or a section under another entry's header
         change = self.general[i]
         return {**change, "_sections": list(change["_sections"])}
+
+    def _made(self, i: int) -> dict[str, Any] | None:
+        """The i-th change made the quick way, or None when its entry or its section is not the usual."""
+        section = self._section(i)
+        match = _RAW_HEAD.fullmatch(self.heads[i]) if section is not None else None
+        if match is None:
+            return None
+        old_mode, new_mode, _, _, code, score = match.groups()
+        old, last = self.olds[i], self.lasts[i]
+        return {"path": decode(last), "old_path": None if old is None else decode(old), "status": _STATUS_BYTES[code],
+                "similarity": int(score) if old is not None and score else None,
+                "old_mode": _MODES.get(old_mode) or _mode(old_mode), "new_mode": _MODES.get(new_mode) or _mode(new_mode),
+                "binary": False, "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]}
 
     def _section(self, i: int) -> bytes | None:
         """The i-th patch section, once every section up to the one after it is found under its entry's
@@ -333,7 +367,8 @@ class Indexed:
             if at < 0 or (k == 0 and not data.startswith(b"diff --git ", at)):
                 self.scanned = -1
                 break
-            if k >= len(self.rows) or not data.startswith(_header(self.rows[k]), at):
+            if k >= len(self.heads) or not data.startswith(
+                    b"diff --git a/" + (self.olds[k] or self.lasts[k]) + b" b/" + self.lasts[k] + b"\n", at):
                 return None
             starts.append(at)
             self.scanned = at + 11
@@ -343,33 +378,12 @@ class Indexed:
 
     def _all_sections(self) -> bool:
         """Whether every entry has its section, each under its own header, and there is no other section."""
-        return self._section(len(self.rows) - 1) is not None
-
-    @staticmethod
-    def _row_change(row: tuple[bytes, ...], section: bytes) -> dict[str, Any]:
-        old_mode, new_mode, _, _, rc, score, first, last, code, _, only = row
-        if rc:
-            status, similarity, old_path = _STATUS_BYTES[rc], int(score) if score else None, decode(first)
-        else:
-            status = _STATUS_BYTES.get(code) or code.decode().lower()
-            similarity = old_path = None
-            last = only
-        return {"path": decode(last), "old_path": old_path, "status": status, "similarity": similarity,
-                "old_mode": _MODES.get(old_mode) or _mode(old_mode), "new_mode": _MODES.get(new_mode) or _mode(new_mode),
-                "binary": False, "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]}
+        return self._section(len(self.heads) - 1) is not None
 
 
-def _header(row: tuple[bytes, ...]) -> bytes:
-    """The `diff --git` line (with its newline) of a usual raw entry's section."""
-    first, last = (row[6], row[7]) if row[4] else (row[10], row[10])
-    return b"diff --git a/" + first + b" b/" + last + b"\n"
-
-
-# A type change or an unmerged entry (two sections, or none: the general way); a work-tree side git did not
-# hash on a modified entry (it may have no section). A path holding such text only sends a diff the general way.
-_TYPE_OR_UNMERGED = re.compile(rb" [TU]\d*\0")
-_UNHASHED_MODIFIED = re.compile(rb" 0+ M\d*\0")
 _STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
+_USUAL_CODES = frozenset(_STATUS_BYTES) - {b"T", b"U"}   # a type change has two sections, an unmerged path none
+_TWO_PATHS = frozenset((b"R", b"C"))
 
 
 def index_diff(data: bytes) -> Indexed:
