@@ -6,7 +6,6 @@ A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.C
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 

@@ -2,10 +2,10 @@
 
 Names come from the NUL-delimited raw part, never from the `diff --git a/... b/...` header, so quoted,
 space-containing or non-UTF-8 paths are exact. Patch sections follow the raw entries in the same order.
-Only what is asked for is parsed: `index_diff` cuts the patch into per-file sections at C speed; a change
-is counted and its hunks found only when it is reached (`open_change`), and decoded in full (`fill`) or
-hunk by hunk as a byte budget allows (fleet/repo/shape.py), so a large diff cut to a small answer costs
-little more than the part returned.
+Only what is asked for is parsed: `index_diff` reads the raw part and makes a change only when it is asked
+for, its patch section found then (`Indexed`); a change is counted and its hunks found only when it is
+reached (`open_change`), and decoded in full (`fill`) or hunk by hunk as a byte budget allows
+(fleet/repo/shape.py), so a large diff cut to a small answer costs little more than the part returned.
 Everything after a section's first `@@` line is hunk text, so a deleted line `-- x` is never mistaken
 for a `---` header.
 """

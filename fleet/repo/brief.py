@@ -7,14 +7,13 @@ Hints reuse the radar's reasons, each pointing at the read tool that explains it
 
 from __future__ import annotations
 
-import json
-
 from fleet.index.discovery import Found
 from fleet.git.run import GitError, run_git
 from fleet.views.radar import attention
 from fleet.repo.conventions import house_rules
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import iso, read_repo
+from fleet.repo.shape import encode
 from fleet.repo.stack import default_branch
 
 BUDGET = 2400
@@ -129,7 +128,7 @@ def brief_of(record: dict, commits: list[dict], extra: dict | None = None) -> di
 def _fit(brief: dict) -> dict:
     """Drop the least useful parts (oldest commits first) until the JSON fits the budget."""
     def size() -> int:
-        return len(json.dumps(brief, ensure_ascii=False, separators=(",", ":")))
+        return len(encode(brief))
 
     if size() <= BUDGET:   # the usual case: measured once
         return brief

@@ -6,9 +6,10 @@ their metadata fits; each change's hunks while they fit (at most `max_hunks`); e
 fit (at most `max_lines`). Every level that was cut says `truncated` and `omitted_count` (files at the top,
 hunks in a change, lines in a hunk), and the top-level `truncated` is true whenever anything was cut.
 
-A change that fits whole is measured by its JSON, written from git's bytes (`_hunk_json`: a hunk body with
-nothing to escape is its own text), byte for byte what encoding the change would give; that text is kept with
-the answer (`Measured`) so the MCP envelope sends it rather than encoding the change a second time.
+A change after the cut is never made (diffparse.Indexed), only counted. A change that fits whole is measured
+by its JSON, written from git's bytes (`_hunk_json`: a hunk body with nothing to escape is its lines joined),
+byte for byte what encoding the change would give; that text is kept with the answer (`Measured`) so the MCP
+envelope sends it rather than encoding the change a second time.
 """
 
 from __future__ import annotations
