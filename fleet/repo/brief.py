@@ -148,7 +148,7 @@ def _fit(brief: dict) -> dict:
 
 def repo_brief(found: Found, commits: int = 5) -> dict:
     """Read the repository now and summarise it (see `brief_of`)."""
-    record = read_repo(found)
+    record = read_repo(found, marked=False)
     recent = recent_commits(found.path, min(max(commits, 0), MAX_COMMITS)) if record.get("head") and commits else []
     default = default_branch(found.path) if not record.get("error") else None
     return brief_of(record, recent, {"repo": repo_identity(found), "default_branch": default["name"] if default else None,

@@ -36,18 +36,21 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None) -> dict:
+def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None, *,
+              marked: bool = True) -> dict:
     """The repository record, or a record with `error` set when the repository cannot be read.
 
     `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
     it was made for the same two commits: merge-tree's answer depends on them alone (and on the person's own
     git and its global settings; a `fleetdeck scan` predicts afresh). The record's `watch_mark` is taken
-    first (`mark`, when the caller took it just before), so it never claims a state newer than the read."""
+    first (`mark`, when the caller took it just before), so it never claims a state newer than the read; a
+    reader that stores nothing (`repo.brief`) asks for none (`marked=False`): it costs a stat per ref."""
     record: dict = {
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
-        "watch_mark": watch_mark(found.gitdir, found.commondir) if mark is None else mark,
     }
+    if marked:
+        record["watch_mark"] = watch_mark(found.gitdir, found.commondir) if mark is None else mark
     try:
         record.update(_read(found, known_prediction))
     except OutOfScope as exc:
