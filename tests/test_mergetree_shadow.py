@@ -140,6 +140,18 @@ def test_the_loose_pack_is_one_git_verifies_and_holds_every_loose_object(tmp_pat
         assert git(bare, "cat-file", "-p", oid) == git(repo, "cat-file", "-p", oid)
 
 
+@pytest.mark.parametrize("size", [0, 1, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000])
+def test_stored_blocks_inflate_to_the_data_at_every_block_boundary(size: int):
+    """The pack's entries are zlib streams of stored blocks written without zlib: zlib inflates each to exactly
+    its data, to the stream's end (adler32 checked), with nothing left over."""
+    from fleet.git.loosepack import stored_zlib
+
+    data = os.urandom(size)
+    inflate = zlib.decompressobj()
+    assert inflate.decompress(stored_zlib(data)) == data and inflate.eof and not inflate.unused_data
+    assert stored_zlib(data[:100]) == zlib.compress(data[:100], 0)   # what zlib itself writes, byte for byte
+
+
 def test_files_that_are_no_whole_loose_object_are_left_out(tmp_path: Path):
     repo = init_repo(tmp_path / "r", commits=1)
     real = _loose_objects(repo)
