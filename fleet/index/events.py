@@ -105,7 +105,7 @@ _AMEND = re.compile(r"commit \(amend\): |[a-z -]*\((?:fixup|squash)\): ")
 _START = re.compile(r"[^:]*\(start\): ")  # broad on purpose: it only ever withholds a verdict
 _FAST_FORWARD = re.compile(r"pull(?: [^:]*)?: Fast-forward|(?:pull|fetch)(?: [^:]*)?: fast-forward")
 _CREATES_COMMIT = ("commit: ", "commit (amend): ", "commit (merge): ", "commit (initial): ")
-_CHILD_OF_OLD = ("commit: ", "commit (merge): ")
+_COMMIT_KINDS = frozenset({"commit", "amend", "merge"})  # the kinds of the messages in _CREATES_COMMIT
 UNSETTLED = -1
 WALK_BUDGET = 4096  # known-ancestry steps one repo's lines may take before the rest is left to git
 
@@ -113,7 +113,8 @@ WALK_BUDGET = 4096  # known-ancestry steps one repo's lines may take before the 
 def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -> list[int]:
     """`rewrote` for the moves git's own reflog lines already answer, UNSETTLED for the rest (git decides).
 
-    `lines` are (ref, old, new, kind, message), each ref's lines in file order. What git writes settles
+    `lines` are (ref, old, new, kind, message), each ref's lines in file order, `kind` the message's
+    `fleet.git.files.reflog_kind` (as the parser and the index give it). What git writes settles
     most moves a cold scan meets, with no git process:
     - `commit (amend)`, a rebase's `fixup`/`squash`: the new commit has the old one's parents, so the old one
       is not its ancestor (1);
@@ -135,29 +136,45 @@ def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -
     from_start: set[tuple[str, str]] = set()       # first named as where a rebase or pull --rebase started
     parent: dict[str, str] = {}                    # commit -> its only parent, from a plain `git commit` line
     below: dict[str, list[str]] = {}               # commit -> commits the lines show to be its ancestors
+    rewrite_kinds = REWRITE_KINDS
+    # Every line of a fleet's history passes here: each (ref, sha) key is built once, and a message is matched
+    # against a pattern only when its kind (the prefix `reflog_kind` read) and its text hold the pattern's
+    # literal part (necessary conditions: the verdicts are the ones the patterns alone give).
     for n, (ref, old, new, kind, message) in enumerate(lines):
-        if new is not None and old != new and (ref, new) not in first_seen:
-            if message.startswith(_CREATES_COMMIT):
-                created_at[(ref, new)] = n
-            elif _START.match(message):
-                from_start.add((ref, new))
         if old is not None:
-            first_seen.setdefault((ref, old), n)
-        if new is not None:
-            first_seen.setdefault((ref, new), n)
-            if old is not None and old != new and kind not in REWRITE_KINDS:
-                if message.startswith(_CHILD_OF_OLD) or _FAST_FORWARD.fullmatch(message):
-                    below.setdefault(new, []).append(old)
-                if message.startswith("commit: "):
-                    parent[new] = old
+            key = (ref, old)
+            if key not in first_seen:
+                first_seen[key] = n
+        if new is None:
+            continue
+        key = (ref, new)
+        if key not in first_seen:
+            first_seen[key] = n
+            if old != new:
+                if kind in _COMMIT_KINDS and message.startswith(_CREATES_COMMIT):
+                    created_at[key] = n
+                elif "(start): " in message and _START.match(message):
+                    from_start.add(key)
+        if old is None or old == new or kind in rewrite_kinds:
+            continue
+        if kind == "commit":
+            if message.startswith("commit: "):
+                below.setdefault(new, []).append(old)
+                parent[new] = old
+        elif kind == "merge":
+            if message.startswith("commit (merge): "):
+                below.setdefault(new, []).append(old)
+        elif kind == "fetch" and "ast-forward" in message and _FAST_FORWARD.fullmatch(message):
+            below.setdefault(new, []).append(old)
     verdicts = [0] * len(lines)
     for n, (ref, old, new, kind, message) in enumerate(lines):
-        if kind not in REWRITE_KINDS or old is None or new is None or old == new:
+        if kind not in rewrite_kinds or old is None or new is None or old == new:
             continue
-        verdicts[n] = _settle(ref, old, new, message, n, first_seen, created_at, from_start, parent)
-        if verdicts[n] == 0:
+        verdicts[n] = verdict = _settle(ref, old, new, kind, message, n, first_seen, created_at, from_start,
+                                        parent)
+        if verdict == 0:
             below.setdefault(new, []).append(old)
-        elif _BACK_TO_ANCESTOR.fullmatch(message):
+        elif kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
             below.setdefault(old, []).append(new)
     budget = [WALK_BUDGET]
     for n, verdict in enumerate(verdicts):
@@ -166,13 +183,16 @@ def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -
     return verdicts
 
 
-def _settle(ref: str, old: str, new: str, message: str, n: int, first_seen: dict, created_at: dict,
+def _settle(ref: str, old: str, new: str, kind: str, message: str, n: int, first_seen: dict, created_at: dict,
             from_start: set, parent: dict) -> int:
-    if _AMEND.match(message) or _BACK_TO_ANCESTOR.fullmatch(message):
+    if kind == "amend" and message.startswith("commit (amend): ") or "): " in message and _AMEND.match(message):
         return 1
-    if _FAST_FORWARD.fullmatch(message):
+    if kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
+        return 1
+    if kind == "pull" and "ast-forward" in message and _FAST_FORWARD.fullmatch(message):
         return 0
-    if _PICK.match(message) and first_seen.get((ref, old), n) < n and (ref, old) not in from_start:
+    if "(pick): " in message and _PICK.match(message) and first_seen.get((ref, old), n) < n \
+            and (ref, old) not in from_start:
         return 0
     made = created_at.get((ref, old))
     if made is not None:
