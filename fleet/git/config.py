@@ -294,7 +294,12 @@ class Config:
             self._values.setdefault(name, {}).setdefault(key, []).append(b"true" if value is None else value)
 
     def _all(self, section: tuple[bytes, ...], key: bytes) -> list[bytes]:
-        values = self._values.get((section[0].lower(), *section[1:]), {}).get(key.lower())
+        # Names are stored lowercased and callers nearly always ask in lowercase: try the name as given first
+        # (a branch's upstream costs a few of these per branch of every repo in a scan).
+        keys = self._values.get(section)
+        if keys is None:
+            keys = self._values.get((section[0].lower(), *section[1:]), {})
+        values = keys.get(key) or keys.get(key.lower())
         if not values:
             raise KeyError(key)
         return values
