@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fleet.git import files as gitfiles
 from fleet.index import events
 from fleet.index.events import rewrote_all
@@ -110,3 +113,37 @@ def test_verdicts_settled_from_reflog_lines_agree_with_merge_base(tmp_path):
     assert sum(settled[n] != events.UNSETTLED for n in asked) > len(asked) // 2
     assert events.UNSETTLED in settled  # the made-up move and the --root pick are git's to answer
     assert events.rewrote_lines(str(repo), lines) == expected
+
+
+_STARTS = ["", "commit: ", "commit (amend): ", "commit (merge): ", "commit (initial): ", "merge origin/main: ",
+           "reset: moving to ", "reset: moving to HEAD~", "reset: moving to @^", "rebase (pick): ",
+           "rebase -i (fixup): ", "rebase -i (squash): ", "rebase (start): ", "pull --rebase (start): ",
+           "pull: Fast-forward", "pull origin main: Fast-forward", "pull: fast-forward", "fetch origin: fast-forward",
+           "fetch: fast-forward", "checkout: moving from a to b", "cherry-pick: ", "branch: Created from HEAD",
+           "made up (pick): ", "x (fixup): ", "update by push"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_STARTS), st.text(alphabet="HEAD@~^0123456789 :()-abFfst", max_size=14),
+       st.sampled_from(["", ": ", "): ", " (start): x", "ast-forward", ": Fast-forward"]))
+def test_a_message_a_pattern_accepts_always_passes_the_cheap_gate_before_it(start, middle, end):
+    """`settle_by_lines` tries each message pattern only on a message whose kind and text hold the pattern's
+    literal part: a gate that turned away a message the pattern accepts would change a verdict."""
+    message = start + middle + end
+    kind = gitfiles.reflog_kind(message)
+    if events._FAST_FORWARD.fullmatch(message):
+        assert "ast-forward" in message and kind in ("pull", "fetch")
+    if events._BACK_TO_ANCESTOR.fullmatch(message):
+        assert kind == "reset"
+    if events._START.match(message):
+        assert "(start): " in message
+    if events._AMEND.match(message):
+        assert "): " in message and (kind == "amend" or not message.startswith("commit (amend): "))
+    if events._PICK.match(message):
+        assert "(pick): " in message
+    if message.startswith(events._CREATES_COMMIT):
+        assert kind in events._COMMIT_KINDS
+    if message.startswith("commit: "):
+        assert kind == "commit"
+    if message.startswith("commit (merge): "):
+        assert kind == "merge"
