@@ -98,7 +98,7 @@ def _parse_full(data: bytes, origin: str) -> list[Entry]:
 _SIMPLE_LINE = re.compile(
     rb"[ \t]*(?:"
     rb"\[([A-Za-z0-9.-]+)(?:[ \t]+\"([^\"\\\n\r\0]*)\")?\]"                     # [section] / [section "sub"]
-    rb"|([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=[ \t]*([^\"\\#;\n\r\t\0]*?))?"            # key [= value]
+    rb"|([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=[ \t]*([^\"\\#;\n\r\t\0]*))?"             # key [= value]
     rb")?[ \t]*(?:[#;][^\r]*)?")
 
 
@@ -120,7 +120,9 @@ def _parse_simple(data: bytes) -> list[Entry] | None:
         elif key is not None:
             if section is None:
                 return None
-            entries.append((section, subsection, key.lower(), value))
+            # the value runs greedily to a comment or the end (a lazy one cost a try per byte): its trailing
+            # spaces are git's whitespace, not the value's
+            entries.append((section, subsection, key.lower(), None if value is None else value.rstrip(b" ")))
     return entries
 
 
