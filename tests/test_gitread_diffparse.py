@@ -346,8 +346,8 @@ def every_change(changes) -> list[dict]:
 
 
 def test_the_usual_output_read_at_c_speed_is_the_general_parse(tmp_path):
-    """index_diff reads the usual output (two-tree entries, plain paths, one section each) by one findall
-    and each section by its index (diffparse.Indexed): on it, every change must be the general parser's; on
+    """index_diff reads the usual output (two-tree entries, plain paths, one section each) split at its
+    NULs and each section by its index (diffparse.Indexed): on it, every change must be the general parser's; on
     anything else (a type change, a path git quotes, a stat-dirty entry without a patch) it must step aside."""
     from fleet.git import diffparse
 

@@ -487,8 +487,13 @@ def number(changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     order = _path_order([c["path"] for c in changes], [c.get("old_path") for c in changes])
     changes[:] = [changes[i] for i in order]
     for n, change in enumerate(changes, 1):
-        change["id"] = f"change-{n}"
+        change["id"] = change_id(n)
     return changes
+
+
+def change_id(n: int) -> str:
+    """The id of the n-th change of an answer, in path order (1-based)."""
+    return f"change-{n}"
 
 
 def cap_change(change: dict[str, Any], max_hunks: int = 200, max_lines: int = 200) -> dict[str, Any]:

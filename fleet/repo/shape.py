@@ -97,7 +97,7 @@ def shape_changes(changes: diffparse.Indexed, max_files: int, max_bytes: int, *,
     hunks_omitted = lines_omitted = 0
     for position, i in enumerate(changes.path_order()[:max_files], 1):
         change = changes.change(i)
-        change["id"] = f"change-{position}"
+        change["id"] = diffparse.change_id(position)
         parts = diffparse.open_change(change)
         whole = _whole(change, parts, room, max_hunks, max_lines)
         if whole is not None:   # the usual case: the change fits with every hunk and line (one measure)
@@ -193,8 +193,7 @@ def _hunk_json(numbers: tuple[int, int, int, int], header: bytes,
         lines = diffparse.body_lines(body)
         lines_json = encode(lines)
     header_text = diffparse.decode(header)
-    return ({"old_start": numbers[0], "old_lines": numbers[1], "new_start": numbers[2], "new_lines": numbers[3],
-             "header": header_text, "lines": lines, "truncated": False, "omitted_count": 0},
+    return (_hunk(numbers, header, lines),
             '{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
             '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(header_text), lines_json))
 
