@@ -48,11 +48,15 @@ SETUP = {  # before the scan: the state each repo is indexed in
     "merge-start": lambda r: _conflicting_branch(r, "theirs"),
     "rebase-start": lambda r: _conflicting_branch(r, "onto"),
     "dirty-edit-again": lambda r: write(r / "README.md", "edited before the scan\n"),
+    # a legal branch name ending like a temporary file, with no reflog (nothing but the ref itself moves)
+    "branch-dot-new": lambda r: (git(r, "branch", "rel.new"), (r / ".git/logs/refs/heads/rel.new").unlink()),
 }
 
 CHANGES = {  # after the scan, while nobody watched
     "commit": lambda r, _t: commit_file(r, "new.txt", "a commit\n"),
     "reset": lambda r, _t: git(r, "reset", "-q", "--hard", "HEAD~1"),
+    "branch-dot-new": lambda r, _t: git(r, "-c", "core.logAllRefUpdates=false", "branch", "-f", "rel.new",
+                                        "HEAD~1"),
     "branch-create": lambda r, _t: git(r, "branch", "extra"),
     "branch-delete": lambda r, _t: git(r, "branch", "-q", "-D", "old"),
     "stash": lambda r, _t: (write(r / "README.md", "stashed\n"), git(r, "stash", "-q")),
@@ -168,3 +172,34 @@ def test_a_mark_moves_with_what_the_record_reads_during_an_operation(fleet) -> N
     mark = watch_mark(str(rebasing / ".git"))
     write(rebasing / ".git" / "rebase-merge" / "msgnum", "2\n")
     assert watch_mark(str(rebasing / ".git")) != mark
+
+
+def test_a_repo_stored_by_another_writer_after_the_comparison_keeps_that_writer_s_mark(fleet) -> None:
+    """mark_read vouches for the record it compared, not for one another process stored meanwhile (from an
+    older state, say): a row whose generation moved keeps its own scanned_at and mark."""
+    repo = fleet["repos"]["quiet"]
+    with open_index(fleet["db"]) as index:
+        [stored] = index.rows("path = ?", (str(repo),))
+        [marked] = index.watch_marks([stored["id"]]).values()
+        found = found_for(str(repo), stored["root"])
+        from fleet.index.scan import ingest
+        ingest(index, [(found, read_repo(found, mark=b"another writer's mark"))])   # stored meanwhile
+        [again] = index.rows("path = ?", (str(repo),))
+        assert again["generation"] != stored["generation"]
+        index.mark_read([("2099-01-01T00:00:00Z", stored["id"], stored["generation"], marked)])
+        assert index.watch_marks([stored["id"]]) == {stored["id"]: b"another writer's mark"}
+        assert index.rows("path = ?", (str(repo),))[0]["scanned_at"] == again["scanned_at"]
+        index.mark_read([("2099-01-01T00:00:00Z", stored["id"], again["generation"], marked)])
+        assert index.watch_marks([stored["id"]]) == {stored["id"]: marked}
+        assert index.rows("path = ?", (str(repo),))[0]["scanned_at"] == "2099-01-01T00:00:00Z"
+
+
+def test_a_symlinked_git_file_never_lets_the_mark_vouch(tmp_path: Path) -> None:
+    """git follows a symlinked config or refs folder (git-new-workdir); the mark does not look through it, so
+    such a repo's mark differs at every take and it is always read in full."""
+    repo = tmp_path / "linked"
+    git(tmp_path, "init", "-q", str(repo))
+    config = repo / ".git" / "config"
+    shutil.move(str(config), str(tmp_path / "real-config"))
+    config.symlink_to(tmp_path / "real-config")
+    assert watch_mark(str(repo / ".git")) != watch_mark(str(repo / ".git"))

@@ -12,7 +12,10 @@ the record is read from). A repo whose mark has not moved had nothing in its git
 its working trees may have, so only they are read again (`fleet.repo.record.read_work_trees`: its `git
 status`, and its linked worktrees' and submodules' when it has them, through the full read's own parts)
 and compared with the stored fields. A difference, a moved or missing mark (an index stored by an older
-fleetdeck), a stored error or a config that includes other files sends the repo to the full read.
+fleetdeck), a stored error, a config that includes other files or an `index.lock` sends the repo to the
+full read. A repo found as stored has its `scanned_at` and mark moved only if nobody stored it meanwhile
+(its row's generation unchanged), so a record another process stored from an older state never gets a
+newer mark.
 
 A full read's merge prediction, the costliest read, is kept when its two commits are the ones it was made
 for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one — every column,
@@ -88,7 +91,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
         else:
             found.append(again)
     changed: list[tuple[Found, dict]] = []
-    reads: list[tuple[str, int, bytes]] = []
+    reads: list[tuple[str, int, int, bytes]] = []
     marks: dict[str, tuple[str, bytes]] = {}
     quick: list[str] = []
     for item in found:
@@ -98,7 +101,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
         if stored is not None and mark and stored_marks.get(stored["id"]) == mark:
             at = iso(time.time())
             if work_trees_as_stored(stored, item, read_work_trees(item, stored)):
-                reads.append((at, stored["id"], mark))
+                reads.append((at, stored["id"], stored["generation"], mark))
                 quick.append(item.path)
                 continue
         record = read_repo(item, stored and stored["predicted_conflicts"], mark)
@@ -106,7 +109,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
         if same is None:
             changed.append((item, record))
         else:
-            reads.append((record["scanned_at"], same, mark))
+            reads.append((record["scanned_at"], same, stored["generation"], mark))
     stored_ids = ingest(index, changed) if changed else []
     index.mark_read(reads)
     if gone:

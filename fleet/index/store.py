@@ -265,14 +265,18 @@ class Index:
                 marks = ", ".join("?" * len(rows[0]))
                 conn.executemany(f"insert into {table} values ({marks})", rows)
 
-    def mark_read(self, reads: list[tuple[str, int, bytes]]) -> None:
-        """(scanned_at, id, watch mark) of repos read again and found exactly as stored: only `scanned_at`
-        and the mark move (no new generation: nothing a listing shows has changed)."""
+    def mark_read(self, reads: list[tuple[str, int, int, bytes]]) -> None:
+        """(scanned_at, id, generation, watch mark) of repos read again and found exactly as stored: only
+        `scanned_at` and the mark move (no new generation: nothing a listing shows has changed), and only where
+        the row is still of that generation — else another writer stored it after it was compared, with its own
+        mark, and this one must not vouch for that record."""
         if reads:
             with self.write() as conn:
-                conn.executemany("update repos set scanned_at = ? where id = ?", [r[:2] for r in reads])
-                conn.executemany("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
-                                 [(repo_id, mark or None) for _at, repo_id, mark in reads])
+                for at, repo_id, generation, mark in reads:
+                    if conn.execute("update repos set scanned_at = ? where id = ? and generation = ?",
+                                    (at, repo_id, generation)).rowcount:
+                        conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
+                                     (repo_id, mark or None))
 
     def watch_marks(self, ids: list[int]) -> dict[int, bytes]:
         """{repo id: the watch mark taken before the read its stored record came from} (absent: none)."""

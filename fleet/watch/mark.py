@@ -24,9 +24,9 @@ from fleet.index.discovery import common_dir
 INTERESTING = frozenset({
     "HEAD", "index", "packed-refs", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "CHERRY_PICK_HEAD",
     "REVERT_HEAD", "REBASE_HEAD", "BISECT_LOG", "BISECT_START", "config", "config.worktree", "shallow",
-    "rebase-merge", "rebase-apply", "sequencer", "refs", "logs", "worktrees", "locked", "gitdir",
+    "rebase-merge", "rebase-apply", "sequencer", "refs", "logs", "worktrees", "locked", "gitdir", "reftable",
 })
-IGNORED_SUFFIXES = (".lock", ".new")
+IGNORED_SUFFIXES = (".lock",)  # git's lock files; no ref name may end in .lock (a branch `x.new` may)
 MAX_DEPTH = 32  # ref names nest (refs/heads/a/b/c); deeper than this is not a ref
 
 
@@ -56,6 +56,9 @@ def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], dep
         out.append(folder + "\0?")
         return
     for entry in entries:
+        if entry.is_symlink():   # git follows it, the mark would not (git-new-workdir): never vouch for it
+            out.append(f"{entry.path}\0symlink\0{os.urandom(8).hex()}")
+            continue
         if entry.is_dir(follow_symlinks=False):
             out.append(entry.path)
             if depth:
