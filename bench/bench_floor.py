@@ -4,13 +4,16 @@ the `xargs -P2 git status` loop and the real `fleetdeck scan`, the three alterna
     python bench/bench_floor.py [--repos 1000] [--runs 5] [--workdir DIR]
 
 The floor (`--floor ROOT DB [--raw]`, run as its own process like the scan) is what any scan that keeps the
-reflog history must do at least, with nothing fleetdeck adds: walk the root for repos, run `git status
---porcelain=v2 --branch` in every working tree (bare mirrors have none), read HEAD, packed-refs, config and
-every loose ref, read every reflog file and store it in SQLite — one row per line, parsed by one regex
-(`lines`), or, lower still, each file's bytes as one row, unparsed (`raw`) — in two forked workers taking
-turns at one write lock, one transaction per chunk of 24 repos, no index but the rowid. It parses no status,
-no config, decides no event, checks nothing. Its ratio to the loop bounds what the design can reach on this
-machine: a scan that stores the history line by line cannot be cheaper than its floor.
+reflog history must do at least, with nothing fleetdeck adds: walk the root for repos (into working trees
+too, as discovery does, for nested repos), run git's `status` with the scan's own arguments in every working
+tree (bare mirrors have none), read HEAD, packed-refs, config and every loose ref, read every reflog file and
+store it in SQLite — one row per line, parsed by one regex (`lines`), or, lower still, each file's bytes as
+one row, unparsed (`raw`) — in two forked workers taking turns at one write lock, one transaction per chunk of
+24 repos, no index but the rowid, the WAL checkpointed at the end. A linked worktree counts as a repo of its
+own whose git dir holds only its HEAD and HEAD log (the shared refs are read with its main repo, as the scan
+reads them). It parses no status, no config, decides no event, checks nothing. Its ratio to the loop bounds
+what the design can reach on this machine: a scan that stores the history line by line cannot be cheaper
+than its floor.
 
 Prints one JSON object: medians of --runs rounds (wall and CPU seconds, CPU counting every process each
 started) and the ratios to the loop.
@@ -32,27 +35,33 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_scan import _med, make_fleet, scan_cmd, time_loop, timed_rss  # noqa: E402
+from fleet.git.status import STATUS_ARGS  # noqa: E402
 
 CHUNK = 24
 LINE = re.compile(rb"^([0-9a-f]{40}) ([0-9a-f]{40}) (.*?) (\d+) ([+-]\d{4})\t?(.*)$", re.M)
 
 
 def discover(root: str) -> list[tuple[str, str, bool]]:
-    """(folder, git dir or .git file, bare) of every repo under `root`, not descending into one."""
-    found, stack = [], [root]
+    """(folder, git dir or .git file, bare) of every repo under `root`: working trees are walked too (for
+    nested repos), their `.git` not; a `.git` file inside another working tree (a submodule) is its owner's."""
+    found: list[tuple[str, str, bool]] = []
+    stack: list[tuple[str, bool]] = [(root, False)]
     while stack:
-        folder = stack.pop()
+        folder, inside = stack.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         names = {e.name for e in entries}
         if ".git" in names:
-            found.append((folder, os.path.join(folder, ".git"), False))
+            dotgit = os.path.join(folder, ".git")
+            if os.path.isdir(dotgit) or not inside:
+                found.append((folder, dotgit, False))
+            inside = True
         elif {"HEAD", "objects", "refs"} <= names:
             found.append((folder, folder, True))
-        else:
-            stack += [e.path for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+            continue
+        stack += [(e.path, inside) for e in entries if e.name != ".git" and e.is_dir(follow_symlinks=False)]
     return found
 
 
@@ -77,8 +86,7 @@ def read_repo(folder: str, gitdir: str, bare: bool, raw: bool) -> tuple[tuple, l
     if os.path.isfile(gitdir):  # a linked worktree: `.git` names its git dir
         named = read(gitdir).split(b":", 1)[1].strip().decode()
         gitdir = os.path.join(folder, named)
-    status = b"" if bare else subprocess.run(["git", "-C", folder, "status", "--porcelain=v2", "--branch"],
-                                             capture_output=True).stdout
+    status = b"" if bare else subprocess.run(["git", "-C", folder, *STATUS_ARGS], capture_output=True).stdout
     head, packed, config = (read(os.path.join(gitdir, name)) for name in ("HEAD", "packed-refs", "config"))
     refs = [read(p) for p in files_under(os.path.join(gitdir, "refs"))]
     rows: list[tuple] = []
@@ -126,6 +134,9 @@ def floor(root: str, db: str, raw: bool) -> None:
     with context.Pool(2, _init, (db, context.Lock(), raw)) as pool:
         done = sum(pool.imap_unordered(_chunk, [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]))
     assert done == len(items)
+    conn = sqlite3.connect(db)   # the last connection to close checkpoints the WAL, as the scan's does
+    conn.execute("pragma wal_checkpoint(truncate)")
+    conn.close()
 
 
 def main() -> None:
