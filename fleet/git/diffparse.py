@@ -46,7 +46,7 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
 # One two-tree raw entry (a single leading colon) at C speed: modes, shas, status letter and score, then one
 # path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
 _RAW_PREFIX = rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "   # modes and shas
-_RAW_ROW = re.compile(_RAW_PREFIX + rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])(\d*)\0([^\0]*))\0")
+_RAW_ROW = re.compile(_RAW_PREFIX + rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])\d*\0([^\0]*))\0")
 # A two-tree entry's header alone (Indexed): modes, shas, status letter and score.
 _RAW_HEAD = re.compile(_RAW_PREFIX + rb"([A-Z])(\d*)")
 # A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
@@ -82,7 +82,7 @@ def parse_raw(data: bytes) -> tuple[list[dict[str, Any]], int]:
     while data[pos:pos + 1] == b":":
         match = fast(data, pos)
         if match is not None:
-            old_mode, new_mode, _, new_sha, rc, score, first, last, code, _, only = match.groups()
+            old_mode, new_mode, _, new_sha, rc, score, first, last, code, only = match.groups()
             pos = match.end()
             unhashed = not new_sha.strip(b"0")
             if rc is not None:
@@ -351,10 +351,10 @@ class Indexed:
         if match is None:
             return None
         old_mode, new_mode, _, _, code, score = match.groups()
-        old, last = self.olds[i], self.lasts[i]
-        return {"path": decode(last), "old_path": None if old is None else decode(old), "status": _STATUS_BYTES[code],
-                "similarity": int(score) if old is not None and score else None,
-                "old_mode": _MODES.get(old_mode) or _mode(old_mode), "new_mode": _MODES.get(new_mode) or _mode(new_mode),
+        old_path = self.old_paths[i]
+        return {"path": self.paths[i], "old_path": old_path, "status": _STATUS_BYTES[code],
+                "similarity": int(score) if old_path is not None and score else None,
+                "old_mode": _mode(old_mode), "new_mode": _mode(new_mode),
                 "binary": False, "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]}
 
     def _section(self, i: int) -> bytes | None:

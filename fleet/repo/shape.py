@@ -40,6 +40,17 @@ def json_size(value: Any) -> int:
     return _measure(value)[1]
 
 
+def encode_answer(value: Any) -> str:
+    """An answer as compact JSON. A list in the top-level dict that was encoded while its budget was measured
+    (`Measured`: a diff's changes) is not encoded again: its text is spliced in."""
+    if type(value) is dict and any(type(v) is Measured for v in value.values()) and \
+            all(type(k) is str for k in value):
+        fields = ",".join(f"{encode(k)}:{v.encode() if type(v) is Measured else encode(v)}"
+                          for k, v in value.items())
+        return f"{{{fields}}}"   # not "{" + fields + "}" (see Measured.encode)
+    return encode(value)
+
+
 def _measure(value: Any) -> tuple[str, int]:
     """`value`'s compact JSON and its size in bytes (an ASCII text's length is its size: only other text is
     encoded to UTF-8 to be measured)."""
@@ -192,10 +203,10 @@ def _hunk_json(numbers: tuple[int, int, int, int], header: bytes,
     else:
         lines = diffparse.body_lines(body)
         lines_json = encode(lines)
-    header_text = diffparse.decode(header)
-    return (_hunk(numbers, header, lines),
+    hunk = _hunk(numbers, header, lines)
+    return (hunk,
             '{"old_start":%d,"old_lines":%d,"new_start":%d,"new_lines":%d,"header":%s,"lines":%s,'
-            '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(header_text), lines_json))
+            '"truncated":false,"omitted_count":0}' % (*numbers, encode_basestring(hunk["header"]), lines_json))
 
 
 def _fit_lines(lines: list[str], most: int, room: int) -> tuple[int, int]:
