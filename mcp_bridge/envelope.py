@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError
-from fleet.repo.shape import Measured, encode
+from fleet.repo.shape import encode_answer as compact  # the text of every answer
 
 log = logging.getLogger("fleetdeck.mcp")
 # The largest JSON-RPC frame read, on stdio (mcp_bridge/stdio.py) and over HTTP (mcp_bridge/http.py).
@@ -38,17 +38,6 @@ class ErrorBody(BaseModel):
 
 class ErrorResult(BaseModel):
     error: ErrorBody
-
-
-def compact(value: object) -> str:
-    """`value` as compact JSON. A list in the top-level dict that was encoded while its budget was measured
-    (fleet.repo.shape.Measured: a diff's changes) is not encoded again: its text is spliced in."""
-    if type(value) is dict and any(type(v) is Measured for v in value.values()) and \
-            all(type(k) is str for k in value):
-        fields = ",".join(f"{encode(k)}:{v.encode() if type(v) is Measured else encode(v)}"
-                          for k, v in value.items())
-        return f"{{{fields}}}"   # not "{" + fields + "}" (see Measured.encode)
-    return encode(value)
 
 
 def success(data: dict) -> CallToolResult:
