@@ -224,8 +224,7 @@ class Index:
             repo_id = cur.lastrowid
         if "branches" in record:
             self._replace_children(conn, repo_id, record, new)
-        conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
-                     (repo_id, record.get("watch_mark") or None))
+        _set_mark(conn, repo_id, record.get("watch_mark"))
         if p.logs is None:
             return Stored(p, repo_id, False, None, 0)
         known = {} if new else _reflog_files(conn, [repo_id]).get(repo_id, {})
@@ -275,8 +274,7 @@ class Index:
                 for at, repo_id, generation, mark in reads:
                     if conn.execute("update repos set scanned_at = ? where id = ? and generation = ?",
                                     (at, repo_id, generation)).rowcount:
-                        conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)",
-                                     (repo_id, mark or None))
+                        _set_mark(conn, repo_id, mark)
 
     def watch_marks(self, ids: list[int]) -> dict[int, bytes]:
         """{repo id: the watch mark taken before the read its stored record came from} (absent: none)."""
@@ -604,6 +602,11 @@ def unusable(path: Path, exc: BaseException | None, problem: str | None = None) 
     else:
         text = f"cannot be opened ({getattr(exc, 'strerror', None) or exc}): check the path or pass --db PATH"
     return FleetError("BAD_PATH", f"the index {path} {text}")
+
+
+def _set_mark(conn: sqlite3.Connection, repo_id: int, mark: bytes | None) -> None:
+    """Keep `mark` as the watch mark of the record stored for `repo_id` (none: b"" or None)."""
+    conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)", (repo_id, mark or None))
 
 
 def _next_generation(conn: sqlite3.Connection) -> int:
