@@ -60,12 +60,12 @@ def entry_paths(chunk: list[Entry]) -> list[str]:
 class Checked(NamedTuple):
     """One re-checked chunk: every path in it, the ids whose stored state changed (stored again or marked
     gone), how many were found as stored (`quick`: the paths of those found so by their working trees
-    alone), and per repo read its git dir and the watch mark taken before the read."""
+    alone), and per repo read its git dir, common dir and the watch mark taken before the read."""
 
     paths: list[str]
     changed: list[int]
     unchanged: int
-    marks: dict[str, tuple[str, bytes]]
+    marks: dict[str, tuple[str, str, bytes]]
     quick: list[str]
 
 
@@ -92,11 +92,11 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
             found.append(again)
     changed: list[tuple[Found, dict]] = []
     reads: list[tuple[str, int, int, bytes]] = []
-    marks: dict[str, tuple[str, bytes]] = {}
+    marks: dict[str, tuple[str, str, bytes]] = {}
     quick: list[str] = []
     for item in found:
         mark = watch_mark(item.gitdir, item.commondir)
-        marks[item.path] = (item.gitdir, mark)
+        marks[item.path] = (item.gitdir, item.commondir, mark)
         stored = stored_at.get(item.path)
         if stored is not None and mark and stored_marks.get(stored["id"]) == mark:
             at = iso(time.time())

@@ -71,6 +71,7 @@ def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], dep
         out.append(f"{entry.path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}")
 
 
-def moved(marks: list[tuple[str, tuple[str, bytes]]]) -> list[str]:
-    """The repos of `marks` ((path, (git dir, mark taken before its read))) whose mark has moved since."""
-    return [path for path, (gitdir, mark) in marks if watch_mark(gitdir) != mark]
+def moved(marks: list[tuple[str, tuple[str, str, bytes]]]) -> list[str]:
+    """The repos of `marks` ((path, (git dir, common dir, mark taken before its read))) whose mark has moved
+    since."""
+    return [path for path, (gitdir, commondir, mark) in marks if watch_mark(gitdir, commondir) != mark]

@@ -112,7 +112,7 @@ class Watcher:
         self._lockfile: int | None = None
         self._reverify: dict | None = None  # the start-up re-check's progress (see the module docstring)
         self._recheck_pool: ProcessPoolExecutor | None = None
-        self._early: dict[str, tuple[str, bytes]] = {}  # re-checked before the watch set was up: git dir, mark
+        self._early: dict[str, tuple[str, str, bytes]] = {}  # read before the watch set was up: git dirs, mark
         self._read_all = asyncio.Event()  # the re-check has read every repo (the first watch set waits for it)
         self._up = asyncio.Event()  # the first watch set is up and the early reads are checked
         self._live_at: str | None = None  # when that was (ISO): from then on no change is missed
