@@ -311,6 +311,7 @@ def test_whole_changes_are_written_as_the_encoder_would_and_counted_as_numstat_d
         "nonl.txt": b"first\nlast without newline",
         "gone.txt": b"to be deleted\n" * 3,
         "bin.dat": b"\0binary\n",
+        "at.txt": b"".join(b"@@ -%d +%d @@ me@example.com\n" % (i, i) for i in range(40)),   # `@` in every line
     }
     for name, data in bodies.items():
         (repo / name).write_bytes(data)
@@ -446,3 +447,91 @@ def test_a_cut_diff_makes_only_the_changes_it_keeps_and_counts_the_rest_exactly(
             assert kept[-1]["path"] == "zz/new name.txt" and kept[-1]["old_path"] == "old name.txt"
             assert reached_quoted == quoted and (changes.general is not None) == quoted
     assert shaped["truncated"] and 0 < len(kept) < total
+
+
+def test_the_raw_part_read_in_one_pass_is_the_general_parse_on_odd_names_copies_and_renames(tmp_path):
+    """Indexed reads the raw part with one regex and decodes every path in one go (diffparse._USUAL_ENTRY,
+    _decode_each): on names whose invalid UTF-8 ends at the name's end or starts it, names with spaces, colons,
+    ` M` and NUL-free look-alikes of a raw header, copies and renames (two paths), its changes and their order
+    must be the general parser's, and an entry of another kind (a type change) must send it the general way."""
+    from fleet.git import diffparse
+
+    repo = init_repo(tmp_path / "names")
+    names = [b"trunc\xe2\x82", b"\xe2\x82lead", b"caf\xe9.txt", "ü ñ.txt".encode(), b"a:1 2 M",
+             b":100644 100644 abc def M", b"plain.txt", b"src.txt"]
+    for n, name in enumerate(names):
+        (repo / os.fsdecode(name)).write_bytes(b"".join(b"line %d of %d\n" % (i, n) for i in range(30)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for n, name in enumerate(names[:6]):
+        (repo / os.fsdecode(name)).write_bytes(b"edited %d\n" % n + b"".join(b"line %d\n" % i for i in range(30)))
+    git(repo, "mv", "plain.txt", "moved \xe9.txt".encode("latin1").decode("utf-8", "surrogateescape"))
+    (repo / "copy of src.txt").write_bytes((repo / "src.txt").read_bytes())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "edits, a rename, a copy")
+    raw = git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "-M", "-C",
+                    "--find-copies-harder", "HEAD~1", "HEAD")
+    changes = index_diff(raw)
+    made = every_change(changes)
+    assert changes.general is None   # the control: the quick way all along
+    assert {c["status"] for c in made} == {"modified", "renamed", "copied"}
+    assert made == diffparse._general_index(raw)
+    entries, _ = diffparse.parse_raw(raw)
+    assert changes.paths == [diffparse.decode(e["_last"]) for e in entries]
+    assert "trunc\ufffd" in changes.paths and "\ufffdlead" in changes.paths
+    assert changes.path_order() == diffparse._path_order([c["path"] for c in made], [c["old_path"] for c in made])
+    os.unlink(repo / "src.txt")
+    os.symlink("copy of src.txt", repo / "src.txt")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a type change")
+    raw = git_bytes(repo, "-c", "core.quotePath=false", "diff", "-z", "--raw", "--patch", "HEAD~2", "HEAD")
+    changes = index_diff(raw)
+    assert changes.general is not None and every_change(changes) == diffparse._general_index(raw)
+
+
+def test_a_whole_changes_metadata_is_written_as_the_encoder_would_for_every_kind_of_change(tmp_path):
+    """A whole change's JSON is one format of its fields (fleet.repo.shape._change_json): it must be byte for
+    byte json.dumps of the change for renames and copies (a similarity, a source), added and deleted files (a
+    mode that is null), a mode change, a binary file (null counts), a type change (two sections), quoted,
+    non-ASCII and invalid UTF-8 names, and a merge diffed against its first parent."""
+    repo = rich_repo(tmp_path / "rich")
+    for name in ('q"uote\\d.txt', "tab\there.txt", "ünï ☃.txt"):
+        write(repo / name, "x\n")
+    (repo / os.fsdecode(b"bad\xff\xfe.txt")).write_bytes(b"y\n")
+    write(repo / "copied.py", (repo / "src" / "main.py").read_bytes())
+    os.unlink(repo / "link")
+    write(repo / "link", "a file now\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd names and a type change")
+    revs = [("HEAD~5", "HEAD~4"), ("HEAD~4", "HEAD~3"), ("HEAD~2", "HEAD~1"), ("HEAD~1", "HEAD"),
+            ("HEAD~5", "HEAD")]
+    kinds = set()
+    for quote in ("false", "true"):
+        for revs_ in revs:
+            raw = git_bytes(repo, "-c", f"core.quotePath={quote}", "diff", "-z", "--raw", "--patch", "-M", "-C",
+                            "--find-copies-harder", *revs_)
+            shaped = shape_changes(index_diff(raw), 50, 10**6)
+            assert None not in shaped["changes"].texts   # every change written whole
+            assert shaped["changes"].encode() == json.dumps(list(shaped["changes"]), ensure_ascii=False,
+                                                            separators=(",", ":"))
+            kinds |= {(c["status"], c["binary"], c["old_mode"] is None, c["new_mode"] is None)
+                      for c in shaped["changes"]}
+    statuses = {kind[0] for kind in kinds}
+    assert {"added", "modified", "renamed", "copied", "type_changed"} <= statuses
+    assert any(kind[1] for kind in kinds) and any(kind[2] for kind in kinds)
+
+
+def test_a_raw_part_whose_paths_are_full_of_colons_is_read_in_linear_time():
+    """A hostile tree can hold names of any length: a raw part the quick reader declines (a type change here)
+    with 40 KB names made of `:0` must not be rescanned from every colon (that took ~90 s once); it falls back
+    to the general parse, whose answer it must equal."""
+    import time
+
+    from fleet.git.diffparse import parse_raw
+
+    raw = b"".join(b":100644 120000 abc def T\0d%d/" % i + b":0" * 20000 + b"\0" for i in range(200)) + b"\0"
+    started = time.process_time()
+    changes = index_diff(raw)
+    assert time.process_time() - started < 5   # linear: ~0.1 s; quadratic: minutes
+    assert list(changes.paths) == [entry["path"] for entry in parse_raw(raw)[0]]
+    assert len(changes) == 200

@@ -47,8 +47,6 @@ def _headers(old: bytes, new: bytes) -> set[bytes]:
 # path or, for a rename/copy, two. Anything else (combined entries of a merge) takes the general parser.
 _RAW_PREFIX = rb":([0-7]+) ([0-7]+) ([0-9a-f]+) ([0-9a-f]+) "   # modes and shas
 _RAW_ROW = re.compile(_RAW_PREFIX + rb"(?:([RC])(\d*)\0([^\0]*)\0([^\0]*)|([A-QS-Z])\d*\0([^\0]*))\0")
-# A two-tree entry's header alone (Indexed): modes, shas, status letter and score.
-_RAW_HEAD = re.compile(_RAW_PREFIX + rb"([A-Z])(\d*)")
 # A byte that makes git quote a path in a patch header (core.quotePath=false); NUL separates raw fields.
 _QUOTED_BYTE = re.compile(rb'[\x01-\x1f"\\\x7f]')
 
@@ -186,9 +184,11 @@ def open_change(change: dict[str, Any]) -> list[Part]:
                 change["binary"] = True
             continue
         stop = len(section) - 1 if section.endswith(b"\n") else len(section)
-        nxt = section.find(b"\n@@", at + 3, stop)
-        match = _HUNK_LINE.match(section, at + 1, stop) if nxt < 0 else None
-        if match is not None:   # the usual section: one hunk
+        match = _HUNK_LINE.match(section, at + 1, stop)
+        rest = at + 3 if match is None else match.end()
+        # The usual body has no `@` at all (told by memchr): no other `@@` line, without searching for one.
+        nxt = section.find(b"\n@@", rest, stop) if section.find(b"@", rest, stop) >= 0 else -1
+        if match is not None and nxt < 0:   # the usual section: one hunk
             numbers = hunk_numbers(match)
             text = section[match.end() + 1:stop]
             count = text.count(b"\n") + 1 if text else 0
@@ -278,8 +278,8 @@ class Indexed:
     cut to 150, the other 350 cost the split of their raw entry and the decoding of their path, no more.
 
     The usual output (every raw entry a two-tree one, none unmerged or a type change) is read quickly: the raw
-    part split at its NULs into each entry's header and path(s); an asked change's header parsed in full and
-    its section found by its index (git prints one section per entry, in the raw part's order) and checked to
+    part read entry by entry at C speed (`_USUAL_ENTRY`), its paths decoded in one go; an asked change's
+    section found by its index (git prints one section per entry, in the raw part's order) and checked to
     be under the plain `diff --git` header of that entry's paths. Anything else, or a section under another
     header (a path git quotes), is read the general way (`_general_index`), which pairs sections with entries
     by their headers, quoted or not, and agrees with every change already made the quick way (each was under
@@ -289,37 +289,23 @@ class Indexed:
         self.data = data
         self.general: list[dict[str, Any]] | None = None
         end = data.find(b"\0\0") + 1 or len(data)  # a path is never empty: the raw part ends at the first NUL pair
-        fields = data[:end].split(b"\0")   # each entry's header, then its path or, for a rename/copy, two
-        heads, olds, lasts = self.heads, self.olds, self.lasts = [], [], []   # olds: a rename's or copy's source
-        unhashed = False
-        i, stop = 0, len(fields) - 1
-        while i < stop:
-            head = fields[i]
-            space = head.rfind(b" ")
-            code = head[space + 1:space + 2]
-            if head[:1] != b":" or head[1:2] == b":" or code not in _USUAL_CODES:
-                self._fall_back()   # a combined, unmerged or type-change entry, or no entry at all
-                return
-            heads.append(head)
-            if code in _TWO_PATHS:
-                olds.append(fields[i + 1])
-                lasts.append(fields[i + 2])
-                i += 3
-            else:
-                olds.append(None)
-                lasts.append(fields[i + 1])
-                unhashed = unhashed or (code == b"M" and head[space - 7:space] == b"0000000")
-                i += 2
-        if i != stop or fields[stop]:
+        self.entries = _USUAL_ENTRY.findall(data, 0, end)
+        heads, rcs, olds, lasts = zip(*self.entries) if self.entries else [()] * 4
+        self.olds, self.lasts = olds, lasts   # olds: a rename's or copy's source, else b""
+        renames = len(rcs) - rcs.count(b"")
+        # Every byte of the raw part in some entry (the entries found abut), else some entry is not the usual
+        # kind (combined, unmerged, a type change).
+        all_heads = b"".join(heads)
+        if len(all_heads) + len(b"".join(olds)) + len(b"".join(lasts)) + 2 * len(heads) + renames != end:
             self._fall_back()
             return
         self.starts: list[int] = []   # where each section found so far starts (git's order)
         self.scanned = end + 1        # where the search for the next section goes on
-        if unhashed and not self._all_sections():
+        if all_heads.find(b"0000000 M") >= 0 and not self._all_sections():   # an unhashed new side
             self._fall_back()   # a stat-dirty entry git printed no patch for is no change: the general way
             return
-        self.paths = [decode(last) for last in lasts]
-        self.old_paths = [None if old is None else decode(old) for old in olds]
+        self.paths = _decode_each(lasts)
+        self.old_paths = [old or None for old in _decode_each(olds)] if renames else [None] * len(lasts)
 
     def _fall_back(self) -> None:
         self.general = _general_index(self.data)
@@ -345,16 +331,15 @@ class Indexed:
         return {**change, "_sections": list(change["_sections"])}
 
     def _made(self, i: int) -> dict[str, Any] | None:
-        """The i-th change made the quick way, or None when its entry or its section is not the usual."""
+        """The i-th change made the quick way, or None when its section is not where, or under the header, expected."""
         section = self._section(i)
-        match = _RAW_HEAD.fullmatch(self.heads[i]) if section is not None else None
-        if match is None:
+        if section is None:
             return None
-        old_mode, new_mode, _, _, code, score = match.groups()
-        old_path = self.old_paths[i]
-        return {"path": self.paths[i], "old_path": old_path, "status": _STATUS_BYTES[code],
-                "similarity": int(score) if old_path is not None and score else None,
-                "old_mode": _mode(old_mode), "new_mode": _mode(new_mode),
+        head, rc, _, _ = self.entries[i]
+        old_mode, new_mode, _, _, status = head.split(b" ")   # `_USUAL_ENTRY` matched exactly these five fields
+        return {"path": self.paths[i], "old_path": self.old_paths[i], "status": _STATUS_BYTES[status[:1]],
+                "similarity": int(status[1:]) if rc and status[1:] else None,
+                "old_mode": _mode(old_mode[1:]), "new_mode": _mode(new_mode),
                 "binary": False, "insertions": 0, "deletions": 0, "hunks": [], "_sections": [section]}
 
     def _section(self, i: int) -> bytes | None:
@@ -367,7 +352,7 @@ class Indexed:
             if at < 0 or (k == 0 and not data.startswith(b"diff --git ", at)):
                 self.scanned = -1
                 break
-            if k >= len(self.heads) or not data.startswith(
+            if k >= len(self.lasts) or not data.startswith(
                     b"diff --git a/" + (self.olds[k] or self.lasts[k]) + b" b/" + self.lasts[k] + b"\n", at):
                 return None
             starts.append(at)
@@ -378,12 +363,23 @@ class Indexed:
 
     def _all_sections(self) -> bool:
         """Whether every entry has its section, each under its own header, and there is no other section."""
-        return self._section(len(self.heads) - 1) is not None
+        return self._section(len(self.lasts) - 1) is not None
 
 
 _STATUS_BYTES = {k.encode(): v for k, v in STATUS.items()}
-_USUAL_CODES = frozenset(_STATUS_BYTES) - {b"T", b"U"}   # a type change has two sections, an unmerged path none
-_TWO_PATHS = frozenset((b"R", b"C"))
+# One usual raw entry (Indexed), found at C speed: a two-tree entry (one colon, then a mode) added, modified or
+# deleted, or renamed or copied with its source (not a type change: two sections; nor unmerged: none). Groups:
+# its header (parsed when its change is made), R or C, the source, the path. The header's fields are matched
+# strictly (`_RAW_PREFIX`): a false start inside a path (`:0…`) fails within its next few bytes, so a hostile name
+# full of colons costs linear time, not a scan to its end from every colon.
+_USUAL_ENTRY = re.compile(rb"(" + _RAW_PREFIX.replace(b"(", b"(?:")   # its fields uncaptured: the header is one group
+                          + rb"(?:[ADM]|([RC]))\d*)\0(?(2)([^\0]+)\0)([^\0]+)\0")
+
+
+def _decode_each(fields: tuple[bytes, ...]) -> list[str]:
+    """Each field as `decode` gives it, in one decode: a NUL ends any invalid UTF-8 sequence, so each field's
+    replacement characters are its own."""
+    return b"\0".join(fields).decode("utf-8", "replace").split("\0") if fields else []
 
 
 def index_diff(data: bytes) -> Indexed:
