@@ -13,7 +13,7 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.blame import repo_blame
-from fleet.repo.shape import Measured, Rows, encode, json_size
+from fleet.repo.shape import Measured, Rows, Timeless, encode, json_size
 from fleet.views.records import iso_times
 from mcp_bridge.envelope import compact
 from mcp_bridge.server import build_server
@@ -129,3 +129,73 @@ def test_a_blame_of_many_commits_made_at_the_same_second_answers_git_s_times(tmp
     assert len({c["author_time"] for c in answer["commits"]}) == 2
     assert compact(answer) == json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
     assert encode(answer) == compact(answer)
+
+
+def _hostile_blame_repo(path: Path) -> Path:
+    """A repository whose blame holds everything JSON escapes or git cannot date: a commit object written by
+    hand (an author with a tab, quotes, a backslash, a control character and non-ASCII, a time stamp git clamps
+    to 2**64 - 1, an empty mail, a summary with invalid UTF-8), a boundary root, `previous`, lines
+    copied from another file (-C), lines with quotes, backslashes, tabs and control characters, and
+    uncommitted lines."""
+    repo = init_repo(path, commits=0)
+    name = 'odd "name" é.txt'
+    write(repo / "src.txt", "".join(f"shared line number {i} with enough text to be copied\n" for i in range(8)))
+    write(repo / name, 'plain\nsays "hi" \\ back\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", 'Revert "x": a \\ summary')   # the root: a boundary
+    write(repo / name, (repo / name).read_text() + "tab\there \x01 ctrl ☃\n" + (repo / "src.txt").read_text())
+    write(repo / "src.txt", "changed too\n")   # -C looks for copies in files changed in the same commit
+    git(repo, "add", "-A")
+    tree, parent = git(repo, "write-tree").strip(), git(repo, "rev-parse", "HEAD").strip()
+    raw = (f"tree {tree}\nparent {parent}\n".encode()
+           + 'author Na\tme "q" \\ \x01 Zoë <> 10000000000000000000000 +0000\n'.encode()
+           + b"committer C\x7f <c@x> 1700000000 +0200\n\nsum \"q\" \\ \t \x02 \xff\xfe \xc3\xa9 end\n")
+    made = git(repo, "hash-object", "-t", "commit", "-w", "--literally", "--stdin", input=raw).strip()
+    git(repo, "update-ref", "HEAD", made)
+    write(repo / name, (repo / name).read_text() + 'uncommitted "line" \\\n')
+    return repo
+
+
+async def test_a_blame_s_text_is_the_compact_json_of_its_answer_whatever_git_prints(tmp_path):
+    """repo.blame's ranges and commits write their own JSON (fleet.repo.shape.Written); the text mirror must
+    be byte for byte the generic encoder's, for every kind of commit and line git can print."""
+    repo = _hostile_blame_repo(tmp_path / "root" / "hostile")
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(tmp_path / "root")])
+    server = build_server(str(db))
+    seen = set()
+    for args in ({}, {"ref": "HEAD"}, {"detect_moves": True}, {"ignore_whitespace": True, "start_line": 2}):
+        direct = repo_blame(str(repo), 'odd "name" é.txt', **args)
+        assert direct["ranges"].write is not None and direct["commits"].write is not None   # the control
+        answer = iso_times(direct)
+        assert compact(answer) == house(answer)
+        result = await server.call_tool("repo.blame", {"repo": str(repo), "file": 'odd "name" é.txt', **args})
+        assert result.content[0].text == house(ok(result))
+        commits = answer["commits"]
+        seen |= {"null time" for c in commits if c["author_time"] is None}
+        seen |= {"null mail" for c in commits if c["author_email"] is None}
+        seen |= {"written" for c in commits if isinstance(c["author_time"], str) and c["author_email"]}
+        seen |= {"boundary" for c in commits if c["boundary"]} | {"previous" for c in commits if c["previous"]}
+        seen |= {"uncommitted" for c in commits if c["uncommitted"]}
+        seen |= {"copied" for c in commits if c["filename"] == "src.txt"}
+        seen |= {"invalid utf-8" for c in commits if "\ufffd" in (c["summary"] or "")}
+    assert seen == {"null time", "null mail", "written", "boundary", "previous", "uncommitted", "copied",
+                    "invalid utf-8"}
+
+
+def test_blame_rows_writers_write_what_the_encoder_writes_for_any_value():
+    """The writers of a blame's rows give encode()'s text for the rows blame makes and fall back to it for any
+    other value: details git did not print (None), times not yet converted or beyond the calendar."""
+    from fleet.repo.blame import _commit_json, _new_commit, _range_json
+
+    usual = _new_commit("ab" * 20, ODD, "m@x", 1, "+0000", ODD, 2, ODD, True, {"sha": "cd" * 20, "filename": ODD},
+                        ODD)
+    usual.update(author_time="2026-01-31T12:00:00Z", committer_time="2026-01-31T12:00:01Z")
+    rows = [usual, {**usual, "previous": None, "boundary": False}, _new_commit("0" * 40),
+            {**usual, "author_time": 1}, {**usual, "committer_time": None}, {**usual, "author_email": None}]
+    assert Rows(rows, ("author_time", "committer_time"), _commit_json).encode() == house(rows)
+    ranges = [{"start_line": 1, "end_line": 3, "sha": "ab" * 20, "orig_start_line": 7, "lines": [ODD, "", "\\"]},
+              {"start_line": 4, "end_line": 4, "sha": "0" * 40, "orig_start_line": 4, "lines": ["\x00\x1f\x7f"]}]
+    assert Timeless(ranges, _range_json).encode() == house(ranges)
+    assert compact({"ranges": Timeless(ranges, _range_json), "n": 1}) == house({"ranges": ranges, "n": 1})

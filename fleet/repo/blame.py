@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from json.encoder import encode_basestring as _string
 from typing import Any
 
 from fleet.caps import check_int
@@ -15,10 +16,11 @@ from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.repo.shape import Rows, Timeless
+from fleet.repo.shape import Rows, Timeless, encode
 
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}
+_BOOL = {True: "true", False: "false"}
 BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_binary)
 
 
@@ -27,7 +29,7 @@ BINARY_PROBE = 8000  # bytes git looks at for a NUL byte (xdiff's buffer_is_bina
 # then the line itself after a tab.
 _ENTRY = re.compile(r"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?\n"
                     r"(?:author (.*)\nauthor-mail (.*)\nauthor-time (\d+)\nauthor-tz (.*)\ncommitter (.*)\n"
-                    r"committer-mail (.*)\ncommitter-time (\d+)\ncommitter-tz (.*)\nsummary (.*)\n"
+                    r"committer-mail .*\ncommitter-time (\d+)\ncommitter-tz .*\nsummary (.*)\n"
                     r"(boundary\n)?(?:previous ([0-9a-f]+) (.*)\n)?filename (.*)\n"
                     r"|((?:[^\t\n].*\n|\n)*))"
                     r"\t(.*)$", re.M)
@@ -42,40 +44,44 @@ def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[s
     record is built."""
     ranges: list[dict[str, Any]] = []
     commits: dict[str, dict[str, Any]] = {}
-    last: dict[str, Any] = {"sha": None, "end_line": 0}
-    for (sha, orig, final, author, mail, author_time, author_tz, committer, _, committer_time, _, summary,
+    last_sha, next_line, lines = None, 0, []   # the range being built: its commit, the line that extends it
+    for (sha, orig, final, author, mail, author_time, author_tz, committer, committer_time, summary,
          boundary, prev_sha, prev_file, filename, block, line_text) in _ENTRY.findall(text(data)):
-        commit = commits.get(sha)
-        if author_time and commit is None:   # a commit's first line, with git's usual details in git's order
-            commit = commits[sha] = _new_commit(
+        if author_time and sha not in commits:   # a commit's first line, with git's usual details in git's order
+            commits[sha] = _new_commit(
                 sha, author, mail.strip("<>") or None, int(author_time), author_tz, committer,
                 int(committer_time), summary, bool(boundary),
                 {"sha": prev_sha, "filename": prev_file} if prev_sha else None, filename)
-        elif block:
+        elif block or sha not in commits:   # details printed otherwise than usual, or none (not seen yet)
+            commit = commits.get(sha)
             if commit is None:
                 commit = commits[sha] = _new_commit(sha)
-            for raw in block.split("\n"):
-                key, _, value = raw.partition(" ")
-                if key == "boundary":
-                    commit["boundary"] = True
-                elif key == "previous":
-                    prev_sha, _, prev_file = value.partition(" ")
-                    commit["previous"] = {"sha": prev_sha, "filename": prev_file}
-                elif key == "author-mail":
-                    commit["author_email"] = value.strip("<>") or None
-                elif key in _FIELDS:
-                    commit[_FIELDS[key]] = int(value) if key in _INT_KEYS else value
-        elif commit is None:
-            commit = commits[sha] = _new_commit(sha)
+            _read_block(commit, block)
         line = int(final)
-        if last["sha"] == sha and last["end_line"] + 1 == line:
-            last["end_line"] = line
-            last["lines"].append(line_text)
+        if sha == last_sha and line == next_line:
+            lines.append(line_text)
+            ranges[-1]["end_line"] = line
         else:
-            last = {"start_line": line, "end_line": line, "sha": sha, "orig_start_line": int(orig),
-                    "lines": [line_text]}
-            ranges.append(last)
+            last_sha, lines = sha, [line_text]
+            ranges.append({"start_line": line, "end_line": line, "sha": sha, "orig_start_line": int(orig),
+                           "lines": lines})
+        next_line = line + 1
     return ranges, commits
+
+
+def _read_block(commit: dict[str, Any], block: str) -> None:
+    """Fill `commit` from details git printed otherwise than usual (any order, other keys: skipped)."""
+    for raw in block.split("\n"):
+        key, _, value = raw.partition(" ")
+        if key == "boundary":
+            commit["boundary"] = True
+        elif key == "previous":
+            prev_sha, _, prev_file = value.partition(" ")
+            commit["previous"] = {"sha": prev_sha, "filename": prev_file}
+        elif key == "author-mail":
+            commit["author_email"] = value.strip("<>") or None
+        elif key in _FIELDS:
+            commit[_FIELDS[key]] = int(value) if key in _INT_KEYS else value
 
 
 # git's details that the answer keeps (author-mail is handled apart: its <> are dropped).
@@ -91,6 +97,40 @@ def _new_commit(sha: str, author: str | None = None, author_email: str | None = 
             "author_time": author_time, "author_tz": author_tz, "committer": committer,
             "committer_time": committer_time, "summary": summary, "boundary": boundary, "previous": previous,
             "filename": filename}
+
+
+def _commit_json(commit: dict[str, Any]) -> str:
+    """A commit's compact JSON once its times are ISO strings, byte for byte what encode() gives, written at
+    once rather than key by key. Its sha (hex: the entry pattern's) and ISO times have nothing to escape and
+    are written as they are; a commit with any other value (a time no calendar
+    holds is None, a commit git described otherwise may lack details) is left to encode()."""
+    author_time, committer_time, previous = commit["author_time"], commit["committer_time"], commit["previous"]
+    if type(author_time) is not str or type(committer_time) is not str:
+        return encode(commit)
+    try:
+        return (f'{{"sha":"{commit["sha"]}","uncommitted":{_BOOL[commit["uncommitted"]]},'
+                f'"author":{_string(commit["author"])},"author_email":{_string(commit["author_email"])},'
+                f'"author_time":"{author_time}","author_tz":{_string(commit["author_tz"])},'
+                f'"committer":{_string(commit["committer"])},"committer_time":"{committer_time}",'
+                f'"summary":{_string(commit["summary"])},"boundary":{_BOOL[commit["boundary"]]},'
+                f'"previous":{"null" if previous is None else _previous_json(previous)},'
+                f'"filename":{_string(commit["filename"])}}}')
+    except TypeError:   # a None where a string usually is: encode_basestring takes only strings
+        return encode(commit)
+
+
+def _previous_json(previous: dict[str, str]) -> str:
+    """git's `previous <sha> <file>` as JSON (its sha escaped too: one read from a details block in another
+    shape than git's usual is not checked to be hex)."""
+    return f'{{"sha":{_string(previous["sha"])},"filename":{_string(previous["filename"])}}}'
+
+
+def _range_json(line_range: dict[str, Any]) -> str:
+    """A range's compact JSON, byte for byte what encode() gives (its sha is hex: written as it is)."""
+    lines = ",".join(map(_string, line_range["lines"]))
+    return (f'{{"start_line":{line_range["start_line"]},"end_line":{line_range["end_line"]},'
+            f'"sha":"{line_range["sha"]}","orig_start_line":{line_range["orig_start_line"]},'
+            f'"lines":[{lines}]}}')
 
 
 def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | None = None,
@@ -136,10 +176,9 @@ def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | N
     total = 0 if not ranges or data is None else data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     wanted_last = min(asked_end, total) if asked_end is not None else total
     omitted = max(0, wanted_last - (last_line if ranges else start - 1))
-    used = dict.fromkeys(r["sha"] for r in ranges)  # a commit git described but blamed no line on is left out
     return {"file": rel, "ref": ref, "ref_sha": sha, "binary": False, "line_count": total,
-            "start_line": start, "end_line": last_line, "ranges": Timeless(ranges),
-            "commits": Rows((commits[sha_] for sha_ in used), ("author_time", "committer_time")),
+            "start_line": start, "end_line": last_line, "ranges": Timeless(ranges, _range_json),
+            "commits": Rows(commits.values(), ("author_time", "committer_time"), _commit_json),
             "truncated": omitted > 0, "omitted_count": omitted}
 
 

@@ -187,13 +187,18 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _iso_rows(rows: Rows) -> Rows:
-    """A Rows' times converted in place (its dicts belong to this answer alone)."""
+    """A Rows' times converted in place (its dicts belong to this answer alone), each second once: a commit's
+    author and committer times are mostly the same second."""
     keys = rows.time_keys
+    known: dict[float, str | None] = {}
     for row in rows:
         for key in keys:
             seconds = row[key]
             if type(seconds) is int or type(seconds) is float:
-                row[key] = _iso_or_none(seconds)
+                iso = known.get(seconds)
+                if iso is None:
+                    iso = known[seconds] = _iso_or_none(seconds)
+                row[key] = iso
     return rows
 
 
