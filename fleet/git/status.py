@@ -60,9 +60,8 @@ def parse_status(data: bytes) -> Status:
         i += 1
         if not raw:
             continue
-        line = raw.decode("utf-8", "surrogateescape")
-        if line.startswith("# "):
-            key, _, value = line[2:].partition(" ")
+        if raw.startswith(b"# "):
+            key, _, value = raw[2:].decode("utf-8", "surrogateescape").partition(" ")
             if key == "branch.oid":
                 status.oid = None if value == "(initial)" else value
             elif key == "branch.head":
@@ -75,27 +74,33 @@ def parse_status(data: bytes) -> Status:
             elif key == "stash":
                 status.stash = int(value)
             continue
-        kind = line[0]
-        if kind == "1":
-            parts = line.split(" ", 8)
-            status.entries.append(StatusEntry("1", parts[1], _text(parts[8]), submodule=parts[2]))
-        elif kind == "2":
-            parts = line.split(" ", 9)
-            orig = fields[i].decode("utf-8", "surrogateescape") if i < len(fields) else None
+        # An entry's fields as text as before (`_field`), its path(s) decoded straight from git's bytes (`_text`).
+        kind = raw[:1]
+        if kind == b"1":
+            parts = raw.split(b" ", 8)
+            status.entries.append(StatusEntry("1", _field(parts[1]), _text(parts[8]), submodule=_field(parts[2])))
+        elif kind == b"2":
+            parts = raw.split(b" ", 9)
+            orig = fields[i] if i < len(fields) else None
             i += 1
-            status.entries.append(StatusEntry("2", parts[1], _text(parts[9]), _text(orig) if orig else None,
-                                              submodule=parts[2]))
-        elif kind == "u":
-            parts = line.split(" ", 10)
-            status.entries.append(StatusEntry("u", parts[1], _text(parts[10]), submodule=parts[2]))
-        elif kind == "?":
-            status.entries.append(StatusEntry("?", "??", _text(line[2:])))
+            status.entries.append(StatusEntry("2", _field(parts[1]), _text(parts[9]), _text(orig) if orig else None,
+                                              submodule=_field(parts[2])))
+        elif kind == b"u":
+            parts = raw.split(b" ", 10)
+            status.entries.append(StatusEntry("u", _field(parts[1]), _text(parts[10]), submodule=_field(parts[2])))
+        elif kind == b"?":   # the path after `? ` (what follows the second character, were it not a space)
+            status.entries.append(StatusEntry("?", "??", _text(_field(raw)[2:].encode("utf-8", "surrogateescape"))))
     return status
 
 
-def _text(value: str) -> str:
+def _field(value: bytes) -> str:
+    """A status field (XY, submodule state) as text, undecodable bytes kept as surrogates."""
+    return value.decode("utf-8", "surrogateescape")
+
+
+def _text(value: bytes) -> str:
     """Paths as text: bytes that are not UTF-8 become replacement characters instead of failing."""
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return value.decode("utf-8", "replace")
 
 
 def read_status(worktree: str | Path, timeout: float = 30.0) -> Status:

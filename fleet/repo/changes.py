@@ -17,6 +17,7 @@ from fleet.git import files as gitfiles
 from fleet.git.revs import git_dirs, index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
+from fleet.repo.shape import Timeless
 from fleet.git.status import STATUS_ARGS, Status, parse_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
@@ -167,7 +168,8 @@ def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
     omitted = 0
     for key, items in _status_lists(status).items():
         counts[key] = len(items)
-        result[key], info = cap(items, max_entries)
+        kept, info = cap(items, max_entries)
+        result[key] = Timeless(kept)   # paths and labels only: the answer's time conversion need not walk them
         omitted += info["omitted_count"]
     result["counts"] = counts
     result["clean"] = not any(counts.values())
