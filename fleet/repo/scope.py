@@ -10,7 +10,8 @@ worktree may point anywhere) and the work tree `core.worktree` makes git use.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Sequence
 
 from dulwich.config import ConfigFile
 
@@ -40,24 +41,33 @@ def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool
         return False
 
 
-def root_of(path: str, roots: list[str]) -> str | None:
+class RealRoots(tuple):
+    """Fleet roots already resolved (os.path.realpath) for one request: the scope checks below resolve any
+    other list of roots themselves, so a caller making several checks resolves them once."""
+
+
+def real_roots(roots: Sequence[str]) -> RealRoots:
+    return roots if type(roots) is RealRoots else RealRoots(os.path.realpath(r) for r in roots)
+
+
+def root_of(path: str, roots: Sequence[str]) -> str | None:
     """The innermost of `roots` (resolved) that holds `path` (already resolved), or None."""
-    holding = [r for r in (os.path.realpath(x) for x in roots) if inside(path, r)]
+    holding = [r for r in real_roots(roots) if inside(path, r)]
     return max(holding, key=len) if holding else None
 
 
-def dirs_escape(found: Found, roots: list[str]) -> str | None:
+def dirs_escape(found: Found, roots: Sequence[str]) -> str | None:
     """Why git would read this repository's git dir or common dir outside `roots`, or None."""
-    real_roots = [os.path.realpath(r) for r in roots]
+    resolved = real_roots(roots)
     real_gitdir = os.path.realpath(found.gitdir)
     real_common = real_gitdir if found.commondir == found.gitdir else os.path.realpath(found.commondir)
     for what, real in (("git dir", real_gitdir), ("common git dir", real_common)):
-        if not any(inside(real, r) for r in real_roots):
+        if not any(inside(real, r) for r in resolved):
             return f"its {what} lies outside the fleet roots: not read"
     return None
 
 
-def work_tree_escape(found: Found, cfg: ConfigFile, roots: list[str]) -> str | None:
+def work_tree_escape(found: Found, cfg: ConfigFile, roots: Sequence[str]) -> str | None:
     """Why git would use a work tree outside `roots` for this repository (`core.worktree`), or None."""
     if found.bare:
         return None
@@ -67,7 +77,7 @@ def work_tree_escape(found: Found, cfg: ConfigFile, roots: list[str]) -> str | N
     return None
 
 
-def check_in_scope(found: Found, roots: list[str]) -> Found:
+def check_in_scope(found: Found, roots: Sequence[str]) -> Found:
     """`found` when git run in it reads nothing outside `roots`; REPO_NOT_IN_FLEET saying why otherwise, and
     GIT_FAILED when a file git opens first would stall or flood it (a FIFO or a huge HEAD, config...)."""
     why = dirs_escape(found, roots)
@@ -82,11 +92,14 @@ def check_in_scope(found: Found, roots: list[str]) -> Found:
     return found
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _has_control(value: str) -> bool:
-    return any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+    return _CONTROL.search(value) is not None
 
 
-def resolve_repo_path(arg: str, roots: list[str], known_paths: dict[str, str]) -> str:
+def resolve_repo_path(arg: str, roots: Sequence[str], known_paths: dict[str, str]) -> str:
     """The canonical working-tree path for `arg`: a fleet name from `known_paths` or an absolute path.
 
     The result must exist and lie inside one of `roots` after resolving symlinks (roots are resolved too).
@@ -124,7 +137,7 @@ def check_rel_path(path: object, field: str = "path") -> str:
         raise FleetError("BAD_PATH", f"{field} must be a non-empty string")
     if len(path) > MAX_PATH_CHARS:
         raise FleetError("BAD_PATH", f"{field} is longer than {MAX_PATH_CHARS} characters")
-    bad = sorted({ch for ch in path if ord(ch) < 32 or ord(ch) == 127})
+    bad = sorted(set(_CONTROL.findall(path)))
     if bad:
         names = ", ".join(repr(ch) for ch in bad)
         raise FleetError("BAD_PATH", f"{field} {path!r} contains control characters ({names})")

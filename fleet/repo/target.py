@@ -15,7 +15,7 @@ from fleet.index.discovery import Found
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.index.scan import found_for
-from fleet.repo.scope import check_in_scope, resolve_repo_path, root_of
+from fleet.repo.scope import check_in_scope, real_roots, resolve_repo_path, root_of
 
 
 def resolve_target(index: Index, repo: str) -> Found:
@@ -23,6 +23,7 @@ def resolve_target(index: Index, repo: str) -> Found:
     roots = index.roots()
     if not roots:
         raise FleetError("REPO_NOT_IN_FLEET", "the fleet has no roots yet: run `fleetdeck scan PATH` first")
+    roots = real_roots(roots)   # once for every check below
     named = index.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
                                   (repo,)).fetchone() if isinstance(repo, str) else None
     real = resolve_repo_path(repo, roots, {repo: named[0]} if named else {})
