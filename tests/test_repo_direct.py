@@ -128,3 +128,102 @@ def test_work_tree_root_wants_the_top(fleet):
         with pytest.raises(FleetError) as err:
             work_tree_root(bad)
         assert err.value.code == code, bad
+
+
+def _brief(tmp_path: Path, repo: Path) -> dict:
+    db = tmp_path / f"{repo.name}.db"
+    with open_index(db) as index:
+        scan(index, [str(repo)])
+        return repo_brief(resolve_target(index, str(repo)), commits=10)
+
+
+def _rules_oracle(repo: Path) -> dict:
+    subjects = git(repo, "log", "--no-merges", "-n50", "--format=%s").splitlines()
+    return {"sampled": len(subjects), "max": max(map(len, subjects)),
+            "conventional": round(sum(s.startswith(("feat: ", "fix: ")) for s in subjects) / len(subjects), 2)}
+
+
+def test_brief_reads_recent_commits_and_house_rules_as_git_log_does_around_merges(tmp_path):
+    """The brief reads its recent commits and the house rules' sample from one `git log` of 50 commits. Merges
+    among them are recent commits but not part of the sample: with history beyond the 50 the sample is read
+    again without them (`long`), with all history inside the 50 it is complete as it is (`short`). Both
+    must equal git's own `log -n10` and `log --no-merges -n50` (the counts differ between the two repos, so
+    neither check passes by accident); the short repo's merge is its newest commit."""
+    long = init_repo(tmp_path / "long", commits=0)
+    for i in range(70):
+        git(long, "commit", "-q", "--allow-empty", "-m", f"{'feat: ' if i % 3 else ''}step {i}" + "x" * (i % 7))
+        if i % 10 == 9:
+            git(long, "checkout", "-q", "-b", f"side{i}")
+            git(long, "commit", "-q", "--allow-empty", "-m", f"feat: side work {i} with a longer subject")
+            git(long, "checkout", "-q", "main")
+            git(long, "merge", "-q", "--no-ff", "-m", f"Merge side{i}", f"side{i}")
+    short = init_repo(tmp_path / "short", commits=0)
+    for i in range(6):
+        git(short, "commit", "-q", "--allow-empty", "-m", f"feat: small {i}")
+    git(short, "checkout", "-q", "-b", "topic")
+    git(short, "commit", "-q", "--allow-empty", "-m", "fix: topic")
+    git(short, "checkout", "-q", "main")
+    git(short, "merge", "-q", "--no-ff", "-m", "Merge topic", "topic")
+    seen = set()
+    for repo in (long, short):
+        brief = _brief(tmp_path, repo)
+        assert [c["sha"] for c in brief["recent_commits"]] == git(repo, "log", "-n10", "--format=%h",
+                                                                  "--abbrev=12").split()
+        assert [c["subject"] for c in brief["recent_commits"]] == git(repo, "log", "-n10",
+                                                                      "--format=%s").splitlines()
+        rules, oracle_rules = brief["conventions"], _rules_oracle(repo)
+        assert rules["sampled"] == oracle_rules["sampled"]
+        assert rules["subject_length"]["max"] == oracle_rules["max"]
+        assert rules["conventional_ratio"] == oracle_rules["conventional"]
+        seen.add(rules["sampled"])
+    assert seen == {50, 7}
+    assert _brief(tmp_path, short)["recent_commits"][0]["subject"] == "Merge topic"
+
+
+def test_brief_with_messages_over_the_logs_bound_still_lists_recent_commits(tmp_path):
+    """A commit message of 5 MB puts the 50 commits' log over its bound: the recent commits are still read (a
+    log of those alone), and the house rules say nothing rather than guess from part of the sample."""
+    repo = init_repo(tmp_path / "huge", commits=12)
+    message = write(tmp_path / "message.txt", "feat: a huge message\n\n" + "body line\n" * 500_000)
+    git(repo, "commit", "-q", "--allow-empty", "-F", str(message))
+    for i in range(11):
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"fix: after {i}")
+    brief = _brief(tmp_path, repo)
+    assert [c["sha"] for c in brief["recent_commits"]] == git(repo, "log", "-n10", "--format=%h",
+                                                              "--abbrev=12").split()
+    assert brief["conventions"] is None
+
+
+def test_brief_default_branch_follows_origins_head_as_git_names_it(tmp_path):
+    """origin's HEAD is read from its symbolic-ref file: checked against `git symbolic-ref` as it moves to a
+    branch the clone has, to one only the remote has, after `pack-refs --all` (a symbolic ref stays loose),
+    with a tag named like the branch (git's short names turn ambiguous; the brief still names the branch),
+    and once origin's HEAD is a plain ref (not symbolic: the repo's `init.defaultBranch` decides)."""
+    from tests.fleets.gitbuild import bare_remote, clone
+
+    remote = bare_remote(tmp_path / "remote.git")
+    seed = init_repo(tmp_path / "seed", commits=2)
+    git(seed, "branch", "dev")
+    git(seed, "push", "-q", str(remote), "main", "dev")
+    repo = clone(remote, tmp_path / "clone")
+
+    def target() -> str:
+        return git(repo, "symbolic-ref", "refs/remotes/origin/HEAD").strip()
+
+    assert target() == "refs/remotes/origin/main"
+    assert _brief(tmp_path, repo)["default_branch"] == "main"
+    git(repo, "remote", "set-head", "origin", "dev")
+    assert target() == "refs/remotes/origin/dev" and "dev" not in git(repo, "branch", "--format=%(refname:short)")
+    assert _brief(tmp_path, repo)["default_branch"] == "origin/dev"
+    git(repo, "branch", "-q", "dev", "origin/dev")
+    git(repo, "pack-refs", "--all")
+    assert target() == "refs/remotes/origin/dev"
+    assert _brief(tmp_path, repo)["default_branch"] == "dev"
+    git(repo, "tag", "dev")
+    assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/dev").strip() == "heads/dev"
+    assert _brief(tmp_path, repo)["default_branch"] == "dev"
+    git(repo, "update-ref", "--no-deref", "refs/remotes/origin/HEAD", git(repo, "rev-parse", "HEAD").strip())
+    assert git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False).strip() == ""
+    git(repo, "branch", "-q", "trunk")
+    git(repo, "config", "init.defaultBranch", "trunk")
+    assert _brief(tmp_path, repo)["default_branch"] == "trunk"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fleet.index.discovery import Found
 from fleet.git.run import GitError, run_git
 from fleet.views.radar import attention
-from fleet.repo.conventions import house_rules
+from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import iso, read_repo
 from fleet.repo.shape import encode
@@ -45,22 +45,34 @@ def _clip(text: str | None, size: int = MAX_TEXT) -> str | None:
     return text[: size - 1] + "…"
 
 
-def recent_commits(path: str, count: int) -> list[dict]:
-    """The newest `count` commits reachable from HEAD (none in a repo without commits)."""
+def recent_commits(path: str, count: int) -> tuple[list[dict], list[tuple[str, str]] | None]:
+    """The newest `count` (≤ SAMPLE) commits reachable from HEAD (none in a repo without commits), and the
+    (subject, body) of the newest SAMPLE non-merge ones for the house rules, both from one `git log` of SAMPLE
+    commits. The messages are None when merges among those leave the sample short while history goes on, or
+    when the SAMPLE commits' messages are over the log's bound: `non_merge_messages` reads them then."""
+    rows = _log(path, SAMPLE)
+    if rows is None:   # huge messages: the recent commits alone
+        return _commits(_log(path, count) or [], count), None
+    messages = [(subject.decode("utf-8", "replace"), body.decode("utf-8", "replace"))
+                for _, _, parents, subject, body in rows if b" " not in parents]   # one parent or none
+    return _commits(rows, count), messages if len(messages) == len(rows) or len(rows) < SAMPLE else None
+
+
+def _log(path: str, count: int) -> list[list[bytes]] | None:
+    """[sha, committer time, parents, subject, body] of the newest `count` commits on HEAD; none in a repo
+    without commits, None when their messages are over MAX_LOG_BYTES."""
     try:
-        out = run_git(path, ["log", "-z", f"--max-count={count}", "--format=%H%x00%ct%x00%s", "HEAD", "--"],
-                      timeout=10, max_bytes=1 << 20).stdout
-    except GitError:
-        return []
-    fields = out.split(b"\0")
-    commits = []
-    for i in range(0, len(fields) - 2, 3):
-        sha = fields[i].strip().decode("ascii", "replace")
-        if not sha:
-            continue
-        commits.append({"sha": sha[:12], "at": iso(int(fields[i + 1] or 0)),
-                        "subject": _clip(fields[i + 2].decode("utf-8", "replace"))})
-    return commits
+        data = run_git(path, ["log", "-z", f"--max-count={count}", "--format=%H%x00%ct%x00%P%x00%s%x00%b",
+                              "HEAD", "--"], timeout=10, max_bytes=MAX_LOG_BYTES).stdout
+    except GitError as exc:
+        return None if exc.code == "LIMIT" else []
+    fields = data.split(b"\0")   # five per commit, and one empty after the last (git's -z terminator)
+    return [fields[i:i + 5] for i in range(0, len(fields) - 4, 5)]
+
+
+def _commits(rows: list[list[bytes]], count: int) -> list[dict]:
+    return [{"sha": sha[:12].decode("ascii", "replace"), "at": iso(int(seconds or 0)),
+             "subject": _clip(subject.decode("utf-8", "replace"))} for sha, seconds, _, subject, _ in rows[:count]]
 
 
 def _hints(record: dict) -> list[str]:
@@ -147,9 +159,18 @@ def _fit(brief: dict) -> dict:
 
 
 def repo_brief(found: Found, commits: int = 5) -> dict:
-    """Read the repository now and summarise it (see `brief_of`)."""
-    record = read_repo(found, marked=False)
-    recent = recent_commits(found.path, min(max(commits, 0), MAX_COMMITS)) if record.get("head") and commits else []
-    default = default_branch(found.path) if not record.get("error") else None
-    return brief_of(record, recent, {"repo": repo_identity(found), "default_branch": default["name"] if default else None,
-                                     "conventions": house_rules(found.path)})
+    """Read the repository now and summarise it (see `brief_of`): its record, then one `git log` for the
+    recent commits and the house rules (two when merges thin the rules' sample) and, when origin names no
+    HEAD, the person's `init.defaultBranch`."""
+    record = read_repo(found, stored=False)
+    recent, messages = recent_commits(found.path, min(max(commits, 0), MAX_COMMITS))
+    if messages is None:
+        messages = non_merge_messages(found.path)
+    if record.get("error"):
+        default = None
+    else:
+        branches = {row["name"]: row["head"] for row in record.get("branches") or []}
+        default = default_branch(found.path, branches, found.commondir)
+    return brief_of(record, recent if record.get("head") and commits else [],
+                    {"repo": repo_identity(found), "default_branch": default["name"] if default else None,
+                     "conventions": house_rules(messages)})

@@ -14,6 +14,7 @@ from typing import Any
 from fleet.git.run import GitError, run_git
 
 SAMPLE = 50
+MAX_LOG_BYTES = 4 << 20   # the sample's messages: more is no history worth reading for its habits
 _PREFIXED = re.compile(r"^([a-z][a-z0-9_-]{0,30})(\([^()\n]{1,64}\))?(!)?: \S")
 # The types of the Conventional Commits tooling (commitlint's config-conventional); any other lowercase
 # `word: subject` is the "area: subject" habit (git, the kernel), reported apart.
@@ -24,11 +25,11 @@ _ISSUE_REF = re.compile(r"(?:^|\s|\()#\d+\b")
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,40}): \S")
 
 
-def _messages(path: str, count: int) -> list[tuple[str, str]]:
+def non_merge_messages(path: str, count: int = SAMPLE) -> list[tuple[str, str]]:
     """(subject, body) of the newest `count` non-merge commits on HEAD; none in a repo without commits."""
     try:
         data = run_git(path, ["log", "-z", "--no-merges", f"--max-count={count}", "--format=%s%x00%b", "HEAD",
-                              "--"], timeout=10, max_bytes=4 << 20).stdout
+                              "--"], timeout=10, max_bytes=MAX_LOG_BYTES).stdout
     except GitError:
         return []
     fields = data.decode("utf-8", "replace").split("\0")
@@ -45,11 +46,10 @@ def _trailers(body: str) -> list[str]:
     return keys if len(keys) == len(lines) else []
 
 
-def house_rules(path: str, sample: int = SAMPLE) -> dict[str, Any] | None:
+def house_rules(messages: list[tuple[str, str]]) -> dict[str, Any] | None:
     """`{sampled, conventional_commits, conventional_ratio, types, area_prefix_ratio, area_prefixes,
-    signed_off_ratio, trailers, subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}`;
-    None without commits."""
-    messages = _messages(path, sample)
+    signed_off_ratio, trailers, subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}` of
+    the (subject, body) of the newest non-merge commits (`non_merge_messages`); None without commits."""
     if not messages:
         return None
     n = len(messages)

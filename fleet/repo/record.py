@@ -37,22 +37,23 @@ def iso(ts: float | None) -> str | None:
 
 
 def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None, *,
-              marked: bool = True) -> dict:
+              stored: bool = True) -> dict:
     """The repository record, or a record with `error` set when the repository cannot be read.
 
     `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
     it was made for the same two commits: merge-tree's answer depends on them alone (and on the person's own
     git and its global settings; a `fleetdeck scan` predicts afresh). The record's `watch_mark` is taken
-    first (`mark`, when the caller took it just before), so it never claims a state newer than the read; a
-    reader that stores nothing (`repo.brief`) asks for none (`marked=False`): it costs a stat per ref."""
+    first (`mark`, when the caller took it just before), so it never claims a state newer than the read. A
+    reader that stores nothing (`repo.brief`, `stored=False`) gets neither it (a stat per ref) nor what only
+    the index keeps: the reflogs' stats and the last activity (a stat per reflog and per changed file)."""
     record: dict = {
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
     }
-    if marked:
+    if stored:
         record["watch_mark"] = watch_mark(found.gitdir, found.commondir) if mark is None else mark
     try:
-        record.update(_read(found, known_prediction))
+        record.update(_read(found, known_prediction, stored))
     except OutOfScope as exc:
         record["error"] = str(exc)
         record["reflog_files"] = []  # nor is its history read: those reflogs lie outside the roots
@@ -68,7 +69,7 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
     return record
 
 
-def _read(found: Found, known_prediction: dict | None = None) -> dict:
+def _read(found: Found, known_prediction: dict | None = None, stored: bool = True) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
     _check_dirs(found)  # before any file in those dirs is read
     refs = gitfiles.read_refs(commondir)
@@ -96,7 +97,7 @@ def _read(found: Found, known_prediction: dict | None = None) -> dict:
         ours = head_sha if head_sha and gitfiles.is_sha(head_sha) else "HEAD"
         theirs = refs.get(current["upstream_ref"]) or current["upstream_ref"]
         prediction = predict_merge(found.path, commondir, ours, theirs, known_prediction)
-    reflogs = reflog_stats(gitdir, commondir)
+    reflogs = reflog_stats(gitdir, commondir) if stored else None
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
         "branch": branch_name,
@@ -117,9 +118,9 @@ def _read(found: Found, known_prediction: dict | None = None) -> dict:
         "worktrees": [] if found.gitdir != found.commondir else linked_worktrees(commondir, refs, with_status=True),
         "submodules": [] if found.bare else read_submodules(found.path, commondir),
         "remotes": gitfiles.remotes(cfg),
-        "last_activity": _activity(found, status, reflogs),
-        "reflog_files": reflogs,
     }
+    if reflogs is not None:
+        record.update(last_activity=_activity(found, status, reflogs), reflog_files=reflogs)
     if lock:
         record["error"] = ("index.lock is present: another git process is writing this repository, "
                            "or one crashed and left the lock behind")

@@ -8,11 +8,14 @@ person's `init.defaultBranch`, else the first of main, master, trunk, develop th
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from fleet.caps import cap, check_int
 from fleet.errors import FleetError
-from fleet.git.revs import resolve_commit
+from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, is_sha, read_file
+from fleet.git.revs import git_dirs, resolve_commit
 from fleet.git.run import out, text
 
 _USUAL_DEFAULTS = ("main", "master", "trunk", "develop")
@@ -25,14 +28,17 @@ def local_branches(path: str) -> dict[str, str]:
     return dict(line.split("\0", 1) for line in data.splitlines() if "\0" in line)
 
 
-def default_branch(path: str, branches: dict[str, str] | None = None) -> dict[str, Any] | None:
+def default_branch(path: str, branches: dict[str, str] | None = None,
+                   commondir: str | None = None) -> dict[str, Any] | None:
     """`{name, source}`: the branch work lands on, and how that was decided (`origin_head`,
-    `init_default_branch`, `usual_name`); None when no candidate exists."""
+    `init_default_branch`, `usual_name`); None when no candidate exists. `commondir`, when the caller knows
+    it, spares finding it again."""
     branches = local_branches(path) if branches is None else branches
-    origin = text(out(path, ["symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD"], ok_codes=(0, 1))).strip()
+    origin = origin_head(path, commondir)
     if origin:
-        local = origin.split("/", 1)[1] if "/" in origin else origin
-        return {"name": local if local in branches else origin, "source": "origin_head"}
+        short = origin.removeprefix("refs/remotes/").removeprefix("refs/heads/").removeprefix("refs/")
+        local = short.split("/", 1)[1] if "/" in short else short
+        return {"name": local if local in branches else short, "source": "origin_head"}
     configured = text(out(path, ["config", "--get", "init.defaultBranch"], ok_codes=(0, 1))).strip()
     if configured in branches:
         return {"name": configured, "source": "init_default_branch"}
@@ -40,6 +46,33 @@ def default_branch(path: str, branches: dict[str, str] | None = None) -> dict[st
         if name in branches:
             return {"name": name, "source": "usual_name"}
     return None
+
+
+def origin_head(path: str, commondir: str | None = None) -> str | None:
+    """The ref `refs/remotes/origin/HEAD` points to (`refs/remotes/origin/main`), None when it is no symbolic
+    ref. Read from its file, as a symbolic ref is never packed (no git process: the brief runs three);
+    git is asked about a layout these reads do not know (reftable, a link, a file that is not a ref's)."""
+    common = commondir or git_dirs(path)[1]
+    if not os.path.isdir(os.path.join(common, "reftable")):
+        try:
+            data = read_file(os.path.join(common, "refs", "remotes", "origin", "HEAD"), MAX_POINTER_BYTES,
+                             "origin's HEAD")
+        except BrokenRepo:
+            data = b"?"
+        if data is None:
+            return None
+        value = data.decode("utf-8", "replace").strip()
+        if is_sha(value):
+            return None
+        target = value[4:].strip() if value.startswith("ref:") else ""
+        if target.startswith("refs/") and not _ODD_REF.search(target):
+            return target
+    asked = text(out(path, ["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], ok_codes=(0, 1, 128))).strip()
+    return asked if asked.startswith("refs/") else None
+
+
+# What no ref name git writes holds: control characters, spaces and the characters check-ref-format refuses.
+_ODD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|\.$|/$")
 
 
 def _counts(path: str, left: str, right: str) -> tuple[int, int]:
