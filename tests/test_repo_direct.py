@@ -227,3 +227,26 @@ def test_brief_default_branch_follows_origins_head_as_git_names_it(tmp_path):
     git(repo, "branch", "-q", "trunk")
     git(repo, "config", "init.defaultBranch", "trunk")
     assert _brief(tmp_path, repo)["default_branch"] == "trunk"
+
+
+def test_an_origin_head_that_is_no_ref_file_is_not_opened_by_git_either(tmp_path):
+    """A hostile repository can make `refs/remotes/origin/HEAD` a FIFO (a git that opens it waits forever), a
+    link to a file outside, or a pointer to a name git refuses: the brief answers at once, taking none of them
+    as origin's HEAD (the usual name decides), and git agrees there is no symbolic ref it can use."""
+    import time
+
+    repo = init_repo(tmp_path / "hostile", commits=1)
+    git(repo, "branch", "elsewhere")
+    head = repo / ".git" / "refs" / "remotes" / "origin" / "HEAD"
+    head.parent.mkdir(parents=True)
+    outside = write(tmp_path / "outside.txt", "ref: refs/remotes/origin/elsewhere\n")   # followed: "elsewhere"
+    for make in (lambda: os.mkfifo(head), lambda: os.symlink(outside, head),
+                 lambda: head.write_text("ref: refs/remotes/origin/a..b\n")):
+        if os.path.lexists(head):
+            os.unlink(head)
+        make()
+        started = time.monotonic()
+        brief = _brief(tmp_path, repo)
+        assert time.monotonic() - started < 10
+        assert brief["default_branch"] == "main" and brief["error"] is None
+    assert git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False).strip() == ""

@@ -14,7 +14,7 @@ from typing import Any
 
 from fleet.caps import cap, check_int
 from fleet.errors import FleetError
-from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, is_sha, read_file
+from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file
 from fleet.git.revs import git_dirs, resolve_commit
 from fleet.git.run import out, text
 
@@ -50,25 +50,21 @@ def default_branch(path: str, branches: dict[str, str] | None = None,
 
 def origin_head(path: str, commondir: str | None = None) -> str | None:
     """The ref `refs/remotes/origin/HEAD` points to (`refs/remotes/origin/main`), None when it is no symbolic
-    ref. Read from its file, as a symbolic ref is never packed (no git process: the brief runs three);
-    git is asked about a layout these reads do not know (reftable, a link, a file that is not a ref's)."""
+    ref. Read from its file, as a symbolic ref is never packed (no git process: the brief runs three). A file
+    that is no ref git wrote (a link, a FIFO, a name git refuses) is none: nothing for git to open either.
+    git is asked only in a reftable repository, which has no such file."""
     common = commondir or git_dirs(path)[1]
-    if not os.path.isdir(os.path.join(common, "reftable")):
-        try:
-            data = read_file(os.path.join(common, "refs", "remotes", "origin", "HEAD"), MAX_POINTER_BYTES,
-                             "origin's HEAD")
-        except BrokenRepo:
-            data = b"?"
-        if data is None:
-            return None
-        value = data.decode("utf-8", "replace").strip()
-        if is_sha(value):
-            return None
-        target = value[4:].strip() if value.startswith("ref:") else ""
-        if target.startswith("refs/") and not _ODD_REF.search(target):
-            return target
-    asked = text(out(path, ["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], ok_codes=(0, 1, 128))).strip()
-    return asked if asked.startswith("refs/") else None
+    if os.path.isdir(os.path.join(common, "reftable")):
+        asked = text(out(path, ["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], ok_codes=(0, 1))).strip()
+        return asked or None
+    try:
+        data = read_file(os.path.join(common, "refs", "remotes", "origin", "HEAD"), MAX_POINTER_BYTES,
+                         "origin's HEAD")
+    except BrokenRepo:
+        return None
+    value = (data or b"").decode("utf-8", "replace").strip()
+    target = value[4:].strip() if value.startswith("ref:") else ""
+    return target if target.startswith("refs/") and not _ODD_REF.search(target) else None
 
 
 # What no ref name git writes holds: control characters, spaces and the characters check-ref-format refuses.
