@@ -68,7 +68,10 @@ READ = Mode(
         "core.quotePath=false",
         "protocol.allow=never",
     ),
-    env=(("GIT_OPTIONAL_LOCKS", "0"), ("GIT_NO_LAZY_FETCH", "1")),
+    # GIT_FLUSH=0: `git log`, `rev-list` and the like write their output in full buffers, not flushed commit by
+    # commit into the pipe (each flush a wake-up and a read here: 50 commits, ~40 of them). Reads only: the
+    # person's own hooks and tools that a write runs may talk to git line by line.
+    env=(("GIT_OPTIONAL_LOCKS", "0"), ("GIT_NO_LAZY_FETCH", "1"), ("GIT_FLUSH", "0")),
     neutralize_repo=True,
 )
 
@@ -92,10 +95,8 @@ def _base_env(mode: Mode) -> dict[str, str]:
     env = _ENV_CACHE.get(key)
     if env is None:
         env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
-        # GIT_FLUSH=0: `git log`, `rev-list` and the like write their output in full buffers, not flushed
-        # commit by commit into the pipe (each flush a wake-up and a read here: 50 commits, ~40 of them).
         env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat", "GIT_ADVICE": "0",
-                    "GIT_FLUSH": "0", "LC_ALL": "C", "LANG": "C", "NO_COLOR": "1", **dict(mode.env)})
+                    "LC_ALL": "C", "LANG": "C", "NO_COLOR": "1", **dict(mode.env)})
         if len(_ENV_CACHE) > 16:
             _ENV_CACHE.clear()
         _ENV_CACHE[key] = env
