@@ -182,23 +182,26 @@ def test_brief_reads_recent_commits_and_house_rules_as_git_log_does_around_merge
 
 def test_brief_with_messages_over_the_logs_bound_still_lists_recent_commits(tmp_path):
     """A commit message of 5 MB puts the 50 commits' log over its bound: the recent commits are still read (a
-    log of those alone), and the house rules say nothing rather than guess from part of the sample."""
+    log of their subjects alone, the huge one among them), and the house rules say nothing rather than guess
+    from part of the sample."""
     repo = init_repo(tmp_path / "huge", commits=12)
     message = write(tmp_path / "message.txt", "feat: a huge message\n\n" + "body line\n" * 500_000)
     git(repo, "commit", "-q", "--allow-empty", "-F", str(message))
-    for i in range(11):
+    for i in range(3):
         git(repo, "commit", "-q", "--allow-empty", "-m", f"fix: after {i}")
     brief = _brief(tmp_path, repo)
     assert [c["sha"] for c in brief["recent_commits"]] == git(repo, "log", "-n10", "--format=%h",
                                                               "--abbrev=12").split()
+    assert brief["recent_commits"][3]["subject"] == "feat: a huge message"   # among them: its subject alone
     assert brief["conventions"] is None
 
 
 def test_brief_default_branch_follows_origins_head_as_git_names_it(tmp_path):
     """origin's HEAD is read from its symbolic-ref file: checked against `git symbolic-ref` as it moves to a
     branch the clone has, to one only the remote has, after `pack-refs --all` (a symbolic ref stays loose),
-    with a tag named like the branch (git's short names turn ambiguous; the brief still names the branch),
-    and once origin's HEAD is a plain ref (not symbolic: the repo's `init.defaultBranch` decides)."""
+    with a tag named like the branch (git's short names turn ambiguous; the brief still names the branch), at
+    a tag (named as `git symbolic-ref --short` names it), and once origin's HEAD is a plain ref (not symbolic:
+    the repo's `init.defaultBranch` decides)."""
     from tests.fleets.gitbuild import bare_remote, clone
 
     remote = bare_remote(tmp_path / "remote.git")
@@ -222,6 +225,10 @@ def test_brief_default_branch_follows_origins_head_as_git_names_it(tmp_path):
     git(repo, "tag", "dev")
     assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/dev").strip() == "heads/dev"
     assert _brief(tmp_path, repo)["default_branch"] == "dev"
+    git(repo, "tag", "v1")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/tags/v1")
+    assert git(repo, "symbolic-ref", "--short", "refs/remotes/origin/HEAD").strip() == "v1"
+    assert _brief(tmp_path, repo)["default_branch"] == "v1"
     git(repo, "update-ref", "--no-deref", "refs/remotes/origin/HEAD", git(repo, "rev-parse", "HEAD").strip())
     assert git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False).strip() == ""
     git(repo, "branch", "-q", "trunk")
@@ -231,8 +238,9 @@ def test_brief_default_branch_follows_origins_head_as_git_names_it(tmp_path):
 
 def test_an_origin_head_that_is_no_ref_file_is_not_opened_by_git_either(tmp_path):
     """A hostile repository can make `refs/remotes/origin/HEAD` a FIFO (a git that opens it waits forever), a
-    link to a file outside, or a pointer to a name git refuses: the brief answers at once, taking none of them
-    as origin's HEAD (the usual name decides), and git agrees there is no symbolic ref it can use."""
+    link to a file outside, a pointer to a name git refuses, or a pointer after a blank (not a symbolic ref to
+    git): the brief answers at once, taking none of them as origin's HEAD (the usual name decides), and git
+    agrees there is no symbolic ref it can use."""
     import time
 
     repo = init_repo(tmp_path / "hostile", commits=1)
@@ -241,7 +249,8 @@ def test_an_origin_head_that_is_no_ref_file_is_not_opened_by_git_either(tmp_path
     head.parent.mkdir(parents=True)
     outside = write(tmp_path / "outside.txt", "ref: refs/remotes/origin/elsewhere\n")   # followed: "elsewhere"
     for make in (lambda: os.mkfifo(head), lambda: os.symlink(outside, head),
-                 lambda: head.write_text("ref: refs/remotes/origin/a..b\n")):
+                 lambda: head.write_text("ref: refs/remotes/origin/a..b\n"),
+                 lambda: head.write_text(" ref: refs/remotes/origin/elsewhere\n")):   # git reads no ref here
         if os.path.lexists(head):
             os.unlink(head)
         make()
@@ -250,3 +259,21 @@ def test_an_origin_head_that_is_no_ref_file_is_not_opened_by_git_either(tmp_path
         assert time.monotonic() - started < 10
         assert brief["default_branch"] == "main" and brief["error"] is None
     assert git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False).strip() == ""
+
+
+def test_a_default_branch_that_is_a_symbolic_alias_is_found_as_git_lists_it(tmp_path):
+    """A branch can be a symbolic ref to another (`main` an alias of `master`): the record read from the ref
+    files does not list it, git's `for-each-ref` does. origin's HEAD names `main`: the brief must name the
+    local `main` as git's list has it, not fall back to `origin/main`."""
+    from tests.fleets.gitbuild import bare_remote, clone
+
+    remote = bare_remote(tmp_path / "remote.git")
+    seed = init_repo(tmp_path / "seed", commits=2)
+    git(seed, "push", "-q", str(remote), "main")
+    repo = clone(remote, tmp_path / "alias")
+    git(repo, "branch", "-q", "-m", "main", "master")
+    git(repo, "symbolic-ref", "refs/heads/main", "refs/heads/master")
+    listed = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+    assert listed == ["main", "master"]
+    assert git(repo, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/main"
+    assert _brief(tmp_path, repo)["default_branch"] == "main"

@@ -21,6 +21,7 @@ MAX_COMMITS = 10
 MAX_TEXT = 72
 MAX_SUBMODULES = 5
 MAX_WORKTREES = 3
+MAX_SUBJECTS_BYTES = 1 << 20   # the recent commits' subjects alone
 
 # Which tool tells an agent more about each radar reason.
 _FOLLOW_UP = {
@@ -50,24 +51,26 @@ def recent_commits(path: str, count: int) -> tuple[list[dict], list[tuple[str, s
     (subject, body) of the newest SAMPLE non-merge ones for the house rules, both from one `git log` of SAMPLE
     commits. The messages are None when merges among those leave the sample short while history goes on, or
     when the SAMPLE commits' messages are over the log's bound: `non_merge_messages` reads them then."""
-    rows = _log(path, SAMPLE)
-    if rows is None:   # huge messages: the recent commits alone
-        return _commits(_log(path, count) or [], count), None
+    rows = _log(path, SAMPLE, messages=True)
+    if rows is None:   # huge messages: the recent commits alone, their subjects only
+        return (_commits(_log(path, count, messages=False) or [], count) if count else []), None
     messages = [(subject.decode("utf-8", "replace"), body.decode("utf-8", "replace"))
                 for _, _, parents, subject, body in rows if b" " not in parents]   # one parent or none
     return _commits(rows, count), messages if len(messages) == len(rows) or len(rows) < SAMPLE else None
 
 
-def _log(path: str, count: int) -> list[list[bytes]] | None:
-    """[sha, committer time, parents, subject, body] of the newest `count` commits on HEAD; none in a repo
-    without commits, None when their messages are over MAX_LOG_BYTES."""
+def _log(path: str, count: int, messages: bool) -> list[list[bytes]] | None:
+    """[sha, committer time, parents, subject, body] of the newest `count` commits on HEAD (without
+    `messages`, parents and body are left empty and the bound is a list of subjects'); none in a repo without
+    commits, None when the output is over its bound."""
+    fields = "%H%x00%ct%x00%P%x00%s%x00%b" if messages else "%H%x00%ct%x00%x00%s%x00"
     try:
-        data = run_git(path, ["log", "-z", f"--max-count={count}", "--format=%H%x00%ct%x00%P%x00%s%x00%b",
-                              "HEAD", "--"], timeout=10, max_bytes=MAX_LOG_BYTES).stdout
+        data = run_git(path, ["log", "-z", f"--max-count={count}", f"--format={fields}", "HEAD", "--"],
+                       timeout=10, max_bytes=MAX_LOG_BYTES if messages else MAX_SUBJECTS_BYTES).stdout
     except GitError as exc:
         return None if exc.code == "LIMIT" else []
-    fields = data.split(b"\0")   # five per commit, and one empty after the last (git's -z terminator)
-    return [fields[i:i + 5] for i in range(0, len(fields) - 4, 5)]
+    parts = data.split(b"\0")   # five per commit, and one empty after the last (git's -z terminator)
+    return [parts[i:i + 5] for i in range(0, len(parts) - 4, 5)]
 
 
 def _commits(rows: list[list[bytes]], count: int) -> list[dict]:
@@ -170,7 +173,7 @@ def repo_brief(found: Found, commits: int = 5) -> dict:
         default = None
     else:
         branches = {row["name"]: row["head"] for row in record.get("branches") or []}
-        default = default_branch(found.path, branches, found.commondir)
+        default = default_branch(found.path, branches, found.commondir, complete=False)
     return brief_of(record, recent if record.get("head") and commits else [],
                     {"repo": repo_identity(found), "default_branch": default["name"] if default else None,
                      "conventions": house_rules(messages)})

@@ -56,7 +56,8 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
         record.update(_read(found, known_prediction, stored))
     except OutOfScope as exc:
         record["error"] = str(exc)
-        record["reflog_files"] = []  # nor is its history read: those reflogs lie outside the roots
+        if stored:
+            record["reflog_files"] = []  # nor is its history read: those reflogs lie outside the roots
     except (BrokenRepo, GitError, OSError) as exc:
         if not os.path.exists(found.gitdir):
             record["error"] = "the repository vanished while it was being read"

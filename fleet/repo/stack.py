@@ -28,31 +28,52 @@ def local_branches(path: str) -> dict[str, str]:
     return dict(line.split("\0", 1) for line in data.splitlines() if "\0" in line)
 
 
-def default_branch(path: str, branches: dict[str, str] | None = None,
-                   commondir: str | None = None) -> dict[str, Any] | None:
+def default_branch(path: str, branches: dict[str, str] | None = None, commondir: str | None = None, *,
+                   complete: bool = True) -> dict[str, Any] | None:
     """`{name, source}`: the branch work lands on, and how that was decided (`origin_head`,
-    `init_default_branch`, `usual_name`); None when no candidate exists. `commondir`, when the caller knows
-    it, spares finding it again."""
-    branches = local_branches(path) if branches is None else branches
+    `init_default_branch`, `usual_name`); None when no candidate exists. `branches` ({name: sha}, default:
+    git's own list) may be a list read from the ref files (`complete=False`): a name missing from it is looked
+    for in git's list before it counts as missing (a symbolic branch, an alias of another, is in git's list
+    only). `commondir`, when the caller knows it, spares finding it again."""
+    listed = local_branches(path) if branches is None else branches
+    everything: dict[str, str] | None = listed if complete or branches is None else None
+
+    def has(name: str) -> bool:
+        nonlocal everything
+        if name in listed:
+            return True
+        if everything is None:
+            everything = local_branches(path)
+        return name in everything
+
     origin = origin_head(path, commondir)
     if origin:
-        short = origin.removeprefix("refs/remotes/").removeprefix("refs/heads/").removeprefix("refs/")
+        short = _short(origin)
         local = short.split("/", 1)[1] if "/" in short else short
-        return {"name": local if local in branches else short, "source": "origin_head"}
+        return {"name": local if has(local) else short, "source": "origin_head"}
     configured = text(out(path, ["config", "--get", "init.defaultBranch"], ok_codes=(0, 1))).strip()
-    if configured in branches:
+    if configured and has(configured):
         return {"name": configured, "source": "init_default_branch"}
     for name in _USUAL_DEFAULTS:
-        if name in branches:
+        if has(name):
             return {"name": name, "source": "usual_name"}
     return None
 
 
+def _short(ref: str) -> str:
+    """A full ref name as git shortens it when that is unambiguous (`refs/remotes/origin/main`: origin/main)."""
+    for prefix in ("refs/heads/", "refs/tags/", "refs/remotes/", "refs/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
 def origin_head(path: str, commondir: str | None = None) -> str | None:
     """The ref `refs/remotes/origin/HEAD` points to (`refs/remotes/origin/main`), None when it is no symbolic
-    ref. Read from its file, as a symbolic ref is never packed (no git process: the brief runs three). A file
-    that is no ref git wrote (a link, a FIFO, a name git refuses) is none: nothing for git to open either.
-    git is asked only in a reftable repository, which has no such file."""
+    ref. Read from its file as git reads a loose ref (`ref:`, blanks, the name, trailing blanks), a symbolic
+    ref being never packed: no git process (the brief runs three). A file that is no ref git wrote (a link, a
+    FIFO, a name git refuses) is none: nothing for git to open either. git is asked only in a reftable
+    repository, which has no such file."""
     common = commondir or git_dirs(path)[1]
     if os.path.isdir(os.path.join(common, "reftable")):
         asked = text(out(path, ["symbolic-ref", "-q", "refs/remotes/origin/HEAD"], ok_codes=(0, 1))).strip()
@@ -62,10 +83,14 @@ def origin_head(path: str, commondir: str | None = None) -> str | None:
                          "origin's HEAD")
     except BrokenRepo:
         return None
-    value = (data or b"").decode("utf-8", "replace").strip()
-    target = value[4:].strip() if value.startswith("ref:") else ""
+    data = (data or b"").rstrip(_BLANKS)
+    if not data.startswith(b"ref:"):
+        return None
+    target = data[4:].lstrip(_BLANKS).decode("utf-8", "replace")
     return target if target.startswith("refs/") and not _ODD_REF.search(target) else None
 
+
+_BLANKS = b" \t\n\r"   # git's own isspace(), which it skips around a loose ref's contents
 
 # What no ref name git writes holds: control characters, spaces and the characters check-ref-format refuses.
 _ODD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|\.$|/$")
