@@ -71,8 +71,9 @@ def _short(ref: str) -> str:
 def origin_head(path: str, commondir: str | None = None) -> str | None:
     """The ref `refs/remotes/origin/HEAD` points to (`refs/remotes/origin/main`), None when it is no symbolic
     ref. Read from its file as git reads a loose ref (`ref:`, blanks, the name, trailing blanks), a symbolic
-    ref being never packed: no git process (the brief runs three). A file that is no ref git wrote (a link, a
-    FIFO, a name git refuses) is none: nothing for git to open either. git is asked only in a reftable
+    ref being never packed: no git process (the brief runs three). A file that is no ref git wrote is none: a
+    FIFO (git would wait on it), a name git refuses, or a link (git follows the legacy symlink refs; a link in
+    a stranger's repository may point anywhere, so fleetdeck does not). git is asked only in a reftable
     repository, which has no such file."""
     common = commondir or git_dirs(path)[1]
     if os.path.isdir(os.path.join(common, "reftable")):
