@@ -14,7 +14,7 @@ from typing import Any
 
 from fleet.caps import cap, check_int
 from fleet.errors import FleetError
-from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file
+from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file, short_ref
 from fleet.git.revs import git_dirs, resolve_commit
 from fleet.git.run import out, text
 
@@ -48,7 +48,7 @@ def default_branch(path: str, branches: dict[str, str] | None = None, commondir:
 
     origin = origin_head(path, commondir)
     if origin:
-        short = _short(origin)
+        short = short_ref(origin).removeprefix("refs/")   # as git shortens it when unambiguous
         local = short.split("/", 1)[1] if "/" in short else short
         return {"name": local if has(local) else short, "source": "origin_head"}
     configured = text(out(path, ["config", "--get", "init.defaultBranch"], ok_codes=(0, 1))).strip()
@@ -58,14 +58,6 @@ def default_branch(path: str, branches: dict[str, str] | None = None, commondir:
         if has(name):
             return {"name": name, "source": "usual_name"}
     return None
-
-
-def _short(ref: str) -> str:
-    """A full ref name as git shortens it when that is unambiguous (`refs/remotes/origin/main`: origin/main)."""
-    for prefix in ("refs/heads/", "refs/tags/", "refs/remotes/", "refs/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix):]
-    return ref
 
 
 def origin_head(path: str, commondir: str | None = None) -> str | None:
