@@ -88,8 +88,8 @@ def parse_status(data: bytes) -> Status:
         elif kind == b"u":
             parts = raw.split(b" ", 10)
             status.entries.append(StatusEntry("u", _field(parts[1]), _text(parts[10]), submodule=_field(parts[2])))
-        elif kind == b"?":   # the path after `? ` (what follows the second character, were it not a space)
-            status.entries.append(StatusEntry("?", "??", _text(_field(raw)[2:].encode("utf-8", "surrogateescape"))))
+        elif kind == b"?":   # `? ` and the path
+            status.entries.append(StatusEntry("?", "??", _text(raw[2:])))
     return status
 
 
