@@ -8,9 +8,8 @@ Hints reuse the radar's reasons, each pointing at the read tool that explains it
 from __future__ import annotations
 
 from fleet.index.discovery import Found
-from fleet.git.run import GitError, run_git
 from fleet.views.radar import attention
-from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, house_rules, non_merge_messages
+from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import iso, read_repo
 from fleet.repo.shape import encode
@@ -61,16 +60,10 @@ def recent_commits(path: str, count: int) -> tuple[list[dict], list[tuple[str, s
 
 def _log(path: str, count: int, messages: bool) -> list[list[bytes]] | None:
     """[sha, committer time, parents, subject, body] of the newest `count` commits on HEAD (without
-    `messages`, parents and body are left empty and the bound is a list of subjects'); none in a repo without
-    commits, None when the output is over its bound."""
-    fields = "%H%x00%ct%x00%P%x00%s%x00%b" if messages else "%H%x00%ct%x00%x00%s%x00"
-    try:
-        data = run_git(path, ["log", "-z", f"--max-count={count}", f"--format={fields}", "HEAD", "--"],
-                       timeout=10, max_bytes=MAX_LOG_BYTES if messages else MAX_SUBJECTS_BYTES).stdout
-    except GitError as exc:
-        return None if exc.code == "LIMIT" else []
-    parts = data.split(b"\0")   # five per commit, and one empty after the last (git's -z terminator)
-    return [parts[i:i + 5] for i in range(0, len(parts) - 4, 5)]
+    `messages`, parents and body are left empty and the bound is a list of subjects'): `head_log`'s rows."""
+    if messages:
+        return head_log(path, count, "%H%x00%ct%x00%P%x00%s%x00%b", MAX_LOG_BYTES)
+    return head_log(path, count, "%H%x00%ct%x00%x00%s%x00", MAX_SUBJECTS_BYTES)
 
 
 def _commits(rows: list[list[bytes]], count: int) -> list[dict]:

@@ -25,15 +25,24 @@ _ISSUE_REF = re.compile(r"(?:^|\s|\()#\d+\b")
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,40}): \S")
 
 
+def head_log(path: str, count: int, fields: str, max_bytes: int, *,
+             no_merges: bool = False) -> list[list[bytes]] | None:
+    """The newest `count` commits on HEAD, each as the NUL-separated `fields` of its format (bytes); none in a
+    repo without commits, None when the output is over `max_bytes`."""
+    width = fields.count("%x00") + 1
+    try:
+        data = run_git(path, ["log", "-z", *(["--no-merges"] if no_merges else []), f"--max-count={count}",
+                              f"--format={fields}", "HEAD", "--"], timeout=10, max_bytes=max_bytes).stdout
+    except GitError as exc:
+        return None if exc.code == "LIMIT" else []
+    parts = data.split(b"\0")   # `width` per commit, and one empty after the last (git's -z terminator)
+    return [parts[i:i + width] for i in range(0, len(parts) - width + 1, width)]
+
+
 def non_merge_messages(path: str, count: int = SAMPLE) -> list[tuple[str, str]]:
     """(subject, body) of the newest `count` non-merge commits on HEAD; none in a repo without commits."""
-    try:
-        data = run_git(path, ["log", "-z", "--no-merges", f"--max-count={count}", "--format=%s%x00%b", "HEAD",
-                              "--"], timeout=10, max_bytes=MAX_LOG_BYTES).stdout
-    except GitError:
-        return []
-    fields = data.decode("utf-8", "replace").split("\0")
-    return [(fields[i], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+    rows = head_log(path, count, "%s%x00%b", MAX_LOG_BYTES, no_merges=True) or []
+    return [(subject.decode("utf-8", "replace"), body.decode("utf-8", "replace")) for subject, body in rows]
 
 
 def _trailers(body: str) -> list[str]:
