@@ -540,10 +540,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     if _command_of(sys.argv[1:] if argv is None else argv, valued) not in sub.choices:
         from fleet.ops.commands import add_parsers as add_ops_parsers
         from fleet.audit.commands import add_audit_parser
+        from fleet.snapshot.commands import add_parsers as add_snapshot_parsers
 
         _add_patch_parser(sub)
         add_ops_parsers(sub)
         add_audit_parser(sub)
+        add_snapshot_parsers(sub)
     return parser
 
 

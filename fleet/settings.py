@@ -58,6 +58,22 @@ SECTIONS: dict[str, dict[str, Key]] = {
                                  1024 * 1024, 1024 ** 3),
         "segments_kept": Key(int, 16, "rotated segments kept before the oldest is pruned", 1, 100_000),
     },
+    # read by fleet/snapshot/config.py: the safety net's snapshots of every working tree
+    "snapshots": {
+        "enabled": Key(bool, True, "keep snapshots of every working tree (false turns the safety net off)"),
+        "dir": Key(str, None, "folder of the shadow stores (default: <data dir>/snapshots, next to the index)"),
+        "max_file_bytes": Key(int, 50 * 1024 * 1024, "files larger than this are skipped and listed",
+                              1, 1024 ** 4),
+        "repo_budget_bytes": Key(int, 1024 ** 3, "disk budget of one working tree's store", 1024 ** 2, 1024 ** 5),
+        "fleet_budget_bytes": Key(int, 10 * 1024 ** 3, "disk budget of every store together",
+                                  1024 ** 2, 1024 ** 5),
+        "keep_all_hours": Key(int, 24, "every snapshot is kept this long", 1, 24 * 365),
+        "hourly_days": Key(int, 7, "then one an hour is kept this long", 0, 3650),
+        "daily_days": Key(int, 30, "then one a day is kept this long", 0, 36500),
+        "min_interval_s": Key(int, 30, "while edits go on, a snapshot at least this often", 1, 86_400),
+        "pause_s": Key(int, 3, "a snapshot follows once edits pause this long", 1, 3600),
+        "guard": Key(str, "off", "`ask`: agents' hooks ask the person before a command that discards work"),
+    },
 }
 
 
