@@ -31,7 +31,7 @@ from fleet.views.queue import QueueFilter, attention_queue
 from fleet.views.render import environment
 from fleet.views.report import chart_geometry
 from web.params import digest_form
-from web.proposals import list_context, pending_badge, proposal_context
+from web.proposals import list_context, pending_badge, proposal_context, waiting_in
 from web.state import AppState, index
 
 MAX_ROW_ID = 2**63 - 1  # SQLite's integer range: a larger id names no row (and must not overflow)
@@ -89,6 +89,7 @@ def repo_context(request: Request, idx: Index) -> dict:
     detail = repo_detail(idx, repo_id(request), presence(idx))
     if detail is None:
         raise HTTPException(404, f"no repository with id {request.path_params['repo_id']} in the index")
+    detail["proposals"] = waiting_in(idx, detail["repo"]["path"])
     return detail
 
 

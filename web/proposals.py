@@ -42,6 +42,14 @@ def list_context(request: Request, idx: Index) -> dict:
             "total": found["total"], "truncated": found["truncated"], "omitted_count": found["omitted_count"]}
 
 
+def waiting_in(idx: Index, repo_path: str) -> list[dict]:
+    """The proposals waiting for a person in one repository, oldest first (the repo page decides them)."""
+    rows = proposals.list_proposals(idx, status="pending", repo=repo_path, limit=50)["proposals"]
+    for row in rows:
+        row["preview"] = service.public_preview(row)
+    return rows
+
+
 def proposal_context(request: Request, idx: Index) -> dict:
     try:
         row = service.show(idx, request.path_params["proposal_id"])

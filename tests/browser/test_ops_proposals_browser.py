@@ -81,3 +81,65 @@ def test_reject_with_a_reason(page, served):
     page.wait_for_selector("text=Outcome", timeout=10000)
     row = service.show(index, made["proposal_id"])
     assert (row["status"], row["decision_reason"], row["decided_by"]) == ("rejected", "not this one", "dashboard")
+
+
+def _repo_url(server, index, repo) -> str:
+    return f"{server.base}/repos/{index.repo(str(repo))['id']}"
+
+
+def test_the_repo_page_shows_its_pending_proposals_and_decides_them_inline(page, served):
+    server, index, built = served
+    work = built["work"]
+    made = service.propose(index, "claude-code", "branch", str(work), {"name": "from-repo-page"}, "a branch here")
+    other = service.propose(index, "codex", "branch", str(work), {"name": "rejected-here"}, "another one")
+    page.goto(_repo_url(server, index, work))
+    item = page.locator(f"[data-proposal-id='{made['proposal_id']}']")
+    assert "claude-code" in item.inner_text() and "a branch here" in item.inner_text()
+    assert item.locator("a.proposal-link").get_attribute("href") == f"/proposals/{made['proposal_id']}"
+    page.fill(f"#reject-reason-{other['proposal_id']}", "not from here")
+    page.click(f"#reject-button-{other['proposal_id']}")
+    page.wait_for_selector("text=Outcome", timeout=10000)
+    assert service.show(index, other["proposal_id"])["status"] == "rejected"
+    page.goto(_repo_url(server, index, work))
+    page.click(f"#approve-button-{made['proposal_id']}")
+    page.wait_for_selector("text=Outcome", timeout=10000)
+    row = service.show(index, made["proposal_id"])
+    assert (row["status"], row["decided_by"]) == ("completed", "dashboard")
+    assert git(work, "rev-parse", "--verify", "-q", "refs/heads/from-repo-page", check=False).strip()
+    page.goto(_repo_url(server, index, work))
+    assert page.locator("[data-proposal-id]").count() == 0
+
+
+def test_inline_high_risk_approval_needs_the_checkbox(page, served):
+    server, index, built = served
+    work = built["work"]
+    write_notes = work / "scratch.txt"
+    write_notes.write_text("scratch\n")
+    made = service.propose(index, "codex", "discard", str(work), {"paths": ["scratch.txt"], "include_untracked": True},
+                           "drop the scratch file")
+    page.goto(_repo_url(server, index, work))
+    page.click(f"#approve-button-{made['proposal_id']}")
+    time.sleep(0.5)
+    assert service.show(index, made["proposal_id"])["status"] == "pending" and write_notes.exists()
+    page.locator(f"[data-proposal-id='{made['proposal_id']}'] input[name=confirm_high_risk]").check()
+    page.click(f"#approve-button-{made['proposal_id']}")
+    page.wait_for_selector("text=Outcome", timeout=10000)
+    assert not write_notes.exists()
+
+
+def test_the_queue_links_the_next_step_to_the_proposal_it_names(page, served):
+    server, index, built = served
+    made = service.propose(index, "claude-code", "branch", str(built["work"]), {"name": "queued-link"}, "link me")
+    page.goto(server.base + "/")
+    link = page.locator(f"td.next a[href='/proposals/{made['proposal_id']}']")
+    link.wait_for(timeout=5000)
+    ident = link.locator("code.id")
+    assert ident.inner_text() == made["proposal_id"]
+    box = ident.bounding_box()
+    line = float(ident.evaluate("el => parseFloat(getComputedStyle(el).lineHeight) || el.offsetHeight"))
+    assert box["height"] < 1.6 * line  # one line: the id does not wrap
+    page.set_viewport_size({"width": 900, "height": 800})
+    assert ident.bounding_box()["height"] < 1.6 * line
+    link.click()
+    page.wait_for_selector("#approve-button")
+    service.reject(index, made["proposal_id"], "cli", "done testing")
