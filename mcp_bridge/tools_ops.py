@@ -75,6 +75,8 @@ class ProposalRow(Out):
     decided_at: str | None
     decided_by: str | None
     finished_at: str | None
+    undone_by: str | None = None
+    undone_at: str | None = None
 
 
 class RestoreList(Out):
@@ -272,7 +274,9 @@ def register(kit: Toolkit) -> None:
     @kit.tool("operation.status", ProposalRow, "A proposal's state")
     def status(proposal_id: ProposalId) -> dict:
         """A proposal: status (pending, approved, executing, completed, failed, rejected, cancelled,
-        expired; `interrupted` when its executor died), preview, result, error and restore point."""
+        expired, undone; `interrupted` when its executor died), preview, result, error and restore point.
+        An `undone` proposal names the restore that undid it (`undone_by`, `undone_at`); its `result` is what
+        is there now (`head`), the result it had under `before_undo`."""
         from fleet.ops import service
 
         return service.show(bridge.index(), proposal_id)

@@ -189,3 +189,26 @@ def test_restore_points_are_pruned_only_on_purpose(ops_fleet, capsys):
     with pytest.raises(FleetError) as err:
         service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "NOT_FOUND"
+
+
+def test_an_undone_proposal_is_undone_and_an_undone_undo_brings_it_back(ops_fleet):
+    """Undo makes the proposal `undone` (never `completed` with a commit no longer on the branch); undoing
+    that undo puts the commit back, and the proposal back to `completed` with its own result."""
+    index, work = ops_fleet["index"], ops_fleet["work"]
+    git(work, "add", "README.md")
+    done = run(ops_fleet, "commit", {"message": "docs: edit readme"})
+    landed = git(work, "rev-parse", "HEAD").strip()
+    assert done["status"] == "completed" and done["result"]["head"] == landed
+    undo = service.undo(index, done["id"], "cli")
+    row = service.show(index, done["id"])
+    assert (row["status"], row["undone_by"]) == ("undone", undo["id"]) and row["undone_at"]
+    assert row["result"]["head"] == git(work, "rev-parse", "HEAD").strip() != landed
+    with pytest.raises(FleetError) as err:  # no second undo of the same proposal
+        service.undo(index, done["id"], "cli")
+    assert "undone" in err.value.message
+    assert [r["id"] for r in proposals.list_proposals(index, "undone")["proposals"]] == [done["id"]]
+    redo = service.undo(index, undo["id"], "cli")
+    assert git(work, "rev-parse", "HEAD").strip() == landed
+    back = service.show(index, done["id"])
+    assert (back["status"], back["undone_by"], back["result"]) == ("completed", None, done["result"])
+    assert service.show(index, undo["id"])["undone_by"] == redo["id"]

@@ -95,8 +95,18 @@ async def test_propose_approve_undo_over_stdio(fleet):
         assert git(work, "log", "-1", "--format=%s%n%(trailers:key=Proposed-by,valueonly)").split() == [
             "docs:", "readme", "and", "notes", "claude-code"]
 
-        cli(fleet, "proposals", "undo", commit["proposal_id"], "--yes")
+        landed = ok(await client.call_tool("operation.status", {"proposal_id": commit["proposal_id"]}))
+        undone = json.loads(cli(fleet, "proposals", "undo", commit["proposal_id"], "--yes", "--json").stdout)
         assert git(work, "rev-parse", "HEAD").strip() == before["head"]
+        # The agent polling its commit learns it was undone, by which proposal, and what HEAD is now.
+        status = ok(await client.call_tool("operation.status", {"proposal_id": commit["proposal_id"]}))
+        assert (status["status"], status["undone_by"]) == ("undone", undone["id"]) and status["undone_at"]
+        assert status["result"]["head"] == git(work, "rev-parse", "HEAD").strip() == before["head"]
+        assert status["result"]["before_undo"] == {"status": "completed", "result": landed["result"]}
+        shown = cli(fleet, "proposals", "show", commit["proposal_id"]).stdout
+        assert "undone" in shown and f"undone by {undone['id']}" in shown and "proposals undo" not in shown
+        again = cli(fleet, "proposals", "undo", commit["proposal_id"], "--yes", check=False)
+        assert again.returncode == 1 and "undone" in again.stderr
         cli(fleet, "proposals", "undo", made["proposal_id"], "--yes")
         assert state(work) == before
 

@@ -204,3 +204,10 @@ def m010_watch_marks(db: Database) -> None:
     the start-up re-check of a repo whose mark has not moved reads only its working trees again. A repo
     without one (stored by an older fleetdeck) is read in full, which stores it."""
     db["repo_marks"].create({"repo_id": int, "mark": bytes}, pk="repo_id")
+
+
+@migrations()
+def m011_proposal_undone(db: Database) -> None:
+    """A proposal a later `restore` undid is `undone`: which proposal undid it, and when (unix seconds)."""
+    db["proposals"].add_column("undone_by", str)
+    db["proposals"].add_column("undone_at", float)

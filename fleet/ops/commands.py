@@ -69,8 +69,11 @@ def _describe(row: dict) -> str:
         lines.append(f"  error: {row['error']}")
     if row.get("result"):
         lines.append(f"  result: {row['result']}")
+    if row.get("undone_by"):
+        lines.append(f"  undone by {row['undone_by']} at {row['undone_at']} (the result is what is there now)")
     if row.get("restore_point"):
-        lines.append(f"  restore point: {row['restore_point']} (undo: fleetdeck proposals undo {row['id']})")
+        undo = f" (undo: fleetdeck proposals undo {row['id']})" if row["status"] != "undone" else ""
+        lines.append(f"  restore point: {row['restore_point']}{undo}")
     return "\n".join(lines)
 
 

@@ -2,6 +2,8 @@
 
     pending -> approved -> executing -> completed | failed
     pending -> rejected (a person) | cancelled (the proposing agent) | expired (time)
+    completed | failed -> undone (a later `restore` of its restore point completed; back again when that
+                          restore is itself undone)
 
 Every move is a compare-and-set (`UPDATE ... WHERE status IN (...)` inside BEGIN IMMEDIATE), so two
 processes (the CLI and `serve`) racing to approve or execute one proposal cannot both win. A proposal left
@@ -25,12 +27,12 @@ from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.repo.record import iso
 
-STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired")
-TERMINAL = ("completed", "failed", "rejected", "cancelled", "expired")
+STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired", "undone")
+TERMINAL = ("completed", "failed", "rejected", "cancelled", "expired", "undone")
 JSON_FIELDS = ("args", "preview", "result", "policy")
 DECISIONS = ("approved", "rejected")  # the states a person (or the policy, for `auto`) puts a proposal in
 logger = logging.getLogger("fleetdeck.ops")
-TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at")
+TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at", "undone_at")
 DECIDERS = ("dashboard", "cli", "policy", "api")
 
 

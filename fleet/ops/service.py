@@ -265,6 +265,8 @@ def _finish(index: Index, proposal_id: str, status: str, *, error: str | None, r
     proposals.transition(index, proposal_id, ("executing",), status, finished_at=time.time(), error=error,
                          result=result)
     row = proposals.get(index, proposal_id)
+    if status == "completed" and row["op"] == "restore":
+        _undone_by(index, row)
     try:
         from fleet.index.scan import refresh_repo
 
@@ -272,6 +274,33 @@ def _finish(index: Index, proposal_id: str, status: str, *, error: str | None, r
     except Exception as exc:  # the index catches up on its next sweep; the proposal's outcome stands
         log.warning("index not refreshed after %s: %s", proposal_id, exc)
     return show(index, proposal_id)
+
+
+def _undone_by(index: Index, restore_row: dict) -> None:
+    """A completed `restore` makes the proposal it went back from `undone` (who undid it, when, and in
+    `result` what is there now, the old result kept under `before_undo`); when what it undid was itself a
+    restore, the proposal that one had undone is back in its state from before."""
+    target_id = (restore_row.get("args") or {}).get("restore_point")
+    try:
+        target = proposals.get(index, target_id)
+    except FleetError:  # a restore point that belongs to no proposal
+        return
+    if target["status"] in ("completed", "failed"):
+        now = {k: v for k, v in (restore_row.get("result") or {}).items() if k != "restored"}
+        proposals.transition(index, target_id, ("completed", "failed"), "undone", undone_by=restore_row["id"],
+                             undone_at=time.time(),
+                             result={**now, "undone_by": restore_row["id"],
+                                     "before_undo": {"status": target["status"], "result": target["result"]}})
+    if target["op"] != "restore":
+        return
+    try:
+        earlier = proposals.get(index, (target.get("args") or {}).get("restore_point"))
+    except FleetError:
+        return
+    before = (earlier.get("result") or {}).get("before_undo")
+    if earlier["status"] == "undone" and earlier.get("undone_by") == target_id and before:
+        proposals.transition(index, earlier["id"], ("undone",), before["status"], undone_by=None, undone_at=None,
+                             result=before["result"])
 
 
 def resume_orphans(index: Index) -> list[dict]:

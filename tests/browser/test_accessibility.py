@@ -56,7 +56,8 @@ VISITS: dict[str, dict[str, Visit]] = {
               "attention": lambda f: "/?attention=1&reason=conflict"},
     "repo": {state: repo_visit(state) for state in REPO_STATES},
     "proposal": {"pending-stage": lambda f: f"/proposals/{f[2]['proposals']['stage']}",
-                 "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}"},
+                 "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}",
+                 "undone": lambda f: f"/proposals/{f[2]['proposals']['undone']}"},
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
@@ -101,10 +102,19 @@ def fleet(tmp_path_factory):
         "stage": service.propose(index, "claude-code", "stage", dirty, {"paths": ["tracked.txt"]},
                                  "stage the edit")["proposal_id"],
         "discard": service.propose(index, "codex", "discard", dirty, {"paths": ["tracked.txt"]},
-                                   "drop the edit")["proposal_id"]}}
+                                   "drop the edit")["proposal_id"],
+        "undone": _undone(index, str(repos["branches"]))}}
     yield server, index, repos
     index.close()
     server.stop()
+
+
+def _undone(index, repo: str) -> str:
+    """A branch proposal that ran and was undone: its page shows the undone state."""
+    made = service.propose(index, "claude-code", "branch", repo, {"name": "a11y-undone"}, "made, then undone")
+    service.approve(index, made["proposal_id"], "cli")
+    service.undo(index, made["proposal_id"], "cli")
+    return made["proposal_id"]
 
 
 NARROW = {"width": 390, "height": 844}  # a phone: tables and the chart scroll sideways

@@ -143,3 +143,19 @@ def test_the_queue_links_the_next_step_to_the_proposal_it_names(page, served):
     link.click()
     page.wait_for_selector("#approve-button")
     service.reject(index, made["proposal_id"], "cli", "done testing")
+
+
+def test_an_undone_proposal_says_undone_and_offers_no_undo(page, served):
+    server, index, built = served
+    made = service.propose(index, "claude-code", "branch", str(built["work"]), {"name": "to-undo"}, "then undo it")
+    service.approve(index, made["proposal_id"], "cli")
+    undo = service.undo(index, made["proposal_id"], "cli")
+    page.goto(made["approve_url"])
+    assert "undone" in page.locator(".lede").inner_text()
+    outcome = page.locator("section[aria-labelledby=outcome-title]").inner_text()
+    assert f"Undone by {undo['id']}" in outcome and "proposals undo" not in outcome
+    api = page.evaluate("id => fetch('/api/proposals/' + id).then(r => r.json())", made["proposal_id"])
+    assert (api["proposal"]["status"], api["proposal"]["undone_by"]) == ("undone", undo["id"])
+    page.click(f"a[href='/proposals/{undo['id']}']")
+    page.wait_for_selector("text=Outcome")
+    assert "completed" in page.locator(".lede").inner_text()
