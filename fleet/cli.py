@@ -541,11 +541,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         from fleet.ops.commands import add_parsers as add_ops_parsers
         from fleet.audit.commands import add_audit_parser
         from fleet.snapshot.commands import add_parsers as add_snapshot_parsers
+        from fleet.agenthooks.commands import add_parsers as add_hook_parsers
 
         _add_patch_parser(sub)
         add_ops_parsers(sub)
         add_audit_parser(sub)
         add_snapshot_parsers(sub)
+        add_hook_parsers(sub)
     return parser
 
 

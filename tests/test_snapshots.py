@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from fleet.snapshot.restore import restore
-from fleet.snapshot.shadow import open_shadow, snapshots_root
-from fleet.snapshot.take import WorkTree, take
+from fleet.snapshot.shadow import WorkTree, open_shadow, snapshots_root
+from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, discarded_events, snapshots
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
@@ -258,7 +258,7 @@ def test_killed_mid_snapshot_leaves_no_half_snapshot(tmp_path: Path, db_path: Pa
     for i in range(300):
         write(repo / "files" / f"f{i}.txt", f"{i}\n" * 200)
     tree = f"WorkTree({str(repo)!r}, {str(repo / '.git')!r}, {str(repo / '.git')!r})"
-    script = ("import os, pathlib; from fleet.snapshot.take import WorkTree, take\n"
+    script = ("import os, pathlib; from fleet.snapshot.shadow import WorkTree; from fleet.snapshot.take import take\n"
               "for i in range(10_000):\n"
               f"    for n in range(0, 300, 7): pathlib.Path({str(repo)!r}, 'files', f'f{{n}}.txt').write_text(f'{{os.getpid()}}-{{i}}')\n"
               f"    take({tree}, {str(db_path)!r}, 'manual')\n"
@@ -281,7 +281,7 @@ def test_killed_mid_snapshot_leaves_no_half_snapshot(tmp_path: Path, db_path: Pa
 
 
 def test_two_processes_snapshot_one_repository_at_once(work: Path, db_path: Path) -> None:
-    script = ("from fleet.snapshot.take import WorkTree, take; import json; "
+    script = ("from fleet.snapshot.shadow import WorkTree; from fleet.snapshot.take import take; import json; "
               f"print(json.dumps(take(WorkTree({str(work)!r}, {str(work / '.git')!r}, {str(work / '.git')!r}), "
               f"{str(db_path)!r}, 'manual')['id']))")
     procs = [subprocess.Popen([sys.executable, "-c", script], env=fleetdeck_env(), stdout=subprocess.PIPE)

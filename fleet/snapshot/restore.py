@@ -18,14 +18,13 @@ from fleet.git.run import run_git
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.compare import raw_diff
 from fleet.snapshot.config import snapshot_settings
-from fleet.snapshot.shadow import Shadow, open_shadow, snapshots_root
-from fleet.snapshot.take import WorkTree, take_locked
+from fleet.snapshot.shadow import Shadow, WorkTree, store_for
+from fleet.snapshot.take import take_locked
 
 
 def store_of(tree: WorkTree, db_path: str | os.PathLike[str]) -> Shadow:
     """The shadow store of `tree`; NOT_FOUND when it has never been snapshotted."""
-    shadow = open_shadow(snapshots_root(db_path), tree.path, os.path.join(tree.commondir, "objects"),
-                         create=False)
+    shadow = store_for(tree, db_path)
     if shadow is None:
         raise FleetError("NOT_FOUND", f"no snapshots of {tree.path} yet")
     return shadow

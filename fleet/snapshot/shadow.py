@@ -134,12 +134,28 @@ class Shadow:
         """A snapshot by its id or a unique prefix of at least 4 characters."""
         if not isinstance(snapshot_id, str) or not re.fullmatch(r"[0-9a-f]{4,40}", snapshot_id):
             raise FleetError("BAD_ARGUMENT", "a snapshot id is 4 to 40 hex digits")
-        hits = [m for m in self.entries() if m["id"].startswith(snapshot_id)]
+        hits = list({m["id"]: m for m in self.entries() if m["id"].startswith(snapshot_id)}.values())
         if not hits:
             raise FleetError("NOT_FOUND", f"no snapshot {snapshot_id} of {self.worktree}")
         if len(hits) > 1:
             raise FleetError("BAD_ARGUMENT", f"snapshot id {snapshot_id} is ambiguous: give more digits")
         return hits[0]
+
+
+@dataclass(frozen=True)
+class WorkTree:
+    """The working tree a snapshot is of: its path, its own git dir (the index, HEAD) and the common dir
+    (objects, refs, the stash)."""
+
+    path: str
+    gitdir: str
+    commondir: str
+
+
+def store_for(tree: WorkTree, db_path: str | os.PathLike[str], *, create: bool = False) -> Shadow | None:
+    """The shadow store of `tree` (None when it has none and `create` is false)."""
+    return open_shadow(snapshots_root(db_path), tree.path, os.path.join(tree.commondir, "objects"),
+                       create=create)
 
 
 def open_shadow(root: Path, worktree: str, repo_objects: str, *, create: bool = True) -> Shadow | None:

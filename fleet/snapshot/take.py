@@ -19,6 +19,7 @@ A snapshot equal to the store's newest (same trees, HEAD, branch and stash) is n
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -34,22 +35,12 @@ from fleet.git.run import GitError, run_git
 from fleet.snapshot.compare import discarded_between
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
-from fleet.snapshot.shadow import Shadow, open_shadow, snapshots_root
+from fleet.snapshot.shadow import Shadow, WorkTree, store_for
 from fleet.repo.record import iso
 
 TRIGGERS = ("watch", "sweep", "manual", "mcp", "restore")
 MAX_SKIPPED = 200
 MAX_STASH_LOG = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class WorkTree:
-    """The working tree a snapshot is of: its path, its own git dir (the index, HEAD) and the common dir
-    (objects, refs, the stash)."""
-
-    path: str
-    gitdir: str
-    commondir: str
 
 
 @dataclass
@@ -82,7 +73,7 @@ def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agent
         raise FleetError("BAD_ARGUMENT", "snapshots are turned off ([snapshots] enabled = false)")
     valid_trigger(trigger)
     _refuse_sha256(tree)
-    shadow = open_shadow(snapshots_root(db_path), tree.path, os.path.join(tree.commondir, "objects"))
+    shadow = store_for(tree, db_path, create=True)
     with shadow.locked():
         return take_locked(shadow, tree, settings, trigger, agents=agents, command=command, now=now)
 
@@ -115,7 +106,10 @@ def take_locked(shadow: Shadow, tree: WorkTree, settings: dict, trigger: str, *,
         meta["changed_files"], meta["discarded"] = changed, discarded
     else:
         meta["changed_files"], meta["discarded"] = scan.files, None
-    message = "fleetdeck snapshot\n"
+    # the commit says what it is on its own (the log can be rebuilt from the refs), and two snapshots of equal
+    # content taken in one second still get their own ids
+    message = f"fleetdeck snapshot ({trigger})\n\n" + json.dumps(
+        {k: meta[k] for k in ("t", "trigger", "worktree", "head", "branch", "agents", "command")}, sort_keys=True)
     meta["id"] = write_object(shadow.objects, b"commit",
                               commit_body(work_tree, [*parents, *stash], message, now))
     shadow.add(meta)

@@ -11,8 +11,8 @@ from fleet.index.discovery import Found
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.compare import EMPTY_TREE, raw_diff
 from fleet.snapshot.restore import store_of
-from fleet.snapshot.shadow import open_shadow, snapshots_root
-from fleet.snapshot.take import WorkTree, take
+from fleet.snapshot.shadow import WorkTree, store_for
+from fleet.snapshot.take import take
 
 MAX_DIFF_BYTES = 8 * 1024 * 1024
 
@@ -36,8 +36,7 @@ def snapshots(tree: WorkTree, db_path: str | os.PathLike[str], *, since: float |
               path: str | None = None) -> list[dict]:
     """Every kept snapshot of `tree`, newest first; `path` keeps those where that path (a file or folder)
     changed from the snapshot before."""
-    shadow = open_shadow(snapshots_root(db_path), tree.path, os.path.join(tree.commondir, "objects"),
-                         create=False)
+    shadow = store_for(tree, db_path)
     if shadow is None:
         return []
     entries = shadow.entries()
@@ -54,8 +53,7 @@ def snapshots(tree: WorkTree, db_path: str | os.PathLike[str], *, since: float |
 def discarded_events(tree: WorkTree, db_path: str | os.PathLike[str], since: float | None = None) -> list[dict]:
     """The snapshots that found work discarded, newest first, each with what was lost and the snapshot
     before it (the one to restore)."""
-    shadow = open_shadow(snapshots_root(db_path), tree.path, os.path.join(tree.commondir, "objects"),
-                         create=False)
+    shadow = store_for(tree, db_path)
     if shadow is None:
         return []
     entries = shadow.entries()

@@ -1,0 +1,218 @@
+"""`fleetdeck hooks install|uninstall|status`: fleetdeck's entries in each agent's own hook settings.
+
+Installing merges one entry per event into the agent's settings file and touches nothing else there;
+uninstalling removes exactly those entries, and when the file is otherwise as it was, puts back its very
+bytes. What was there before is kept in `installed-hooks.json` beside the index. Agents whose hook system is
+documented are in AGENTS; the rest are listed in UNSUPPORTED with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from fleet.errors import FleetError
+
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+MARK = "fleet.agenthooks"
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+@dataclass(frozen=True)
+class AgentHooks:
+    """Where an agent keeps its hooks and how fleetdeck's entry looks there."""
+
+    name: str
+    settings: Callable[[Mapping[str, str]], Path]
+    events: dict[str, str]              # event -> matcher (the tools whose calls fleetdeck sees first)
+    timeout: int                        # in the agent's own unit
+    named: bool = False                 # the agent's entries carry a `name`
+    note: str = ""
+
+    def entry(self, command: str) -> dict:
+        entry = {"type": "command", "command": command, "timeout": self.timeout}
+        if self.named:
+            entry["name"] = "fleetdeck"
+        return entry
+
+
+AGENTS: dict[str, AgentHooks] = {
+    "claude-code": AgentHooks(
+        "claude-code",
+        lambda env: Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json" if env.get("CLAUDE_CONFIG_DIR")
+        else _home(env) / ".claude" / "settings.json",
+        {"PreToolUse": "Bash|Edit|Write|MultiEdit|NotebookEdit"}, 10),
+    "gemini-cli": AgentHooks(
+        "gemini-cli", lambda env: _home(env) / ".gemini" / "settings.json",
+        {"BeforeTool": "run_shell_command|write_file|replace"}, 10_000, named=True,
+        note="Gemini CLI has no `ask` answer: with guard = \"ask\" a destructive command is denied with the reason"),
+    "codex": AgentHooks(
+        "codex",
+        lambda env: Path(env["CODEX_HOME"]) / "hooks.json" if env.get("CODEX_HOME")
+        else _home(env) / ".codex" / "hooks.json",
+        {"PreToolUse": "Bash|apply_patch"}, 10,
+        note="Codex before 0.124 reads hooks.json only with `[features] codex_hooks = true` in config.toml; "
+             "with guard = \"ask\" a destructive command is denied with the reason"),
+}
+
+UNSUPPORTED = {
+    "aider": "no hook system (its --lint-cmd/--test-cmd run after edits, not before a command)",
+    "cursor": "its hooks run in the editor's agent only and have no documented stable format yet",
+    "copilot-cli": "no documented command hooks",
+    "opencode": "extended by JavaScript plugins, not command hooks",
+    "goose": "no documented command hooks",
+    "cline": "no documented command hooks",
+    "amp": "no documented command hooks",
+}
+
+
+def hook_command(agent: str, db: str | None) -> str:
+    """The command an agent runs: this Python and fleetdeck's light hook entry point."""
+    words = [sys.executable, "-m", MARK, agent]
+    if db:
+        words += ["--db", os.path.abspath(db)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _agent(name: str) -> AgentHooks:
+    if name in AGENTS:
+        return AGENTS[name]
+    if name in UNSUPPORTED:
+        raise FleetError("BAD_ARGUMENT", f"{name} is not supported: {UNSUPPORTED[name]}")
+    raise FleetError("BAD_ARGUMENT", f"unknown agent {name!r} (supported: {', '.join(AGENTS)})")
+
+
+def _read(path: Path) -> tuple[bytes | None, dict]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SETTINGS_BYTES + 1)
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise FleetError("BAD_ARGUMENT", f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise FleetError("LIMIT", f"{path} is larger than {MAX_SETTINGS_BYTES} bytes")
+    try:
+        value = json.loads(data.decode("utf-8")) if data.strip() else {}
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FleetError("BAD_ARGUMENT", f"{path} is not valid JSON ({exc}); nothing was changed") from None
+    if not isinstance(value, dict) or not isinstance(value.get("hooks", {}), dict):
+        raise FleetError("BAD_ARGUMENT", f"{path}: expected a JSON object with an object `hooks`; nothing changed")
+    return data, value
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = os.stat(path).st_mode & 0o777 if path.exists() else 0o600
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _ours(entry: object) -> bool:
+    return isinstance(entry, dict) and MARK in str(entry.get("command", ""))
+
+
+def _present(value: dict, spec: AgentHooks) -> list[str]:
+    """The events where fleetdeck's entry is present."""
+    hooks = value.get("hooks") or {}
+    return [event for event in spec.events if any(
+        _ours(h) for group in hooks.get(event) or [] if isinstance(group, dict) for h in group.get("hooks") or [])]
+
+
+def _state_path(db_path: str | os.PathLike[str]) -> Path:
+    return Path(db_path).parent / "installed-hooks.json"
+
+
+def _state(db_path: str | os.PathLike[str]) -> dict:
+    try:
+        return json.loads(_state_path(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_state(db_path: str | os.PathLike[str], state: dict) -> None:
+    _write(_state_path(db_path), json.dumps(state, indent=2, sort_keys=True).encode())
+
+
+def install(agent: str, db_path: str | os.PathLike[str], db_option: str | None,
+            env: Mapping[str, str] | None = None) -> dict:
+    spec = _agent(agent)
+    path = spec.settings(os.environ if env is None else env)
+    original, value = _read(path)
+    if _present(value, spec):
+        return {"agent": agent, "settings": str(path), "installed": True, "changed": False, "note": spec.note}
+    command = hook_command(agent, db_option)
+    hooks = value.setdefault("hooks", {})
+    for event, matcher in spec.events.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise FleetError("BAD_ARGUMENT", f"{path}: hooks.{event} is not a list; nothing was changed")
+        groups.append({"matcher": matcher, "hooks": [spec.entry(command)]})
+    state = _state(db_path)
+    state[str(path)] = {"agent": agent, "original": None if original is None else original.decode("utf-8")}
+    _save_state(db_path, state)
+    _write(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
+    return {"agent": agent, "settings": str(path), "installed": True, "changed": True, "note": spec.note}
+
+
+def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> dict:
+    spec = _agent(agent)
+    path = spec.settings(os.environ if env is None else env)
+    _, value = _read(path)
+    if not _present(value, spec):
+        return {"agent": agent, "settings": str(path), "installed": False, "changed": False}
+    hooks = value.get("hooks", {})
+    for event in spec.events:
+        kept = []
+        for group in hooks.get(event) or []:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h)]}
+                if not group["hooks"]:
+                    continue
+            kept.append(group)
+        hooks[event] = kept
+    state = _state(db_path)
+    saved = state.pop(str(path), None)
+    original = saved.get("original") if saved else None
+    before = json.loads(original) if original and original.strip() else {}
+    for event in spec.events:               # drop what fleetdeck made empty, keep what was there before
+        if not hooks.get(event) and event not in (before.get("hooks") or {}):
+            hooks.pop(event, None)
+    if not hooks and "hooks" not in before:
+        value.pop("hooks", None)
+    if saved is not None and value == before:
+        if original is None:
+            path.unlink()
+        else:
+            _write(path, original.encode("utf-8"))
+    else:
+        _write(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
+    _save_state(db_path, state)
+    return {"agent": agent, "settings": str(path), "installed": False, "changed": True}
+
+
+def status(db_path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> dict:
+    env = os.environ if env is None else env
+    agents = []
+    for name, spec in AGENTS.items():
+        path = spec.settings(env)
+        try:
+            events = _present(_read(path)[1], spec)
+            problem = None
+        except FleetError as exc:
+            events, problem = [], exc.message
+        agents.append({"agent": name, "settings": str(path), "installed": bool(events), "events": events,
+                       "note": spec.note or None, "problem": problem})
+    return {"agents": agents, "unsupported": [{"agent": k, "why": v} for k, v in UNSUPPORTED.items()]}

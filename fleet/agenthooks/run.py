@@ -1,0 +1,128 @@
+"""The hook command agents run before a tool call (`python -m fleet.agenthooks AGENT`): it snapshots the
+repository at the hook's `cwd` and answers in the agent's own protocol.
+
+It never breaks the agent: whatever fails (no index, a folder outside the fleet, a broken repository, a
+slow disk) prints one line to stderr and lets the tool call through, within DEADLINE seconds — the snapshot
+runs on a thread that is abandoned at the deadline (a snapshot is only visible once whole). With
+`[snapshots] guard = "ask"`, a command that would destroy uncommitted work gets the agent's "ask" answer
+(or, where the agent has none, "deny" with the reason) naming what it would discard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import threading
+from pathlib import Path
+from typing import IO
+
+from fleet.agenthooks.guard import Danger, dangers
+from fleet.index.store import default_db_path, open_index
+from fleet.repo.target import resolve_target
+from fleet.snapshot.compare import EMPTY_TREE, raw_diff
+from fleet.snapshot.config import snapshot_settings
+from fleet.snapshot.shadow import WorkTree, store_for
+from fleet.snapshot.take import take
+from fleet.snapshot.timeline import work_tree_of
+
+DEADLINE = 8.0
+MAX_INPUT = 1024 * 1024
+MAX_COMMAND = 500
+ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny"}
+
+
+def _command_of(payload: dict) -> str | None:
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    command = tool_input.get("command")
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        command = shlex.join(command)
+    return command if isinstance(command, str) else None
+
+
+def _uncommitted(tree: WorkTree, db_path: Path, snapshot: dict, danger: Danger) -> int:
+    """How many files differ from HEAD (under the folder an `rm -r` names), from the snapshot just taken."""
+    base = snapshot["head"] or EMPTY_TREE
+    rel = os.path.relpath(danger.target, tree.path) if danger.target else "."
+    paths = [] if rel == "." or rel.startswith("..") else [rel]
+    return len(raw_diff(store_for(tree, db_path), base, snapshot["tree"], paths))
+
+
+def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
+    """("allow" | "ask", the reason, the snapshot) for one hook call; FleetError and OSError propagate."""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        return "allow", None, None
+    settings = snapshot_settings()
+    if not settings["enabled"]:
+        return "allow", None, None
+    if not db_path.exists():
+        raise FileNotFoundError(f"no fleetdeck index at {db_path}")
+    with open_index(db_path) as index:
+        found = resolve_target(index, cwd)
+    tree = work_tree_of(found)
+    command = _command_of(payload)
+    snapshot = take(tree, db_path, f"hook:{agent}", agents=[agent],
+                    command=command[:MAX_COMMAND] if command else None)
+    if settings["guard"] != "ask" or not command:
+        return "allow", None, snapshot
+    found_dangers = dangers(command, cwd, tree.path)
+    for danger in found_dangers:
+        count = _uncommitted(tree, db_path, snapshot, danger)
+        if danger.kind in ("branch-delete", "push-force"):
+            what = "deletes a branch's commits" if danger.kind == "branch-delete" else "rewrites the remote's history"
+            return "ask", f"`{danger.text}` {what}; snapshot {snapshot['id'][:12]} taken", snapshot
+        if count:
+            return "ask", (f"`{danger.text}` would discard {count} uncommitted file{'s' if count != 1 else ''}; "
+                           f"snapshot {snapshot['id'][:12]} taken (fleetdeck restore brings it back)"), snapshot
+    return "allow", None, snapshot
+
+
+def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
+    """The agent's protocol: nothing (or `{}` for Gemini CLI) lets the call through."""
+    if verdict == "allow":
+        if agent == "gemini-cli":
+            out.write("{}\n")
+        return
+    word = ASKING[agent]
+    if agent == "gemini-cli":
+        out.write(json.dumps({"decision": word, "reason": reason}) + "\n")
+    else:
+        out.write(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": word,
+                                                     "permissionDecisionReason": reason}}) + "\n")
+
+
+def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
+    """Exit 0 always (the agent's call goes on); one stderr line when something failed."""
+    agent = argv[0] if argv else ""
+    if agent not in ASKING:
+        stderr.write(f"fleetdeck hook: unknown agent {agent!r}; allowed\n")
+        return 0
+    db = argv[argv.index("--db") + 1] if "--db" in argv[1:-1] else None
+    result: dict = {}
+
+    def work() -> None:
+        try:
+            payload = json.loads(stdin.read(MAX_INPUT + 1)[:MAX_INPUT] or b"{}")
+            if not isinstance(payload, dict):
+                raise ValueError("the hook's input is not a JSON object")
+            result["verdict"] = decide(agent, payload, Path(db) if db else default_db_path())
+        except Exception as exc:        # never break the agent: say it, allow
+            result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(DEADLINE)
+    if thread.is_alive():
+        stderr.write(f"fleetdeck hook: no snapshot within {DEADLINE:g}s; allowed\n")
+        answer(agent, "allow", None, stdout)
+        return 0
+    if "error" in result:
+        stderr.write(f"fleetdeck hook: {result['error'].splitlines()[0][:300]}; allowed\n")
+        answer(agent, "allow", None, stdout)
+        return 0
+    verdict, reason, _ = result["verdict"]
+    answer(agent, verdict, reason, stdout)
+    return 0

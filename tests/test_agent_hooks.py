@@ -1,0 +1,227 @@
+"""fleetdeck in the agents' own hooks: install and uninstall leave the person's settings as they were, the
+hook command snapshots before a tool call and answers in each agent's protocol, never breaks the agent, and
+with `guard = "ask"` stops a command that would discard uncommitted work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleet.agenthooks.guard import dangers
+from fleet.agenthooks.install import AGENTS, install, status, uninstall
+from fleet.snapshot.restore import restore
+from fleet.snapshot.shadow import WorkTree
+from fleet.snapshot.take import take
+from fleet.snapshot.timeline import snapshots
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, init_repo, write
+
+OTHER = {"model": "opus", "permissions": {"allow": ["Bash(ls:*)"]},
+         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}],
+                   "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}]}}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path / "home")}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_install_merges_and_uninstall_restores_the_file_byte_for_byte(tmp_path: Path, agent: str) -> None:
+    env = _env(tmp_path)
+    settings = AGENTS[agent].settings(env)
+    settings.parent.mkdir(parents=True)
+    original = json.dumps(OTHER, indent=4, sort_keys=False).encode() + b"\n"
+    settings.write_bytes(original)
+    made = install(agent, tmp_path / "fleet.db", None, env)
+    assert made["changed"] and made["installed"]
+    value = json.loads(settings.read_text())
+    assert value["model"] == "opus" and value["permissions"] == OTHER["permissions"]
+    assert value["hooks"]["Stop"] == OTHER["hooks"]["Stop"]
+    event = next(iter(AGENTS[agent].events))
+    ours = [h for g in value["hooks"][event] for h in g["hooks"] if "fleet.agenthooks" in h["command"]]
+    assert len(ours) == 1 and ours[0]["type"] == "command" and agent in ours[0]["command"]
+    if event == "PreToolUse":
+        assert value["hooks"]["PreToolUse"][0] == OTHER["hooks"]["PreToolUse"][0]
+    assert install(agent, tmp_path / "fleet.db", None, env)["changed"] is False       # idempotent
+    assert {a["agent"]: a["installed"] for a in status(tmp_path / "fleet.db", env)["agents"]}[agent]
+    removed = uninstall(agent, tmp_path / "fleet.db", env)
+    assert removed["changed"] and settings.read_bytes() == original
+
+
+def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    settings = AGENTS["claude-code"].settings(env)
+    install("claude-code", tmp_path / "fleet.db", None, env)
+    assert settings.exists()
+    listed = {a["agent"]: a for a in status(tmp_path / "fleet.db", env)["agents"]}
+    assert listed["claude-code"]["installed"] and listed["claude-code"]["events"] == ["PreToolUse"]
+    assert not listed["codex"]["installed"]
+    uninstall("claude-code", tmp_path / "fleet.db", env)
+    assert not settings.exists()
+
+
+def test_a_settings_file_that_is_not_json_is_never_touched(tmp_path: Path) -> None:
+    from fleet.errors import FleetError
+
+    env = _env(tmp_path)
+    settings = AGENTS["claude-code"].settings(env)
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{ not json")
+    with pytest.raises(FleetError):
+        install("claude-code", tmp_path / "fleet.db", None, env)
+    assert settings.read_text() == "{ not json"
+
+
+GUARD_CASES = [
+    ("git reset --hard", "reset-hard"), ("git -C . reset --hard HEAD~1", "reset-hard"),
+    ("git checkout -- src/a.py", "checkout-paths"), ("git checkout .", "checkout-paths"),
+    ("git restore .", "restore"), ("git restore --worktree --staged x", "restore"),
+    ("git clean -fd", "clean"), ("git clean -xdf build", "clean"), ("git stash drop", "stash-drop"),
+    ("git stash clear", "stash-drop"), ("git worktree remove --force ../wt", "worktree-remove"),
+    ("git branch -D feature", "branch-delete"), ("git push --force origin main", "push-force"),
+    ("git push origin +main", "push-force"), ("cd src && rm -rf .", "rm-recursive"),
+    ("FOO=1 sudo git reset --hard", "reset-hard"), ("echo hi; git clean -f", "clean"),
+    ("ls | xargs echo && git stash drop stash@{1}", "stash-drop"),
+]
+SAFE = ["git reset --soft HEAD~1", "git restore --staged x", "git checkout main", "git clean -n",
+        "git stash", "git stash pop", "git worktree remove ../wt", "git branch -d merged", "git push",
+        "rm -f notes.txt", "rm -rf /tmp/elsewhere", "echo 'git reset --hard'", "git log --oneline"]
+
+
+@pytest.mark.parametrize("command,kind", GUARD_CASES)
+def test_guard_finds_each_destructive_command(tmp_path: Path, command: str, kind: str) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    cwd = str(repo / "src") if command.startswith("cd src") else str(repo)
+    found = dangers(command.replace("cd src && ", ""), cwd, str(repo))
+    assert [d.kind for d in found] == [kind]
+
+
+@pytest.mark.parametrize("command", SAFE)
+def test_guard_leaves_safe_commands_alone(tmp_path: Path, command: str) -> None:
+    assert dangers(command, str(tmp_path), str(tmp_path)) == []
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A scanned fleet with one dirty repository, and the environment of its CLI."""
+    root = tmp_path / "fleet"
+    repo = init_repo(root / "api")
+    write(repo / "app.py", "print('committed')\n")
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-q", "-m", "app")
+    write(repo / "app.py", "print('uncommitted work')\n")
+    write(repo / "notes.md", "untracked notes\n")
+    db = tmp_path / "fleet.db"
+    env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"))
+    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=env, check=True, capture_output=True)
+    return repo, db, env
+
+
+def _hook(agent: str, db: Path, env: dict[str, str], payload: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fleet.agenthooks", agent, "--db", str(db)],
+                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30)
+
+
+def _payload(repo: Path, command: str, tool: str = "Bash") -> dict:
+    return {"session_id": "s1", "transcript_path": "/dev/null", "cwd": str(repo), "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": {"command": command}}
+
+
+def test_hook_snapshots_and_lets_the_call_through(fleet) -> None:
+    repo, db, env = fleet
+    done = _hook("claude-code", db, env, _payload(repo, "npm test"))
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    listed = snapshots(tree, db)
+    assert listed[0]["trigger"] == "hook:claude-code" and listed[0]["agents"] == ["claude-code"]
+    assert listed[0]["command"] == "npm test"
+    gemini = _hook("gemini-cli", db, env, {**_payload(repo, "ls"), "hook_event_name": "BeforeTool",
+                                            "tool_name": "run_shell_command"})
+    assert gemini.returncode == 0 and json.loads(gemini.stdout) == {}
+
+
+@pytest.mark.parametrize("agent,word", [("claude-code", "ask"), ("codex", "deny"), ("gemini-cli", "deny")])
+def test_guard_ask_names_what_would_be_discarded(fleet, tmp_path: Path, agent: str, word: str) -> None:
+    repo, db, env = fleet
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    done = _hook(agent, db, env, _payload(repo, "git reset --hard && git clean -fd"))
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    if agent == "gemini-cli":
+        assert answer["decision"] == word and "would discard 2 uncommitted files" in answer["reason"]
+    else:
+        out = answer["hookSpecificOutput"]
+        assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == word
+        assert "would discard 2 uncommitted files" in out["permissionDecisionReason"]
+        assert "snapshot " in out["permissionDecisionReason"]
+    harmless = _hook(agent, db, env, _payload(repo, "git status"))
+    assert harmless.stdout.strip() in ("", "{}")
+
+
+def test_guard_says_nothing_when_nothing_would_be_lost(fleet, tmp_path: Path) -> None:
+    repo, db, env = fleet
+    git(repo, "stash", "-q", "-u")
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    done = _hook("claude-code", db, env, _payload(repo, "git reset --hard"))
+    assert done.stdout == ""
+
+
+def test_a_broken_fleetdeck_still_lets_the_agent_through(tmp_path: Path) -> None:
+    env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"))
+    repo = init_repo(tmp_path / "r")
+    done = _hook("claude-code", tmp_path / "missing" / "fleet.db", env, _payload(repo, "git reset --hard"))
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("fleetdeck hook:")
+    garbage = subprocess.run([sys.executable, "-m", "fleet.agenthooks", "claude-code", "--db", str(tmp_path / "x.db")],
+                             input="not json", capture_output=True, text=True, env=env, timeout=30)
+    assert garbage.returncode == 0 and garbage.stdout == "" and garbage.stderr.count("\n") == 1
+    (tmp_path / "settings.toml").write_text("[snapshots]\nbogus = 1\n")
+    bad_settings = _hook("gemini-cli", tmp_path / "x.db", env, _payload(repo, "ls"))
+    assert bad_settings.returncode == 0 and json.loads(bad_settings.stdout) == {}
+
+
+DESTROY = {"reset_hard": ["git", "reset", "-q", "--hard"], "checkout_dot": ["git", "checkout", "-q", "--", "."],
+           "restore_dot": ["git", "restore", "."], "clean_fd": ["git", "clean", "-fdq"],
+           "rm_rf": ["rm", "-rf", "src"], "stash_drop": ["sh", "-c", "git stash -q -u && git stash drop -q"]}
+
+
+@pytest.mark.parametrize("how", sorted(DESTROY))
+def test_through_the_hook_each_destructive_command_is_undone(fleet, how: str) -> None:
+    repo, db, env = fleet
+    write(repo / "src" / "mod.py", "tracked\n")
+    git(repo, "add", "src/mod.py")
+    git(repo, "commit", "-q", "-m", "src")
+    write(repo / "src" / "mod.py", "modified in src\n")
+    write(repo / "build" / "gen.txt", "untracked folder\n")
+    before = {p: (repo / p).read_bytes() for p in ("app.py", "notes.md", "src/mod.py", "build/gen.txt")}
+    command = " ".join(DESTROY[how])
+    assert _hook("claude-code", db, env, _payload(repo, command)).returncode == 0
+    subprocess.run(DESTROY[how], cwd=repo, check=True, capture_output=True)
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    after = take(tree, db, "sweep")
+    assert after["discarded"] is not None and after["discarded"]["agents"] == []
+    hooked = [s for s in snapshots(tree, db) if s["trigger"] == "hook:claude-code"][0]
+    assert hooked["command"] == command
+    restore(tree, db, hooked["id"])
+    assert {p: (repo / p).read_bytes() for p in before} == before
+
+
+def test_cli_hooks_commands(tmp_path: Path) -> None:
+    env = fleetdeck_env(HOME=str(tmp_path / "home"))
+    run = lambda *a: subprocess.run(fleetdeck_argv("--db", str(tmp_path / "fleet.db"), *a), env=env,
+                                    capture_output=True, text=True)
+    installed = run("hooks", "install", "claude-code", "--json")
+    assert installed.returncode == 0, installed.stderr
+    settings = Path(json.loads(installed.stdout)["agents"][0]["settings"])
+    entry = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert "--db" in entry["command"] and str(tmp_path / "fleet.db") in entry["command"]
+    listed = json.loads(run("hooks", "status", "--json").stdout)
+    assert {a["agent"] for a in listed["unsupported"]} >= {"aider", "cursor"}
+    assert run("hooks", "uninstall", "claude-code").returncode == 0
+    assert not settings.exists()
+    assert run("hooks", "install", "aider").returncode == 2      # not a supported agent: a usage error
