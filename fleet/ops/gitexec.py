@@ -7,18 +7,28 @@ run as git itself would run them and keeps the person's environment (ssh-agent, 
 GPG/SSH signing, identity variables). What is still removed are the variables that would point git at
 another repository or index (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, ...), and git never waits for a
 terminal or an editor. Spawning, the timeout (killing the process group) and the output cap are the runner's.
+
+A run with no person behind it (an `auto` policy rule) goes through `neutralized()`: every git call of that
+execution then gets the repository's code overridden (fleet/ops/repocode.py: hooks, programs) on top of the
+read side's guard (filters, diff drivers), and fails closed when the repository's config cannot be read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from contextvars import ContextVar
+from typing import Iterator
 
 from fleet.errors import FleetError
+from fleet.git.config import ConfigError
+from fleet.git.neutralize import guard_for
 from fleet.git.run import DEFAULT_MAX_BYTES, GitError, GitResult, Mode, run_git
 
 EXEC_TIMEOUT = 600.0
 PERSON = Mode(name="person", options=("--no-pager",), config=("color.ui=false", "core.quotePath=false"),
               env=(), neutralize_repo=False)
+_NEUTRAL: ContextVar[bool] = ContextVar("fleetdeck_neutral_exec", default=False)
 # Variables that redirect git to another repository, index or object store: never inherited by a write.
 _REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
               "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
@@ -39,6 +49,39 @@ def person_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def neutralized() -> Iterator[None]:
+    """Every exec_git inside runs no code the repository defines (an `auto` execution)."""
+    token = _NEUTRAL.set(True)
+    try:
+        yield
+    finally:
+        _NEUTRAL.reset(token)
+
+
+def is_neutralized() -> bool:
+    return _NEUTRAL.get()
+
+
+def _neutral_env(cwd: str) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE: the guard's filter and diff-driver overrides, then the repository's hooks
+    and programs (repocode.neutral_config). Command-scope config beats every file."""
+    from fleet.ops.repocode import neutral_config   # repocode reads through fleet.git.run, as a preview does
+
+    try:
+        guard = guard_for(cwd).env
+    except (ConfigError, OSError, ValueError) as exc:
+        raise FleetError("GIT_FAILED", f"refusing to run git: {exc}") from exc
+    count = int(guard.get("GIT_CONFIG_COUNT", "0"))
+    pairs = [(guard[f"GIT_CONFIG_KEY_{i}"], guard[f"GIT_CONFIG_VALUE_{i}"]) for i in range(count)]
+    pairs += neutral_config(cwd)
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
 def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check: bool = True,
              input_bytes: bytes | None = None, extra_env: dict[str, str] | None = None,
              max_bytes: int = DEFAULT_MAX_BYTES, literal: bool = True) -> GitResult:
@@ -49,6 +92,8 @@ def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check:
     path from an agent may ask for (`stash -u` passes `:/` to its own internal clean).
     """
     env = person_env(extra_env)
+    if _NEUTRAL.get():
+        env.update(_neutral_env(cwd))
     if literal:
         env["GIT_LITERAL_PATHSPECS"] = "1"
     try:

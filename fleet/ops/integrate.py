@@ -20,6 +20,7 @@ from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commits_between, is_ancestor, known_args,
                              short_ref, string)
+from fleet.ops.repocode import driver_paths
 from fleet.ops.state import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight
 
@@ -65,7 +66,7 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
                           f"{short_ref(head_ref)}" + (" (fast-forward)" if flight["result"] == "fast_forward" else ""),
                "mode": mode, "source": source, "source_sha": sha, "branch": short_ref(head_ref), "from": head,
                "commits_arriving": arriving["commits"], "commits_truncated": arriving["truncated"],
-               "preflight": {k: flight[k] for k in ("result", "conflicted_paths", "conflict_count", "merge_base")},
+               "preflight": _with_drivers(ctx.repo, flight, head, sha),
                "rewrites_history": False,
                "files_changing": [p for p in text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z",
                                                                   head, sha, "--"]).stdout).split("\0") if p][:200]}
@@ -76,6 +77,23 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
     return Plan({"source": source, "sha": sha, "mode": mode, "message": message or default}, preview,
                 refs=[head_ref], moves=[head_ref], policy_refs=[short_ref(head_ref), source],
                 policy_paths=preview["files_changing"])
+
+
+def _with_drivers(repo: str, flight: dict, head: str, sha: str) -> dict:
+    """The preflight as the preview shows it. git's built-in merge (what the preflight runs, in a throwaway
+    repository) is not what runs for a path whose merge a custom driver decides: then it says so
+    (`unknown`, naming the paths and drivers) instead of predicting a result the execution may not have."""
+    shown = {k: flight[k] for k in ("result", "conflicted_paths", "conflict_count", "merge_base")}
+    if flight["result"] == "fast_forward":
+        return shown
+    drivers = driver_paths(repo, flight["merge_base"], head, sha)
+    if drivers:
+        names = ", ".join(f"`{n}`" for n in sorted(set(drivers.values())))
+        shown.update(result="unknown", builtin_result=flight["result"], driver_paths=sorted(drivers)[:200],
+                     note=f"merge driver {names} decides {len(drivers)} file(s) both sides changed "
+                          f"({', '.join(sorted(drivers)[:5])}); the preflight runs git's own merge and "
+                          "cannot predict what that driver will do")
+    return shown
 
 
 def run_merge(ctx: Ctx, args: dict) -> dict:
@@ -157,6 +175,13 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
                                          "flatten it: rebase it in a terminal")
     replayed = commits_between(ctx.repo, sha, head, limit=MAX_REPLAY)
     flight = replay_preflight(ctx.repo, sha, head)
+    base = text(run(ctx.repo, ["merge-base", head, sha], check=False).stdout).strip() or None
+    drivers = driver_paths(ctx.repo, base, head, sha)
+    if drivers:
+        flight = {**flight, "result": "unknown", "builtin_result": flight["result"],
+                  "driver_paths": sorted(drivers)[:200],
+                  "note": f"merge driver(s) {', '.join(sorted(set(drivers.values())))} decide files both sides "
+                          "changed; the replay uses git's own merge and cannot predict them"}
     preview = {"summary": f"rebase {short_ref(head_ref)} ({len(replayed['commits'])} commit(s)) onto {onto} "
                           f"({sha[:12]})", "branch": short_ref(head_ref), "from": head, "onto": onto,
                "onto_sha": sha, "commits_replayed": replayed["commits"], "rewrites_history": True,

@@ -14,30 +14,20 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.run import run, text
+from fleet.ops.anchor import new_folder
 from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, short_ref, string)
 from fleet.ops.state import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.repo.scope import root_of
 
 
 # --- worktree ---------------------------------------------------------------------------------------------
 
 def preview_worktree(ctx: Ctx, args: dict) -> Plan:
     known_args("worktree", args, {"path", "branch", "new_branch"})
-    path = string(args, "path")
-    if not os.path.isabs(path) or any(ord(c) < 32 for c in path):
-        raise FleetError("BAD_PATH", "path must be an absolute path without control characters")
-    parent = os.path.realpath(os.path.dirname(os.path.normpath(path)))
-    if root_of(parent, ctx.index.roots()) is None:
-        raise FleetError("BAD_PATH", f"{path!r} is not inside a fleet root")
-    target = os.path.join(parent, os.path.basename(os.path.normpath(path)))
-    if os.path.lexists(target):
-        raise FleetError("BAD_PATH", f"{target} already exists")
-    if not os.path.isdir(parent):
-        raise FleetError("BAD_PATH", f"{parent} is not a directory")
+    target = new_folder(ctx.index.roots(), string(args, "path"))
     new = flag(args, "new_branch")
     ref = local_branch(ctx.repo, string(args, "branch"), "branch")
     _, head = head_state(ctx.repo)
@@ -61,6 +51,9 @@ def preview_worktree(ctx: Ctx, args: dict) -> Plan:
 
 
 def run_worktree(ctx: Ctx, args: dict) -> dict:
+    # Re-resolved right before git runs: a parent swapped for a symlink since the preview leads elsewhere.
+    if new_folder(ctx.index.roots(), args["path"], "STALE") != args["path"]:
+        raise FleetError("STALE", f"{args['path']} now resolves elsewhere than the preview showed")
     if args["new_branch"]:
         exec_git(ctx.repo, ["worktree", "add", "-q", "-b", args["branch"], args["path"], args["start"]])
     else:

@@ -11,13 +11,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import cleanup, coreops, integrate, partsops, patchops, planop, proposals, remote, restore
+from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, partsops, patchops, planop, proposals
+from fleet.ops import remote, repocode, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.model import Ctx, Op, Plan
@@ -150,14 +152,15 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     ctx = Ctx(found.path, agent, index)
     plan: Plan = OPS[op].preview(ctx, args)
     risk = risk_of(op, plan.args)
+    code = repocode.inventory(found.path)
     if by_person:
         decision = Decision("approve", None, "the person's own request")
     else:
-        decision = decide(policy, agent, op, found.path, _repo_name(index, found.path), plan.policy_refs,
-                          plan.policy_paths, risk)
+        decision = _without_repo_code(decide(policy, agent, op, found.path, _repo_name(index, found.path),
+                                             plan.policy_refs, plan.policy_paths, risk), op, plan.args, code)
     preview = {"op": op, "risk": risk, "destructive": info.destructive, "undoable": info.undoable,
                **plan.preview, "other_agents": _other_agents(index, found.path, agent, plan.policy_paths),
-               "policy": decision.as_dict()}
+               "repo_code": code, "policy": decision.as_dict()}
     if decision.action == "deny":
         raise FleetError("POLICY_DENIED", f"the policy refuses this {op}: {decision.why}")
     if dry_run:
@@ -165,7 +168,8 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
                 "proposal_id": None, "approve_url": None, "next_action": None, "expires_at": None}
     preview["_plan"] = {"args": plan.args, "refs": plan.refs, "moves": plan.moves, "paths": plan.paths,
                         "untracked_content": plan.untracked_content, "undo": plan.undo}
-    preview["_pins"] = pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head)
+    preview["_pins"] = {**pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head),
+                        "anchor": anchor.identity(found.path), "repo_code": repocode.digest(code)}
     now = time.time()
     row = {"id": proposals.new_id(), "op": op, "repo": found.path, "agent": agent, "reason": reason,
            "args": args, "args_fingerprint": proposals.fingerprint(request), "idempotency_key": key,
@@ -176,6 +180,17 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
         approve(index, stored["id"], "policy")
         stored = proposals.get(index, stored["id"])
     return summary(index, stored, replayed)
+
+
+def _without_repo_code(decision: Decision, op: str, args: dict, code: list[dict]) -> Decision:
+    """An `auto` decision stays auto only when the op can run without the repository's code and still do
+    what the preview shows (fleet/ops/repocode.py says which code that is)."""
+    blockers = repocode.auto_blockers(op, args, code) if decision.action == "auto" else []
+    if not blockers:
+        return decision
+    return Decision("approve", decision.rule, f"{decision.why}; but this repository defines "
+                                              f"{repocode.describe(blockers)}, which git would run: a person "
+                                              "approves it")
 
 
 # --- deciding ----------------------------------------------------------------------------------------------
@@ -229,7 +244,18 @@ def execute(index: Index, proposal_id: str) -> dict:
     internal = row["preview"]
     plan, pins, repo = internal["_plan"], internal["_pins"], row["repo"]
     ctx = Ctx(repo, row["agent"], index, proposal_id)
+    neutral = row.get("decided_by") == "policy"     # no person: the repository's code does not run
+    with (gitexec.neutralized() if neutral else contextlib.nullcontext()):
+        return _execute(index, row, ctx, plan, pins, neutral)
+
+
+def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral: bool) -> dict:
+    proposal_id, repo = row["id"], row["repo"]
     try:
+        anchor.check(index, repo, pins.get("anchor"))
+        if pins.get("repo_code") != repocode.digest(repocode.inventory(repo)):
+            raise FleetError("STALE", "the code this repository defines (hooks, filters, drivers, programs) "
+                                      "changed since the preview")
         revalidate(repo, pins)
     except FleetError as exc:
         return _finish(index, proposal_id, "failed", error=f"{exc.code}: {exc.message}",
@@ -240,6 +266,7 @@ def execute(index: Index, proposal_id: str) -> dict:
         return _finish(index, proposal_id, "failed", error=f"{exc.code}: restore point not taken, nothing "
                                                            f"ran: {exc.message}", result={"touched": False})
     _set(index, proposal_id, restore_point=proposal_id)
+    seen = observe.before(repo)
     try:
         result = OPS[row["op"]].run(ctx, plan["args"])
         status, error = "completed", None
@@ -247,6 +274,8 @@ def execute(index: Index, proposal_id: str) -> dict:
         result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:],
                   "stdout": getattr(exc, "stdout", "")[-2000:], **getattr(exc, "partial", {})}
         status, error = "failed", f"{exc.code}: {exc.message}"
+    if isinstance(result, dict):
+        result.update(observe.report(repo, seen, public_preview(row) or {}, neutral))
     undo_steps = result.pop("undo", {}) if isinstance(result, dict) else {}
     try:
         restore.record_after(index, proposal_id, pin(repo, [*plan["refs"], *plan["moves"]], None), undo_steps)

@@ -38,7 +38,7 @@ def read_status(repo: str, paths: list[str] | None = None) -> tuple[Status, byte
     return parse_status(data), data
 
 
-def _content_hash(full: str) -> str:
+def content_hash(full: str) -> str:
     try:
         if os.path.islink(full):
             return "link:" + os.readlink(full)
@@ -62,7 +62,7 @@ def tree_fingerprint(repo: str, paths: list[str] | None = None) -> str:
     for entry in status.entries:
         for path in filter(None, (entry.path, entry.orig_path)):
             digest.update(b"\0" + path.encode("utf-8", "surrogateescape") + b"\0")
-            digest.update(_content_hash(os.path.join(repo, path)).encode("utf-8", "surrogateescape"))
+            digest.update(content_hash(os.path.join(repo, path)).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
