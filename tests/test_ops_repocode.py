@@ -324,3 +324,27 @@ def test_a_repo_replaced_by_another_at_the_same_path_is_not_written(fleet):
     assert done["status"] == "failed" and done["error"].startswith("STALE"), done["error"]
     assert "changed identity" in done["error"]
     assert git(repo, "diff", "--cached", "--name-only") == ""
+
+
+# --- 5. shown to the person: `proposals show` and the dashboard's proposal page -------------------------
+
+def test_proposals_show_and_the_dashboard_say_what_the_repository_defines(fleet, capsys):
+    from starlette.testclient import TestClient
+
+    from fleet.cli import main as cli_main
+    from tests.test_ops_web import BASE, TOKEN
+    from web.app import create_app
+
+    repo = _driver_repo(fleet)
+    fleet["tmp"].joinpath("policy.toml").write_text("")
+    pid = _propose(fleet, repo, "merge", {"source": "topic"})["proposal_id"]
+    capsys.readouterr()
+    assert cli_main(["--db", str(fleet["tmp"] / "fleet.db"), "proposals", "show", pid]) == 0
+    shown = capsys.readouterr().out
+    assert "this repository defines: pre-commit hook, " in shown
+    assert "merge driver `evil` for *.ini" in shown and "smudge filter `x` for *.bin" in shown
+    with TestClient(create_app(fleet["tmp"] / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
+        assert c.get(f"/?token={TOKEN}").status_code == 303
+        page = c.get(f"/proposals/{pid}").text
+    block = page.split('id="repo-code-title"', 1)[1].split("</section>", 1)[0]
+    assert "pre-commit" in block and "merge driver <code>evil</code>" in block and "*.ini" in block

@@ -14,6 +14,7 @@ from fleet.errors import FleetError
 from fleet.ops import policy as policy_mod
 from fleet.ops import proposals
 from fleet.ops.catalog import OPS, risk_of
+from fleet.ops.repocode import describe as describe_code
 from fleet.views.safe import visible
 
 
@@ -58,6 +59,8 @@ def _describe(row: dict) -> str:
         lines.append(f"  warning: {preview['warning']}")
     if preview.get("rewrites_history"):
         lines.append("  rewrites history")
+    if preview.get("repo_code"):
+        lines.append(f"  this repository defines: {describe_code(preview['repo_code'])}")
     for key in ("files", "commits_leaving", "commits_arriving"):
         for item in (preview.get(key) or [])[:20]:
             shown = item if isinstance(item, str) else (item.get("path") or
@@ -67,6 +70,8 @@ def _describe(row: dict) -> str:
         lines.append(preview["diff"].rstrip("\n"))
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
+    for item in (row.get("result") or {}).get("unexpected_changes") or []:
+        lines.append(f"  unexpected change ({item['where']}): {item['path']}")
     if row.get("result"):
         lines.append(f"  result: {row['result']}")
     if row.get("undone_by"):
