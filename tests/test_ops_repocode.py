@@ -348,3 +348,43 @@ def test_proposals_show_and_the_dashboard_say_what_the_repository_defines(fleet,
         page = c.get(f"/proposals/{pid}").text
     block = page.split('id="repo-code-title"', 1)[1].split("</section>", 1)[0]
     assert "pre-commit" in block and "merge driver <code>evil</code>" in block and "*.ini" in block
+
+
+def test_the_persons_global_config_stays_trusted_under_auto(fleet):
+    """git-lfs's filter and a global core.hooksPath are the person's: an auto stage and commit run them,
+    also when the repository repeats the same filter (`git lfs install --local`)."""
+    marker = fleet["marker"]
+    hooks = fleet["tmp"] / "global-hooks"
+    marker_script(hooks / "pre-commit", marker, "trusted-pre-commit")
+    clean = f"touch {marker / 'trusted-clean'}; cat"
+    write(fleet["tmp"] / "config" / "git" / "config",
+          f'[filter "lfs"]\n\tclean = "{clean}"\n\tsmudge = cat\n\trequired = true\n[core]\n\thooksPath = {hooks}\n')
+    repo = init_repo(fleet["root"] / "lfs", commits=1)
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as fh:
+        fh.write(f'[filter "lfs"]\n\tclean = "{clean}"\n\tsmudge = cat\n')     # the same, repeated locally
+    write(repo / ".gitattributes", "*.bin filter=lfs\n")
+    write(repo / "blob.bin", "data\n")
+    _scan(fleet)
+    _clear(marker)
+    staged = _propose(fleet, repo, "stage", {"all": True})
+    assert staged["status"] == "completed" and staged["preview"]["repo_code"] == [], staged["preview"]["repo_code"]
+    assert fired(marker) == ["trusted-clean"]
+    done = _propose(fleet, repo, "commit", {"message": "with lfs"})
+    assert done["status"] == "completed", done["error"]
+    assert "trusted-pre-commit" in fired(marker)
+
+
+def test_a_path_swapped_for_a_symlink_out_of_the_repo_is_stale(fleet):
+    repo = init_repo(fleet["root"] / "paths", commits=1)
+    write(repo / "sub" / "junk.txt", "junk\n")
+    outside = fleet["tmp"] / "precious"
+    write(outside / "junk.txt", "the person's file\n")
+    _scan(fleet)
+    fleet["tmp"].joinpath("policy.toml").write_text("")
+    made = _propose(fleet, repo, "discard", {"paths": ["sub/junk.txt"], "include_untracked": True})
+    shutil.rmtree(repo / "sub")
+    os.symlink(outside, repo / "sub")
+    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    assert done["status"] == "failed" and done["error"].startswith("STALE"), done["error"]
+    assert "leaves the repo through a symlink" in done["error"] and done["result"] == {"touched": False}
+    assert (outside / "junk.txt").read_text() == "the person's file\n"

@@ -168,10 +168,15 @@ def overrides(config: RepoConfig) -> dict[str, str]:
 _TRUSTED: dict[tuple, dict[tuple[bytes, bytes, bytes], bytes]] = {}
 
 
-def _trusted_files() -> list[str]:
+def global_config_files() -> list[str]:
+    """The person's global config files, in the order git reads them (the later wins)."""
     home = os.environ.get("HOME", "")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return ["/etc/gitconfig", os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    return [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+
+
+def _trusted_files() -> list[str]:
+    return ["/etc/gitconfig", *global_config_files()]
 
 
 def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:

@@ -153,11 +153,19 @@ def git_out(cwd: str | os.PathLike[str], args: list[str], **kwargs) -> bytes:
 
 
 def trusted_config_listing() -> bytes:
-    """`git config -z --list --includes` of the person's system and global config only (no repository)."""
-    listing = b""
-    for scope in ("--system", "--global"):
-        listing += run_git(os.sep, ["config", scope, "--includes", "-z", "--list"], ok_codes=(0, 1),
-                           mode=_TRUSTED_LOOKUP).stdout
+    """`git config -z --list --includes` of the person's system and global config only (no repository).
+
+    The two global files are listed one by one, in git's order: `git config --global` of git before 2.46
+    reads only `~/.gitconfig` when it exists, though every other git command reads `$XDG_CONFIG_HOME/git/
+    config` before it."""
+    from fleet.git.neutralize import global_config_files
+
+    listing = run_git(os.sep, ["config", "--system", "--includes", "-z", "--list"], ok_codes=(0, 1),
+                      mode=_TRUSTED_LOOKUP).stdout
+    for path in global_config_files():
+        if os.path.isfile(path):
+            listing += run_git(os.sep, ["config", "--file", path, "--includes", "-z", "--list"],
+                               ok_codes=(0, 1), mode=_TRUSTED_LOOKUP).stdout
     return listing
 
 

@@ -15,7 +15,7 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.revs import git_dirs
-from fleet.repo.scope import root_of
+from fleet.repo.scope import resolve_file_in_repo, root_of
 
 
 def _ident(path: str) -> list[int] | None:
@@ -33,8 +33,9 @@ def identity(repo: str) -> dict:
             "common_dir": _ident(common)}
 
 
-def check(index, repo: str, pinned: dict | None) -> None:
-    """STALE when the repository left the roots or is not the one the preview pinned (re-resolved now)."""
+def check(index, repo: str, pinned: dict | None, paths: list[str] | None = None) -> None:
+    """STALE when the repository left the roots or is not the one the preview pinned, or when one of the
+    repo-relative `paths` the op targets now leads out of it through a symlink (all re-resolved now)."""
     from fleet.repo.target import resolve_target
 
     if pinned is None:
@@ -55,6 +56,11 @@ def check(index, repo: str, pinned: dict | None) -> None:
     if moved:
         raise FleetError("STALE", "the repository changed identity since the preview (another "
                                   f"{', '.join(moved)} at the same path)")
+    for rel in paths or []:
+        try:
+            resolve_file_in_repo(repo, rel)
+        except FleetError as exc:
+            raise FleetError("STALE", f"since the preview, {exc.message}") from None
 
 
 def _is_git_dir(folder: str) -> bool:

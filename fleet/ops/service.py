@@ -252,7 +252,7 @@ def execute(index: Index, proposal_id: str) -> dict:
 def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral: bool) -> dict:
     proposal_id, repo = row["id"], row["repo"]
     try:
-        anchor.check(index, repo, pins.get("anchor"))
+        anchor.check(index, repo, pins.get("anchor"), plan["paths"])
         if pins.get("repo_code") != repocode.digest(repocode.inventory(repo)):
             raise FleetError("STALE", "the code this repository defines (hooks, filters, drivers, programs) "
                                       "changed since the preview")
