@@ -132,6 +132,8 @@ def test_worktree_swapped_outside_the_roots_after_the_proposal_is_refused_at_exe
     _scan(fleet)
     outside = fleet["tmp"] / "outside"
     outside.mkdir()
+    direct = {"path": str(outside / "wt"), "branch": "side", "new_branch": True}
+    assert _code(_propose, fleet, attacker, "worktree", direct) == "BAD_PATH"
     (fleet["root"] / "parent").mkdir()
     fleet["tmp"].joinpath("policy.toml").write_text("")
     made = _propose(fleet, attacker, "worktree", {"path": str(fleet["root"] / "parent" / "wt"),

@@ -104,7 +104,7 @@ def program_default(key: str) -> str | None:
 
 # --- the inventory ---------------------------------------------------------------------------------------
 
-def hooks_dir(cwd: str, config: RepoConfig) -> tuple[str | None, bool]:
+def hooks_dir(cwd: str, config: RepoConfig) -> tuple[str, bool]:
     """(the folder git looks hooks up in, whether the repository chose it): the repository's
     `core.hooksPath`, else the person's, else the common git dir's `hooks`."""
     own = [v for k, v in config.repo if k == "core.hookspath" and v is not None]
@@ -127,7 +127,7 @@ def _expand(path: str, top: str) -> str:
 
 def repo_hooks(cwd: str, config: RepoConfig) -> list[str]:
     folder, chosen_by_repo = hooks_dir(cwd, config)
-    if not chosen_by_repo or folder is None:
+    if not chosen_by_repo:
         return []
     return [name for name in HOOKS
             if os.path.isfile(os.path.join(folder, name)) and os.access(os.path.join(folder, name), os.X_OK)]
@@ -157,11 +157,11 @@ def _patterns(lines: list[str], attribute: str, name: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def inventory(cwd: str, config: RepoConfig | None = None) -> list[dict]:
+def inventory(cwd: str) -> list[dict]:
     """Everything the repository at `cwd` defines that git could run, as the preview shows it:
     `[{kind: hook|filter|merge driver|diff driver|program, name, ...}]`. A key set to the very value the
     person's own config gives it (`git lfs install --local`) is the person's, not listed."""
-    config = config or read_config(cwd)
+    config = read_config(cwd)
     items: list[dict] = [{"kind": "hook", "name": name} for name in repo_hooks(cwd, config)]
     drivers: dict[tuple[str, str], list[str]] = {}
     for key, value in config.repo:
@@ -248,12 +248,12 @@ def _moves_content(op: str, args: dict) -> bool:
 
 def neutral_config(cwd: str) -> list[tuple[str, str]]:
     """Command-scope config for an `auto` run in `cwd`: hooks only from the person's own `core.hooksPath`
-    (else nowhere), no fsmonitor, and every program key the repository sets given the person's value or
+    (else nowhere), no fsmonitor, no `ext::` transport (a command in a URL), and every program key the repository sets given the person's value or
     the harmless default. Filters and diff drivers are overridden by the read side's guard as well."""
     config = read_config(cwd)
     person_hooks = config.trusted_values("core.hookspath")
     pairs = [("core.hooksPath", _expand(person_hooks[-1], _top(cwd)) if person_hooks else os.devnull),
-             ("core.fsmonitor", "false"), ("diff.external", "")]
+             ("core.fsmonitor", "false"), ("diff.external", ""), ("protocol.ext.allow", "never")]
     done: set[str] = {"core.fsmonitor", "diff.external"}
     for key, _ in config.repo:
         default = program_default(key)
