@@ -57,7 +57,8 @@ VISITS: dict[str, dict[str, Visit]] = {
     "repo": {state: repo_visit(state) for state in REPO_STATES},
     "proposal": {"pending-stage": lambda f: f"/proposals/{f[2]['proposals']['stage']}",
                  "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}",
-                 "undone": lambda f: f"/proposals/{f[2]['proposals']['undone']}"},
+                 "undone": lambda f: f"/proposals/{f[2]['proposals']['undone']}",
+                 "repo-code": lambda f: f"/proposals/{f[2]['proposals']['repo_code']}"},
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
@@ -103,10 +104,24 @@ def fleet(tmp_path_factory):
                                  "stage the edit")["proposal_id"],
         "discard": service.propose(index, "codex", "discard", dirty, {"paths": ["tracked.txt"]},
                                    "drop the edit")["proposal_id"],
-        "undone": _undone(index, str(repos["branches"]))}}
+        "undone": _undone(index, str(repos["branches"])),
+        "repo_code": _with_repo_code(index, repos["ahead"])}}
     yield server, index, repos
     index.close()
     server.stop()
+
+
+def _with_repo_code(index, repo) -> str:
+    """A proposal in a repository defining a hook and a filter: its page lists the repository's code."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    with open(repo / ".git" / "config", "a", encoding="utf-8") as fh:
+        fh.write('[filter "strip"]\n\tclean = cat\n')
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("*.ipynb filter=strip\n")
+    return service.propose(index, "claude-code", "branch", str(repo), {"name": "a11y-hooked"},
+                           "a branch where the repository defines code")["proposal_id"]
 
 
 def _undone(index, repo: str) -> str:
