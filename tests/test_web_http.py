@@ -439,3 +439,14 @@ def test_the_agents_page_says_which_presence_switches_are_off(authed: TestClient
                                                               "record_mcp_clients": False, "error": None}
     settings.write_text("[presence\n")
     assert "The settings file does not parse" in authed.get("/fragments/agents").text
+
+
+def test_repo_page_names_the_conflicted_and_changed_files(authed: TestClient, dashboard_fleet) -> None:
+    index, repos = dashboard_fleet
+    page = authed.get(f"/repos/{repo_id(index, repos['conflicted'])}").text
+    conflicted = page.split('data-files="conflicted"', 1)[1].split("</ul>", 1)[0]
+    assert git(repos["conflicted"], "diff", "--name-only", "--diff-filter=U").split() == ["f.txt"]
+    assert "<code>f.txt</code>" in conflicted and "both added" in conflicted  # AA: both branches created it
+    data = authed.get(f"/api/repos/{repo_id(index, repos['dirty'])}").json()["files"]
+    assert [f["path"] for f in data["unstaged"]] == git(repos["dirty"], "diff", "--name-only").split()
+    assert data["untracked"] == git(repos["dirty"], "ls-files", "--others", "--exclude-standard").split()

@@ -5,24 +5,35 @@ from __future__ import annotations
 from fleet.errors import FleetError
 from fleet.index.events import repo_events
 from fleet.git.run import GitError
+from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
 from fleet.index.lost import lost_commits
 from fleet.repo.record import iso
 
 
+FILES_SHOWN = 50  # per list (conflicted, staged, modified, untracked); the page gives the full counts
+
+
 def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
                 commits: int = 15, events: int = 60) -> dict | None:
-    """The full record plus its reasons, recent commits, event timeline and the agents present, or None."""
+    """The full record plus its reasons, recent commits, the working tree's files (read from git now, like the
+    history: the record holds only counts), event timeline and the agents present, or None."""
     record = index.repo(key)
     if record is None:
         return None
     history: dict = {"commits": [], "truncated": False, "omitted_count": 0}
     history_error = None
+    files = None
     if not record.get("gone"):
         try:
             history = repo_history(record["path"], limit=commits, count_omitted=True)  # the page says how many
         except (FleetError, GitError) as exc:
             history_error = exc.message
+        if not record.get("bare"):
+            try:
+                files = repo_status(record["path"], FILES_SHOWN)
+            except (FleetError, GitError) as exc:
+                files = {"error": exc.message}
     return {
         "repo": record,
         "reasons": record.get("reasons") or [],
@@ -31,6 +42,7 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
         "timeline": timeline(index, record["id"], events),
         "agents": [r for r in (presence_rows or []) if r["repo"] == record["path"]],
         "history_error": history_error,
+        "files": files,
     }
 
 
