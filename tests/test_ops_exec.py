@@ -212,3 +212,22 @@ def test_an_undone_proposal_is_undone_and_an_undone_undo_brings_it_back(ops_flee
     back = service.show(index, done["id"])
     assert (back["status"], back["undone_by"], back["result"]) == ("completed", None, done["result"])
     assert service.show(index, undo["id"])["undone_by"] == redo["id"]
+
+
+def test_undo_writes_reflog_messages_the_timeline_reads(ops_fleet):
+    """An undo's ref moves carry `fleetdeck: undo <id>` in the reflogs (git is the oracle), so the timeline
+    shows a named reset, never a blank `other` row."""
+    from fleet.index.scan import refresh_repo
+    from fleet.repo.detail import timeline
+
+    index, work = ops_fleet["index"], ops_fleet["work"]
+    git(work, "add", "README.md")
+    done = run(ops_fleet, "commit", {"message": "docs: edit readme"})
+    service.undo(index, done["id"], "cli")
+    for ref in ("HEAD", "refs/heads/main"):
+        assert git(work, "reflog", "-1", "--format=%gs", ref).strip() == f"fleetdeck: undo {done['id']}", ref
+    refresh_repo(index, str(work))
+    events = timeline(index, index.repo(str(work))["id"])
+    mine = [e for e in events if e["message"] == f"fleetdeck: undo {done['id']}"]
+    assert mine and {e["kind"] for e in mine} == {"reset"}
+    assert not [e for e in events if e["kind"] == "other" and not e["message"]]

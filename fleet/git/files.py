@@ -386,7 +386,7 @@ _KIND_PREFIXES = (
     ("commit (amend)", "amend"), ("commit (merge)", "merge"), ("merge ", "merge"), ("commit", "commit"),
     ("checkout:", "checkout"), ("pull", "pull"), ("reset:", "reset"), ("rebase", "rebase"),
     ("cherry-pick", "cherry_pick"), ("revert", "revert"), ("branch:", "branch"), ("Branch: renamed", "branch"),
-    ("fetch", "fetch"),
+    ("fetch", "fetch"), ("fleetdeck: undo", "reset"),
 )
 # One alternation, tried in the table's order (first match wins).
 _KIND_ALTERNATION = "|".join(re.escape(prefix) for prefix, _ in _KIND_PREFIXES)

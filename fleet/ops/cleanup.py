@@ -146,7 +146,8 @@ def undo_branch_delete(result: dict) -> dict:
     if taken:
         raise FleetError("STALE", "cannot undo: these branches exist again: " + ", ".join(taken[:10]))
     for r in deleted:
-        exec_git(r["repo"], ["update-ref", "refs/heads/" + r["branch"], r["tip"], "0" * 40])
+        exec_git(r["repo"], ["update-ref", "-m", "branch: recreated by fleetdeck (undo of a clean-up)",
+                             "refs/heads/" + r["branch"], r["tip"], "0" * 40])
         for key in ("remote", "merge"):
             if r["upstream"].get(key):
                 exec_git(r["repo"], ["config", f"branch.{r['branch']}.{key}", r["upstream"][key]])

@@ -187,6 +187,11 @@ def check_undo(repo: str, point: dict) -> None:
                                                                         "proposal ran")) from None
 
 
+def reflog_message(point_id: str) -> str:
+    """What an undo writes in the reflogs it moves (fleet.git.files reads it as a `reset`)."""
+    return f"fleetdeck: undo {point_id}"
+
+
 def apply(repo: str, point: dict) -> dict:
     """Bring `repo` back to the restore point. Call check_undo first (and take a restore point of now)."""
     undo = point["_undo"]
@@ -197,12 +202,13 @@ def apply(repo: str, point: dict) -> dict:
     updates = []
     for ref, sha in point["refs"].items():
         updates.append(f"update {ref} {sha}\n" if sha else f"delete {ref}\n")
+    why = ["-m", reflog_message(point["restore_point"])]  # the reflog (timeline, digest) says what moved it
     if updates:
-        exec_git(repo, ["update-ref", "--stdin"], input_bytes="".join(updates).encode())
+        exec_git(repo, ["update-ref", *why, "--stdin"], input_bytes="".join(updates).encode())
     if point["head_ref"]:
-        exec_git(repo, ["symbolic-ref", "HEAD", point["head_ref"]])
+        exec_git(repo, ["symbolic-ref", *why, "HEAD", point["head_ref"]])
     elif point["head"]:
-        exec_git(repo, ["update-ref", "--no-deref", "HEAD", point["head"]])
+        exec_git(repo, ["update-ref", *why, "--no-deref", "HEAD", point["head"]])
     exec_git(repo, ["read-tree", "-u", "--reset", point["index_tree"]])
     written = []
     for rel, value in {**keep_now, **point["_saved"]}.items():
