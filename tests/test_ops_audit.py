@@ -34,7 +34,9 @@ def test_propose_approve_execute_and_reject_are_audited(ops_fleet):  # noqa: F81
     mine = [(e["event"], e.get("decision"), e.get("actor")) for e in entries(index)
             if e["proposal_id"] == made["proposal_id"]]
     assert mine == [("proposal.pending", None, None), ("proposal.approved", "approved", "cli"),
-                    ("proposal.executing", None, None), ("proposal.completed", None, None)]
+                    ("proposal.executing", None, "fleetdeck"), ("proposal.completed", None, "fleetdeck")]
+    ran = [e["summary"] for e in entries(index) if e["proposal_id"] == made["proposal_id"]][-1]
+    assert ran == "stage proposal completed (run by fleetdeck: cli approved it)"  # the server ran it, not the agent
     theirs = [(e["event"], e.get("decision"), e.get("actor")) for e in entries(index)
               if e["proposal_id"] == other["proposal_id"]]
     assert theirs[-1] == ("proposal.rejected", "rejected", "dashboard")

@@ -34,6 +34,9 @@ DECISIONS = ("approved", "rejected")  # the states a person (or the policy, for 
 logger = logging.getLogger("fleetdeck.ops")
 TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at", "undone_at")
 DECIDERS = ("dashboard", "cli", "policy", "api")
+# The states fleetdeck's executor puts an approved proposal in: the audit credits them to it, not the agent.
+RUN_BY_SERVER = ("executing", "completed", "failed", "undone")
+SERVER = "fleetdeck"
 
 
 def new_id() -> str:
@@ -141,11 +144,14 @@ def audit_state(index: Index, row: dict) -> None:
         return
     status = row["status"]
     decided = status in DECISIONS
-    actor = (row.get("decided_by") or "policy") if decided else ("expiry" if status == "expired" else None)
+    ran = status in RUN_BY_SERVER and row.get("decided_by") not in (None, "agent")
+    actor = ((row.get("decided_by") or "policy") if decided else "expiry" if status == "expired"
+             else SERVER if ran else None)
+    how = {"expiry": " (its time ran out)", SERVER: f" (run by fleetdeck: {row.get('decided_by')} approved it)"}
     log.record(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
                risk=row.get("risk"), proposal_id=row["id"], actor=actor,
                decision=status if decided else None, result="failed" if status == "failed" else "ok",
-               summary=f"{row['op']} proposal {status}" + (" (its time ran out)" if actor == "expiry" else ""))
+               summary=f"{row['op']} proposal {status}" + how.get(actor or "", ""))
 
 
 def get(index: Index, proposal_id: str) -> dict:
