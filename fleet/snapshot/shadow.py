@@ -3,7 +3,7 @@ snapshots and borrows the repository's objects read-only.
 
 Layout of `<data dir>/snapshots/<key>/`:
 - `objects/`, `refs/snapshots/<id>`: the snapshots, one commit each, kept alive by their own ref;
-- `worktree`: the working tree's path (the key is a hash of it);
+- `worktree`: the working tree's path (the key is a hash of it); `borrows`: the repository's object folder;
 - `log.jsonl`: one line of metadata per snapshot, appended after its ref exists (the fast listing);
 - `lock`: held while a snapshot is taken, pruned or restored, so two processes never interleave.
 
@@ -172,22 +172,23 @@ def open_shadow(root: Path, worktree: str, repo_objects: str, *, create: bool = 
     for sub in ("objects/info", "objects/pack", "refs/snapshots", "refs/heads", "refs/tags"):
         (folder / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
     (folder / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
-                                   "\tlogAllRefUpdates = false\n[gc]\n\tauto = 0\n", encoding="ascii")
+                                   "\tlogAllRefUpdates = false\n[gc]\n\tauto = 0\n\tpackRefs = false\n", encoding="ascii")
     (folder / "worktree").write_text(worktree + "\n", encoding="utf-8", errors="surrogateescape")
+    (folder / "borrows").write_text(repo_objects + "\n", encoding="utf-8", errors="surrogateescape")
     (folder / "HEAD").write_text("ref: refs/heads/main\n", encoding="ascii")
     return shadow
 
 
 def shadows(root: Path) -> list[Shadow]:
-    """Every shadow store under `root` (for budgets across the fleet), each with the objects it borrows
-    unknown (pruning and size need none)."""
+    """Every shadow store under `root` (for budgets across the fleet), with the objects each borrows."""
     if not root.is_dir():
         return []
     out = []
     for folder in sorted(root.iterdir()):
         try:
             worktree = (folder / "worktree").read_text(encoding="utf-8", errors="surrogateescape").strip()
+            borrows = (folder / "borrows").read_text(encoding="utf-8", errors="surrogateescape").strip()
         except OSError:
             continue
-        out.append(Shadow(folder, worktree, ""))
+        out.append(Shadow(folder, worktree, borrows))
     return out

@@ -35,6 +35,7 @@ from fleet.git.run import GitError, run_git
 from fleet.snapshot.compare import discarded_between
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
+from fleet.snapshot.retention import due, prune_store
 from fleet.snapshot.shadow import Shadow, WorkTree, store_for
 from fleet.repo.record import iso
 
@@ -75,7 +76,10 @@ def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agent
     _refuse_sha256(tree)
     shadow = store_for(tree, db_path, create=True)
     with shadow.locked():
-        return take_locked(shadow, tree, settings, trigger, agents=agents, command=command, now=now)
+        made = take_locked(shadow, tree, settings, trigger, agents=agents, command=command, now=now)
+    if not made["unchanged"] and due(shadow, made["t"]):     # thinned at most once an hour, never mid-snapshot
+        prune_store(shadow, settings, made["t"])
+    return made
 
 
 def take_locked(shadow: Shadow, tree: WorkTree, settings: dict, trigger: str, *, agents: list[str] = (),
