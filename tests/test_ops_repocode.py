@@ -390,3 +390,25 @@ def test_a_path_swapped_for_a_symlink_out_of_the_repo_is_stale(fleet):
     assert done["status"] == "failed" and done["error"].startswith("STALE"), done["error"]
     assert "leaves the repo through a symlink" in done["error"] and done["result"] == {"touched": False}
     assert (outside / "junk.txt").read_text() == "the person's file\n"
+
+
+def test_ordinary_runs_report_no_unexpected_change(fleet):
+    """Without hooks, what the preview listed is all that changes: no false alarm on any everyday op."""
+    fleet["tmp"].joinpath("policy.toml").write_text("")
+    repo = init_repo(fleet["root"] / "plain", commits=2)
+    git(repo, "branch", "topic", "HEAD~1")
+    git(repo, "switch", "-q", "topic")
+    commit_file(repo, "topic.txt", "t\n")
+    git(repo, "switch", "-q", "main")
+    write(repo / "README.md", "edited\n")
+    write(repo / "new.txt", "new\n")
+    _scan(fleet)
+    for op, args in [("stage", {"all": True}), ("commit", {"message": "both"}), ("checkout", {"ref": "topic"}),
+                     ("checkout", {"ref": "main"}), ("merge", {"source": "topic"}),
+                     ("reset", {"mode": "hard", "target": "HEAD~1"}), ("branch", {"name": "x", "checkout": True})]:
+        made = _propose(fleet, repo, op, args)
+        done = service.approve(fleet["index"], made["proposal_id"], "cli")
+        assert done["status"] == "completed", (op, done["error"])
+        assert done["result"]["unexpected_changes"] == [], (op, done["result"]["unexpected_changes"])
+    restored = service.undo(fleet["index"], made["proposal_id"], "cli")
+    assert restored["result"]["unexpected_changes"] == [], restored["result"]

@@ -41,11 +41,15 @@ def _state(repo: str) -> dict:
     return {"head": head, "entries": entries}
 
 
-def _listed(preview: dict) -> tuple[set[str], list[str]]:
-    """(the paths a preview names, the commits it names as where HEAD or the tree is going)."""
+def _listed(preview: dict) -> tuple[set[str], list[str], bool]:
+    """(the paths a preview names, the commits it names as where HEAD or the tree is going, whether its
+    lists are whole: a list cut for display, `files_changing` of `files_changing_count`, is not)."""
     paths: set[str] = set()
     commits: list[str] = []
+    whole = True
     for key in _PATH_LISTS:
+        if isinstance(preview.get(f"{key}_count"), int) and preview[f"{key}_count"] > len(preview.get(key) or []):
+            whole = False
         for item in preview.get(key) or []:
             if isinstance(item, str):
                 paths.add(item)
@@ -53,14 +57,16 @@ def _listed(preview: dict) -> tuple[set[str], list[str]]:
                 paths.update(p for p in (item.get("path"), item.get("from")) if isinstance(p, str))
     if isinstance(preview.get("path"), str):
         paths.add(preview["path"])
-    to = preview.get("to")
-    commits += [to] if isinstance(to, str) else [to.get("head")] if isinstance(to, dict) else []
+    for key, field in (("to", "head"), ("head", "restored")):
+        value = preview.get(key)
+        commits.append(value.get(field) if isinstance(value, dict) else value)
     commits += [preview.get(key) for key in _DESTINATIONS]
     for step in preview.get("steps") or []:
-        sub_paths, sub_commits = _listed(step.get("preview") or {})
+        sub_paths, sub_commits, sub_whole = _listed(step.get("preview") or {})
         paths |= sub_paths
         commits += sub_commits
-    return paths, [c for c in commits if isinstance(c, str) and c]
+        whole = whole and sub_whole
+    return paths, [c for c in commits if isinstance(c, str) and c], whole
 
 
 def _changed(repo: str, a: str, b: str) -> list[str]:
@@ -69,8 +75,9 @@ def _changed(repo: str, a: str, b: str) -> list[str]:
 
 
 def unexpected(repo: str, seen: dict, preview: dict) -> list[dict]:
-    """The paths the run changed that the preview never listed."""
-    expected, destinations = _listed(preview)
+    """The paths the run changed that the preview never listed (the work tree's only when the preview's
+    lists are whole; the commits' always, against the destinations' full diffs)."""
+    expected, destinations, whole = _listed(preview)
     now = _state(repo)
     old_head = seen["head"]
     if old_head:
@@ -80,7 +87,7 @@ def unexpected(repo: str, seen: dict, preview: dict) -> list[dict]:
     if old_head and now["head"] and now["head"] != old_head:
         out += [{"path": p, "where": "commit"} for p in _changed(repo, old_head, now["head"]) if p not in expected]
     moved = {p for p in seen["entries"].keys() | now["entries"].keys()
-             if seen["entries"].get(p) != now["entries"].get(p)}
+             if seen["entries"].get(p) != now["entries"].get(p)} if whole else set()
     committed = {item["path"] for item in out}
     out += [{"path": p, "where": "work tree"} for p in sorted(moved) if p not in expected and p not in committed]
     return out[:MAX_REPORTED]
