@@ -15,11 +15,11 @@ from fleet.errors import FleetError
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.fleets.hostile import HOOKS, fired, hostile_repo, marker_script
 
 AUTO_OPS = ["stage", "unstage", "commit", "branch", "checkout", "worktree", "stash", "merge", "patch",
-            "reset"]
+            "reset", "push"]
 
 
 @pytest.fixture
@@ -268,6 +268,11 @@ def test_merge_preflight_does_not_say_clean_when_a_repo_driver_applies(fleet):
     assert fired(fleet["marker"]) == []
     done = service.approve(fleet["index"], made["proposal_id"], "cli")   # the person's merge runs it
     assert "merge-driver" in fired(fleet["marker"]), done
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "switch", "-q", "topic")
+    replay = _propose(fleet, repo, "rebase", {"onto": "main"})["preview"]["preflight"]
+    assert replay["result"] == "unknown" and replay["builtin_result"] == "clean", replay
+    assert replay["driver_paths"] == ["settings.ini"]
 
 
 def test_auto_merge_with_a_repo_merge_driver_waits_for_a_person(fleet):
@@ -412,3 +417,22 @@ def test_ordinary_runs_report_no_unexpected_change(fleet):
         assert done["result"]["unexpected_changes"] == [], (op, done["result"]["unexpected_changes"])
     restored = service.undo(fleet["index"], made["proposal_id"], "cli")
     assert restored["result"]["unexpected_changes"] == [], restored["result"]
+
+
+def test_auto_push_waits_for_a_person_when_a_pre_push_hook_exists(fleet):
+    """git-lfs uploads its objects in pre-push: an auto push without it would publish pointers only."""
+    marker = fleet["marker"]
+    repo = with_upstream(fleet["tmp"], "pushed", ahead=1)
+    shutil.move(str(repo), str(fleet["root"] / "pushed"))
+    repo = fleet["root"] / "pushed"
+    marker_script(repo / ".git" / "hooks" / "reference-transaction", marker, "hook-reference-transaction")
+    _scan(fleet)
+    done = _propose(fleet, repo, "push", {"remote": "origin", "branch": "main"})
+    assert done["status"] == "completed", done["error"]
+    assert fired(marker) == [] and git(repo, "rev-parse", "origin/main") == git(repo, "rev-parse", "main")
+    commit_file(repo, "more.txt", "more\n")
+    marker_script(repo / ".git" / "hooks" / "pre-push", marker, "hook-pre-push")
+    _clear(marker)
+    waiting = _propose(fleet, repo, "push", {"remote": "origin", "branch": "main"})
+    assert waiting["status"] == "pending" and "pre-push hook" in waiting["policy"]["why"], waiting["policy"]
+    assert fired(marker) == []

@@ -22,10 +22,12 @@ preview showed (the index is pinned), and the result says which code did not run
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from dataclasses import dataclass
 
+from fleet.errors import FleetError
 from fleet.git.revs import git_dirs
 from fleet.git.run import run, text
 
@@ -290,7 +292,24 @@ def driver_paths(repo: str, base: str | None, ours: str, theirs: str) -> dict[st
         name = fallback if value == "unspecified" else value
         if name in defined:
             out[path] = name
+    for side in (ours, theirs):   # a rebase checks out the other side first, its attributes apply then
+        try:
+            blob = run(repo, ["cat-file", "blob", f"{side}:.gitattributes"], check=False,
+                       max_bytes=MAX_ATTRIBUTES_BYTES)
+        except FleetError:            # too big to read: any of these paths may go to a driver
+            return {p: out.get(p, "(unknown)") for p in paths}
+        lines = text(blob.stdout).splitlines() if blob.returncode == 0 else []
+        for name in defined:
+            for pattern in _patterns(lines, "merge", name):
+                out.update({p: name for p in paths if p not in out and _attr_match(pattern, p)})
     return out
+
+
+def _attr_match(pattern: str, path: str) -> bool:
+    """A .gitattributes pattern against a path, looser than git (`*` may cross `/`): a driver is never missed."""
+    if "/" not in pattern.rstrip("/"):
+        return fnmatch.fnmatchcase(os.path.basename(path), pattern)
+    return fnmatch.fnmatchcase(path, pattern.lstrip("/"))
 
 
 def _changed(repo: str, a: str, b: str) -> list[str]:
