@@ -2,7 +2,8 @@
 
 Each hook runs `fn(index)` every `every_s` seconds in a worker thread with an index handle of that thread;
 a run still going is never overlapped by the next one; an exception is logged and the hook keeps its
-schedule.
+schedule. A hook that holds something beyond its runs (a thread, a file watch) gives `close`, called once
+when the watcher stops.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class Periodic:
     fn: Callable[[Index], object]
     every_s: float
     name: str = field(default="")
+    close: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         if self.every_s <= 0:
@@ -46,3 +48,9 @@ class PeriodicSchedule:
 
     def done(self, i: int) -> None:
         self._running[i] = False
+
+    def close(self) -> None:
+        """Release what the hooks hold (each `close` once)."""
+        for hook in self.hooks:
+            if hook.close is not None:
+                hook.close()

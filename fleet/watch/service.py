@@ -19,6 +19,7 @@ from typing import AsyncIterator, Awaitable, Callable
 from fleet.errors import FleetError
 from fleet.index.store import Index, open_index
 from fleet.presence.refresh import refresh_presence
+from fleet.snapshot.net import SWEEP_EVERY_S, TICK_EVERY_S, SafetyNet
 from fleet.watch.periodic import Periodic
 from fleet.watch.watcher import Watcher
 
@@ -28,8 +29,12 @@ PRESENCE_EVERY_S = 5.0
 
 
 def fleet_watcher(index: Index, roots: list[str] | None = None, **options) -> Watcher:
-    """A Watcher over `roots` (saved roots when None) with the fleet's periodic hooks."""
-    hooks = [Periodic(refresh_presence, PRESENCE_EVERY_S, name="presence")]
+    """A Watcher over `roots` (saved roots when None) with the fleet's periodic hooks: agent presence, and
+    the safety net's snapshots (sweeps, and the live edits of trees with an agent present)."""
+    net = SafetyNet(index.path)
+    hooks = [Periodic(refresh_presence, PRESENCE_EVERY_S, name="presence"),
+             Periodic(net.sweep, SWEEP_EVERY_S, name="snapshots"),
+             Periodic(net.tick, TICK_EVERY_S, name="live-edits", close=net.close)]
     return Watcher(index, roots, periodic=hooks, **options)
 
 

@@ -276,7 +276,8 @@ class Watcher:
         await self._close_recheck_pool()  # when stopped before the re-check began
         workers = self._workers
         await asyncio.to_thread(lambda: (self._watch.close(),
-                                         workers.shutdown(wait=True, cancel_futures=True) if workers else None))
+                                         workers.shutdown(wait=True, cancel_futures=True) if workers else None,
+                                         self._periodic.close()))
         await asyncio.to_thread(self._write_status, None, {"stopped_at": iso(time.time()), "backlog": 0})
         if self._pool is not None:
             self._pool.close()

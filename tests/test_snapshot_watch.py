@@ -1,0 +1,125 @@
+"""The safety net with the watcher: sweeps see work discarded by real commands, live edits of a tree with an
+agent present are snapshotted once they pause (and during long bursts), and the fleet watcher runs both."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.index.store import open_index
+from fleet.snapshot.net import SafetyNet
+from fleet.snapshot.restore import restore
+from fleet.snapshot.shadow import WorkTree, store_for
+from fleet.snapshot.timeline import discarded_events, snapshots
+from fleet.watch import service
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, init_repo, write
+from tests.fleets.serving import wait_for
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    root = tmp_path / "fleet"
+    repo = init_repo(root / "web")
+    write(repo / "page.html", "<p>committed</p>\n")
+    git(repo, "add", "page.html")
+    git(repo, "commit", "-q", "-m", "page")
+    clean = init_repo(root / "quiet")
+    assert clean.exists()
+    write(repo / "page.html", "<p>an afternoon of work</p>\n")
+    write(repo / "draft.md", "untracked draft\n")
+    db = tmp_path / "fleet.db"
+    settings = tmp_path / "settings.toml"
+    settings.write_text("[snapshots]\npause_s = 1\nmin_interval_s = 2\n")
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
+    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=fleetdeck_env(), check=True,
+                   capture_output=True)
+    return repo, db
+
+
+def _tree(repo: Path) -> WorkTree:
+    return WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+
+
+def test_sweep_snapshots_dirty_trees_and_sees_a_reset_hard(fleet) -> None:
+    repo, db = fleet
+    net = SafetyNet(db)
+    with open_index(db) as index:
+        assert net.sweep(index) >= 1
+        quiet = repo.parent / "quiet"
+        assert store_for(_tree(quiet), db) is not None          # a baseline for every tree
+        assert net.sweep(index) == 0                             # nothing changed: nothing kept
+        git(repo, "reset", "-q", "--hard")
+        git(repo, "clean", "-fdq")
+        assert net.sweep(index) == 1
+    [event] = discarded_events(_tree(repo), db)
+    assert set(event["files"]) == {"page.html", "draft.md"}
+    restore(_tree(repo), db, event["restore_from"])
+    assert (repo / "page.html").read_text() == "<p>an afternoon of work</p>\n"
+    assert (repo / "draft.md").read_text() == "untracked draft\n"
+
+
+def test_live_edits_snapshot_each_pause_and_long_bursts(fleet) -> None:
+    repo, db = fleet
+    net = SafetyNet(db)
+    with open_index(db) as index:
+        net.sweep(index)
+        net.live.want([_tree(repo)])
+        try:
+            time.sleep(0.5)                                      # the watch is up
+            for version in ("one", "two", "three"):
+                write(repo / "page.html", f"<p>{version}</p>\n")
+                wait_for(lambda: net.tick(index) == 1, f"a snapshot of version {version}", 10.0)
+            versions = [store_for(_tree(repo), db).git(["cat-file", "-p", f"{s['id']}:page.html"]).stdout
+                        for s in snapshots(_tree(repo), db)[:3]]
+            assert versions == [b"<p>three</p>\n", b"<p>two</p>\n", b"<p>one</p>\n"]
+            assert [s["trigger"] for s in snapshots(_tree(repo), db)[:3]] == ["watch"] * 3
+            taken, started = 0, time.monotonic()
+            while time.monotonic() - started < 5.0:              # edits every 0.3 s never pause for 1 s
+                write(repo / "page.html", f"<p>{time.monotonic()}</p>\n")
+                taken += net.tick(index)
+                time.sleep(0.3)
+            assert taken >= 2                                    # min_interval_s = 2 still snapshots
+            time.sleep(1.5)
+            net.tick(index)                                      # the burst's last edits
+            write(repo / ".git" / "description", "not a working-tree edit\n")
+            time.sleep(1.5)
+            assert net.tick(index) == 0
+        finally:
+            net.close()
+
+
+def test_the_fleet_watcher_runs_the_safety_net(fleet, monkeypatch) -> None:
+    repo, db = fleet
+    monkeypatch.setattr(service, "SWEEP_EVERY_S", 0.5)
+    index = open_index(db)
+    watcher = service.fleet_watcher(index)
+    assert {"snapshots", "live-edits"} <= {h.name for h in watcher._periodic.hooks}
+    loop = asyncio.new_event_loop()
+    stop: list[asyncio.Event] = []
+
+    def main() -> None:
+        async def go() -> None:
+            stop.append(asyncio.Event())
+            await watcher.run(stop[0])
+        loop.run_until_complete(go())
+
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: store_for(_tree(repo), db) is not None, "the first sweep's snapshot", 30.0)
+        git(repo, "checkout", "-q", "--", ".")
+        wait_for(lambda: discarded_events(_tree(repo), db), "the discarded work seen by a sweep", 30.0)
+        assert discarded_events(_tree(repo), db)[0]["files"] == ["page.html"]
+    finally:
+        wait_for(lambda: stop, "the loop", 5.0)
+        loop.call_soon_threadsafe(stop[0].set)
+        thread.join(20)
+        loop.close()
+        index.close()
+    assert not thread.is_alive()
