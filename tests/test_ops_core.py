@@ -126,6 +126,10 @@ def test_policy_deny_approve_auto(ops_fleet, tmp_path, monkeypatch):
     assert propose(ops_fleet, "stage", {"paths": ["README.md"]})["status"] == "pending"  # not all paths match
     assert _code(propose, ops_fleet, "reset", {"mode": "soft", "target": "HEAD~1"}) == "POLICY_DENIED"
     high = propose(ops_fleet, "commit", {"message": "x", "amend": True, "paths": ["notes.txt"]})
+    assert high["status"] == "pending" and high["policy"]["rule"] is None  # the amended commit has src/app.py
+    git(ops_fleet["work"], "commit", "-q", "-m", "notes")
+    (ops_fleet["work"] / "notes.txt").write_text("more notes\n")
+    high = propose(ops_fleet, "commit", {"message": "x", "amend": True, "paths": ["notes.txt"]})
     assert high["status"] == "pending" and "high-risk" in high["policy"]["why"]
 
 

@@ -43,12 +43,12 @@ def test_a_plan_step_known_only_at_run_time_never_runs_under_a_ref_limited_auto_
         {"op": "commit", "args": {"message": "on main, unseen"}}]})
     assert made["status"] == "pending", made["policy"]
     assert git(work, "rev-parse", "HEAD").strip() == head
-    commit = made["preview"]["steps"][2]
-    assert commit["preview"]["branch"] == "main" and commit["policy"]["action"] == "approve"
+    assert made["preview"]["steps"][2]["preview"]["branch"] == "main" and made["policy"]["action"] == "approve"
 
 
 def test_a_plan_whose_steps_all_match_the_auto_rule_still_runs_at_once(ops_fleet, policy):
-    policy('[[rules]]\nop = ["branch", "stage", "commit", "checkout", "plan"]\nref = "scratch/*"\naction = "auto"\n')
+    policy('[[rules]]\nop = "stage"\npath = "README.md"\naction = "auto"\n\n'
+           '[[rules]]\nop = ["branch", "commit", "plan"]\nref = "scratch/*"\naction = "auto"\n')
     work = ops_fleet["work"]
     made = propose(ops_fleet, "plan", {"steps": [
         {"op": "branch", "args": {"name": "scratch/x", "checkout": True}},

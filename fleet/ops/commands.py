@@ -140,8 +140,9 @@ def cmd_policy(args: argparse.Namespace) -> int:
         raise FleetError("BAD_ARGUMENT", f"unknown operation {args.op!r}; known: {', '.join(sorted(OPS))}")
     loaded = policy_mod.load_policy()
     risk = risk_of(args.op, {"mode": args.mode, "amend": args.amend})
-    decision = policy_mod.decide(loaded, args.agent, args.op, args.repo, args.repo, args.ref or [],
-                                 args.path or [], risk)
+    subject = policy_mod.Subject(args.op, args.repo, args.repo, tuple(args.ref or ()), tuple(args.path or ()),
+                                 True, risk)
+    decision = policy_mod.evaluate(loaded, args.agent, [subject])
     result = {"policy_file": loaded.source, "agent": args.agent, "op": args.op, "repo": args.repo,
               "refs": args.ref or [], "paths": args.path or [], "risk": risk, **decision.as_dict(),
               "settings": loaded.settings}

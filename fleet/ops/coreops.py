@@ -13,8 +13,9 @@ from fleet.errors import FleetError
 from fleet.git.revs import index_base
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commits_between, flag,
-                             inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string)
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commit_paths, commits_between,
+                             flag, inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string,
+                             tree_paths)
 from fleet.ops.state import head_state, read_status, ref_sha
 
 def _need_head(repo: str, op: str) -> tuple[str | None, str]:
@@ -132,9 +133,11 @@ def preview_commit(ctx: Ctx, args: dict) -> Plan:
         preview["amends"] = head
         preview["amended_commit_pushed"] = bool(up) and is_ancestor(ctx.repo, head, up)
     moves = _moved(ctx.repo)
+    rewritten = commit_paths(ctx.repo, [head], max_count=1) if amend else []  # the amended commit's files
     return Plan({"message": message, "paths": paths, "amend": amend}, preview, refs=moves, moves=moves,
                 paths=paths or [], pin_index=not paths, policy_refs=[branch] if branch else [],
-                policy_paths=[e.path for e in files])
+                policy_paths=list(dict.fromkeys([e.path for e in files] + (rewritten or []))),
+                paths_listed=rewritten is not None)
 
 
 def run_commit(ctx: Ctx, args: dict) -> dict:
@@ -305,9 +308,12 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
         preview["uncommitted_changes_discarded"] = _files(lost)
         preview.update(capped_diff(ctx.repo, ["diff-index", "HEAD"]))
     moves = _moved(ctx.repo)
+    dropped = commit_paths(ctx.repo, [head, f"^{target}"])  # the files of the commits it leaves behind
+    touched = [e.path for e in lost] + tree_paths(ctx.repo, head, target) + (dropped or [])
     return Plan({"mode": mode, "target": target}, preview, refs=moves, moves=moves,
                 paths=[] if mode == "soft" else None, pin_index=mode == "soft",
-                policy_refs=[branch] if branch else [], policy_paths=[e.path for e in lost])
+                policy_refs=[branch] if branch else [], policy_paths=list(dict.fromkeys(touched)),
+                paths_listed=dropped is not None)
 
 
 def _names(repo: str, a: str, b: str) -> list[str]:

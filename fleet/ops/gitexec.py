@@ -11,6 +11,9 @@ terminal or an editor. Spawning, the timeout (killing the process group) and the
 A run with no person behind it (an `auto` policy rule) goes through `neutralized()`: every git call of that
 execution then gets the repository's code overridden (fleet/ops/repocode.py: hooks, programs) on top of the
 read side's guard (filters, diff drivers), and fails closed when the repository's config cannot be read.
+
+Inside `scratch_env(...)` (a plan's steps simulated in a scratch copy, fleet/ops/scratch.py) every call gets
+that environment on top: no global or system config, a fixed identity.
 """
 
 from __future__ import annotations
@@ -37,6 +40,20 @@ _REDIRECTS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTOR
               "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_OPTIONAL_LOCKS", "GIT_LITERAL_PATHSPECS",
               "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_TRACE",
               "GIT_NO_LAZY_FETCH")
+
+
+_SCRATCH: ContextVar[tuple[str, dict[str, str]] | None] = ContextVar("fleetdeck_scratch_exec", default=None)
+
+
+@contextlib.contextmanager
+def scratch_env(root: str, env: dict[str, str]) -> Iterator[None]:
+    """Every exec_git inside gets `env` last (it wins over the person's environment and `extra_env`), and
+    refuses to run anywhere but under `root` (a simulation never reaches the repository it copies)."""
+    token = _SCRATCH.set((os.path.realpath(root), env))
+    try:
+        yield
+    finally:
+        _SCRATCH.reset(token)
 
 
 def person_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -91,7 +108,10 @@ def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check:
     Paths are literal (no globs, no `:(magic)`) unless `literal` is False, which only commands taking no
     path from an agent may ask for (`stash -u` passes `:/` to its own internal clean).
     """
-    env = person_env(extra_env)
+    scratch = _SCRATCH.get()
+    if scratch is not None and os.path.commonpath([os.path.realpath(cwd), scratch[0]]) != scratch[0]:
+        raise FleetError("BAD_PATH", f"a simulated step tried to run git outside its scratch copy: {cwd}")
+    env = person_env({**(extra_env or {}), **(scratch[1] if scratch else {})})
     if _NEUTRAL.get():
         env.update(_neutral_env(cwd))
     if literal:

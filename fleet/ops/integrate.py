@@ -18,8 +18,8 @@ from fleet.git.revs import git_dirs
 from fleet.git.run import GitError, run, run_git, text
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commits_between, is_ancestor, known_args,
-                             short_ref, string)
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commit_paths, commits_between, is_ancestor,
+                             known_args, short_ref, string, tree_paths)
 from fleet.ops.repocode import driver_paths
 from fleet.ops.state import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight
@@ -74,9 +74,10 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
         preview["warning"] = (f"the merge would conflict in {flight['conflict_count']} file(s); it will be "
                               "aborted and the proposal fail unless resolved first")
     default = f"Merge {source} into {short_ref(head_ref)}"
+    arriving_paths = commit_paths(ctx.repo, [sha, f"^{head}"])  # the files of every commit it brings in
     return Plan({"source": source, "sha": sha, "mode": mode, "message": message or default}, preview,
                 refs=[head_ref], moves=[head_ref], policy_refs=[short_ref(head_ref), source],
-                policy_paths=preview["files_changing"])
+                policy_paths=arriving_paths or [], paths_listed=arriving_paths is not None)
 
 
 def _with_drivers(repo: str, flight: dict, head: str, sha: str) -> dict:
@@ -197,8 +198,11 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
                         check=False).stdout).strip()
     if upstream and replayed["commits"] and is_ancestor(ctx.repo, replayed["commits"][-1]["sha"], upstream):
         preview["rewrites_pushed_commits"] = True
+    replayed_paths = commit_paths(ctx.repo, [head, f"^{sha}"])  # rewritten, and the tree moves onto `onto`
+    touched = (replayed_paths or []) + tree_paths(ctx.repo, head, sha)
     return Plan({"onto": sha}, preview, refs=[head_ref], moves=[head_ref],
-                policy_refs=[short_ref(head_ref), onto])
+                policy_refs=[short_ref(head_ref), onto], policy_paths=list(dict.fromkeys(touched)),
+                paths_listed=replayed_paths is not None)
 
 
 def run_rebase(ctx: Ctx, args: dict) -> dict:

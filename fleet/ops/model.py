@@ -34,6 +34,9 @@ class Plan:
     policy_paths: list[str] = field(default_factory=list)  # repo-relative paths, for its `path` prefixes
     untracked_content: list[str] = field(default_factory=list)  # untracked files it may delete
     undo: dict = field(default_factory=dict)        # extra undo steps (stash entries) known up front
+    paths_listed: bool = True                       # False: it changes paths policy_paths cannot list
+    subjects: list[dict] = field(default_factory=list)  # more for the policy to judge: plan steps, other repos
+    deferred: str | None = None                     # why some argument is known only at run time (no auto)
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,30 @@ def commits_between(repo: str, exclude: str, include: str, limit: int = 50) -> d
                           include, f"^{exclude}", "--"]).stdout)
     items = [{"sha": rec[:40], "subject": rec[41:]} for rec in raw.split("\0") if rec]
     return {"commits": items[:limit], "truncated": len(items) > limit}
+
+
+MAX_POLICY_PATHS = 10000
+
+
+def commit_paths(repo: str, revs: list[str], max_count: int | None = None) -> list[str] | None:
+    """Every path the commits `revs` select change (each parent of a merge too), for the policy's `path`
+    rules; None when there are more than MAX_POLICY_PATHS (the op then counts as touching unlisted paths)."""
+    count = [f"--max-count={max_count}"] if max_count else []
+    try:
+        data = run(repo, ["log", "-m", "--no-renames", "--name-only", "-z", "--format=", *count, *revs, "--"],
+                   max_bytes=8 << 20).stdout
+    except FleetError as exc:
+        if exc.code == "LIMIT":
+            return None
+        raise
+    paths = list(dict.fromkeys(p.lstrip("\n") for p in text(data).split("\0") if p.lstrip("\n")))
+    return paths if len(paths) <= MAX_POLICY_PATHS else None
+
+
+def tree_paths(repo: str, a: str, b: str) -> list[str]:
+    """The paths that differ between two trees (or commits), uncapped."""
+    return [p for p in text(run(repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", a, b, "--"],
+                                max_bytes=8 << 20).stdout).split("\0") if p]
 
 
 def is_ancestor(repo: str, older: str, newer: str) -> bool:

@@ -24,7 +24,9 @@ reads never load it. Example (also in `fleetdeck policy --help` and the README):
     action = "auto"              # run at once, still recorded, with a restore point, undoable
 
 `ref` and `path` are conservative both ways: a `deny` rule matches when ANY ref/path of the proposal
-matches; an `approve`/`auto` rule only when the proposal names refs/paths and ALL of them match. `auto`
+matches, or when it changes paths it cannot list; an `approve`/`auto` rule only when the proposal names
+refs/paths and ALL of them match. Every plan step and every repository a multi-repo op touches is judged on
+its own: one deny refuses the proposal, and `auto` needs all of them auto. `auto`
 never applies to a high-risk proposal: a rule naming an always-high-risk op (or `op = "*"`) with `auto` is
 invalid, and a proposal made high-risk by its arguments (hard reset, amend) falls back to `approve`.
 """
@@ -178,9 +180,11 @@ def parse_policy(doc: dict, source: str) -> Policy:
     return Policy(source, tuple(rules), settings)
 
 
-def _covers(pattern: str | None, values: list[str], action: str, match) -> bool:
+def _covers(pattern: str | None, values: tuple[str, ...], action: str, match, listed: bool = True) -> bool:
     if pattern is None:
         return True
+    if not listed:  # it touches more than it can name: a deny must assume the worst, an allow cannot vouch
+        return action == "deny"
     if action == "deny":
         return any(match(v, pattern) for v in values)
     return bool(values) and all(match(v, pattern) for v in values)
@@ -191,24 +195,73 @@ def _prefix(path: str, prefix: str) -> bool:
     return not prefix or path == prefix or path.startswith(prefix + "/")
 
 
-def decide(policy: Policy, agent: str, op: str, repo_path: str, repo_name: str | None,
-           refs: list[str], paths: list[str], risk: str) -> Decision:
-    """The first rule that matches this proposal, or the default (a person approves)."""
+@dataclass(frozen=True)
+class Subject:
+    """One thing a proposal does in one repository, as the policy judges it, with its final arguments:
+    the proposal itself, each step of a plan, each repository a multi-repo op touches."""
+    op: str
+    repo_path: str
+    repo_name: str | None = None
+    refs: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    paths_listed: bool = True   # False: it changes paths it cannot list (a `path` deny then matches)
+    risk: str = "low"
+    label: str = ""             # "step 2 (commit)", a repository: said in the decision's why
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "repo": self.repo_path, "repo_name": self.repo_name, "refs": list(self.refs),
+                "paths": list(self.paths), "paths_listed": self.paths_listed, "risk": self.risk,
+                "label": self.label}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Subject":
+        return cls(d["op"], d["repo"], d.get("repo_name"), tuple(d.get("refs", ())), tuple(d.get("paths", ())),
+                   d.get("paths_listed", True), d.get("risk", "low"), d.get("label", ""))
+
+
+def _decide_one(policy: Policy, agent: str, s: Subject) -> Decision:
+    """The first rule that matches this subject, or the default (a person approves)."""
     for rule in policy.rules:
         if not fnmatch.fnmatchcase(agent, rule.agent):
             continue
-        if "*" not in rule.ops and op not in rule.ops:
+        if "*" not in rule.ops and s.op not in rule.ops:
             continue
-        if not (fnmatch.fnmatchcase(repo_path, rule.repo)
-                or (repo_name is not None and fnmatch.fnmatchcase(repo_name, rule.repo))):
+        if not (fnmatch.fnmatchcase(s.repo_path, rule.repo)
+                or (s.repo_name is not None and fnmatch.fnmatchcase(s.repo_name, rule.repo))):
             continue
-        if not _covers(rule.ref, refs, rule.action, fnmatch.fnmatchcase):
+        if not _covers(rule.ref, s.refs, rule.action, fnmatch.fnmatchcase):
             continue
-        if not _covers(rule.path, paths, rule.action, _prefix):
+        if not _covers(rule.path, s.paths, rule.action, _prefix, s.paths_listed):
             continue
-        if rule.action == "auto" and risk == HIGH:
+        if rule.action == "auto" and s.risk == HIGH:
             return Decision("approve", rule.number, f"{rule.describe()}; but this proposal is high-risk, "
                                                     "so a person approves it")
         return Decision(rule.action, rule.number, rule.describe())
     where = f"no rule in {policy.source} matches" if policy.source else "no policy file"
     return Decision("approve", None, f"{where}: a person approves every proposal")
+
+
+def evaluate(policy: Policy, agent: str, subjects: list[Subject], deferred: str | None = None) -> Decision:
+    """The one decision for a proposal (what `fleetdeck policy check`, propose and the executor all use):
+    every subject judged on its own; any deny refuses the whole proposal, any subject a person must approve
+    makes the proposal wait, and `auto` needs every subject auto and nothing `deferred` (an argument known
+    only when it runs)."""
+    judged = [(s, _decide_one(policy, agent, s)) for s in subjects]
+
+    def said(s: Subject, d: Decision) -> Decision:
+        return Decision(d.action, d.rule, f"{s.label}: {d.why}" if s.label and len(judged) > 1 else d.why)
+
+    for action in ("deny", "approve"):
+        for s, d in judged:
+            if d.action == action:
+                return said(s, d)
+    first = judged[0][1]
+    if deferred:
+        return Decision("approve", first.rule, f"{first.why}; but {deferred}, so a person approves it")
+    return first
+
+
+def decide(policy: Policy, agent: str, op: str, repo_path: str, repo_name: str | None,
+           refs: list[str], paths: list[str], risk: str) -> Decision:
+    """One subject's decision (a proposal that touches one repository with everything listed)."""
+    return evaluate(policy, agent, [Subject(op, repo_path, repo_name, tuple(refs), tuple(paths), True, risk)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fleet.errors import FleetError
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Op, Plan, commits_between, flag, is_ancestor, known_args, local_branch, short_ref, string
+from fleet.ops.model import Ctx, Op, Plan, commit_paths, commits_between, flag, is_ancestor, known_args, local_branch, short_ref, string
 from fleet.ops.state import head_state, ref_sha
 from fleet.repo.scope import check_rev
 
@@ -63,9 +63,10 @@ def preview_push(ctx: Ctx, args: dict) -> Plan:
         preview["rewrites_history"] = True
         if not force:
             preview["warning"] = "not a fast-forward: the remote will refuse it (force_with_lease would overwrite)"
+    sent = commit_paths(ctx.repo, [local, f"^{remote_sha}"] if remote_sha else [local, "--not", f"--remotes={remote}"])
     return Plan({"remote": remote, "branch": branch, "local": local, "expected": remote_sha or "",
                  "set_upstream": upstream, "force_with_lease": force}, preview, refs=[ref, tracking], moves=[],
-                paths=[], policy_refs=[branch])
+                paths=[], policy_refs=[branch], policy_paths=sent or [], paths_listed=sent is not None)
 
 
 def _url(repo: str, remote: str) -> str | None:

@@ -23,7 +23,7 @@ from fleet.ops import remote, repocode, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.model import Ctx, Op, Plan
-from fleet.ops.policy import Decision, decide, load_policy
+from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
 from fleet.repo.target import resolve_target
 
@@ -153,11 +153,11 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     plan: Plan = OPS[op].preview(ctx, args)
     risk = risk_of(op, plan.args)
     code = repocode.inventory(found.path)
+    subjects = policy_subjects(index, op, found.path, plan, risk)
     if by_person:
         decision = Decision("approve", None, "the person's own request")
     else:
-        decision = _without_repo_code(decide(policy, agent, op, found.path, _repo_name(index, found.path),
-                                             plan.policy_refs, plan.policy_paths, risk), op, plan.args, code)
+        decision = _without_repo_code(evaluate(policy, agent, subjects, plan.deferred), op, plan.args, code)
     preview = {"op": op, "risk": risk, "destructive": info.destructive, "undoable": info.undoable,
                **plan.preview, "other_agents": _other_agents(index, found.path, agent, plan.policy_paths),
                "repo_code": code, "policy": decision.as_dict()}
@@ -167,7 +167,8 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
         return {"status": "dry_run", "op": op, "repo": found.path, "risk": risk, "preview": preview,
                 "proposal_id": None, "approve_url": None, "next_action": None, "expires_at": None}
     preview["_plan"] = {"args": plan.args, "refs": plan.refs, "moves": plan.moves, "paths": plan.paths,
-                        "untracked_content": plan.untracked_content, "undo": plan.undo}
+                        "untracked_content": plan.untracked_content, "undo": plan.undo,
+                        "policy": {"subjects": [x.as_dict() for x in subjects], "deferred": plan.deferred}}
     preview["_pins"] = {**pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head),
                         "anchor": anchor.identity(found.path), "repo_code": repocode.digest(code)}
     now = time.time()
@@ -191,6 +192,32 @@ def _without_repo_code(decision: Decision, op: str, args: dict, code: list[dict]
     return Decision("approve", decision.rule, f"{decision.why}; but this repository defines "
                                               f"{repocode.describe(blockers)}, which git would run: a person "
                                               "approves it")
+
+
+def policy_subjects(index: Index, op: str, repo: str, plan: Plan, risk: str) -> list[Subject]:
+    """What the policy judges: the proposal in its repository, then each step or other repository the op
+    names (plan.subjects), each with its own final refs, paths and risk."""
+    main = Subject(op, repo, _repo_name(index, repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
+                   plan.paths_listed, risk)
+    more = [Subject(x["op"], x["repo"], _repo_name(index, x["repo"]), tuple(x.get("refs", ())),
+                    tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk), x.get("label", ""))
+            for x in plan.subjects]
+    return [main, *more]
+
+
+def _policy_now(row: dict) -> str | None:
+    """Why the policy as it is now refuses to run this proposal (a deny added since, or an `auto` that no
+    longer holds), or None. The same evaluate() as at proposal time, over the subjects stored then."""
+    stored = row["preview"]["_plan"].get("policy")
+    if row["agent"] == PERSON or stored is None:
+        return None
+    decision = evaluate(load_policy(), row["agent"], [Subject.from_dict(x) for x in stored["subjects"]],
+                        stored.get("deferred"))
+    if decision.action == "deny":
+        return f"POLICY_DENIED: the policy now refuses this {row['op']}: {decision.why}"
+    if row.get("decided_by") == "policy" and decision.action != "auto":
+        return f"POLICY_DENIED: the policy no longer runs this {row['op']} without a person: {decision.why}"
+    return None
 
 
 # --- deciding ----------------------------------------------------------------------------------------------
@@ -257,9 +284,12 @@ def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral:
             raise FleetError("STALE", "the code this repository defines (hooks, filters, drivers, programs) "
                                       "changed since the preview")
         revalidate(repo, pins)
+        refused = _policy_now(row)
     except FleetError as exc:
         return _finish(index, proposal_id, "failed", error=f"{exc.code}: {exc.message}",
                        result={"touched": False})
+    if refused:
+        return _finish(index, proposal_id, "failed", error=refused, result={"touched": False})
     try:
         restore.take(index, repo, proposal_id, plan["moves"], plan["untracked_content"], plan["undo"])
     except FleetError as exc:

@@ -14,7 +14,8 @@ from fleet.errors import FleetError
 from fleet.ops import restore
 from fleet.ops.catalog import op_info
 from fleet.ops.cleanup import undo_branch_delete
-from fleet.ops.model import Ctx, Op, Plan, known_args, short_ref, string
+from fleet.git.run import run, text
+from fleet.ops.model import Ctx, Op, Plan, known_args, short_ref, string, tree_paths
 from fleet.ops.state import head_state, ref_sha
 
 
@@ -49,8 +50,11 @@ def preview_restore(ctx: Ctx, args: dict) -> Plan:
         preview = {"summary": f"undo branch clean-up {point_id}: recreate {len(deleted)} branch(es)",
                    "restore_point": point_id, "undoes_op": "branch_delete",
                    "recreate": [{k: b[k] for k in ("repo", "branch", "tip")} for b in deleted]}
+        repos = list(dict.fromkeys(b["repo"] for b in deleted))
+        subjects = [{"op": "restore", "repo": repo, "label": repo,
+                     "refs": [b["branch"] for b in deleted if b["repo"] == repo]} for repo in repos]
         return Plan({"restore_point": point_id}, preview, paths=[], pin_head=False,
-                    policy_refs=[b["branch"] for b in deleted])
+                    policy_refs=[b["branch"] for b in deleted], subjects=subjects)
     restore.check_undo(ctx.repo, point)
     head_ref, head = head_state(ctx.repo)
     refs = {ref: {"now": ref_sha(ctx.repo, ref), "restored": sha} for ref, sha in point["refs"].items()}
@@ -67,7 +71,19 @@ def preview_restore(ctx: Ctx, args: dict) -> Plan:
     }
     moves = [r for r in point["refs"] if r != "HEAD"]
     return Plan({"restore_point": point_id}, preview, refs=moves, moves=moves,
-                policy_refs=[short_ref(r) for r in moves], policy_paths=[f["path"] for f in point["files"]])
+                policy_refs=[short_ref(r) for r in moves], policy_paths=_restored_paths(ctx.repo, point, head))
+
+
+def _restored_paths(repo: str, point: dict, head: str | None) -> list[str]:
+    """Every path the restore rewrites: the saved files, what differs between HEAD now and then, and
+    what differs between the index now and the saved one (read-tree -u --reset writes all of them)."""
+    paths = [f["path"] for f in point["files"]]
+    if head and point["head"]:
+        paths += tree_paths(repo, point["head"], head)
+    staged = run(repo, ["diff-index", "--cached", "--no-renames", "--name-only", "-z", point["index_tree"], "--"],
+                 max_bytes=8 << 20).stdout
+    paths += [p for p in text(staged).split("\0") if p]
+    return list(dict.fromkeys(paths))
 
 
 def run_restore(ctx: Ctx, args: dict) -> dict:
