@@ -187,3 +187,21 @@ def test_a_step_that_would_now_touch_other_paths_is_stale(ops_fleet):
     done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "step 2 (commit)" in done["error"] and "STALE" in done["error"]
     assert git(work, "log", "-1", "--format=%s").strip() == "add app"
+
+
+def test_proposals_show_shows_what_runs(ops_fleet, capsys):
+    """The CLI (`show`, and the approve prompt, which prints the same text) shows the message whole, each step
+    with its arguments and files, the repo by its fleet path."""
+    from fleet.cli import main as cli_main
+
+    made = propose(ops_fleet, "plan", {"steps": [
+        {"op": "stage", "args": {"paths": ["README.md", "notes.txt"]}},
+        {"op": "commit", "args": {"message": "subject\n\nbody line\x1b[31m"}}]})
+    capsys.readouterr()
+    assert cli_main(["--db", str(ops_fleet["db"]), "proposals", "show", made["proposal_id"]]) == 0
+    out = capsys.readouterr().out
+    assert "repo: fleet/work (" in out
+    assert "step 1: stage: stage 2 file(s)" in out and 'paths: ["README.md", "notes.txt"]' in out
+    assert "step 2: commit: commit on main (2 file(s))" in out
+    assert "  | subject\n" in out and "  | body line\\x1b[31m" in out  # whole, control characters visible
+    assert "files it changes (2): README.md, notes.txt" in out

@@ -178,3 +178,34 @@ def test_racing_approvals_from_http_and_cli_run_once(browser, fleet):
         t.join(60)
     assert sorted(outcomes) == ["NOT_PENDING", "completed"]
     assert git(fleet["work"], "log", "--format=%s", "-2").split("\n")[:2] == ["raced", "add app"]
+
+
+def test_the_page_shows_what_runs_outside_the_raw_json(browser, fleet):
+    """The message, every plan step with its arguments and the files it changes, the repo by its fleet path."""
+    pid = propose(fleet, "plan", {"steps": [
+        {"op": "stage", "args": {"paths": ["README.md", "notes.txt"]}},
+        {"op": "commit", "args": {"message": "first line\n\nthe body <b>bold</b>"}}]})
+    page = browser.get(f"/proposals/{pid}").text
+    shown = page.split('<section class="card" id="proposal-raw"')[0]  # everything before the raw JSON
+    assert 'id="proposal-runs"' in shown and "fleet/work</code>" in shown
+    assert '<li class="step" id="step-2">' in shown
+    assert "first line\n\nthe body &lt;b&gt;bold&lt;/b&gt;</pre>" in shown
+    assert '<code>["README.md", "notes.txt"]</code>' in shown  # step 1's arguments
+    step2 = shown.split('id="step-2"')[1]
+    assert "Files it changes (2)" in step2 and "<code>notes.txt</code>" in step2
+    assert 'class="approve"' in page and 'class="reject"' in page
+
+
+def test_branch_delete_rows_name_repos_by_their_fleet_path(browser, fleet, tmp_path):
+    from fleet.index.scan import scan
+    from tests.fleets.gitbuild import init_repo
+
+    for parent in ("a", "b"):
+        repo = init_repo(fleet["root"] / parent / "api", commits=2)
+        git(repo, "branch", "old", "HEAD~1")
+    scan(fleet["index"], [str(fleet["root"])])
+    made = service.propose(fleet["index"], "codex", "branch_delete", "a/api", {"targets": [
+        {"repo": "a/api", "branches": ["old"]}, {"repo": "b/api", "branches": ["old"]}]}, "tidy")
+    page = browser.get(f"/proposals/{made['proposal_id']}").text
+    rows = page.split("<h3>Branches</h3>")[1].split("</table>")[0]
+    assert "fleet/a/api</code>" in rows and "fleet/b/api</code>" in rows

@@ -8,6 +8,7 @@ proposal whose executor died. JSON with `--json`, a short text otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from fleet.errors import FleetError
@@ -46,9 +47,50 @@ def _line(row: dict) -> str:
             f"{row['repo']}  {summary}{flag}")
 
 
+def _indented(label: str, text: str, pad: str = "  ") -> list[str]:
+    """A multi-line value (a commit message) under its label, every line indented, none dropped."""
+    return [f"{pad}{label}:"] + [f"{pad}  | {ln}" for ln in text.split("\n")]
+
+
+def _args(args: dict, pad: str) -> list[str]:
+    out = []
+    for key, value in args.items():
+        if isinstance(value, str) and "\n" in value:
+            out += _indented(key, value, pad)
+        else:
+            out.append(f"{pad}{key}: {json.dumps(value, ensure_ascii=False)}")
+    return out
+
+
+def _what_runs(row: dict, preview: dict) -> list[str]:
+    """What the person approves, whole: the repository, the message, each plan step with its arguments
+    and the files it changes, every repository of a branch clean-up (fleet-relative, never a basename)."""
+    lines = [f"  repo: {row.get('repo_label') or row['repo']} ({row['repo']})"]
+    if preview.get("message"):
+        lines += _indented("message", preview["message"])
+    for step in preview.get("steps") or []:
+        summary = (step.get("preview") or {}).get("summary") or "previewed only when it runs: " + str(
+            step.get("previewed_when_it_runs", ""))
+        lines.append(f"  step {step['step']}: {step['op']}: {summary}")
+        lines += _args(step.get("args") or {}, "      ")
+        files = step.get("files")
+        if files is not None:
+            count = step.get("files_count", len(files))
+            lines.append(f"      files it changes ({count}): " + (", ".join(files) if files else "none")
+                         + (f", and {count - len(files)} more" if count > len(files) else ""))
+    for target in preview.get("targets") or []:
+        for b in target.get("branches", []):
+            lines.append(f"  {b['action']}: {target.get('repo_label') or target['repo']} {b['branch']} "
+                         f"{b['tip'][:12]} ({b['why']})")
+    for b in preview.get("recreate") or []:
+        lines.append(f"  recreate: {b.get('repo_label') or b['repo']} {b['branch']} {b['tip'][:12]}")
+    return lines
+
+
 def _describe(row: dict) -> str:
     preview = row.get("preview") or {}
     lines = [_line(row), f"  reason: {row['reason']}", f"  created {row['created_at']}, expires {row['expires_at']}"]
+    lines += _what_runs(row, preview)
     if row.get("decided_by"):
         lines.append(f"  decided by {row['decided_by']} at {row['decided_at']}"
                      + (f": {row['decision_reason']}" if row.get("decision_reason") else ""))

@@ -74,6 +74,8 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
         preview["warning"] = (f"the merge would conflict in {flight['conflict_count']} file(s); it will be "
                               "aborted and the proposal fail unless resolved first")
     default = f"Merge {source} into {short_ref(head_ref)}"
+    if mode == "squash" or (mode == "merge" and flight["result"] != "fast_forward"):  # a commit is made
+        preview["message"] = message or default
     arriving_paths = commit_paths(ctx.repo, [sha, f"^{head}"])  # the files of every commit it brings in
     return Plan({"source": source, "sha": sha, "mode": mode, "message": message or default}, preview,
                 refs=[head_ref], moves=[head_ref], policy_refs=[short_ref(head_ref), source],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import time
 
@@ -121,10 +122,27 @@ def public_preview(row: dict) -> dict | None:
     return {k: v for k, v in preview.items() if not k.startswith("_")} if preview else None
 
 
+def repo_label(index: Index, path: str) -> str:
+    """A repository as the person knows it in the fleet: its root's name, then its path under that root
+    (two repositories both called `api` under different roots never look alike); the path itself outside."""
+    holding = [r for r in index.roots() if path == r or path.startswith(r.rstrip("/") + "/")]
+    if not holding:
+        return path
+    root = max(holding, key=len)
+    name = os.path.basename(root.rstrip("/")) or root
+    rel = os.path.relpath(path, root)
+    return name if rel == "." else f"{name}/{rel}"
+
+
 def show(index: Index, proposal_id: str) -> dict:
-    """A proposal as every surface shows it (internal plan and pins left out)."""
+    """A proposal as every surface shows it (internal plan and pins left out), each repository it names
+    with its fleet-relative label (`repo_label`)."""
     row = proposals.get(index, proposal_id)
     row["preview"] = public_preview(row)
+    row["repo_label"] = repo_label(index, row["repo"])
+    for item in [*(row["preview"] or {}).get("targets", []), *(row["preview"] or {}).get("recreate", [])]:
+        if isinstance(item, dict) and isinstance(item.get("repo"), str):
+            item["repo_label"] = repo_label(index, item["repo"])
     return row
 
 

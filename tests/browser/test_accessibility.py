@@ -58,7 +58,8 @@ VISITS: dict[str, dict[str, Visit]] = {
     "proposal": {"pending-stage": lambda f: f"/proposals/{f[2]['proposals']['stage']}",
                  "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}",
                  "undone": lambda f: f"/proposals/{f[2]['proposals']['undone']}",
-                 "repo-code": lambda f: f"/proposals/{f[2]['proposals']['repo_code']}"},
+                 "repo-code": lambda f: f"/proposals/{f[2]['proposals']['repo_code']}",
+                 "pending-plan": lambda f: f"/proposals/{f[2]['proposals']['plan']}"},
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
@@ -105,7 +106,10 @@ def fleet(tmp_path_factory):
         "discard": service.propose(index, "codex", "discard", dirty, {"paths": ["tracked.txt"]},
                                    "drop the edit")["proposal_id"],
         "undone": _undone(index, str(repos["branches"])),
-        "repo_code": _with_repo_code(index, repos["ahead"])}}
+        "repo_code": _with_repo_code(index, repos["ahead"]),
+        "plan": service.propose(index, "codex", "plan", dirty, {"steps": [
+            {"op": "stage", "args": {"paths": ["tracked.txt"]}},
+            {"op": "commit", "args": {"message": "a subject\n\nand a body"}}]}, "commit the edit")["proposal_id"]}}
     yield server, index, repos
     index.close()
     server.stop()
