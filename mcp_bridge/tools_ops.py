@@ -41,7 +41,8 @@ class Target(BaseModel):
 
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    op: Literal["stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash"]
+    op: Literal["stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash", "merge", "rebase",
+                "discard", "reset", "patch"]
     args: dict = Field(default_factory=dict, description="the op's own arguments (as its preview tool takes them)")
 
 
@@ -259,8 +260,9 @@ def register(kit: Toolkit) -> None:
     def plan(repo: Repo, reason: Reason, steps: Annotated[list[Step], Field(min_length=1, max_length=10)],
              dry_run: DryRun = False, idempotency_key: Key = None) -> dict:
         """Propose up to ten steps in one repository (stage, unstage, stage_hunks, commit, branch, checkout,
-        stash), approved once, run in order, stopping at the first failure; one undo returns to the state
-        before the plan."""
+        stash, merge, rebase, discard, reset, patch), each previewed against what the steps before it leave,
+        approved once, run in order, stopping at the first failure; one undo returns to the state before
+        the plan."""
         return propose("plan", repo, reason, dry_run, idempotency_key,
                        steps=[{"op": s.op, "args": s.args} for s in steps])
 

@@ -134,3 +134,13 @@ def test_a_plan_step_is_previewed_against_the_state_the_earlier_steps_leave(ops_
     done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
     assert sorted(git(work, "show", "--name-only", "--format=", "HEAD").split()) == shown
+
+
+def test_the_executor_judges_again_with_the_policy_as_it_is_when_it_runs(ops_fleet, policy):
+    policy("")
+    work = ops_fleet["work"]
+    made = propose(ops_fleet, "stage", {"paths": ["README.md"]}, agent="codex")
+    policy('[[rules]]\nop = "stage"\npath = "README.md"\naction = "deny"\nnote = "added since"\n')
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
+    assert done["status"] == "failed" and done["error"].startswith("POLICY_DENIED") and "added since" in done["error"]
+    assert done["result"] == {"touched": False} and git(work, "diff", "--cached", "--name-only") == ""

@@ -51,7 +51,9 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("submodule_pointer", "medium", False, True, "record a submodule's checked-out commit as the new "
                                                        "pointer (a commit), or return it to the recorded one"),
     OpInfo("plan", "medium", False, True, "up to ten steps (stage, unstage, stage_hunks, commit, branch, "
-                                          "checkout, stash) approved once, run in order, undone at once"),
+                                          "checkout, stash, merge, rebase, discard, reset, patch), each "
+                                          "previewed after the ones before it, approved once, run in order, "
+                                          "undone at once"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
 )}
 

@@ -100,7 +100,7 @@ def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
                "merged_only": merged_only, "targets": repos, "delete_count": len(doomed),
                "keep_count": sum(len(r["branches"]) for r in repos) - len(doomed),
                "note": "local branches only; every deleted tip is kept in the restore point"}
-    subjects = [{"op": "branch_delete", "repo": r["repo"], "label": r["repo"],
+    subjects = [{"op": "branch_delete", "repo": r["repo"],
                  "refs": [b["branch"] for b in r["branches"] if b["action"] == "delete"]} for r in repos]
     return Plan({"targets": repos}, preview, paths=[], pin_head=False,
                 policy_refs=[b["branch"] for b in doomed], subjects=subjects)

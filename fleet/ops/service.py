@@ -218,7 +218,8 @@ def policy_subjects(index: Index, op: str, repo: str, plan: Plan, risk: str) -> 
     main = Subject(op, repo, _repo_name(index, repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
                    plan.paths_listed, risk)
     more = [Subject(x["op"], x["repo"], _repo_name(index, x["repo"]), tuple(x.get("refs", ())),
-                    tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk), x.get("label", ""))
+                    tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk),
+                    x.get("label") or repo_label(index, x["repo"]))
             for x in plan.subjects]
     return [main, *more]
 

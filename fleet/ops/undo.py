@@ -51,7 +51,7 @@ def preview_restore(ctx: Ctx, args: dict) -> Plan:
                    "restore_point": point_id, "undoes_op": "branch_delete",
                    "recreate": [{k: b[k] for k in ("repo", "branch", "tip")} for b in deleted]}
         repos = list(dict.fromkeys(b["repo"] for b in deleted))
-        subjects = [{"op": "restore", "repo": repo, "label": repo,
+        subjects = [{"op": "restore", "repo": repo,
                      "refs": [b["branch"] for b in deleted if b["repo"] == repo]} for repo in repos]
         return Plan({"restore_point": point_id}, preview, paths=[], pin_head=False,
                     policy_refs=[b["branch"] for b in deleted], subjects=subjects)
