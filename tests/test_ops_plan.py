@@ -178,12 +178,13 @@ def test_a_step_known_only_at_run_time_is_policy_checked_when_it_runs(ops_fleet,
 
 def test_a_step_that_would_now_touch_other_paths_is_stale(ops_fleet):
     work = ops_fleet["work"]
+    hook = work / ".git" / "hooks" / "post-index-change"  # runs for real after step 1 (never in the copy): stages more
+    hook.write_text("#!/bin/sh\n[ -f .git/added ] || { touch .git/added; git add notes.txt; }\n")
+    hook.chmod(0o755)
     made = propose(ops_fleet, "plan", {"steps": [
         {"op": "stage", "args": {"paths": ["README.md"]}},
         {"op": "commit", "args": {"message": "only the readme"}}]})
-    hook = work / ".git" / "hooks" / "post-index-change"  # runs for real after step 1: stages more
-    hook.write_text("#!/bin/sh\n[ -f .git/added ] || { touch .git/added; git add notes.txt; }\n")
-    hook.chmod(0o755)
+    assert made["preview"]["steps"][1]["files"] == ["README.md"]
     done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and "step 2 (commit)" in done["error"] and "STALE" in done["error"]
     assert git(work, "log", "-1", "--format=%s").strip() == "add app"

@@ -193,7 +193,7 @@ def test_the_page_shows_what_runs_outside_the_raw_json(browser, fleet):
     assert '<code>["README.md", "notes.txt"]</code>' in shown  # step 1's arguments
     step2 = shown.split('id="step-2"')[1]
     assert "Files it changes (2)" in step2 and "<code>notes.txt</code>" in step2
-    assert 'class="approve"' in page and 'class="reject"' in page
+    assert 'id="approve-button" class="approve"' in page and 'class="ghost reject" id="reject-button"' in page
 
 
 def test_branch_delete_rows_name_repos_by_their_fleet_path(browser, fleet, tmp_path):
