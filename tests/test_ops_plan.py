@@ -206,3 +206,22 @@ def test_proposals_show_shows_what_runs(ops_fleet, capsys):
     assert "step 2: commit: commit on main (2 file(s))" in out
     assert "  | subject\n" in out and "  | body line\\x1b[31m" in out  # whole, control characters visible
     assert "files it changes (2): README.md, notes.txt" in out
+
+
+def test_the_scratch_copy_never_writes_through_a_link(ops_fleet, tmp_path):
+    """A tracked symlink to a folder outside, replaced by a real folder: the copy would hold the link, and
+    copying `d/f` into it would write outside. It is not made (the plan waits for a person instead)."""
+    work = ops_fleet["work"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (work / "d").symlink_to(outside)
+    git(work, "add", "d")
+    git(work, "commit", "-q", "-m", "a link")
+    (work / "d").unlink()
+    (work / "d").mkdir()
+    (work / "d" / "f").write_text("mine\n")
+    made = propose(ops_fleet, "plan", {"steps": [
+        {"op": "stage", "args": {"paths": ["README.md"]}},
+        {"op": "commit", "args": {"message": "m"}}]})
+    assert made["preview"]["steps"][1]["preview"] is None and made["status"] == "pending"
+    assert list(outside.iterdir()) == []

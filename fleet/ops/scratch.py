@@ -43,6 +43,9 @@ def _tracked_count(repo: str) -> int:
 def _copy_path(repo: str, work: str, rel: str) -> int:
     """The working-tree entry `rel` as it is in `repo`, made so in `work`; the bytes copied."""
     src, dst = os.path.join(repo, rel), os.path.join(work, rel)
+    root = os.path.realpath(work)
+    if os.path.commonpath([os.path.realpath(os.path.dirname(dst)), root]) != root:
+        raise FleetError("LIMIT", f"{rel} lies beyond a symbolic link in the copy: no scratch copy")
     if os.path.lexists(dst) and not os.path.isdir(dst):
         os.unlink(dst)
     if not os.path.lexists(src):
