@@ -195,6 +195,7 @@ HOSTILE_CASES = [
     ("merge", {"source": "origin/main"}, "pending"),
     ("reset", {"mode": "mixed", "target": "HEAD~1"}, "completed"),
     ("unstage", {"paths": ["data.txt"]}, "BAD_ARGUMENT"),
+    ("checkout", {"ref": "side"}, "pending"),
 ]
 
 
@@ -212,8 +213,10 @@ def test_auto_in_a_hostile_repo_runs_no_marker(fleet, op, args, expect):
         args = {**args, "path": str(fleet["root"] / "evil-wt")}
     if expect == "BAD_ARGUMENT":                       # nothing staged: stage it as the person would
         git(repo, "add", "data.txt")
-        _clear(marker)
         expect = "completed"
+    if op == "checkout":
+        git(repo, "branch", "side", "HEAD~1")
+    _clear(marker)
     done = _propose(fleet, repo, op, args)
     assert fired(marker) == [], fired(marker)
     assert done["status"] == expect, (done["status"], done["error"], done["policy"])
