@@ -144,3 +144,18 @@ def test_the_executor_judges_again_with_the_policy_as_it_is_when_it_runs(ops_fle
     done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "failed" and done["error"].startswith("POLICY_DENIED") and "added since" in done["error"]
     assert done["result"] == {"touched": False} and git(work, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_path_deny_matches_a_restore_that_rewrites_the_path(ops_fleet, policy):
+    """Undoing a soft reset moves the branch back over a commit that holds secret/key.txt: the restore
+    rewrites that path although no file saved in the restore point names it."""
+    policy("")
+    work = ops_fleet["work"]
+    commit_file(work, "secret/key.txt", "k\n", "add a key")
+    done = service.approve(ops_fleet["index"], propose(ops_fleet, "reset", {"mode": "soft", "target": "HEAD~1"})[
+        "proposal_id"], "cli")
+    assert done["status"] == "completed", done["error"]
+    policy('[[rules]]\nop = "restore"\npath = "secret/"\naction = "deny"\n')
+    with pytest.raises(FleetError) as err:
+        service.propose(ops_fleet["index"], "codex", "restore", str(work), {"restore_point": done["id"]}, "undo")
+    assert err.value.code == "POLICY_DENIED"
