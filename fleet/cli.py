@@ -377,16 +377,21 @@ def cmd_lost(args: argparse.Namespace) -> int:
     from fleet.views.digest import resolve_repos
     from fleet.index.lost import lost_commits
     from fleet.repo.recovery import recover_command
+    from fleet.snapshot.events import discarded_in_fleet
     from fleet.timespec import parse_since
 
     with index_for(args) as index:
-        found = lost_commits(index, since=parse_since(args.since) if args.since else None,
-                             repo_ids=resolve_repos(index, args.repo or None))
+        since, repo_ids = parse_since(args.since) if args.since else None, resolve_repos(index, args.repo or None)
+        found = lost_commits(index, since=since, repo_ids=repo_ids)
+        discarded = discarded_in_fleet(index, since, repo_ids)
     if args.json:
-        emit_json(found)
+        emit_json({**found, "discarded": discarded})
         return 0
     if not found["commits"]:
         print("No recoverable commits: every dropped tip is still reachable from a ref (or already gone).")
+    for d in discarded:
+        print(f"{visible(d['repo'])}  {visible(d['summary'])}\n    files: {visible(', '.join(d['files'][:10]))}"
+              f"{' …' if d['count'] > 10 else ''}\n    restore: {visible(d['restore'])}")
     for c in found["commits"]:
         sha = visible(c["sha"])
         print(f"{visible(c['repo'])}  {sha[:12]}  {visible(c['subject'])}\n    dropped by "

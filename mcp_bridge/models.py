@@ -509,10 +509,29 @@ class LostCommit(Out):
     recover: str
 
 
+class DiscardedWork(Out):
+    repo: str
+    path: str
+    at: str
+    restore_from: str
+    snapshot: str
+    agents: list[str]
+    files: list[str]
+    count: int
+    lines: int
+    bytes: int
+    stashes_dropped: list[str]
+    command: str | None
+    summary: str
+    restore: str
+
+
 class Lost(Capped):
     commits: list[LostCommit]
     commit_count: int
     errors: list[dict]
+    discarded: list[DiscardedWork]
+    discarded_count: int
 
 
 class StackBranch(Out):

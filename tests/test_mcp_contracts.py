@@ -148,12 +148,13 @@ async def test_every_time_in_real_answers_is_iso_utc(mcp_fleet, server):
 
 
 def test_event_kinds_are_one_list():
-    """The classifier of reflog messages (fleet/git/files.py) only ever says a kind events.KINDS lists."""
+    """The classifier of reflog messages (fleet/git/files.py) only ever says a kind events.KINDS lists; the
+    one kind no reflog line has is the safety net's `discarded`."""
     from fleet.git.files import _KIND_PREFIXES
     from fleet.index.events import KINDS
     from mcp_bridge.tools_fleet import EventKind
 
-    assert {kind for _, kind in _KIND_PREFIXES} | {"other"} == set(KINDS)
+    assert {kind for _, kind in _KIND_PREFIXES} | {"other", "discarded"} == set(KINDS)
     assert EventKind.__args__ == KINDS
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from fleet.index.store import Index, Prepared, Stored
 
 KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "cherry_pick", "revert", "branch",
-         "fetch", "other")
+         "fetch", "other", "discarded")   # discarded: uncommitted work the safety net saw vanish (fleet/snapshot)
 # Moves that may drop commits: `rewrote` is computed for these (other kinds only ever add commits).
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"

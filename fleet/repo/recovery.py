@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.caps import cap, check_int
 from fleet.index.lost import lost_commits, unreachable_commits
+from fleet.snapshot.events import discarded_in_fleet
 
 if TYPE_CHECKING:
     from fleet.index.store import Index
@@ -24,12 +25,15 @@ def recover_command(path: str, sha: str) -> str:
 
 
 def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, limit: int) -> dict[str, Any]:
-    """Recoverable commits, newest drop first, capped at `limit`, each with its `recover` command."""
+    """Recoverable commits, newest drop first, capped at `limit`, each with its `recover` command; and the
+    uncommitted work the safety net saw discarded (each with its `restore` command), capped alike."""
     check_int(limit, "limit", 1, 1000)
     found = lost_commits(index, since=since, repo_ids=repo_ids)
     commits = [{**c, "recover": recover_command(c["path"], c["sha"])} for c in found["commits"]]
     kept, info = cap(commits, limit)
-    return {"commits": kept, "commit_count": len(commits), "errors": found["errors"], **info}
+    discarded = discarded_in_fleet(index, since, repo_ids)
+    return {"commits": kept, "commit_count": len(commits), "errors": found["errors"], **info,
+            "discarded": discarded[:limit], "discarded_count": len(discarded)}
 
 
 def annotate_reflog(path: str, reflog: dict[str, Any]) -> dict[str, Any]:

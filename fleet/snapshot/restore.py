@@ -37,7 +37,7 @@ def restore(tree: WorkTree, db_path: str | os.PathLike[str], snapshot_id: str, *
     shadow = store_of(tree, db_path)
     with shadow.locked():
         snap = shadow.find(snapshot_id)
-        before = take_locked(shadow, tree, snapshot_settings(), "restore")
+        before = take_locked(shadow, tree, db_path, snapshot_settings(), "restore")
         changes = [c for c in raw_diff(shadow, before["tree"], snap["tree"], paths) if c[4] != "160000"]
         restored = sorted(c[3] for c in changes if c[0] != "D")
         removed = sorted(c[3] for c in changes if c[0] == "D")

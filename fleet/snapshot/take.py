@@ -33,6 +33,7 @@ from fleet.git.config import parse as parse_config
 from fleet.git.files import BrokenRepo, read_file
 from fleet.git.run import GitError, run_git
 from fleet.snapshot.compare import discarded_between
+from fleet.snapshot.events import record as record_discarded
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
 from fleet.snapshot.retention import due, prune_store
@@ -76,14 +77,14 @@ def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agent
     _refuse_sha256(tree)
     shadow = store_for(tree, db_path, create=True)
     with shadow.locked():
-        made = take_locked(shadow, tree, settings, trigger, agents=agents, command=command, now=now)
+        made = take_locked(shadow, tree, db_path, settings, trigger, agents=agents, command=command, now=now)
     if not made["unchanged"] and due(shadow, made["t"]):     # thinned at most once an hour, never mid-snapshot
         prune_store(shadow, settings, made["t"])
     return made
 
 
-def take_locked(shadow: Shadow, tree: WorkTree, settings: dict, trigger: str, *, agents: list[str] = (),
-                command: str | None = None, now: float | None = None) -> dict:
+def take_locked(shadow: Shadow, tree: WorkTree, db_path: str | os.PathLike[str], settings: dict, trigger: str, *,
+                agents: list[str] = (), command: str | None = None, now: float | None = None) -> dict:
     """`take` for a caller that already holds the store's lock (a restore snapshots the present first)."""
     now = time.time() if now is None else now
     agents = list(agents)
@@ -117,6 +118,8 @@ def take_locked(shadow: Shadow, tree: WorkTree, settings: dict, trigger: str, *,
     meta["id"] = write_object(shadow.objects, b"commit",
                               commit_body(work_tree, [*parents, *stash], message, now))
     shadow.add(meta)
+    if meta["discarded"]:
+        record_discarded(db_path, tree.path, meta, last["id"])
     return {**meta, "unchanged": False}
 
 

@@ -21,6 +21,8 @@ from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.lost import lost_commits
 from fleet.repo.record import iso
+from fleet.snapshot.events import KIND as DISCARDED
+from fleet.snapshot.events import details as discarded_details
 from fleet.timespec import parse_since
 from fleet.views.records import Digest
 
@@ -60,7 +62,8 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
     names = _names(index)
     events = [{
         "repo": names.get(r[0], str(r[0])), "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4],
-        "at": iso(r[5]), "identity": r[6], "message": r[7], "rewrote": None if r[8] is None else bool(r[8]),
+        "at": iso(r[5]), "identity": r[6], "rewrote": None if r[8] is None else bool(r[8]),
+        "message": discarded_details(r[7]).get("summary", r[7]) if r[2] == DISCARDED else r[7],
     } for r in rows]
     scanned = _scanned(index, scope)
     return {

@@ -13,6 +13,7 @@ from fleet.caps import cap, check_int, parse_int
 from fleet.errors import FleetError
 from fleet.ops.attention import pending_reasons
 from fleet.presence.attention import collision_reasons
+from fleet.snapshot.attention import discarded_reasons
 from fleet.views.radar import SCORES, radar
 from fleet.views.records import RadarEntry, RadarView
 
@@ -59,7 +60,7 @@ class QueueFilter:
 
 
 # The reasons that live outside the repo records: agents colliding in a repo, proposals waiting in it.
-REASON_SOURCES = (collision_reasons, pending_reasons)
+REASON_SOURCES = (collision_reasons, pending_reasons, discarded_reasons)
 
 
 def agents_by_repo(presence_rows: list[dict]) -> dict[str, list[dict]]:

@@ -26,6 +26,7 @@ REASONS = {
     "conflict": ReasonKind(100, "critical", "conflict"),
     "pending_proposal": ReasonKind(98, "op", "proposal"),
     "broken": ReasonKind(97, "critical", "broken"),
+    "discarded": ReasonKind(96, "critical", "work discarded"),
     "predicted_conflict": ReasonKind(95, "high", "will conflict"),
     "agent_collision": ReasonKind(93, "high", "agent collision"),
     "diverged": ReasonKind(90, "high", "diverged"),

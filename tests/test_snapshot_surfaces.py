@@ -1,0 +1,83 @@
+"""Discarded work where the person and the agents look: the attention queue (with the restore command), the
+digest, `fleetdeck lost` and MCP `repo.lost` / `fleet.lost`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from fleet.snapshot.shadow import WorkTree
+from fleet.snapshot.take import take
+from fleet.views.digest import digest
+from fleet.views.queue import REASON_SOURCES
+from fleet.views.radar import radar
+from mcp_bridge.server import build_server
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, init_repo, write
+from tests.fleets.mcp_fleet import call, ok
+
+
+@pytest.fixture
+def discarded(tmp_path: Path) -> dict:
+    root = tmp_path / "fleet"
+    repo = init_repo(root / "api-server")
+    write(repo / "handler.py", "def handle():\n    return 1\n")
+    git(repo, "add", "handler.py")
+    git(repo, "commit", "-q", "-m", "handler")
+    init_repo(root / "other")
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(root)])
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    write(repo / "handler.py", "def handle():\n    return 2\n    # three\n    # more lines\n")
+    before = take(tree, db, "hook:claude-code", agents=["claude-code"], command="git reset --hard")
+    git(repo, "reset", "-q", "--hard")
+    after = take(tree, db, "sweep", agents=["claude-code"])
+    assert after["discarded"]["files"] == ["handler.py"]
+    return {"root": root, "repo": repo, "db": db, "before": before, "after": after}
+
+
+def test_the_queue_raises_the_repo_with_the_restore_command(discarded) -> None:
+    with open_index(discarded["db"]) as index:
+        entries = {e["name"]: e for e in radar(index, extra_sources=REASON_SOURCES)}
+    top = entries["api-server"]
+    assert top["status"] == "discarded"
+    assert top["summary"].startswith("Uncommitted work discarded: 1 file, 3 lines at ")
+    assert "while claude-code was working" in top["summary"]
+    assert top["next_step"] == f"restore it: `fleetdeck restore api-server {discarded['before']['id'][:12]}`"
+    assert "other" not in entries or entries["other"]["status"] != "discarded"
+
+
+def test_the_digest_lists_the_discard_as_its_own_kind(discarded) -> None:
+    with open_index(discarded["db"]) as index:
+        found = digest(index, "1h")
+    [event] = [e for e in found["events"] if e["kind"] == "discarded"]
+    assert event["repo"] == "api-server" and event["identity"] == "claude-code"
+    assert event["message"].startswith("Uncommitted work discarded: 1 file")
+    assert event["old_sha"] == discarded["before"]["id"] and event["new_sha"] == discarded["after"]["id"]
+
+
+def test_fleetdeck_lost_lists_discarded_work_beside_dropped_commits(discarded) -> None:
+    done = subprocess.run(fleetdeck_argv("--db", str(discarded["db"]), "lost", "--json"), env=fleetdeck_env(),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [item] = json.loads(done.stdout)["discarded"]
+    assert item["repo"] == "api-server" and item["files"] == ["handler.py"] and item["lines"] == 3
+    assert item["command"] is None and item["restore_from"] == discarded["before"]["id"]
+    text = subprocess.run(fleetdeck_argv("--db", str(discarded["db"]), "lost"), env=fleetdeck_env(),
+                          capture_output=True, text=True).stdout
+    assert f"restore: fleetdeck restore api-server {discarded['before']['id'][:12]}" in text
+
+
+async def test_agents_find_what_they_discarded_over_mcp(discarded) -> None:
+    server = build_server(str(discarded["db"]))
+    data = ok(await call(server, "repo.lost", {"repo": "api-server"}))
+    assert data["discarded_count"] == 1 and data["discarded"][0]["agents"] == ["claude-code"]
+    assert data["discarded"][0]["restore"].startswith("fleetdeck restore api-server ")
+    fleet_wide = ok(await call(server, "fleet.lost", {}))
+    assert [d["repo"] for d in fleet_wide["discarded"]] == ["api-server"]
