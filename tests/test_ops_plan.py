@@ -123,8 +123,8 @@ def test_plans_take_merge_rebase_discard_reset_and_patch_steps(ops_fleet):
     assert steps[6]["files"] == ["side.txt"] and steps[6]["preview"]["preflight"]["result"] == "clean"
     done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
     assert done["status"] == "completed", done["error"]
-    assert git(work, "log", "--first-parent", "--format=%s", "-3").splitlines() == ["Merge side into main", "readme, recommitted",
-                                                                   "add app"]
+    assert git(work, "log", "--first-parent", "--format=%s", "-3").splitlines() == [
+        "Merge side into main", "readme, recommitted", "add app"]
     assert (work / "README.md").read_text() == "edited\n" and (work / "side.txt").exists()
 
     made = propose(ops_fleet, "plan", {"steps": [

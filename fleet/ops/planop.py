@@ -60,6 +60,7 @@ def _expect(plan: Plan) -> dict:
 
 
 def _subject(ctx: Ctx, n: int, op: str, plan: Plan | None, args: dict) -> dict:
+    """Step n as a policy subject of its own (service.policy_subjects), with its final refs and paths."""
     label = f"step {n} ({op})"
     if plan is None:  # known only when it runs: a `path` deny must assume it touches anything
         return {"op": op, "repo": ctx.repo, "paths_listed": False, "risk": risk_of(op, args), "label": label}
@@ -123,14 +124,15 @@ def preview_plan(ctx: Ctx, args: dict) -> Plan:
     preview = {"summary": f"{len(steps)} step(s): " + ", then ".join(s["op"] for s in steps), "steps": shown,
                "note": "each step previewed against what the steps before it leave; runs in order and stops "
                        "at the first failure; one undo returns to the state before"}
+    step_refs = [r for s in subjects for r in s.get("refs", [])]
     return Plan({"steps": run_steps}, preview, refs=list(dict.fromkeys(refs)), moves=list(dict.fromkeys(moves)),
-                paths=None, pin_index=True, policy_refs=list(dict.fromkeys(r for s in subjects for r in s.get("refs", []))),
+                paths=None, pin_index=True, policy_refs=list(dict.fromkeys(step_refs)),
                 policy_paths=list(dict.fromkeys(paths)), untracked_content=list(dict.fromkeys(untracked)),
                 undo=undo, paths_listed=all(s["paths_listed"] for s in subjects), subjects=subjects,
                 deferred=deferred)
 
 
-def _check_step(ctx: Ctx, n: int, step: dict, plan: Plan) -> None:
+def _check_step(ctx: Ctx, step: dict, plan: Plan) -> None:
     """STALE when the step now touches other refs or paths than the person approved; for a step previewed
     only now, POLICY_DENIED when the policy refuses it."""
     if step.get("expect") is not None:
@@ -154,7 +156,7 @@ def run_plan(ctx: Ctx, args: dict) -> dict:
     for n, step in enumerate(args["steps"], start=1):
         try:
             plan = ops[step["op"]].preview(ctx, step["args"])
-            _check_step(ctx, n, step, plan)
+            _check_step(ctx, step, plan)
             result = ops[step["op"]].run(ctx, plan.args)
         except FleetError as exc:
             done.append({"step": n, "op": step["op"], "status": "failed", "error": f"{exc.code}: {exc.message}"})
