@@ -1,0 +1,149 @@
+"""Undo never loses a byte: the attacks of issue 23 part 4, with real git.
+
+Each op below changes, deletes or overwrites a file that `git status` does not list as changed (untracked,
+ignored by .gitignore, excluded by .git/info/exclude), and the undo must bring back its exact bytes, mode
+and type; an undo that would overwrite a file changed since the op (even one git status hides) is STALE.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fleet.errors import FleetError
+from fleet.ops import service
+from tests.fleets.gitbuild import git, write
+from tests.fleets.ops_fleet import run
+from tests.fleets.treesnap import exact
+
+
+def _envy(work) -> None:
+    """Branch `envy` tracks `.env` and `u.txt`; main ignores `.env` and holds a private one (mode 0600)."""
+    git(work, "checkout", "-q", "-b", "envy")
+    write(work / ".env", "SECRET=from-envy\n")
+    write(work / "u.txt", "u from envy\n")
+    git(work, "add", "-f", ".env", "u.txt")
+    git(work, "commit", "-q", "-m", "envy tracks .env")
+    git(work, "checkout", "-q", "main")
+    write(work / ".gitignore", ".env\n")
+    git(work, "add", ".gitignore")
+    git(work, "commit", "-q", "-m", "ignore .env")
+    write(work / ".env", "SECRET=the person's own\n")
+    os.chmod(work / ".env", 0o600)
+
+
+def _exclude(work, name: str) -> None:
+    with open(work / ".git" / "info" / "exclude", "a") as fh:
+        fh.write(name + "\n")
+
+
+def _undo_restores(ops_fleet, op: str, args: dict, changed: str, *, before=None) -> None:
+    work = ops_fleet["work"]
+    before = before or exact(work)
+    done = run(ops_fleet, op, args)
+    assert done["status"] in ("completed", "failed"), done["error"]
+    assert exact(work)["files"].get(changed) != before["files"].get(changed), "the op did not touch it"
+    undone = service.undo(ops_fleet["index"], done["id"], "cli")
+    assert undone["status"] == "completed", undone["error"]
+    assert exact(work) == before
+
+
+def test_patch_deleting_an_untracked_file_is_undone(ops_fleet):
+    patch = ("diff --git a/notes.txt b/notes.txt\ndeleted file mode 100644\n--- a/notes.txt\n+++ /dev/null\n"
+             "@@ -1 +0,0 @@\n-untracked notes\n")
+    _undo_restores(ops_fleet, "patch", {"patch": patch}, "notes.txt")
+
+
+def test_patch_editing_an_excluded_file_is_undone(ops_fleet):
+    work = ops_fleet["work"]
+    write(work / "local.cfg", "mine\n")
+    os.chmod(work / "local.cfg", 0o640)
+    _exclude(work, "local.cfg")
+    patch = "--- a/local.cfg\n+++ b/local.cfg\n@@ -1 +1 @@\n-mine\n+theirs\n"
+    _undo_restores(ops_fleet, "patch", {"patch": patch}, "local.cfg")
+
+
+def test_checkout_overwriting_an_ignored_env_is_undone(ops_fleet):
+    _envy(ops_fleet["work"])
+    _undo_restores(ops_fleet, "checkout", {"ref": "envy"}, ".env")
+
+
+def test_branch_checkout_overwriting_an_ignored_env_is_undone(ops_fleet):
+    _envy(ops_fleet["work"])
+    _undo_restores(ops_fleet, "branch", {"name": "side", "start_point": "envy", "checkout": True}, ".env")
+
+
+def test_checkout_overwriting_an_excluded_symlink_is_undone(ops_fleet):
+    work = ops_fleet["work"]
+    _envy(work)
+    os.unlink(work / ".env")
+    os.symlink("../elsewhere/.env", work / ".env")
+    _undo_restores(ops_fleet, "checkout", {"ref": "envy"}, ".env")
+
+
+def test_merge_overwriting_an_ignored_env_is_undone(ops_fleet):
+    _envy(ops_fleet["work"])
+    _undo_restores(ops_fleet, "merge", {"source": "envy"}, ".env")
+
+
+@pytest.mark.parametrize("mode", ["hard", "keep", "merge"])
+def test_reset_overwriting_an_ignored_env_is_undone(ops_fleet, mode):
+    work = ops_fleet["work"]
+    _envy(work)
+    if mode != "hard":
+        git(work, "checkout", "-q", "--", "README.md")
+    _undo_restores(ops_fleet, "reset", {"mode": mode, "target": "envy"}, ".env")
+
+
+def test_hard_reset_overwriting_an_untracked_file_is_undone(ops_fleet):
+    work = ops_fleet["work"]
+    _envy(work)
+    write(work / "u.txt", "the person's untracked u\n")
+    os.chmod(work / "u.txt", 0o755)
+    _undo_restores(ops_fleet, "reset", {"mode": "hard", "target": "envy"}, "u.txt")
+
+
+def test_rebase_overwriting_an_ignored_env_is_undone(ops_fleet):
+    work = ops_fleet["work"]
+    _envy(work)
+    git(work, "checkout", "-q", "--", "README.md")
+    _undo_restores(ops_fleet, "rebase", {"onto": "envy"}, ".env")
+
+
+def test_undo_refuses_to_overwrite_a_newer_excluded_file(ops_fleet):
+    """The discarded untracked file is made again and hidden from git status: the undo is STALE, not a
+    silent overwrite."""
+    work = ops_fleet["work"]
+    done = run(ops_fleet, "discard", {"paths": ["notes.txt"], "include_untracked": True})
+    assert done["status"] == "completed" and not (work / "notes.txt").exists()
+    write(work / "notes.txt", "newer notes, hidden from status\n")
+    _exclude(work, "notes.txt")
+    with pytest.raises(FleetError) as err:
+        service.undo(ops_fleet["index"], done["id"], "cli")
+    assert err.value.code == "STALE" and "notes.txt" in err.value.message
+    assert (work / "notes.txt").read_text() == "newer notes, hidden from status\n"
+
+
+def test_undo_refuses_to_overwrite_a_newer_ignored_file_a_reset_deleted(ops_fleet):
+    work = ops_fleet["work"]
+    done = run(ops_fleet, "reset", {"mode": "hard", "target": "HEAD~1"})
+    assert done["status"] == "completed" and not (work / "src" / "app.py").exists()
+    write(work / "src" / "app.py", "print('the person wrote this since')\n")
+    write(work / ".gitignore", "src/\n")
+    _exclude(work, ".gitignore")
+    with pytest.raises(FleetError) as err:
+        service.undo(ops_fleet["index"], done["id"], "cli")
+    assert err.value.code == "STALE" and "src/app.py" in err.value.message
+    assert (work / "src" / "app.py").read_text() == "print('the person wrote this since')\n"
+
+
+def test_undo_refuses_when_an_overwritten_ignored_file_changed_since(ops_fleet):
+    work = ops_fleet["work"]
+    _envy(work)
+    done = run(ops_fleet, "checkout", {"ref": "envy"})
+    git(work, "update-index", "--assume-unchanged", ".env")
+    write(work / ".env", "SECRET=edited after the checkout\n")
+    with pytest.raises(FleetError) as err:
+        service.undo(ops_fleet["index"], done["id"], "cli")
+    assert err.value.code == "STALE" and ".env" in err.value.message
