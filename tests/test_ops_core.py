@@ -192,7 +192,7 @@ def test_policy_first_match_and_explanations():
     ("branch", {"name": "bad..name"}, "BAD_REF"),
     ("branch", {"name": "main"}, "BAD_REF"),
     ("reset", {"mode": "hard", "target": "-p"}, "BAD_REF"),
-    ("reset", {"mode": "keep", "target": "HEAD"}, "BAD_ARGUMENT"),
+    ("reset", {"mode": "sideways", "target": "HEAD"}, "BAD_ARGUMENT"),
     ("reset", {"mode": "hard", "target": "HEAD\nx"}, "BAD_REF"),
     ("commit", {"message": "a\0b"}, "BAD_ARGUMENT"),
     ("commit", {"message": "nothing staged"}, "BAD_ARGUMENT"),

@@ -4,10 +4,10 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
   a new worktree);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft or mixed reset, merge, patch, submodule_pointer, restore; a plan takes its riskiest
+  stash_pop, a soft, mixed or keep reset, merge, patch, submodule_pointer, restore; a plan takes its riskiest
   step's level) or, for a push, leaves the machine (it cannot
   be undone, and says so);
-- high: history is rewritten or work is thrown away (hard reset, discard, amend, rebase, force-with-lease
+- high: history is rewritten or work is thrown away (hard or merge reset, discard, amend, rebase, force-with-lease
   push, branch deletion). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
 """
 
@@ -34,7 +34,8 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("checkout", "medium", False, True, "switch to a local branch, or detach HEAD at a commit"),
     OpInfo("stash", "low", False, True, "stash the working-tree changes (optionally untracked files too)"),
     OpInfo("stash_pop", "medium", False, True, "apply a stash and drop it"),
-    OpInfo("reset", "medium", True, True, "move the current branch to a commit (soft, mixed or hard)"),
+    OpInfo("reset", "medium", True, True, "move the current branch to a commit (soft, mixed, hard, keep "
+                                         "or merge)"),
     OpInfo("discard", "high", True, True, "throw away working-tree changes to paths (the restore point keeps "
                                           "every file's exact content)"),
     OpInfo("merge", "medium", False, True, "merge a branch or commit into the checked-out branch (merge, squash "
@@ -72,7 +73,7 @@ def op_info(op: str) -> OpInfo:
 
 def risk_of(op: str, args: dict) -> str:
     """The risk of one proposal: the op's level, raised to high for the arguments that destroy or rewrite."""
-    if op == "reset" and args.get("mode") == "hard":
+    if op == "reset" and args.get("mode") in ("hard", "merge"):  # --merge resets staged changes
         return HIGH
     if op == "commit" and args.get("amend"):
         return HIGH

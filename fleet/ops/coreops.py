@@ -12,6 +12,7 @@ import os
 from fleet.errors import FleetError
 from fleet.git.revs import index_base
 from fleet.git.run import run, text
+from fleet.ops import writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commit_paths, commits_between,
                              flag, inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string,
@@ -163,10 +164,14 @@ def preview_branch(ctx: Ctx, args: dict) -> Plan:
     preview = {"summary": f"create branch {short_ref(ref)} at {sha[:12]}" + (" and check it out" if checkout else ""),
                "branch": short_ref(ref), "start_point": start, "start_sha": sha, "checkout": checkout}
     moves = [ref]
+    writes: list[str] = []
     if checkout:
         preview["note"] = "uncommitted changes are carried over to the new branch"
+        changes = writeset.tree_changes(ctx.repo, head_state(ctx.repo)[1], sha)
+        preview.update(writeset.changes_files(ctx.repo, changes))
+        writes = [p for _, p in changes]
     return Plan({"name": short_ref(ref), "start_sha": sha, "checkout": checkout}, preview, refs=[ref], moves=moves,
-                paths=None if checkout else [], policy_refs=[short_ref(ref)])
+                paths=None if checkout else [], policy_refs=[short_ref(ref)], writes=writes)
 
 
 def run_branch(ctx: Ctx, args: dict) -> dict:
@@ -194,8 +199,8 @@ def preview_checkout(ctx: Ctx, args: dict) -> Plan:
                                         "commit, or propose a branch first")
         if target_ref == head_ref:
             raise FleetError("BAD_ARGUMENT", f"{short_ref(target_ref)} is already checked out")
-    changed = text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z", head, sha, "--"]).stdout).split("\0")
-    changed = [p for p in changed if p]
+    changes = writeset.tree_changes(ctx.repo, head, sha)
+    changed = [p for _, p in changes]
     status, _ = read_status(ctx.repo)
     dirty = {e.path for e in status.entries if e.kind in "12u"}
     blocking = sorted(dirty & set(changed))
@@ -203,13 +208,15 @@ def preview_checkout(ctx: Ctx, args: dict) -> Plan:
                "from": {"branch": short_ref(head_ref) if head_ref else None, "head": head},
                "to": {"branch": short_ref(target_ref) if target_ref else None, "head": sha},
                "files_changing": changed[:200], "files_changing_count": len(changed),
-               "local_changes_carried": sorted(dirty - set(changed))[:200]}
+               "local_changes_carried": sorted(dirty - set(changed))[:200],
+               **writeset.changes_files(ctx.repo, changes)}
     if blocking:
         preview["warning"] = (f"{len(blocking)} locally changed file(s) differ on the target; git will refuse "
                               "the checkout: " + ", ".join(blocking[:10]))
     refs = [target_ref] if target_ref else []
     return Plan({"ref": short_ref(target_ref) if target_ref else sha, "detach": detach}, preview, refs=refs,
-                moves=[], policy_refs=[short_ref(target_ref)] if target_ref else [sha], policy_paths=changed)
+                moves=[], policy_refs=[short_ref(target_ref)] if target_ref else [sha], policy_paths=changed,
+                writes=changed)
 
 
 def run_checkout(ctx: Ctx, args: dict) -> dict:
@@ -277,7 +284,8 @@ def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
     if clash:
         preview["warning"] = "files changed locally are also in the stash; git may refuse: " + ", ".join(clash[:10])
     return Plan({"index": n, "stash": sha, "message": message}, preview, refs=["refs/stash"], moves=[],
-                policy_paths=names + untracked, undo={"stash_store": sha, "stash_message": message})
+                policy_paths=names + untracked, undo={"stash_store": sha, "stash_message": message},
+                writes=names + untracked)
 
 
 def run_stash_pop(ctx: Ctx, args: dict) -> dict:
@@ -287,11 +295,15 @@ def run_stash_pop(ctx: Ctx, args: dict) -> dict:
 
 # --- reset / discard -----------------------------------------------------------------------------------
 
+RESET_MODES = ("soft", "mixed", "hard", "keep", "merge")
+UPDATES_FILES = ("hard", "keep", "merge")  # the modes that write working-tree files (ignored ones too)
+
+
 def preview_reset(ctx: Ctx, args: dict) -> Plan:
     known_args("reset", args, {"mode", "target"})
     mode = args.get("mode", "mixed")
-    if mode not in ("soft", "mixed", "hard"):
-        raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed or hard")
+    if mode not in RESET_MODES:
+        raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed, hard, keep or merge")
     head_ref, head = _need_head(ctx.repo, "reset")
     target = commit_of(ctx.repo, string(args, "target"), "target")
     leaving = commits_between(ctx.repo, target, head)
@@ -304,6 +316,11 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
                "mode": mode, "from": head, "to": target, "commits_leaving": leaving["commits"],
                "commits_arriving": arriving["commits"], "rewrites_history": rewrites,
                "files_changing": _names(ctx.repo, head, target)}
+    writes: list[str] = []
+    if mode in UPDATES_FILES:
+        changes = writeset.tree_changes(ctx.repo, head, target)
+        preview.update(writeset.changes_files(ctx.repo, changes))
+        writes = [p for _, p in changes]
     if lost:
         preview["uncommitted_changes_discarded"] = _files(lost)
         preview.update(capped_diff(ctx.repo, ["diff-index", "HEAD"]))
@@ -313,7 +330,7 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
     return Plan({"mode": mode, "target": target}, preview, refs=moves, moves=moves,
                 paths=[] if mode == "soft" else None, pin_index=mode == "soft",
                 policy_refs=[branch] if branch else [], policy_paths=list(dict.fromkeys(touched)),
-                paths_listed=dropped is not None)
+                paths_listed=dropped is not None, writes=writes)
 
 
 def _names(repo: str, a: str, b: str) -> list[str]:

@@ -16,6 +16,7 @@ from fleet.errors import FleetError
 from fleet.git.mergetree import scratch_repo
 from fleet.git.revs import git_dirs
 from fleet.git.run import GitError, run, run_git, text
+from fleet.ops import writeset
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commit_paths, commits_between, is_ancestor,
@@ -62,14 +63,14 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
     if mode == "ff_only" and flight["result"] != "fast_forward":
         raise FleetError("BAD_ARGUMENT", f"{short_ref(head_ref)} cannot fast-forward to {source}: they diverged")
     arriving = commits_between(ctx.repo, head, sha)
+    changes = writeset.tree_changes(ctx.repo, head, sha)
     preview = {"summary": f"{'squash-' if mode == 'squash' else ''}merge {source} ({sha[:12]}) into "
                           f"{short_ref(head_ref)}" + (" (fast-forward)" if flight["result"] == "fast_forward" else ""),
                "mode": mode, "source": source, "source_sha": sha, "branch": short_ref(head_ref), "from": head,
                "commits_arriving": arriving["commits"], "commits_truncated": arriving["truncated"],
                "preflight": _with_drivers(ctx.repo, flight, head, sha),
                "rewrites_history": False,
-               "files_changing": [p for p in text(run(ctx.repo, ["diff-tree", "-r", "--no-renames", "--name-only", "-z",
-                                                                  head, sha, "--"]).stdout).split("\0") if p][:200]}
+               "files_changing": [p for _, p in changes][:200], **writeset.changes_files(ctx.repo, changes)}
     if flight["result"] == "conflicts":
         preview["warning"] = (f"the merge would conflict in {flight['conflict_count']} file(s); it will be "
                               "aborted and the proposal fail unless resolved first")
@@ -79,7 +80,8 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
     arriving_paths = commit_paths(ctx.repo, [sha, f"^{head}"])  # the files of every commit it brings in
     return Plan({"source": source, "sha": sha, "mode": mode, "message": message or default}, preview,
                 refs=[head_ref], moves=[head_ref], policy_refs=[short_ref(head_ref), source],
-                policy_paths=arriving_paths or [], paths_listed=arriving_paths is not None)
+                policy_paths=arriving_paths or [], paths_listed=arriving_paths is not None,
+                writes=[p for _, p in changes])
 
 
 def _with_drivers(repo: str, flight: dict, head: str, sha: str) -> dict:
@@ -178,6 +180,7 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
                                          "flatten it: rebase it in a terminal")
     replayed = commits_between(ctx.repo, sha, head, limit=MAX_REPLAY)
     flight = replay_preflight(ctx.repo, sha, head)
+    onto_changes = writeset.tree_changes(ctx.repo, head, sha)
     base = text(run(ctx.repo, ["merge-base", head, sha], check=False).stdout).strip() or None
     drivers = driver_paths(ctx.repo, base, head, sha)
     if drivers:
@@ -188,7 +191,8 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
     preview = {"summary": f"rebase {short_ref(head_ref)} ({len(replayed['commits'])} commit(s)) onto {onto} "
                           f"({sha[:12]})", "branch": short_ref(head_ref), "from": head, "onto": onto,
                "onto_sha": sha, "commits_replayed": replayed["commits"], "rewrites_history": True,
-               "commits_arriving": commits_between(ctx.repo, head, sha)["commits"], "preflight": flight}
+               "commits_arriving": commits_between(ctx.repo, head, sha)["commits"], "preflight": flight,
+               **writeset.changes_files(ctx.repo, onto_changes)}
     if flight["result"] == "conflicts":
         first = flight["first_conflict"]
         preview["warning"] = (f"commit {first['sha'][:12]} ({first['subject']}) would conflict in "
@@ -202,9 +206,10 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
         preview["rewrites_pushed_commits"] = True
     replayed_paths = commit_paths(ctx.repo, [head, f"^{sha}"])  # rewritten, and the tree moves onto `onto`
     touched = (replayed_paths or []) + tree_paths(ctx.repo, head, sha)
+    writes = list(dict.fromkeys([*(p for _, p in onto_changes), *writeset.commits_paths(ctx.repo, sha, head)]))
     return Plan({"onto": sha}, preview, refs=[head_ref], moves=[head_ref],
                 policy_refs=[short_ref(head_ref), onto], policy_paths=list(dict.fromkeys(touched)),
-                paths_listed=replayed_paths is not None)
+                paths_listed=replayed_paths is not None, writes=writes)
 
 
 def run_rebase(ctx: Ctx, args: dict) -> dict:

@@ -2,7 +2,7 @@
 
 `Plan` is the preview's output: the normalised arguments that will run, what people and agents are shown,
 and what the executor must pin (refs, working-tree paths) and save in the restore point (refs it moves,
-untracked files it may delete). `Op` pairs an op's preview and run functions.
+untracked files it may delete, every path it may write). `Op` pairs an op's preview and run functions.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class Plan:
     policy_refs: list[str] = field(default_factory=list)   # short ref names, for the policy's `ref` globs
     policy_paths: list[str] = field(default_factory=list)  # repo-relative paths, for its `path` prefixes
     untracked_content: list[str] = field(default_factory=list)  # untracked files it may delete
+    writes: list[str] = field(default_factory=list)  # working-tree paths it may create, change, delete or
+    #                   overwrite beyond git status' changed files, whatever their status (fleet.ops.writeset)
     undo: dict = field(default_factory=dict)        # extra undo steps (stash entries) known up front
     paths_listed: bool = True                       # False: it changes paths policy_paths cannot list
     subjects: list[dict] = field(default_factory=list)  # more for the policy to judge: plan steps, other repos

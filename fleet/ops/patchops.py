@@ -68,7 +68,7 @@ def preview_patch(ctx: Ctx, args: dict) -> Plan:
                           f"({len(paths)} file(s))", "target": target, "files": paths, "stat": stat,
                "diff": patch[:DIFF_CAP], "diff_truncated": len(patch) > DIFF_CAP, "apply_check": "ok"}
     return Plan({"patch": patch, "target": target}, preview, paths=paths, pin_index=target == "index",
-                policy_paths=paths)
+                policy_paths=paths, writes=paths if target == "worktree" else [])
 
 
 def run_patch(ctx: Ctx, args: dict) -> dict:

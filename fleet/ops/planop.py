@@ -19,6 +19,7 @@ import contextlib
 import re
 
 from fleet.errors import FleetError
+from fleet.ops import restore
 from fleet.ops.catalog import risk_of
 from fleet.ops.model import Ctx, Op, Plan, known_args
 
@@ -157,6 +158,8 @@ def run_plan(ctx: Ctx, args: dict) -> dict:
         try:
             plan = ops[step["op"]].preview(ctx, step["args"])
             _check_step(ctx, step, plan)
+            restore.extend(ctx.index, ctx.repo, ctx.proposal_id,  # saved before this step writes them
+                           [*plan.writes, *plan.untracked_content])
             result = ops[step["op"]].run(ctx, plan.args)
         except FleetError as exc:
             done.append({"step": n, "op": step["op"], "status": "failed", "error": f"{exc.code}: {exc.message}"})

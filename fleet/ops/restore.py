@@ -3,26 +3,28 @@
 Taken by the executor right before it runs anything, kept until pruned by an explicit command:
 - refs under `refs/fleetdeck/restore/<id>/`: HEAD, every ref the operation will move, a `git stash create`
   snapshot of index and working tree (`.../stash`), and a commit holding the exact bytes (no filters) of
-  every file that differs from HEAD or the index, untracked ones too when the operation deletes them
-  (`.../files`): `git stash create` alone does not hold untracked files;
+  every path the operation may create, change, delete or overwrite, whatever its status (tracked,
+  untracked, ignored, excluded: `Plan.writes`, fleet.ops.writeset), of every file that differs from HEAD or
+  the index, and of the untracked files it deletes (`.../files`, fleet.ops.savedfiles);
 - a row in `restore_points`: HEAD's branch and sha, the saved refs (None = did not exist), the index as a
-  tree, the file list (path, mode, blob; or deleted), the untracked paths, and the state after the
-  operation (so an undo can refuse when someone changed the repository since).
+  tree, the saved paths (mode, blob, permission bits; or absent: it must not exist after the undo), the
+  untracked paths, and the state right after the operation: refs, HEAD, git status, and the exact state of
+  every path an undo would write (so an undo refuses, STALE, when any of them changed since).
 
-Restoring puts refs and HEAD back, the index and tracked files with `read-tree -u --reset`, then writes
-the saved files' exact bytes; files that were untracked before keep the content they have now.
+Restoring puts refs and HEAD back, the index and tracked files with `read-tree -u --reset`, then makes every
+saved path exactly as it was; other paths the undo's read-tree writes keep the content they have now.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 
 from fleet.errors import FleetError
 from fleet.git.run import run, text
 from fleet.index.store import Index
+from fleet.ops import savedfiles, writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.state import head_state, read_status, ref_sha, revalidate
 from fleet.repo.record import iso
@@ -35,50 +37,11 @@ def restore_ref(point_id: str, ref: str) -> str:
     return f"{PREFIX}/{point_id}/{ref[5:] if ref.startswith('refs/') else ref}"
 
 
-def _save_blobs(repo: str, paths: list[str]) -> dict[str, list]:
-    """{path: [mode, blob]} with each file's exact bytes written as a blob (no clean filter), or
-    {path: None} for a path that does not exist in the working tree."""
-    saved: dict[str, list | None] = {}
-    regular = []
-    for rel in paths:
-        full = os.path.join(repo, rel)
-        if os.path.islink(full):
-            blob = text(exec_git(repo, ["hash-object", "-w", "--stdin"],
-                                 input_bytes=os.fsencode(os.readlink(full))).stdout).strip()
-            saved[rel] = ["120000", blob]
-        elif os.path.isfile(full):
-            regular.append(rel)
-        elif not os.path.lexists(full):
-            saved[rel] = None
-    if regular:
-        lines = exec_git(repo, ["hash-object", "-w", "--no-filters", "--stdin-paths"],
-                         input_bytes=b"".join(os.fsencode(p) + b"\n" for p in regular)).stdout.split()
-        for rel, blob in zip(regular, lines):
-            mode = "100755" if os.stat(os.path.join(repo, rel)).st_mode & 0o111 else "100644"
-            saved[rel] = [mode, blob.decode("ascii")]
-    return saved
-
-
-def _files_commit(repo: str, point_id: str, files: dict[str, list | None]) -> str | None:
-    """A commit whose tree holds the saved blobs, so git never prunes them while the restore point lives."""
-    entries = [(p, v) for p, v in files.items() if v is not None]
-    if not entries:
-        return None
-    with tempfile.TemporaryDirectory(prefix="fleetdeck-rp-") as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        info = b"".join(f"{mode} {blob}\t".encode() + os.fsencode(path) + b"\0" for path, (mode, blob) in entries)
-        exec_git(repo, ["update-index", "-z", "--add", "--index-info"], input_bytes=info, extra_env=env)
-        tree = text(exec_git(repo, ["write-tree"], extra_env=env).stdout).strip()
-    return text(exec_git(repo, ["commit-tree", tree, "-m", f"fleetdeck restore point {point_id}"],
-                         extra_env={"GIT_AUTHOR_NAME": "fleetdeck", "GIT_AUTHOR_EMAIL": "fleetdeck@localhost",
-                                    "GIT_COMMITTER_NAME": "fleetdeck",
-                                    "GIT_COMMITTER_EMAIL": "fleetdeck@localhost"}).stdout).strip()
-
-
 def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_content: list[str],
-         undo: dict | None = None) -> dict:
+         undo: dict | None = None, writes: list[str] | None = None) -> dict:
     """Save the repository's state before proposal `point_id` runs. `refs` are the refs it will move;
-    `untracked_content` the untracked paths it may delete (their bytes are saved too)."""
+    `untracked_content` the untracked paths it may delete; `writes` every working-tree path it may create,
+    change, delete or overwrite, whatever git thinks of it (saved with whatever stands in its way)."""
     head_ref, head = head_state(repo)
     status, _ = read_status(repo)
     if status.conflicted:
@@ -87,11 +50,12 @@ def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_cont
     untracked = [e.path for e in status.entries if e.kind == "?"]
     if len(untracked) > MAX_UNTRACKED:
         raise FleetError("LIMIT", f"more than {MAX_UNTRACKED} untracked files: a restore point cannot list them")
-    files = _save_blobs(repo, sorted(set(changed) | set(untracked_content)))
+    files = savedfiles.save(repo, list(dict.fromkeys([*changed, *untracked_content,
+                                                      *writeset.expand(repo, writes or [])])))
     saved_refs = {ref: ref_sha(repo, ref) for ref in dict.fromkeys([*refs, *([head_ref] if head_ref else [])])}
     index_tree = text(exec_git(repo, ["write-tree"]).stdout).strip()
     snapshot = text(exec_git(repo, ["stash", "create"], literal=False).stdout).strip() or None
-    files_commit = _files_commit(repo, point_id, files)
+    files_commit = savedfiles.files_commit(repo, point_id, files)
     keep = {"HEAD": head, "stash": snapshot, "files": files_commit,
             **{ref: sha for ref, sha in saved_refs.items()}}
     updates = "".join(f"update {restore_ref(point_id, ref)} {sha}\n" for ref, sha in keep.items() if sha)
@@ -107,12 +71,39 @@ def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_cont
     return details(index, point_id)
 
 
-def record_after(index: Index, point_id: str, after: dict, undo: dict) -> None:
-    """The state the proposal left (an undo checks it is still so) and the undo steps its run reported."""
+def extend(index: Index, repo: str, point_id: str, writes: list[str]) -> None:
+    """Save more paths into a restore point before a later step of the same proposal writes them (a plan's
+    step previewed only when it runs). Paths already saved keep the content they had before step 1."""
     with index.write() as conn:
-        row = conn.execute("SELECT files FROM restore_points WHERE id = ?", (point_id,)).fetchone()
+        found = conn.execute("SELECT files FROM restore_points WHERE id = ?", (point_id,)).fetchone()
+        files = json.loads(found[0])
+        new = [p for p in writeset.expand(repo, writes) if p not in files["saved"]]
+        if not new:
+            return
+        files["saved"].update(savedfiles.save(repo, new))
+        commit = savedfiles.files_commit(repo, point_id, files["saved"])
+        exec_git(repo, ["update-ref", restore_ref(point_id, "files"), commit])
+        conn.execute("UPDATE restore_points SET files = ?, files_commit = ? WHERE id = ?",
+                     (json.dumps(files), commit, point_id))
+
+
+def _watched(repo: str, index_tree: str, saved: dict) -> list[str]:
+    """Every path an undo writes: the saved ones, and those whose index entry the proposal changed (the
+    undo's `read-tree -u` rewrites or removes them)."""
+    raw = run(repo, ["diff-index", "--cached", "--no-renames", "--name-only", "-z", index_tree, "--"]).stdout
+    return list(dict.fromkeys([*saved, *(os.fsdecode(p) for p in raw.split(b"\0") if p)]))
+
+
+def record_after(index: Index, point_id: str, after: dict, undo: dict) -> None:
+    """The state the proposal left (an undo checks it is still so: refs, HEAD, git status, and the exact
+    state of every path the undo would write) and the undo steps its run reported."""
+    with index.write() as conn:
+        row = conn.execute("SELECT files, repo, index_tree FROM restore_points WHERE id = ?",
+                           (point_id,)).fetchone()
         files = json.loads(row[0])
         files["undo"] = {**files.get("undo", {}), **undo}
+        after = {**after, "paths": {p: savedfiles.state_of(row[1], p)
+                                    for p in _watched(row[1], row[2], files["saved"])}}
         conn.execute("UPDATE restore_points SET after = ?, files = ? WHERE id = ?",
                      (json.dumps(after), json.dumps(files), point_id))
 
@@ -132,8 +123,8 @@ def details(index: Index, point_id: str) -> dict:
         "head_ref": row["head_ref"], "head": row["head"], "refs": json.loads(row["refs"]),
         "index_tree": row["index_tree"], "stash_snapshot": row["stash_snapshot"],
         "files_commit": row["files_commit"],
-        "files": [{"path": p, "saved": v is not None, "mode": v[0] if v else None, "blob": v[1] if v else None}
-                  for p, v in sorted(saved.items())],
+        "files": [{"path": p, "saved": v is not None, "mode": v[0] if v else None, "blob": v[1] if v else None,
+                   "perm": f"{v[2]:o}" if v and len(v) > 2 else None} for p, v in sorted(saved.items())],
         "git_refs": [restore_ref(row["id"], r) for r, sha in [("HEAD", row["head"]), ("stash", row["stash_snapshot"]),
                      ("files", row["files_commit"]), *json.loads(row["refs"]).items()] if sha],
         "after": json.loads(row["after"]) if row["after"] else None,
@@ -171,6 +162,13 @@ def prune(index: Index, point_id: str) -> dict:
     return {"restore_point": point_id, "repo": point["repo"], "refs_deleted": len(refs)}
 
 
+def changed_since(repo: str, point: dict) -> list[str]:
+    """The paths an undo would write that are no longer as the proposal left them (ignored and excluded
+    ones included: they are compared byte for byte, not through git status)."""
+    recorded = (point["after"] or {}).get("paths", {})
+    return [p for p, state in recorded.items() if savedfiles.state_of(repo, p) != state]
+
+
 def check_undo(repo: str, point: dict) -> None:
     """STALE unless the repository is exactly as the proposal left it (an undo must not lose later work)."""
     if point["pruned"]:
@@ -180,6 +178,11 @@ def check_undo(repo: str, point: dict) -> None:
                                          "not complete; nothing to undo (see `fleetdeck proposals show`)")
     if os.path.realpath(point["repo"]) != os.path.realpath(repo):
         raise FleetError("BAD_ARGUMENT", "that restore point belongs to another repository")
+    moved = changed_since(repo, point)
+    if moved:
+        shown = ", ".join(moved[:10]) + (f" and {len(moved) - 10} more" if len(moved) > 10 else "")
+        raise FleetError("STALE", f"cannot undo: {len(moved)} path(s) the undo would write changed since the "
+                                  f"proposal ran: {shown}")
     try:
         revalidate(repo, point["after"])
     except FleetError as exc:
@@ -193,12 +196,18 @@ def reflog_message(point_id: str) -> str:
 
 
 def apply(repo: str, point: dict) -> dict:
-    """Bring `repo` back to the restore point. Call check_undo first (and take a restore point of now)."""
+    """Bring `repo` back to the restore point. Call check_undo first (and take a restore point of now).
+
+    Refs and HEAD go back, the index and tracked files with `read-tree -u --reset`, then every saved path is
+    made exactly as it was (bytes, permission bits, type, or absent); a path whose index entry the proposal
+    changed but whose file it did not write keeps the content it has now (which check_undo found to be what
+    the proposal left, and so what was there before)."""
     undo = point["_undo"]
     _undo_satellites(repo, undo)
-    pre_untracked = [p for p in point["_untracked"] if point["_saved"].get(p) is None
-                     and os.path.lexists(os.path.join(repo, p))]
-    keep_now = _save_blobs(repo, pre_untracked)  # files that were untracked before: keep today's bytes
+    saved = point["_saved"]
+    after = point["after"] or {}
+    watched = after["paths"] if "paths" in after else point["_untracked"]  # older points: no path states
+    keep_now = savedfiles.save(repo, [p for p in watched if p not in saved])
     updates = []
     for ref, sha in point["refs"].items():
         updates.append(f"update {ref} {sha}\n" if sha else f"delete {ref}\n")
@@ -210,26 +219,11 @@ def apply(repo: str, point: dict) -> dict:
     elif point["head"]:
         exec_git(repo, ["update-ref", *why, "--no-deref", "HEAD", point["head"]])
     exec_git(repo, ["read-tree", "-u", "--reset", point["index_tree"]])
-    written = []
-    for rel, value in {**keep_now, **point["_saved"]}.items():
-        full = os.path.join(repo, rel)
-        _check_inside(repo, rel)
-        if value is None:
-            if os.path.lexists(full) and not os.path.isdir(full):
-                os.unlink(full)
-            continue
-        mode, blob = value
-        data = run(repo, ["cat-file", "blob", blob]).stdout
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        if os.path.lexists(full) and not os.path.isdir(full):
-            os.unlink(full)
-        if mode == "120000":
-            os.symlink(os.fsdecode(data), full)
-        else:
-            with open(full, "wb") as fh:
-                fh.write(data)
-            os.chmod(full, 0o755 if mode == "100755" else 0o644)
-        written.append(rel)
+    try:
+        written = savedfiles.write_back(repo, {**keep_now, **saved})
+    except OSError as exc:
+        raise FleetError("GIT_FAILED", f"the undo could not write {exc.filename or 'a file'}: {exc.strerror}; "
+                                       f"its restore point {point['restore_point']} still holds every byte") from None
     if undo.get("stash_drop"):
         top = ref_sha(repo, "refs/stash")
         if top == undo["stash_drop"]:
@@ -237,7 +231,7 @@ def apply(repo: str, point: dict) -> dict:
     if undo.get("stash_store"):
         exec_git(repo, ["stash", "store", "-m", undo.get("stash_message") or "restored by fleetdeck",
                         undo["stash_store"]])
-    return {"head": head_state(repo)[1], "files_written": len(written)}
+    return {"head": head_state(repo)[1], "files_written": written}
 
 
 def _undo_satellites(repo: str, undo: dict) -> None:
@@ -253,11 +247,3 @@ def _undo_satellites(repo: str, undo: dict) -> None:
             exec_git(folder, ["switch", "-q", "--detach", sub["sha"]])
     if undo.get("worktree_remove"):
         exec_git(repo, ["worktree", "remove", undo["worktree_remove"]])
-
-
-def _check_inside(repo: str, rel: str) -> None:
-    """A saved path is written only where it stays inside the repository (no symlinked folder on the way)."""
-    parent = os.path.realpath(os.path.dirname(os.path.join(repo, rel)))
-    root = os.path.realpath(repo)
-    if os.path.commonpath([parent, root]) != root:
-        raise FleetError("BAD_PATH", f"{rel!r} now leads outside the repository through a symlink")

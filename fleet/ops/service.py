@@ -186,7 +186,8 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
                 "proposal_id": None, "approve_url": None, "next_action": None, "expires_at": None}
     preview["_plan"] = {"args": plan.args, "refs": plan.refs, "moves": plan.moves, "paths": plan.paths,
                         "untracked_content": plan.untracked_content, "undo": plan.undo,
-                        "policy": {"subjects": [x.as_dict() for x in subjects], "deferred": plan.deferred}}
+                        "policy": {"subjects": [x.as_dict() for x in subjects], "deferred": plan.deferred},
+                        "writes": plan.writes}
     preview["_pins"] = {**pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head),
                         "anchor": anchor.identity(found.path), "repo_code": repocode.digest(code)}
     now = time.time()
@@ -310,7 +311,8 @@ def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral:
     if refused:
         return _finish(index, proposal_id, "failed", error=refused, result={"touched": False})
     try:
-        restore.take(index, repo, proposal_id, plan["moves"], plan["untracked_content"], plan["undo"])
+        restore.take(index, repo, proposal_id, plan["moves"], plan["untracked_content"], plan["undo"],
+                     plan.get("writes", []))
     except FleetError as exc:
         return _finish(index, proposal_id, "failed", error=f"{exc.code}: restore point not taken, nothing "
                                                            f"ran: {exc.message}", result={"touched": False})

@@ -70,8 +70,10 @@ def preview_restore(ctx: Ctx, args: dict) -> Plan:
         "files_restored_count": len(point["files"]),
     }
     moves = [r for r in point["refs"] if r != "HEAD"]
+    writes = list(dict.fromkeys([*point["_saved"], *(point["after"].get("paths") or {})]))
     return Plan({"restore_point": point_id}, preview, refs=moves, moves=moves,
-                policy_refs=[short_ref(r) for r in moves], policy_paths=_restored_paths(ctx.repo, point, head))
+                policy_refs=[short_ref(r) for r in moves], policy_paths=_restored_paths(ctx.repo, point, head),
+                writes=writes)
 
 
 def _restored_paths(repo: str, point: dict, head: str | None) -> list[str]:
