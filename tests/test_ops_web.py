@@ -209,3 +209,17 @@ def test_branch_delete_rows_name_repos_by_their_fleet_path(browser, fleet, tmp_p
     page = browser.get(f"/proposals/{made['proposal_id']}").text
     rows = page.split("<h3>Branches</h3>")[1].split("</table>")[0]
     assert "fleet/a/api</code>" in rows and "fleet/b/api</code>" in rows
+
+
+def test_proposal_page_lists_the_files_a_checkout_writes_with_ignored_overwrites_marked(browser, fleet):
+    """Outside the raw JSON: the files the checkout writes, the ignored `.env` it would overwrite marked."""
+    from tests.test_undo_bytes import _envy
+
+    _envy(fleet["work"])
+    pid = propose(fleet, "checkout", {"ref": "envy"})
+    page = browser.get(f"/proposals/{pid}").text
+    visible = page.split('<section class="card" id="proposal-raw"')[0]  # everything before the raw JSON
+    assert re.search(r"<code>\.env</code> <span class=\"muted\">added</span> <span class=\"badge sev-critical\""
+                     r"[^>]*>overwrites ignored file</span>", visible)
+    assert "<code>u.txt</code> <span class=\"muted\">added</span></li>" in visible
+    assert "1 overwrite a file git does not track" in visible

@@ -147,3 +147,24 @@ def test_undo_refuses_when_an_overwritten_ignored_file_changed_since(ops_fleet):
     with pytest.raises(FleetError) as err:
         service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "STALE" and ".env" in err.value.message
+
+
+def test_previews_mark_the_untracked_and_ignored_files_git_would_overwrite(ops_fleet, capsys):
+    from fleet.cli import main as cli_main
+
+    work = ops_fleet["work"]
+    _envy(work)
+    write(work / "u.txt", "the person's untracked u\n")
+    for op, args in (("checkout", {"ref": "envy"}), ("reset", {"mode": "hard", "target": "envy"}),
+                     ("merge", {"source": "envy"}), ("branch", {"name": "b", "start_point": "envy", "checkout": True})):
+        preview = service.propose(ops_fleet["index"], "claude-code", op, str(work), args, "t", dry_run=True)["preview"]
+        marks = {f["path"]: (f["change"], f["overwrites"]) for f in preview["changes_files"]}
+        assert marks[".env"] == ("added", "ignored") and marks["u.txt"] == ("added", "untracked"), op
+        assert preview["changes_files_count"] == 3 and preview["changes_overwrite_count"] == 2
+    made = service.propose(ops_fleet["index"], "claude-code", "checkout", str(work), {"ref": "envy"}, "t")
+    capsys.readouterr()
+    assert cli_main(["--db", str(ops_fleet["db"]), "proposals", "show", made["proposal_id"]]) == 0
+    shown = capsys.readouterr().out
+    assert "files it writes: 3 (2 overwrite a file git does not track)" in shown
+    assert "added        .env  OVERWRITES IGNORED FILE" in shown
+    assert "added        u.txt  OVERWRITES UNTRACKED FILE" in shown

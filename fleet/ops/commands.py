@@ -108,6 +108,7 @@ def _describe(row: dict) -> str:
             shown = item if isinstance(item, str) else (item.get("path") or
                                                         f"{item.get('sha', '')[:12]} {item.get('subject', '')}")
             lines.append(f"  {key}: {shown}".rstrip())
+    lines += _changes(preview)
     if preview.get("diff"):
         lines.append(preview["diff"].rstrip("\n"))
     if row.get("error"):
@@ -122,6 +123,22 @@ def _describe(row: dict) -> str:
         undo = f" (undo: fleetdeck proposals undo {row['id']})" if row["status"] != "undone" else ""
         lines.append(f"  restore point: {row['restore_point']}{undo}")
     return "\n".join(lines)
+
+
+def _changes(preview: dict) -> list[str]:
+    """The files a checkout, reset, merge or rebase writes, those overwriting untracked or ignored files first
+    and marked (git replaces an ignored file without asking; the restore point keeps its bytes)."""
+    if not preview.get("changes_files"):
+        return []
+    lines = [f"  files it writes: {preview['changes_files_count']}"
+             + (f" ({preview['changes_overwrite_count']} overwrite a file git does not track)"
+                if preview.get("changes_overwrite_count") else "")]
+    for item in preview["changes_files"][:50]:
+        mark = f"  OVERWRITES {item['overwrites'].upper()} FILE" if item["overwrites"] else ""
+        lines.append(f"    {item['change']:<12} {item['path']}{mark}")
+    if preview["changes_files_count"] > min(50, len(preview["changes_files"])):
+        lines.append(f"    ... {preview['changes_files_count'] - min(50, len(preview['changes_files']))} more")
+    return lines
 
 
 def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
