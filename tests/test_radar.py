@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from fleet.index.store import open_index
 from fleet.views.radar import SCORES, attention, radar
 from fleet.index.scan import scan
-from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, with_upstream, write
 
 
 def base(**over) -> dict:
@@ -101,4 +103,47 @@ def test_agent_collisions_raise_a_repo_in_the_queue(tmp_path: Path):
     assert top["reasons"][0]["details"]["agents"] == ["claude", "codex"]
     assert top["reasons"][0]["details"]["paths"] == ["src/app.py"]
     assert str(busy) in top["path"] or top["path"] == str(busy.resolve())
+    index.close()
+
+
+def _git_at(repo: Path, when: float, *args: str) -> None:
+    """git with its clock at `when` (gitbuild's runs in 2025)."""
+    stamp = f"@{int(when)} +0000"
+    env = {**git_env(), "GIT_COMMITTER_DATE": stamp, "GIT_AUTHOR_DATE": stamp}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
+
+
+def test_detached_head_and_a_fresh_stash_are_not_clean(tmp_path: Path):
+    root = tmp_path / "fleet"
+    detached = init_repo(root / "detached", commits=2)
+    git(detached, "checkout", "-q", "--detach", "HEAD~1")
+    stashed = init_repo(root / "stashed", commits=1)
+    write(stashed / "README.md", "put aside\n")
+    _git_at(stashed, time.time() - 3600, "stash", "push", "-q", "-m", "half an idea")  # an hour ago
+    index = open_index(tmp_path / "fleet.db")
+    scan(index, [str(root)])
+    by_name = {e["name"]: e for e in radar(index)}
+    head = git(detached, "rev-parse", "HEAD").strip()
+    assert git(detached, "symbolic-ref", "-q", "HEAD", check=False) == ""  # git: detached
+    top = by_name["detached"]["reasons"][0]
+    assert top["code"] == "detached" and head[:12] in top["summary"]
+    assert top["next_step"] == f"git switch -c keep-{head[:7]} to keep what is here on a branch, or git switch main"
+    assert git(stashed, "stash", "list", "--format=%gs").strip() == "On main: half an idea"
+    assert by_name["stashed"]["status"] == "stash" and "half an idea" in by_name["stashed"]["summary"]
+    index.close()
+
+
+def test_active_is_the_last_reflog_entry_not_the_file_time(tmp_path: Path):
+    """A repo whose last commit is days old reads as days old, though its reflog file was written just now
+    (a clone, a copy, a demo): the time git wrote in the entry is the activity."""
+    root = tmp_path / "fleet"
+    repo = init_repo(root / "old", commits=1)
+    three_days_ago = int(time.time()) - 3 * 86400
+    _git_at(repo, three_days_ago, "commit", "-q", "--allow-empty", "-m", "old work")
+    index = open_index(tmp_path / "fleet.db")
+    scan(index, [str(root)])
+    entry = next(e for e in radar(index, include_clean=True) if e["name"] == "old")
+    when = datetime.fromisoformat(entry["last_activity"].replace("Z", "+00:00")).timestamp()
+    logged = int(git(repo, "reflog", "-1", "--format=%gd", "--date=unix").split("{")[1].rstrip("}\n"))
+    assert abs(when - logged) < 2 and abs(when - three_days_ago) < 2
     index.close()

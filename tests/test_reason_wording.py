@@ -18,7 +18,7 @@ def _record(n: int) -> dict:
         "branch": "main", "head": "a" * 40, "upstream": "origin/main", "ahead": n, "behind": n,
         "staged": n, "unstaged": n, "untracked": n, "conflicted": n, "operation": "merge" if n else None,
         "branches": [{"name": "main", "current": True}] + [
-            {"name": f"{state}-{i}", "current": False, "upstream": f"origin/{state}-{i}", **counts}
+            {"name": f"{state}{i}", "current": False, "upstream": f"origin/{state}{i}", **counts}
             for state, counts in (("ahead", {"ahead": 1, "behind": 0}), ("behind", {"ahead": 0, "behind": 2}),
                                   ("diverged", {"ahead": 1, "behind": 1}),
                                   ("gone", {"ahead": None, "behind": None, "upstream_gone": True}))
@@ -47,3 +47,14 @@ def test_every_reason_reads_right(n: int):
                 "submodule", "local_changes"} <= {r["code"] for r in reasons}
         assert any("in worktree /w/wt0" in r["summary"] and r["next_step"].startswith("in /w/wt0: ")
                    for r in reasons)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_no_next_step_leaves_a_placeholder(n: int):
+    """Every branch named in a next step is the real one: `<branch>` / `<upstream>` never reach a person."""
+    steps = [r["next_step"] for r in attention(_record(n)) + attention({**_record(n), "detached": True,
+                                                                       "branch": None, "operation": None})]
+    assert not [s for s in steps if "<" in s], steps
+    joined = " | ".join(steps)
+    assert "git push origin ahead0" in joined and "git branch -f behind0 origin/behind0" in joined
+    assert "git rebase origin/diverged0 diverged0" in joined and "git branch -d gone0" in joined

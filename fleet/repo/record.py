@@ -269,10 +269,18 @@ def reflog_stats(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str, in
     return stats
 
 
+REFLOG_TAILS = 3       # the reflogs (newest written first) whose last entry dates the repo's last movement
+REFLOG_TAIL_BYTES = 4096
+
+
 def _ref_movement_time(gitdir: StrPath, commondir: StrPath, stats: list[tuple]) -> float | None:
-    """Newest ref movement: the newest reflog mtime, or the ref files' own in a repo without reflogs."""
+    """Newest ref movement: the time git wrote in the last entry of the most recently written reflogs (a file's
+    mtime says when something last wrote it, which a clone, a copy or a restore sets to now), else the mtime;
+    the ref files' own mtimes in a repo without reflogs."""
     if stats:
-        return max(s[4] for s in stats)
+        newest = sorted(stats, key=lambda s: -s[4])[:REFLOG_TAILS]
+        times = [t for t in (_last_entry_time(s[1], s[3]) for s in newest) if t is not None]
+        return min(max(times), newest[0][4]) if times else newest[0][4]
     newest = None
     for path in (os.path.join(gitdir, "HEAD"), os.path.join(commondir, "packed-refs"),
                  os.path.join(commondir, "refs", "heads")):
@@ -282,6 +290,20 @@ def _ref_movement_time(gitdir: StrPath, commondir: StrPath, stats: list[tuple]) 
             continue
         newest = mtime if newest is None else max(newest, mtime)
     return newest
+
+
+def _last_entry_time(path: str, size: int) -> float | None:
+    """The time of a reflog's last entry, from the file's last few KiB (None when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, size - REFLOG_TAIL_BYTES))
+            tail = fh.read(REFLOG_TAIL_BYTES)
+    except OSError:
+        return None
+    if size > REFLOG_TAIL_BYTES:
+        tail = tail.split(b"\n", 1)[-1]  # the first line may be cut
+    lines = gitfiles.parse_reflog(tail)
+    return float(lines[-1].at) if lines else None
 
 
 def _last_activity(path: str, status: Status | None, reflog_time: float | None) -> float | None:

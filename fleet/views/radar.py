@@ -35,6 +35,8 @@ REASONS = {
     "behind": ReasonKind(70, "info", "behind"),
     "ahead": ReasonKind(60, "info", "unpushed"),
     "stale_stash": ReasonKind(50, "low", "old stash"),
+    "stash": ReasonKind(48, "low", "stash"),
+    "detached": ReasonKind(46, "low", "detached"),
     "worktree": ReasonKind(45, "low", "worktree"),
     "submodule": ReasonKind(42, "low", "submodule"),
     "no_upstream": ReasonKind(40, "low", "no upstream"),
@@ -108,6 +110,12 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
     if stale:
         out.append(reason("stale_stash", f"{_plural(len(stale), 'stash')} older than a week",
                           "git stash list; apply or drop them"))
+    elif record.get("stash_list"):
+        out.append(reason("stash", f"{_plural(len(record['stash_list']), 'stash')} put aside "
+                          f"({record['stash_list'][0].get('message') or 'no message'})",
+                          "git stash pop when you come back to it (git stash list shows them all)"))
+    if record.get("detached") and record.get("head") and not op and not record.get("bare"):
+        out.append(_detached(record))
     for wt in record.get("worktrees", []):
         if wt.get("prunable"):
             out.append(reason("worktree", f"worktree {wt['path']} is gone from disk", "git worktree prune"))
@@ -131,6 +139,30 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
     return out
 
 
+def _detached(record: dict) -> dict:
+    """HEAD on no branch: commits made here are reachable from no branch once HEAD moves on."""
+    head = record["head"]
+    at = [b["name"] for b in record.get("branches", []) if b.get("head") == head]
+    step = (f"git switch {at[0]} (it points here)" if at else
+            f"git switch -c keep-{head[:7]} to keep what is here on a branch, or git switch "
+            f"{_home(record)}")
+    return reason("detached", f"HEAD is detached at {head[:12]}", step)
+
+
+def _home(record: dict) -> str:
+    names = [b["name"] for b in record.get("branches", [])]
+    return next((n for n in ("main", "master", "trunk", "develop") if n in names), names[0] if names else "<branch>")
+
+
+def _each(branches: list[dict], command: Callable[[dict], str]) -> str:
+    """The command for each of the first three branches (`; `-separated), `…` when there are more."""
+    return "; ".join(command(b) for b in branches[:3]) + (" …" if len(branches) > 3 else "")
+
+
+def _remote(b: dict) -> str:
+    return (b.get("upstream") or "origin/").split("/", 1)[0] or "origin"
+
+
 def _names(branches: list[dict], with_counts: bool = False) -> str:
     shown = [f"{b['name']} ({b['ahead']} ahead, {b['behind']} behind)" if with_counts else b["name"]
              for b in branches[:3]]
@@ -150,20 +182,24 @@ def _other_branches(record: dict) -> list[dict]:
     if diverged:
         out.append(reason("diverged", f"{_plural(len(diverged), 'other branch')} diverged from upstream: "
                           f"{_names(diverged, True)}",
-                          "rebase each on its upstream (git rebase <upstream> <branch>), then push",
+                          "rebase each on its upstream, then push: "
+                          + _each(diverged, lambda b: f"git rebase {b['upstream']} {b['name']}"),
                           branches=[b["name"] for b in diverged]))
     if ahead:
         out.append(reason("ahead", f"{_plural(len(ahead), 'other branch')} with unpushed commits: {_names(ahead)}",
-                          "push them (git push origin <branch>), or delete them if merged",
+                          "push them, or delete them if merged: "
+                          + _each(ahead, lambda b: f"git push {_remote(b)} {b['name']}"),
                           branches=[b["name"] for b in ahead]))
     if behind:
         out.append(reason("behind", f"{_plural(len(behind), 'other branch')} behind upstream: {_names(behind)}",
-                          "fast-forward when needed (git branch -f <branch> <upstream>: they hold no commits "
-                          "of their own)", branches=[b["name"] for b in behind]))
+                          "fast-forward when needed (they hold no commits of their own): "
+                          + _each(behind, lambda b: f"git branch -f {b['name']} {b['upstream']}"),
+                          branches=[b["name"] for b in behind]))
     if gone:
         out.append(reason("no_upstream", f"{_plural(len(gone), 'other branch')} whose upstream is gone: "
-                          f"{_names(gone)}", "delete them if merged (git branch -d <branch>), or "
-                          "git branch --unset-upstream <branch>", branches=[b["name"] for b in gone]))
+                          f"{_names(gone)}", "delete them if merged, or unset the upstream: "
+                          + _each(gone, lambda b: f"git branch -d {b['name']}"),
+                          branches=[b["name"] for b in gone]))
     return out
 
 
