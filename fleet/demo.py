@@ -90,7 +90,23 @@ def build_demo_fleet(target: str | os.PathLike[str], now: float | None = None) -
     for build in builders:  # spread the fleet's history over the week, newest states last
         build()
         b.clock += 14 * 3600
+    _last_hours(b, base, work, oss, end)
     return [str(work), str(oss)]
+
+
+def _last_hours(b: DemoBuilder, base: Path, work: Path, oss: Path, end: int) -> None:
+    """What happened in the last few hours (so a digest of the last 24 h has something to say): the
+    teammates pushed and infra fetched it, a commit in cli-tools, dotfiles rebased onto a teammate's change."""
+    b.clock = max(b.clock, end - 5 * 3600)
+    b.push_from(base / "seeds" / "infra", [("iam.tf", "resource \"iam\" {}\n", "add IAM roles")])
+    b.git(oss / "infra", "fetch", "-q")
+    b.clock = max(b.clock, end - 3 * 3600)
+    b.commit(work / "cli-tools", "table.go", "package main // tables\n", "cli: table output")
+    b.clock = max(b.clock, end - 2 * 3600)
+    b.push_from(base / "seeds" / "dotfiles", [(".gitconfig", "[pull]\n\trebase = true\n", "git: pull --rebase")])
+    b.commit(oss / "dotfiles", ".bashrc", "alias g=git\n", "bash: g for git")
+    b.git(oss / "dotfiles", "fetch", "-q")
+    b.git(oss / "dotfiles", "rebase", "-q", "origin/main")
 
 
 def _conflicted_merge(b: DemoBuilder, root: Path) -> None:
@@ -198,6 +214,30 @@ DEMO_PROPOSALS = (
 )
 
 
+POLICY_META = "policy_file"  # the index's own policy file (fleet.ops.policy.adopt_index_policy)
+DEMO_POLICY = """# the demo's policy: every proposal waits for a person, for as long as the demo may run
+[settings]
+expiry_minutes = 10080
+"""
+
+
+def demo_policy(target: str | os.PathLike[str]) -> str:
+    """Write the demo's policy file in `target` and return its path."""
+    path = Path(target) / "demo-policy.toml"
+    path.write_text(DEMO_POLICY, encoding="utf-8")
+    return str(path)
+
+
+def adopt_demo_policy(index) -> str | None:
+    """An index the demo made names the demo's policy file: a process over it with no `--policy` and no
+    `$FLEETDECK_POLICY` (`fleetdeck mcp --db <demo>/fleet.db`) follows that policy; returns it, or None."""
+    path = index.meta(POLICY_META)
+    if os.environ.get("FLEETDECK_POLICY") or not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    os.environ["FLEETDECK_POLICY"] = path
+    return path
+
+
 def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[str]:
     """Index the demo fleet and make the demo agents' pending proposals (under no personal policy);
     returns their ids. A proposal the fleet's state refuses is skipped, never fatal to the demo."""
@@ -209,10 +249,10 @@ def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[st
     base = Path(roots[0]).parent
     made = []
     saved = os.environ.get("FLEETDECK_POLICY")
-    os.environ["FLEETDECK_POLICY"] = str(base.parent / "demo-policy.toml")
-    Path(os.environ["FLEETDECK_POLICY"]).write_text("# the demo's policy: every proposal waits for a person\n")
+    os.environ["FLEETDECK_POLICY"] = demo_policy(base.parent)
     try:
         with open_index(db_path) as index:
+            index.set_meta(POLICY_META, os.environ["FLEETDECK_POLICY"])  # `fleetdeck mcp --db` follows it too
             for root in roots:
                 index.add_root(root)
             scan(index, roots)

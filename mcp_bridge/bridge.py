@@ -55,6 +55,9 @@ class Bridge:
         if create or self._path.exists():
             self._pool = IndexPool(self._path)  # creates and migrates once, up front, not inside a tool call
 
+    def has_index(self) -> bool:
+        return self._pool is not None or self._path.exists()
+
     def index(self) -> Index:
         pool = self._pool
         if pool is None:

@@ -314,6 +314,10 @@ def run_stdio(db_path: str | None = None) -> None:
 
     # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.
     server = build_server(db_path, lazy_tools=True, create=False)
+    if server.bridge.has_index():
+        from fleet.demo import adopt_demo_policy
+
+        adopt_demo_policy(server.bridge.index())  # over the demo's index, the demo's policy
     audit.setup(db_path)
     server.client_pids = ancestors(os.getpid())
     anyio.run(serve_stdio, server)
