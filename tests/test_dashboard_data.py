@@ -159,7 +159,7 @@ def test_demo_fleet_has_every_interesting_state(tmp_path: Path) -> None:
         assert codes["cli-tools"] == {"ahead"} and codes["infra"] == {"behind"}
         assert "stale_stash" in codes["ml-notebooks"] and "worktree" in codes["platform"]
         assert "submodule" in codes["monorepo"] and codes["scratch"] == {"no_upstream"}
-        assert codes["design-system"] == {"clean"} and codes["dotfiles"] == {"clean"}
+        assert codes["design-system"] == {"clean"} and codes["dotfiles"] == {"ahead"}  # rebased, not pushed yet
         events = timeline(index, index.repo("cli-tools")["id"])
         assert len([e for e in events if e["recoverable"]]) == 2
     api = Path(roots[0]) / "api-server"
