@@ -439,3 +439,4 @@ def test_auto_push_waits_for_a_person_when_a_pre_push_hook_exists(fleet):
     waiting = _propose(fleet, repo, "push", {"remote": "origin", "branch": "main"})
     assert waiting["status"] == "pending" and "pre-push hook" in waiting["policy"]["why"], waiting["policy"]
     assert fired(marker) == []
+

@@ -76,10 +76,6 @@ def neutralized() -> Iterator[None]:
         _NEUTRAL.reset(token)
 
 
-def is_neutralized() -> bool:
-    return _NEUTRAL.get()
-
-
 def _neutral_env(cwd: str) -> dict[str, str]:
     """GIT_CONFIG_COUNT/KEY/VALUE: the guard's filter and diff-driver overrides, then the repository's hooks
     and programs (repocode.neutral_config). Command-scope config beats every file."""

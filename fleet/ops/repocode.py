@@ -28,6 +28,7 @@ import os
 from dataclasses import dataclass
 
 from fleet.errors import FleetError
+from fleet.git.files import BrokenRepo, read_file
 from fleet.git.revs import git_dirs
 from fleet.git.run import run, text
 
@@ -55,7 +56,7 @@ MAX_ATTRIBUTES_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class RepoConfig:
+class ScopedConfig:
     """A repository's config split by trust: (key, value) pairs from its own files, and from the person's."""
     repo: list[tuple[str, str | None]]
     trusted: list[tuple[str, str | None]]
@@ -64,7 +65,7 @@ class RepoConfig:
         return [v if v is not None else "true" for k, v in self.trusted if k == key]
 
 
-def read_config(cwd: str) -> RepoConfig:
+def read_config(cwd: str) -> ScopedConfig:
     """The config git would use in `cwd`, read with `git config --list --show-scope` (which runs nothing)."""
     data = run(cwd, ["config", "--list", "--show-scope", "--includes", "-z"], ok_codes=(0, 1)).stdout
     fields = data.split(b"\0")
@@ -78,7 +79,7 @@ def read_config(cwd: str) -> RepoConfig:
             repo.append(item)
         elif scope in (b"global", b"system"):
             trusted.append(item)
-    return RepoConfig(repo, trusted)
+    return ScopedConfig(repo, trusted)
 
 
 def _lower_key(name: str) -> str:
@@ -106,7 +107,7 @@ def program_default(key: str) -> str | None:
 
 # --- the inventory ---------------------------------------------------------------------------------------
 
-def hooks_dir(cwd: str, config: RepoConfig) -> tuple[str, bool]:
+def hooks_dir(cwd: str, config: ScopedConfig) -> tuple[str, bool]:
     """(the folder git looks hooks up in, whether the repository chose it): the repository's
     `core.hooksPath`, else the person's, else the common git dir's `hooks`."""
     own = [v for k, v in config.repo if k == "core.hookspath" and v is not None]
@@ -127,7 +128,7 @@ def _expand(path: str, top: str) -> str:
     return os.path.join(top, os.path.expanduser(path))
 
 
-def repo_hooks(cwd: str, config: RepoConfig) -> list[str]:
+def repo_hooks(cwd: str, config: ScopedConfig) -> list[str]:
     folder, chosen_by_repo = hooks_dir(cwd, config)
     if not chosen_by_repo:
         return []
@@ -135,18 +136,18 @@ def repo_hooks(cwd: str, config: RepoConfig) -> list[str]:
             if os.path.isfile(os.path.join(folder, name)) and os.access(os.path.join(folder, name), os.X_OK)]
 
 
-def _attribute_lines(cwd: str, config: RepoConfig) -> list[str]:
+def _attribute_lines(cwd: str, config: ScopedConfig) -> list[str]:
     """Attribute lines from the files git reads first (the top .gitattributes, info/attributes,
     core.attributesFile); a nested .gitattributes is not read here: patterns are shown, not relied on."""
     places = [os.path.join(_top(cwd), ".gitattributes"), os.path.join(git_dirs(cwd)[1], "info", "attributes")]
     places += [_expand(v, _top(cwd)) for k, v in config.repo + config.trusted if k == "core.attributesfile" and v]
     lines: list[str] = []
     for place in places:
-        try:
-            with open(place, "rb") as fh:
-                lines += fh.read(MAX_ATTRIBUTES_BYTES).decode("utf-8", "replace").splitlines()
-        except OSError:
+        try:   # a bounded, non-blocking read of a regular file: a FIFO planted there stalls nothing
+            data = read_file(place, MAX_ATTRIBUTES_BYTES, place, whole=False, follow=True)
+        except (BrokenRepo, OSError):
             continue
+        lines += text(data or b"").splitlines()
     return lines
 
 
@@ -193,7 +194,7 @@ def _is_bool(value: str | None) -> bool:
     return value is None or value.lower() in ("true", "false", "yes", "no", "on", "off", "1", "0", "")
 
 
-def merge_default(config: RepoConfig) -> list[str]:
+def merge_default(config: ScopedConfig) -> list[str]:
     values = [v for k, v in config.repo if k == "merge.default" and v]
     return values[-1:]
 
