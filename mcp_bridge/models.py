@@ -526,6 +526,40 @@ class DiscardedWork(Out):
     restore: str
 
 
+class SnapshotTaken(Out):
+    id: str
+    worktree: str
+    at: str
+    trigger: str
+    files: int
+    bytes_added: int
+    skipped: list[dict]
+    unchanged: bool
+
+
+class SnapshotEntry(Out):
+    id: str
+    at: str
+    trigger: str
+    agents: list[str]
+    changed_files: int
+    discarded: bool
+    command: str | None
+    head: str | None
+    branch: str | None
+    skipped: list[dict]
+
+
+class SnapshotList(Capped):
+    snapshots: list[SnapshotEntry]
+    snapshot_count: int
+
+
+class SnapshotDiff(Capped):
+    patch: str
+    total_bytes: int
+
+
 class Lost(Capped):
     commits: list[LostCommit]
     commit_count: int

@@ -47,7 +47,7 @@ HANDSHAKE = ("initialize", "notifications/initialized", "ping")  # answered befo
 RECORD_EVERY = 15.0
 BOOKKEEPING_WAIT_MS = 100  # the longest a tool call waits on another process's write lock for bookkeeping
 TOOL_MODULES = ("tools_audit", "tools_fleet", "tools_agents", "tools_repo", "tools_git", "tools_context",
-                "tools_recovery", "tools_patch", "tools_ops")  # modules of mcp_bridge, registered in this order
+                "tools_recovery", "tools_snapshot", "tools_patch", "tools_ops")  # modules of mcp_bridge, registered in this order
 
 INSTRUCTIONS = """\
 fleetdeck watches every git repository on this machine (the fleet) and the coding agents working in them.

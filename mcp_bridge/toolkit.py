@@ -26,6 +26,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.tools.base import Tool as SdkTool
 from mcp.types import CallToolResult, Tool, ToolAnnotations
 from pydantic import BaseModel, TypeAdapter
+from pydantic.fields import FieldInfo
 
 from fleet.repo.identity import repo_identity
 from fleet.views.records import iso_times
@@ -54,6 +55,14 @@ class Spec:
     module: str
 
 
+def _wire_name(param: inspect.Parameter) -> str:
+    """An argument's name on the wire: its Field alias (`from`, a Python keyword) or its own name."""
+    for meta in getattr(param.annotation, "__metadata__", ()):
+        if isinstance(meta, FieldInfo) and meta.alias:
+            return meta.alias
+    return param.name
+
+
 class Toolkit:
     """Adds tools to one server and remembers each tool's argument names (unknown arguments are refused)."""
 
@@ -75,10 +84,12 @@ class Toolkit:
             signature = inspect.signature(fn, eval_str=True)
             per_repo = "repo" in signature.parameters
 
+            renamed = {_wire_name(p): p.name for p in signature.parameters.values() if _wire_name(p) != p.name}
+
             def call(**kwargs: object) -> CallToolResult:
                 token = resolved.set([])
                 try:
-                    data = fn(**kwargs)
+                    data = fn(**{renamed.get(k, k): v for k, v in kwargs.items()})
                     answered = resolved.get()
                 except Exception as exc:  # every failure becomes a structured error result
                     return failure_from(exc, name)
@@ -97,7 +108,7 @@ class Toolkit:
             call.__signature__ = signature.replace(return_annotation=CallToolResult)
             self.specs[name] = Spec(name, call, signature, output, title, inspect.cleandoc(fn.__doc__ or ""),
                                     annotations, self.module)
-            self.params[name] = frozenset(signature.parameters)
+            self.params[name] = frozenset(_wire_name(p) for p in signature.parameters.values())
             self.risks[name] = "read" if annotations.read_only_hint else "write"
             return fn
         return register

@@ -81,3 +81,26 @@ async def test_agents_find_what_they_discarded_over_mcp(discarded) -> None:
     assert data["discarded"][0]["restore"].startswith("fleetdeck restore api-server ")
     fleet_wide = ok(await call(server, "fleet.lost", {}))
     assert [d["repo"] for d in fleet_wide["discarded"]] == ["api-server"]
+
+
+async def test_agents_snapshot_list_and_diff_over_mcp(discarded) -> None:
+    server = build_server(str(discarded["db"]))
+    repo = discarded["repo"]
+    write(repo / "handler.py", "def handle():\n    return 3\n")
+    made = ok(await call(server, "snapshot.take", {"repo": "api-server"}))
+    assert made["trigger"] == "mcp" and made["files"] == 1 and not made["unchanged"]
+    again = ok(await call(server, "snapshot.take", {"repo": "api-server"}))
+    assert again["unchanged"] and again["id"] == made["id"]
+    listed = ok(await call(server, "snapshot.list", {"repo": "api-server"}))
+    assert [s["trigger"] for s in listed["snapshots"]] == ["mcp", "sweep", "hook:claude-code"]
+    assert listed["snapshots"][1]["discarded"] is True and listed["snapshot_count"] == 3
+    assert ok(await call(server, "snapshot.list", {"repo": "api-server", "path": "nothing-here"}))["snapshots"] == []
+    text = ok(await call(server, "snapshot.diff", {"repo": "api-server", "from": discarded["before"]["id"][:10],
+                                                   "to": made["id"]}))
+    assert "-    return 2" in text["patch"] and "+    return 3" in text["patch"] and not text["truncated"]
+    write(repo / "handler.py", "def handle():\n    return 4\n")
+    now = ok(await call(server, "snapshot.diff", {"repo": "api-server", "from": made["id"]}))
+    assert "+    return 4" in now["patch"]
+    bad = await call(server, "snapshot.diff", {"repo": "api-server", "from": "zzzz"})
+    assert bad.is_error
+    assert (repo / "handler.py").read_text() == "def handle():\n    return 4\n"    # nothing in the repo changed
