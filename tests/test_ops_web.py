@@ -209,6 +209,8 @@ def test_branch_delete_rows_name_repos_by_their_fleet_path(browser, fleet, tmp_p
     page = browser.get(f"/proposals/{made['proposal_id']}").text
     rows = page.split("<h3>Branches</h3>")[1].split("</table>")[0]
     assert "fleet/a/api</code>" in rows and "fleet/b/api</code>" in rows
+    listed = browser.get("/proposals").text
+    assert ">fleet/a/api</td>" in listed  # the list too: never a bare `api`
 
 
 def test_proposal_page_lists_the_files_a_checkout_writes_with_ignored_overwrites_marked(browser, fleet):

@@ -36,6 +36,7 @@ def list_context(request: Request, idx: Index) -> dict:
     rows = found["proposals"]
     for row in rows:
         row["preview"] = service.public_preview(row)
+        row["repo_label"] = service.repo_label(idx, row["repo"])
     return {"pending": [r for r in rows if r["status"] == "pending"],
             "active": [r for r in rows if r["status"] in ("approved", "executing")],
             "history": [r for r in rows if r["status"] not in service.ACTIVE],
