@@ -1,0 +1,128 @@
+"""The HTTP front door under abuse: a Host header parsed strictly, and a real `fleetdeck serve` (subprocess,
+RLIMIT_NOFILE 1024) that keeps answering its person while 1,100 half-open connections (a partial request
+line or partial headers, then nothing) try to use up its descriptors, and that closes them by itself."""
+
+from __future__ import annotations
+
+import resource
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from starlette.testclient import TestClient
+
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import init_repo
+from web.app import create_app
+from web.security import host_name
+
+TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
+BASE = "http://127.0.0.1:8765"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client(dashboard_fleet, tmp_path: Path):
+    with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8765@evil.example", "127.0.0.1@evil.example", "localhost:80:80",
+                                  "127.0.0.1:", "127.0.0.1:8x", "127.0.0.1:+80", "[::1]evil", "[::1]:8765x",
+                                  "[::1", "::1", "127.0.0.1 8765", "127.0.0.1:8765/evil", "localhost\\@evil",
+                                  ""])
+def test_a_host_that_is_not_host_colon_port_is_refused(client: TestClient, host: str) -> None:
+    r = client.get("/api/repos", headers={**BEARER, "Host": host})
+    assert r.status_code == 421, host
+    assert r.json()["error"]["code"] == "HOST_REFUSED"
+
+
+@pytest.mark.parametrize("header, name", [("127.0.0.1:8765", "127.0.0.1"), ("LOCALHOST", "localhost"),
+                                          ("[::1]:8765", "::1"), ("[::1]", "::1"), ("localhost:1", "localhost")])
+def test_well_formed_hosts_parse(header: str, name: str) -> None:
+    assert host_name(header) == name
+
+
+# --- half-open connections ------------------------------------------------------------------------------------
+
+ATTACKERS = 1100
+ANSWER_WITHIN_S = 15.0
+
+
+def _serve(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
+    root = tmp_path / "fleet"
+    init_repo(root / "alpha", commits=1)
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(root)])
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    proc = subprocess.Popen(fleetdeck_argv("--db", str(db), "serve", str(root), "--port", "0", "--no-watch"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=fleetdeck_env(),
+                            preexec_fn=limited)
+    line = proc.stdout.readline()
+    assert "http://" in line, proc.stderr.read()
+    url = line.split()[-1]
+    return proc, url.split("/?", 1)[0], url.split("token=", 1)[1]
+
+
+def _half_open(port: int, count: int) -> list[socket.socket]:
+    """`count` connections that each send part of a request and then nothing (a connect that the server
+    no longer accepts times out and is not counted)."""
+    held = []
+    for i in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" if i % 2 else b"GET /api/repos HT")
+            held.append(sock)
+        except OSError:
+            pass
+    return held
+
+
+def _answers(base: str, token: str) -> tuple[int, int]:
+    auth = {"Authorization": f"Bearer {token}"}
+    page = httpx2.get(base + "/", headers={**auth, "Accept": "text/html"}, timeout=ANSWER_WITHIN_S)
+    mcp = httpx2.post(base + "/mcp", headers={**auth, "Accept": "application/json, text/event-stream"},
+                      json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "person", "version": "1"}}},
+                      timeout=ANSWER_WITHIN_S)
+    return page.status_code, mcp.status_code
+
+
+def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: Path) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # the attacker's own sockets
+    proc, base, token = _serve(tmp_path)
+    held: list[socket.socket] = []
+    try:
+        assert _answers(base, token) == (200, 200)
+        held = _half_open(int(base.rsplit(":", 1)[1]), ATTACKERS)
+        started = time.monotonic()
+        assert _answers(base, token) == (200, 200)
+        assert time.monotonic() - started < ANSWER_WITHIN_S
+        deadline = time.monotonic() + 60          # the server closes them itself (header timeout)
+        for sock in held:
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                assert sock.recv(65536) is not None
+                while sock.recv(65536):
+                    pass
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+        assert time.monotonic() < deadline
+        assert _answers(base, token) == (200, 200)
+    finally:
+        for sock in held:
+            sock.close()
+        proc.terminate()
+        proc.communicate(timeout=30)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
