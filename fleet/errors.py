@@ -12,6 +12,8 @@ CODES = frozenset({
     "LIMIT", "TIMEOUT", "CONFLICT", "NO_GIT", "NO_INDEX",
     # the write side (fleet/ops)
     "POLICY_DENIED", "POLICY_INVALID", "NOT_PENDING", "STALE",
+    # the audit log cannot record a decision or an execution: it is refused (fleet/audit, docs/audit.md)
+    "AUDIT_UNAVAILABLE",
 })
 
 

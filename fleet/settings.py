@@ -13,6 +13,8 @@ file means every default. Errors are BAD_ARGUMENT, as for the presence switches 
     fsync_batch = 256                    # ... or after this many appends, whichever comes first
     segment_max_bytes = 8388608          # rotate the active segment at this size
     segments_kept = 16                   # rotated segments kept; older ones are pruned behind a checkpoint
+    retention_days = 90                  # ... but never one holding an entry younger than this (0: no floor)
+    allow_degraded_writes = false        # true: decisions go on while the log cannot be written
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "segment_max_bytes": Key(int, 8 * 1024 * 1024, "size at which the active segment rotates",
                                  1024 * 1024, 1024 ** 3),
         "segments_kept": Key(int, 16, "rotated segments kept before the oldest is pruned", 1, 100_000),
+        "retention_days": Key(int, 90, "entries younger than this are never pruned, whatever segments_kept "
+                                       "says (0: no age floor)", 0, 36_500),
+        "allow_degraded_writes": Key(bool, False, "decide and run proposals even when the audit log cannot be "
+                                                  "written (refused with AUDIT_UNAVAILABLE otherwise)"),
     },
     # read by fleet/snapshot/config.py: the safety net's snapshots of every working tree
     "snapshots": {

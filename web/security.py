@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 import socket
 from dataclasses import dataclass, field
 
 COOKIE_PREFIX = "fleetdeck_"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+HOST_HEADER = re.compile(r"(?:\[([0-9a-f:.]+)\]|([a-z0-9._-]+))(?::[0-9]{1,5})?")
 
 
 def new_token() -> str:
@@ -67,11 +69,11 @@ def allowed_hosts_for(bind_host: str) -> frozenset[str]:
 
 
 def host_name(host_header: str) -> str:
-    """`example.com:8765` -> `example.com`, `[::1]:8765` -> `::1`."""
-    value = host_header.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """`example.com:8765` -> `example.com`, `[::1]:8765` -> `::1`; "" for anything that is not exactly
+    `name[:port]` or `[v6 address][:port]` with a port of ASCII digits (`127.0.0.1:1@evil.example`, `::1`
+    unbracketed, `localhost:80:80`, a path, spaces), which then matches no allowed name."""
+    found = HOST_HEADER.fullmatch(host_header.lower())
+    return (found.group(1) or found.group(2)) if found else ""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """`fleetdeck audit verify|export|anchor|keygen|status`: the audit log on the command line.
 
-`verify` exits 0 when the log is intact, 3 when it is not (the first bad seq and the reason are printed), 2 on
-a usage error (an unreadable key or anchor, `--require-signed` without any key to check with).
+`verify` exits 0 when the log is intact, 3 when it is not (the first bad seq and the reason are printed), 4 when
+it is intact but degraded (a process, alive or ended, could not append entries: they are missing from the
+chain), 2 on a usage error (an unreadable key or anchor, `--require-signed` without any key to check with).
+`status` says `degraded` in the same case, whichever process it was.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from fleet.errors import FleetError
 
 EXIT_TAMPERED = 3
+EXIT_DEGRADED = 4
 EXIT_USAGE = 2
 
 
@@ -87,12 +90,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
         report = verify_log(folder, keys, require_signed=args.require_signed, anchor=anchor, workers=args.workers)
     except ValueError as exc:
         return _usage(str(exc))
+    spells = _degraded(args)
     if args.json:
-        json.dump({"folder": str(folder), **report.as_dict()}, sys.stdout, indent=2)
+        json.dump({"folder": str(folder), **report.as_dict(), "degraded": spells}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_report(folder, report)
-    return 0 if report.ok else EXIT_TAMPERED
+        _print_degraded(spells)
+    return EXIT_TAMPERED if not report.ok else (EXIT_DEGRADED if spells else 0)
+
+
+def _degraded(args: argparse.Namespace) -> list[dict]:
+    """Every process's degraded spell not yet recorded as a gap (read from the state files beside the index)."""
+    from fleet.audit.config import resolve
+    from fleet.audit.degraded import DegradedState
+
+    keys = ("process", "pid", "role", "since", "last_at", "lost", "error", "alive")
+    return [{k: s.get(k) for k in keys} for s in DegradedState(resolve(args.db).data_dir).others()]
+
+
+def _print_degraded(spells: list[dict]) -> None:
+    for s in spells:
+        after = ("; it ended: the next append records the gap" if not s["alive"] else "")
+        print(f"  DEGRADED: process {s['pid']} ({s['role']}) could not append {s['lost']} entries between "
+              f"{s['since']} and {s['last_at']} ({s['error']}){after}")
 
 
 def _print_report(folder: Path, report) -> None:
@@ -191,7 +212,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     folder = _folder(args)
     head, _ = newest(folder, 1)
     torn = sorted(p.name for p in folder.glob("torn-*.part")) if folder.is_dir() else []
-    info = {"enabled": config.enabled, "dir": str(folder), "segments": len(segment_files(folder)),
+    spells = _degraded(args) if config.enabled else []
+    info = {"enabled": config.enabled, "state": "off" if not config.enabled else ("degraded" if spells else "ok"),
+            "degraded": spells, "dir": str(folder), "segments": len(segment_files(folder)),
             "torn_lines_set_aside": torn,
             "key_id": load_signer(config.key).key_id if config.key else None,
             "head": {"seq": head[0]["seq"], "hash": head[0]["hash"], "at": head[0]["at"]} if head else None}
@@ -205,4 +228,5 @@ def cmd_status(args: argparse.Namespace) -> int:
               + (f"seq {head[0]['seq']} at {head[0]['at']}" if head else "no entries yet"))
         for name in torn:
             print(f"  set aside after a crash (kept, recorded in the chain): {folder / name}")
+        _print_degraded(spells)
     return 0

@@ -28,7 +28,15 @@ class AuditConfig:
     fsync_batch: int = 256
     segment_max_bytes: int = 8 * 1024 * 1024
     segments_kept: int = 16
+    retention_days: int = 90        # a segment with an entry younger than this is never pruned (0: no floor)
+    allow_degraded_writes: bool = False  # decisions go on while appends fail (else AUDIT_UNAVAILABLE)
     settings_error: str | None = None   # the settings file could not be read: file values unknown, defaults used
+
+
+def unavailable(folder: Path | str, why: str) -> FleetError:
+    return FleetError("AUDIT_UNAVAILABLE", f"the audit log in {folder} cannot be written ({why}): nothing was "
+                                           "decided or run. Fix the audit folder (`fleetdeck audit status`), or "
+                                           "set [audit] allow_degraded_writes = true to decide without it")
 
 
 def keys_dir() -> Path:
@@ -62,5 +70,7 @@ def resolve(db_path: str | os.PathLike[str] | None = None) -> AuditConfig:
         fsync_batch=audit["fsync_batch"],
         segment_max_bytes=audit["segment_max_bytes"],
         segments_kept=audit["segments_kept"],
+        retention_days=audit["retention_days"],
+        allow_degraded_writes=audit["allow_degraded_writes"],
         settings_error=settings_error,
     )

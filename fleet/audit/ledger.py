@@ -30,7 +30,7 @@ from typing import Any
 from fleet.audit import segments as seg
 from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESERVED, SCHEMA, SIGNATURE,
                                SUMMARY_CHARS, canonical, clean_text, entry_hash, plain)
-from fleet.audit.config import AuditConfig
+from fleet.audit.config import AuditConfig, unavailable
 from fleet.audit.degraded import DegradedState
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
@@ -185,6 +185,15 @@ class AuditLog:
                 self.shared.clear()
         self._kick()
         return written[-1]
+
+    def require(self, event: str, **fields: Any) -> dict | None:
+        """`record`, for an entry a decision or an execution cannot go without: FleetError AUDIT_UNAVAILABLE
+        when it cannot be appended (the caller then decides and runs nothing), unless the person set
+        `[audit] allow_degraded_writes = true` (then None, and the log shows itself degraded)."""
+        entry = self.record(event, **fields)
+        if entry is None and self.enabled and not self.config.allow_degraded_writes:
+            raise unavailable(self.dir, (self.degraded or {}).get("error") or "the log is closed")
+        return entry
 
     def head(self) -> tuple[int, str]:
         """(seq, hash) of the chain's last entry, as it is on disk now."""

@@ -190,7 +190,8 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         else:
             row = service.reconcile(index, args.id, args.as_status, "cli")
     _emit(args, row, _describe)
-    return 0 if row["status"] not in ("failed",) else 1
+    # a proposal that ran and failed is a failed command; one the person just reconciled as failed is not
+    return 1 if row["status"] == "failed" and action != "reconcile" else 0
 
 
 def cmd_policy(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import time
 from typing import Iterator
 
 from fleet import audit
+from fleet.audit.config import resolve as audit_config, unavailable
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.repo.record import iso
@@ -37,6 +38,8 @@ DECIDERS = ("dashboard", "cli", "policy", "api")
 # The states fleetdeck's executor puts an approved proposal in: the audit credits them to it, not the agent.
 RUN_BY_SERVER = ("executing", "completed", "failed", "undone")
 SERVER = "fleetdeck"
+# decisions and the claim that starts an execution: refused when the audit log cannot record them
+AUDITED_FIRST = ("approved", "rejected", "cancelled", "executing")
 
 
 def new_id() -> str:
@@ -134,12 +137,17 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
     return made, False
 
 
-def audit_state(index: Index, row: dict) -> None:
+def audit_state(index: Index, row: dict, required: bool = False) -> None:
     """One audit entry for each state a proposal enters: who asked, who decided (a person or the policy),
-    what came of it. Best-effort like every audit entry: a log that cannot be written never undoes a move."""
+    what came of it. `required` (a decision, an execution): AUDIT_UNAVAILABLE when the entry cannot be
+    written, inside the move's transaction, so the move does not happen; otherwise best-effort (a result
+    or an expiry that already happened is never undone by a log that cannot be written)."""
     try:
         log = audit.setup(index.path)
     except FleetError as exc:  # the process's entry point refuses a bad key; here the move already happened
+        config = audit_config(index.path) if required else None
+        if config is not None and not config.allow_degraded_writes:
+            raise unavailable(config.dir, exc.message) from None
         logger.error("audit entry for proposal %s not written: %s", row["id"], exc.message)
         return
     status = row["status"]
@@ -148,10 +156,11 @@ def audit_state(index: Index, row: dict) -> None:
     actor = ((row.get("decided_by") or "policy") if decided else "expiry" if status == "expired"
              else SERVER if ran else None)
     how = {"expiry": " (its time ran out)", SERVER: f" (run by fleetdeck: {row.get('decided_by')} approved it)"}
-    log.record(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
-               risk=row.get("risk"), proposal_id=row["id"], actor=actor,
-               decision=status if decided else None, result="failed" if status == "failed" else "ok",
-               summary=f"{row['op']} proposal {status}" + how.get(actor or "", ""))
+    append = log.require if required else log.record
+    append(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
+           risk=row.get("risk"), proposal_id=row["id"], actor=actor,
+           decision=status if decided else None, result="failed" if status == "failed" else "ok",
+           summary=f"{row['op']} proposal {status}" + how.get(actor or "", ""))
 
 
 def get(index: Index, proposal_id: str) -> dict:
@@ -215,10 +224,15 @@ def change_stamp(index: Index) -> tuple[int, float]:
     return int(row[0] or 0), float(row[1] or 0)
 
 
-def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, **fields: object) -> dict:
+def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, *, decision: bool | None = None,
+               **fields: object) -> dict:
     """Move a proposal from one of `allowed` to `to` in one compare-and-set; NOT_PENDING names the state
-    it is really in when it is no longer in any of `allowed` (someone else decided it first)."""
+    it is really in when it is no longer in any of `allowed` (someone else decided it first).
+
+    A `decision` (by default: a move into one of AUDITED_FIRST; a person's reconcile says so) is written to
+    the audit log before the move commits: when it cannot be, AUDIT_UNAVAILABLE and nothing moved."""
     assert to in STATES
+    decision = to in AUDITED_FIRST if decision is None else decision
     sets = {"status": to, **{k: (json.dumps(v, sort_keys=True, default=str) if k in JSON_FIELDS and v is not None
                                  else v) for k, v in fields.items()}}
     assignments = ", ".join(f"{k} = ?" for k in sets)
@@ -228,8 +242,11 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
                            (*sets.values(), proposal_id, *allowed))
         moved = _read(conn, proposal_id) if cur.rowcount == 1 else None
         current = moved or _read(conn, proposal_id)  # NOT_FOUND when there is no such proposal
+        if moved is not None and decision:
+            audit_state(index, moved, required=True)   # raising here rolls the move back
     if moved is not None:
-        audit_state(index, moved)
+        if not decision:
+            audit_state(index, moved)
         return moved
     raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {current['status']}, not "
                                     f"{' or '.join(allowed)}")

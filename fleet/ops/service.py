@@ -277,7 +277,7 @@ def reconcile(index: Index, proposal_id: str, as_status: str, by: str) -> dict:
         raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {row['status']}, not executing")
     if not row["interrupted"]:
         raise FleetError("NOT_PENDING", f"proposal {proposal_id} is still running (its executor is alive)")
-    proposals.transition(index, proposal_id, ("executing",), as_status, finished_at=time.time(),
+    proposals.transition(index, proposal_id, ("executing",), as_status, decision=True, finished_at=time.time(),
                          error=(row.get("error") or f"interrupted; reconciled as {as_status} by {by}"))
     return show(index, proposal_id)
 
