@@ -39,6 +39,7 @@ from fleet.index.store import open_index
 from fleet.ops.service import announce_dashboard, resume_orphans
 from fleet.watch.service import watching
 from web.app import create_app
+from web.conn import ACCEPT_BURST, GuardedH11
 from web.security import allowed_hosts_for, is_loopback, new_token
 from web.state import behind
 
@@ -232,7 +233,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
               + ("" if watch else " (--no-watch: once, then not kept fresh)"), flush=True)
     if open_browser:
         webbrowser.open(url)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http=GuardedH11,
+                            backlog=ACCEPT_BURST)
     answering.server = server = uvicorn.Server(config)
     # uvicorn traps both signals while it runs, shuts down gracefully, then re-raises the signal it caught
     # with the handler that was there before: ours turns that into a normal return instead of a kill.
