@@ -6,7 +6,8 @@ lifespans never run); a body over the frame cap gets the same JSON-RPC `LIMIT` e
 is checked by the host app: the dashboard's guards (web/guards.py), the one token check of the HTTP surface.
 `standalone_app()` serves `/mcp` alone behind those same guards. `RefusalAudit`, outside the guards, gives a
 tool call refused before the JSON-RPC layer saw it (no or a wrong token, a foreign Host or Origin, a body over
-the cap, the SDK's own HTTP-level checks) its audit entry.
+the cap, the SDK's own HTTP-level checks) its audit entry; one that no credential authenticated (the guards'
+authentication left no `auth` in the scope) is folded into counted entries instead.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class RefusalAudit:
         call = _tool_call(body if size <= MAX_FRAME else None, Headers(scope=scope))
         if call is not None:
             refused(self.kit, call[0], call[1], _refusal_code(answer["status"], answer["body"]),
-                    duration_ms=(time.perf_counter() - started) * 1000, how="refused over HTTP")
+                    duration_ms=(time.perf_counter() - started) * 1000, how="refused over HTTP",
+                    unauthenticated=not getattr(scope.get("auth"), "scopes", None))
 
 
 def _tool_call(body: bytes | None, headers: Headers) -> tuple[object, object] | None:

@@ -8,6 +8,7 @@ Opening the log happens when the server is built: a configured signing key that 
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Mapping
@@ -119,15 +120,18 @@ class CallAudit:
 
 
 def refused(kit: "Toolkit", name: object, arguments: object, code: str, agent: str | None = None,
-            duration_ms: float | None = None, how: str = "refused") -> None:
-    """The entry of a tool call refused before its tool ran (never raises: bookkeeping beside an answer)."""
+            duration_ms: float | None = None, how: str = "refused", unauthenticated: bool = False) -> None:
+    """The entry of a tool call refused before its tool ran (never raises: bookkeeping beside an answer).
+    An `unauthenticated` one (no credential passed the guards) is folded: one entry, then one counted entry
+    per window (fleet/audit/fold.py), so that anything on the machine cannot flood the log."""
     target = getattr(kit, "audit", None)
     if target is None:
         return
     try:
         tool = name if isinstance(name, str) else None
         op = tool.removeprefix(PREVIEW) if tool and tool.startswith(PREVIEW) else None
-        target.record("tool_call", tool=tool, op=op, agent=agent, risk=kit.risks.get(tool or ""),
+        append = functools.partial(target.fold, "unauthenticated") if unauthenticated else target.record
+        append("tool_call", tool=tool, op=op, agent=agent, risk=kit.risks.get(tool or ""),
                       args=dict(arguments) if isinstance(arguments, Mapping) else None, result=code,
                       duration_ms=duration_ms, summary=f"{tool or 'a tool call'} {how}: {code}")
     except Exception:

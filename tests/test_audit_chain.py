@@ -215,7 +215,8 @@ def test_rotated_keys_coexist(tmp_path):
 
 def test_rotation_pruning_keeps_the_chain_verifiable(tmp_path):
     private, public, _ = new_key(tmp_path / "keys")
-    log = make_log(tmp_path, key=private, segment_max_bytes=8 * 1024, segments_kept=2)
+    log = make_log(tmp_path, key=private, segment_max_bytes=8 * 1024, segments_kept=2,
+                   retention_days=0)  # pruning by count alone: no age floor
     fill(log, 80)
     log.close()
     kept = files(log.dir)
@@ -234,7 +235,8 @@ def test_rotation_pruning_keeps_the_chain_verifiable(tmp_path):
 
 def test_forged_checkpoint_is_refused(tmp_path):
     private, public, _ = new_key(tmp_path / "keys")
-    log = make_log(tmp_path, key=private, segment_max_bytes=8 * 1024, segments_kept=2)
+    log = make_log(tmp_path, key=private, segment_max_bytes=8 * 1024, segments_kept=2,
+                   retention_days=0)  # pruning by count alone: no age floor
     fill(log, 80)
     log.close()
     path = log.dir / "checkpoint.json"
@@ -327,7 +329,8 @@ def test_a_prune_interrupted_after_its_checkpoint_still_verifies(tmp_path):
     fill(log, 60)
     log.close()
     backup = {path.name: path.read_bytes() for path in files(log.dir)[:-1]}
-    log = make_log(tmp_path, segment_max_bytes=8 * 1024, segments_kept=2)
+    log = make_log(tmp_path, segment_max_bytes=8 * 1024, segments_kept=2,
+                   retention_days=0)  # pruning by count alone: no age floor
     fill(log, 30)                                                    # rotations now prune behind a checkpoint
     log.close()
     checkpoint = json.loads((log.dir / "checkpoint.json").read_text())

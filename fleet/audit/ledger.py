@@ -12,6 +12,7 @@ A torn last line (a crash mid-write) is moved to a `torn-*.part` side file and r
 from __future__ import annotations
 
 import atexit
+import calendar
 import errno
 import fcntl
 import functools
@@ -32,6 +33,7 @@ from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESE
                                SUMMARY_CHARS, canonical, clean_text, entry_hash, plain)
 from fleet.audit.config import AuditConfig, unavailable
 from fleet.audit.degraded import DegradedState
+from fleet.audit.fold import Folds
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
 from fleet.repo.record import iso
@@ -118,6 +120,7 @@ class AuditLog:
         self._closed = False
         self.shared = DegradedState(config.data_dir)  # "degraded" as other processes see it
         self._orphans_seen: int | None = None
+        self.folds = Folds()                          # unauthenticated refusals: one counted entry per window
         if not self.enabled:
             return
         if config.settings_error:
@@ -173,6 +176,7 @@ class AuditLog:
                         pending.append(self._gap_fields(self.degraded))
                     orphans = self._orphans()
                     pending += [self._gap_fields(state, ended=True) for _, state in orphans]
+                    pending += [_folded(f) for f in self.folds.due()]
                     written = self._write([*pending, fields], durable=decision is not None)
                     for path, _ in orphans:     # under the lock: no other process writes these gaps again
                         self.shared.clear(path)
@@ -185,6 +189,13 @@ class AuditLog:
                 self.shared.clear()
         self._kick()
         return written[-1]
+
+    def fold(self, key: str, event: str, **fields: Any) -> dict | None:
+        """`record` for a call nobody authenticated: the first of a window under `key` gets its entry, the
+        window's others are counted into one `calls_folded` entry (fleet/audit/fold.py)."""
+        if not self.enabled or not self.folds.admit(key, str(fields.get("result") or "ok")):
+            return None
+        return self.record(event, **fields)
 
     def require(self, event: str, **fields: Any) -> dict | None:
         """`record`, for an entry a decision or an execution cannot go without: FleetError AUDIT_UNAVAILABLE
@@ -227,6 +238,7 @@ class AuditLog:
     def close(self) -> None:
         if not self.enabled or self._closed:
             return
+        self._write_folds(final=True)
         try:
             self.sync()
         except OSError as exc:
@@ -389,10 +401,17 @@ class AuditLog:
         self._prune()
 
     def _prune(self) -> None:
+        """Delete the oldest rotated segments over `segments_kept`, each behind a checkpoint, but never one whose
+        last entry is younger than `retention_days`: a flood of entries cannot push recent ones out."""
         rotated = [path for first, path in seg.segment_files(self.dir) if first is not None]
         excess = len(rotated) - self.config.segments_kept
+        floor = time.time() - self.config.retention_days * 86400 if self.config.retention_days else None
+        pruned = 0
         for path in rotated[:max(0, excess)]:
-            seq, last_hash = _head_of_record(seg.last_record(path))
+            record = seg.last_record(path)
+            if floor is not None and _written_at(record) > floor:
+                break                            # this one and every later segment are within retention
+            seq, last_hash = _head_of_record(record)
             checkpoint = {"checkpoint": 1, "seq": seq, "last_hash": last_hash, "at": now_iso(),
                           "pruned": path.name, "signature": SIGNATURE if self.signer else 0}
             if self.signer:
@@ -405,7 +424,8 @@ class AuditLog:
             _fsync_dir(self.dir)
             os.unlink(path)
             log.info("audit log: pruned %s (through seq %d) behind a checkpoint", path.name, seq)
-        if excess > 0:
+            pruned += 1
+        if pruned:
             _fsync_dir(self.dir)
 
     # --- degraded mode and batched fsync ------------------------------------------------------------
@@ -429,11 +449,25 @@ class AuditLog:
         if self._unsynced >= self.config.fsync_batch:
             self._wake.set()
 
+    def _write_folds(self, final: bool = False) -> None:
+        """Append the counted entries whose window is over (all of them when `final`); never raises."""
+        due = self.folds.due(final)
+        if not due:
+            return
+        with self._lock:
+            try:
+                with self._flock():
+                    self._write([*self._sync_state(), *map(_folded, due)], durable=final)
+            except Exception as exc:
+                self._degrade(exc, len(due))
+
     def _sync_loop(self) -> None:
         interval = self.config.fsync_interval_ms / 1000
         while not self._closed:
             self._wake.wait(interval)
             self._wake.clear()
+            if self.folds.has_due():
+                self._write_folds()
             try:
                 self.sync()
             except OSError as exc:
@@ -464,6 +498,20 @@ def _fields(event: str, summary: str, **given: Any) -> dict[str, Any]:
     fields["event"] = clean_text(event, 64)
     fields["summary"] = clean_text(summary, SUMMARY_CHARS)
     return fields
+
+
+def _written_at(record: dict | None) -> float:
+    """When a segment's last record was written (unix seconds); +inf when it cannot be told, so it is kept."""
+    stamp = (record or {}).get("at") or (record or {}).get("created_at")
+    try:
+        return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return float("inf")
+
+
+def _folded(window: dict) -> dict[str, Any]:
+    given = dict(window)
+    return _fields(given.pop("event"), given.pop("summary"), **given)
 
 
 @functools.lru_cache(maxsize=1024)
