@@ -16,6 +16,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from fleet.ops.catalog import OPS as CATALOG
+from fleet.ops.model import MAX_PATCH_BYTES
 from fleet.presence import agent_id
 from mcp_bridge.bridge import caller
 from mcp_bridge.envelope import Out
@@ -201,7 +202,7 @@ def register(kit: Toolkit) -> None:
 
     @preview_tool("patch", "Propose applying a patch")
     def patch(repo: Repo, reason: Reason,
-              patch: Annotated[str, Field(min_length=1, max_length=4 * 1024 * 1024, description="unified diff text")],
+              patch: Annotated[str, Field(min_length=1, max_length=MAX_PATCH_BYTES, description="unified diff text")],
               target: Literal["worktree", "index"] = "worktree", dry_run: DryRun = False,
               idempotency_key: Key = None) -> dict:
         """Propose applying a unified diff (e.g. from patch.generate) to the working tree or the index.

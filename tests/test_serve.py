@@ -124,7 +124,7 @@ def test_fleet_watcher_runs_the_presence_hook(tmp_path: Path) -> None:
     with open_index(tmp_path / "fleet.db") as index:
         fleet_watcher(index, [str(tmp_path)])
         hooks = fleet_watcher(index, [str(tmp_path)]).periodic_hooks()
-    assert [h.name for h in hooks] == ["presence", "snapshots", "live-edits"] and hooks[0].every_s <= 10
+    assert [h.name for h in hooks] == ["presence", "snapshots", "live-edits", "proposals"] and hooks[0].every_s <= 10
 
 
 async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_path: Path) -> None:

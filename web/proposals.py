@@ -23,6 +23,7 @@ from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
 from fleet.ops.approver import is_approver
+from web.params import int_param
 from web.state import index
 
 APPROVER_HEADER = "x-fleetdeck-approver"
@@ -32,15 +33,32 @@ STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMEN
 
 
 def list_context(request: Request, idx: Index) -> dict:
-    found = proposals.list_proposals(idx, limit=300)
+    """The list page: summary rows (no previews: a proposal's page shows its own), the newest 300."""
+    found = proposals.page(idx, limit=300)
     rows = found["proposals"]
     for row in rows:
-        row["preview"] = service.public_preview(row)
         row["repo_label"] = service.repo_label(idx, row["repo"])
     return {"pending": [r for r in rows if r["status"] == "pending"],
             "active": [r for r in rows if r["status"] in ("approved", "executing")],
             "history": [r for r in rows if r["status"] not in service.ACTIVE],
-            "total": found["total"], "truncated": found["truncated"], "omitted_count": found["omitted_count"]}
+            "total": found["total"], "truncated": found["next_cursor"] is not None,
+            "omitted_count": found["total"] - len(rows)}
+
+
+def api_list(request: Request) -> Response:
+    """`GET /api/proposals?limit=&cursor=&status=`: one page of summary rows (docs/proposals.md); each row's
+    `href` is the whole proposal."""
+    params = request.query_params
+    try:
+        limit = int_param(params.get("limit"), "limit", 50)
+        if not 1 <= limit <= proposals.PAGE_MAX:
+            raise FleetError("BAD_ARGUMENT", f"limit must be 1..{proposals.PAGE_MAX}")
+        found = proposals.page(index(request), limit, params.get("cursor"), params.get("status") or None)
+    except FleetError as exc:
+        return _error(request, exc)
+    for row in found["proposals"]:
+        row["href"] = request.app.url_path_for("api_proposal", proposal_id=row["id"])
+    return JSONResponse(found)
 
 
 def waiting_in(idx: Index, repo_path: str) -> list[dict]:
@@ -146,8 +164,10 @@ async def reject(request: Request) -> Response:
 
 
 def routes() -> list[Route]:
-    """The decision routes (the pages and their JSON are Page entries in web/pages.py)."""
+    """The paged list API and the decision routes (the pages and a proposal's JSON are Page entries in
+    web/pages.py)."""
     return [
+        Route("/api/proposals", api_list, name="api_proposals"),
         Route("/proposals/{proposal_id}/approve", approve, methods=["POST"], name="proposal_approve"),
         Route("/proposals/{proposal_id}/reject", reject, methods=["POST"], name="proposal_reject"),
         Route("/api/proposals/{proposal_id}/approve", approve, methods=["POST"], name="api_proposal_approve"),

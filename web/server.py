@@ -36,7 +36,7 @@ from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.store import open_index
-from fleet.ops.service import announce_dashboard, resume_orphans
+from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.service import watching
 from web.app import create_app
 from web.conn import ACCEPT_BURST, GuardedH11
@@ -225,6 +225,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
         announce_dashboard(idx, url.split("/?token=", 1)[0])
         resume_orphans(idx)
+        sweep(idx)                 # and proposals past their retention leave the index (then hourly)
         known, indexed_at = idx.count(), freshness(idx)["indexed_at"]
     print(f"fleetdeck dashboard: {url}", flush=True)
     if known:

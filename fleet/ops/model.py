@@ -19,6 +19,12 @@ from fleet.repo.scope import check_rev, resolve_file_in_repo
 MAX_PATHS = 1000
 DIFF_CAP = 64 * 1024
 MAX_MESSAGE = 64 * 1024
+# What one proposal, and one identity's pending proposals, may hold (docs/proposals.md, "Size limits"): a
+# proposal's patch (UTF-8 bytes; the patch op and its preview check it), its arguments as stored (JSON), and
+# everything an identity has pending (arguments + previews, as stored). Over any of them: LIMIT.
+MAX_PATCH_BYTES = 1024 * 1024
+MAX_ARGS_BYTES = 2 * 1024 * 1024
+MAX_PENDING_BYTES = 16 * 1024 * 1024
 
 
 @dataclass

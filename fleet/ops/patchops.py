@@ -13,12 +13,11 @@ from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import DIFF_CAP, Ctx, Op, Plan, known_args, string
+from fleet.ops.model import DIFF_CAP, MAX_PATCH_BYTES, Ctx, Op, Plan, known_args, string
 from fleet.repo import hunkids
 from fleet.repo.changes import DIFF_FLAGS
 from fleet.repo.scope import resolve_file_in_repo
 
-MAX_PATCH = 4 * 1024 * 1024
 MAX_HUNKS = 500
 
 
@@ -53,11 +52,13 @@ def _touched(repo: str, data: bytes) -> list[str]:
 
 def preview_patch(ctx: Ctx, args: dict) -> Plan:
     known_args("patch", args, {"patch", "target"})
-    patch = string(args, "patch", max_len=MAX_PATCH)
+    patch = string(args, "patch", max_len=MAX_PATCH_BYTES)
     target = args.get("target", "worktree")
     if target not in ("worktree", "index"):
         raise FleetError("BAD_ARGUMENT", "target must be worktree or index")
     data = patch.encode("utf-8", "surrogatepass")
+    if len(data) > MAX_PATCH_BYTES:
+        raise FleetError("LIMIT", f"the patch is {len(data)} bytes; a proposal carries at most {MAX_PATCH_BYTES}")
     paths = _touched(ctx.repo, data)
     check = run(ctx.repo, ["apply", "--check", *_apply_flags(target), "-"], input_bytes=data, check=False)
     if check.returncode != 0:

@@ -8,6 +8,7 @@ reads never load it. Example (also in `fleetdeck policy --help` and the README):
     [settings]
     expiry_minutes = 30          # pending proposals expire after this long (1..10080)
     max_pending_per_agent = 20   # more pending proposals from one agent are refused with LIMIT (1..1000)
+    keep_decided_days = 30       # proposals that ended longer ago leave the index (1..3650; audit entries stay)
 
     [[rules]]                    # first match wins
     agent = "*"                  # glob on the agent id (default "*")
@@ -44,7 +45,8 @@ from fleet.settings import read_toml
 
 ACTIONS = ("deny", "approve", "auto")
 RULE_KEYS = {"agent", "op", "repo", "ref", "path", "action", "note"}
-SETTINGS = {"expiry_minutes": (30, 1, 7 * 24 * 60), "max_pending_per_agent": (20, 1, 1000)}
+SETTINGS = {"expiry_minutes": (30, 1, 7 * 24 * 60), "max_pending_per_agent": (20, 1, 1000),
+            "keep_decided_days": (30, 1, 3650)}
 MAX_POLICY_BYTES = 1024 * 1024
 
 
@@ -81,6 +83,10 @@ class Policy:
     @property
     def max_pending(self) -> int:
         return self.settings["max_pending_per_agent"]
+
+    @property
+    def keep_decided_seconds(self) -> float:
+        return self.settings["keep_decided_days"] * 86400.0
 
 
 @dataclass(frozen=True)

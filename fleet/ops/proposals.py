@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import sqlite3
 import time
@@ -26,6 +27,7 @@ from fleet import audit
 from fleet.audit.config import resolve as audit_config, unavailable
 from fleet.errors import FleetError
 from fleet.index.store import Index
+from fleet.ops.model import MAX_PENDING_BYTES
 from fleet.repo.record import iso
 
 STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired", "undone")
@@ -127,14 +129,45 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
         if row["status"] == "pending" and pending >= max_pending:
             raise FleetError("LIMIT", f"agent {row['agent']!r} already has {pending} pending proposals "
                                       f"(the most allowed is {max_pending}); wait for decisions or cancel some")
-        stored = {k: (json.dumps(v, sort_keys=True, default=str) if k in JSON_FIELDS and v is not None else v)
-                  for k, v in row.items()}
+        stored = {k: (stored_json(v) if k in JSON_FIELDS and v is not None else v) for k, v in row.items()}
+        if row["status"] == "pending":
+            _check_pending_bytes(conn, row["agent"], len(stored.get("args") or "") + len(stored.get("preview") or ""))
         cols = ", ".join(stored)
         conn.execute(f"INSERT INTO proposals ({cols}) VALUES ({', '.join('?' * len(stored))})",
                      tuple(stored.values()))
         made = _read(conn, row["id"])
     audit_state(index, made)
     return made, False
+
+
+def stored_json(value: object) -> str:
+    """A JSON field as the index stores it (ASCII: its length is its size in bytes)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _check_pending_bytes(conn: sqlite3.Connection, agent: str, size: int) -> None:
+    """LIMIT when this proposal would take what `agent` has pending past MAX_PENDING_BYTES."""
+    held = conn.execute("SELECT coalesce(sum(length(CAST(args AS BLOB)) + length(CAST(preview AS BLOB))), 0) "
+                        "FROM proposals WHERE agent = ? AND status = 'pending'", (agent,)).fetchone()[0]
+    if held + size > MAX_PENDING_BYTES:
+        raise FleetError("LIMIT", f"agent {agent!r} has {held} bytes of proposals pending and this one holds "
+                                  f"{size}: the most allowed is {MAX_PENDING_BYTES}; wait for decisions or "
+                                  "cancel some")
+
+
+def prune_decided(index: Index, older_than_s: float, now: float | None = None) -> int:
+    """Delete the proposals that ended (TERMINAL) more than `older_than_s` ago, except those whose restore
+    point is kept (undoing them needs the row); their audit entries stay. Returns how many went."""
+    cutoff = (time.time() if now is None else now) - older_than_s
+    marks = ", ".join("?" * len(TERMINAL))
+    with index.write() as conn:
+        gone = conn.execute(f"DELETE FROM proposals WHERE status IN ({marks}) AND coalesce(finished_at, "
+                            "decided_at, created_at) < ? AND id NOT IN (SELECT id FROM restore_points WHERE "
+                            "pruned = 0)", (*TERMINAL, cutoff)).rowcount
+    if gone:
+        audit.record("proposals.pruned", actor="fleetdeck", summary=f"{gone} proposals that ended more than "
+                     f"{older_than_s / 86400:g} days ago removed from the index (their entries stay here)")
+    return gone
 
 
 def audit_state(index: Index, row: dict, required: bool = False) -> None:
@@ -215,6 +248,62 @@ def list_proposals(index: Index, status: str | None = None, repo: str | None = N
             "omitted_count": max(0, total - len(rows))}
 
 
+PAGE_MAX = 200
+HEAVY = ("args", "preview", "result", "policy", "args_fingerprint")   # not in a summary row
+ORDER = ("status != 'pending'", "CASE WHEN status = 'pending' THEN created_at ELSE -created_at END", "id")
+CURSOR = re.compile(r"([01]):(-?[0-9][0-9.e+-]*):([A-Za-z0-9_-]{1,64})")
+
+
+def page(index: Index, limit: int = 50, cursor: str | None = None, status: str | None = None,
+         repo: str | None = None) -> dict:
+    """One page of proposals as summary rows, in the queue's order (pending oldest first, then the rest newest
+    first): every column but the arguments, preview and result, plus the preview's `summary` and whether
+    another agent works on its paths (`other_agents_on_paths`); the whole proposal is `get()`. `next_cursor`
+    continues after the last row (None: this was the last page)."""
+    if not isinstance(limit, int) or not 1 <= limit:
+        raise FleetError("BAD_ARGUMENT", "limit must be a positive integer")
+    if status is not None and status not in STATES:
+        raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
+    where, params = [], []
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    if repo:
+        where.append("repo = ?")
+        params.append(repo)
+    after = []
+    if cursor is not None:
+        found = CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
+        if found is None:
+            raise FleetError("BAD_ARGUMENT", "cursor must be a next_cursor this list returned")
+        after = [f"({', '.join(ORDER)}) > (?, ?, ?)"]
+        params_after = [int(found.group(1)), float(found.group(2)), found.group(3)]
+    else:
+        params_after = []
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    paged = ("WHERE " + " AND ".join(where + after)) if where or after else ""
+    with _expiring(index) as conn:
+        columns = [c[1] for c in conn.execute("PRAGMA table_info(proposals)") if c[1] not in HEAVY]
+        total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
+        cur = conn.execute(f"SELECT {', '.join(columns)}, json_extract(preview, '$.summary') AS summary, "
+                           "EXISTS (SELECT 1 FROM json_each(preview, '$.other_agents') AS o WHERE "
+                           "json_array_length(o.value, '$.overlapping_paths') > 0) AS other_agents_on_paths, "
+                           f"{', '.join(ORDER[:2])} FROM proposals {paged} ORDER BY {', '.join(ORDER)} LIMIT ?",
+                           (*params, *params_after, limit + 1))
+        names = [d[0] for d in cur.description]
+        found_rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    more = len(found_rows) > limit
+    rows = []
+    for raw in found_rows[:limit]:
+        group, key = raw.pop(names[-2]), raw.pop(names[-1])
+        row = decode(raw)
+        row["other_agents_on_paths"] = bool(row["other_agents_on_paths"])
+        rows.append(row)
+        last = (group, key, raw["id"])
+    next_cursor = f"{last[0]}:{last[1]!r}:{last[2]}" if more else None
+    return {"proposals": rows, "total": total, "next_cursor": next_cursor, "limit": limit}
+
+
 def change_stamp(index: Index) -> tuple[int, float]:
     """(pending count, the latest change to any proposal): what a live page polls to know it must refresh.
     Read-only, so expiry shows up on the next write or list."""
@@ -233,8 +322,8 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
     the audit log before the move commits: when it cannot be, AUDIT_UNAVAILABLE and nothing moved."""
     assert to in STATES
     decision = to in AUDITED_FIRST if decision is None else decision
-    sets = {"status": to, **{k: (json.dumps(v, sort_keys=True, default=str) if k in JSON_FIELDS and v is not None
-                                 else v) for k, v in fields.items()}}
+    sets = {"status": to, **{k: (stored_json(v) if k in JSON_FIELDS and v is not None else v)
+                             for k, v in fields.items()}}
     assignments = ", ".join(f"{k} = ?" for k in sets)
     marks = ", ".join("?" * len(allowed))
     with _expiring(index) as conn:

@@ -23,7 +23,7 @@ from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, par
 from fleet.ops import remote, repocode, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
-from fleet.ops.model import Ctx, Op, Plan
+from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
 from fleet.repo.target import resolve_target
@@ -156,6 +156,10 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     key = _check_key(idempotency_key)
     if not isinstance(args, dict):
         raise FleetError("BAD_ARGUMENT", "args must be an object")
+    size = len(proposals.stored_json(args))
+    if size > MAX_ARGS_BYTES:
+        raise FleetError("LIMIT", f"the arguments are {size} bytes as stored; a proposal carries at most "
+                                  f"{MAX_ARGS_BYTES} (a patch at most {MAX_PATCH_BYTES})")
     policy = load_policy()  # POLICY_INVALID refuses every write, whatever else is wrong
     found = resolve_target(index, repo)
     request = {"repo": found.path, "args": args}
@@ -392,6 +396,17 @@ def resume_orphans(index: Index) -> list[dict]:
         except FleetError as exc:  # another executor claimed it first
             log.debug("orphan %s not claimed: %s", proposal_id, exc.message)
     return done
+
+
+def sweep(index: Index) -> int:
+    """Prune proposals that ended longer ago than the policy's `keep_decided_days` (serve runs this at start
+    and then hourly); a policy that cannot be read prunes nothing. Returns how many went."""
+    try:
+        policy = load_policy()
+    except FleetError as exc:
+        log.warning("proposals not pruned: %s", exc.message)
+        return 0
+    return proposals.prune_decided(index, policy.keep_decided_seconds)
 
 
 def undo(index: Index, proposal_id: str, by: str) -> dict:
