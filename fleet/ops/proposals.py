@@ -227,15 +227,7 @@ def decode(row: dict) -> dict:
 
 def list_proposals(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:
     """Proposals, pending first (oldest first: the queue), then the rest newest first; capped honestly."""
-    if status is not None and status not in STATES:
-        raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
-    where, params = [], []
-    if status:
-        where.append("status = ?")
-        params.append(status)
-    if repo:
-        where.append("repo = ?")
-        params.append(repo)
+    where, params = _filters(status, repo)
     clause = ("WHERE " + " AND ".join(where)) if where else ""
     with _expiring(index) as conn:
         total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
@@ -246,6 +238,20 @@ def list_proposals(index: Index, status: str | None = None, repo: str | None = N
         rows = [decode(dict(zip(names, r))) for r in cur.fetchall()]
     return {"proposals": rows, "total": total, "truncated": total > len(rows),
             "omitted_count": max(0, total - len(rows))}
+
+
+def _filters(status: str | None, repo: str | None) -> tuple[list[str], list[str]]:
+    """The WHERE terms (and their parameters) of a list by status and repo."""
+    if status is not None and status not in STATES:
+        raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
+    where, params = [], []
+    if status:
+        where.append("status = ?")
+        params.append(status)
+    if repo:
+        where.append("repo = ?")
+        params.append(repo)
+    return where, params
 
 
 PAGE_MAX = 200
@@ -262,24 +268,14 @@ def page(index: Index, limit: int = 50, cursor: str | None = None, status: str |
     continues after the last row (None: this was the last page)."""
     if not isinstance(limit, int) or not 1 <= limit:
         raise FleetError("BAD_ARGUMENT", "limit must be a positive integer")
-    if status is not None and status not in STATES:
-        raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
-    where, params = [], []
-    if status:
-        where.append("status = ?")
-        params.append(status)
-    if repo:
-        where.append("repo = ?")
-        params.append(repo)
-    after = []
+    where, params = _filters(status, repo)
+    after, params_after = [], []
     if cursor is not None:
         found = CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
         if found is None:
             raise FleetError("BAD_ARGUMENT", "cursor must be a next_cursor this list returned")
         after = [f"({', '.join(ORDER)}) > (?, ?, ?)"]
         params_after = [int(found.group(1)), float(found.group(2)), found.group(3)]
-    else:
-        params_after = []
     clause = ("WHERE " + " AND ".join(where)) if where else ""
     paged = ("WHERE " + " AND ".join(where + after)) if where or after else ""
     with _expiring(index) as conn:
