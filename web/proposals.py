@@ -29,7 +29,7 @@ from web.state import index
 APPROVER_HEADER = "x-fleetdeck-approver"
 MAX_BODY = 64 * 1024
 STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMENT": 400, "FORBIDDEN": 403,
-                "CONFIRM_REQUIRED": 400}
+                "CONFIRM_REQUIRED": 400, "AUDIT_UNAVAILABLE": 503}
 
 
 def list_context(request: Request, idx: Index) -> dict:
