@@ -9,7 +9,10 @@ The API the rest of fleetdeck uses (format and guarantees: docs/audit.md):
     audit.status()                   # {"state": "ok" | "degraded" | "off" | "not_started", ...}
 
 `record` never raises and never blocks on fsync unless `decision` is given (human and policy decisions are
-synced before it returns); it returns the entry written, or None when the audit is off or degraded.
+synced before it returns); it returns the entry written, or None when the audit is off or degraded. A
+decision or an execution uses `audit.setup(db).require(...)` instead, which raises AUDIT_UNAVAILABLE when the
+entry cannot be written (unless `[audit] allow_degraded_writes`); `fold(key, ...)` records calls nobody
+authenticated as one counted entry per window.
 Reserved fields (seq, hashes, id, time, versions, signature) are set by the log alone: `record` has no
 parameter for them.
 """
