@@ -7,6 +7,7 @@ never as rich markup, with control characters made visible.
 
 from __future__ import annotations
 
+from fleet.words import plural
 import argparse
 import json
 import logging
@@ -95,7 +96,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
     else:
-        print(f"indexed {summary['repos']} repositories under {len(summary['roots'])} root(s) "
+        print(f"indexed {summary['repos']} repositories under {plural(len(summary['roots']), 'root')} "
               f"in {summary['elapsed_s']:.2f}s; {summary['error_count']} with errors, "
               f"{len(summary['gone'])} gone", file=sys.stderr)
         for err in summary["errors"]:

@@ -3,6 +3,9 @@ exactly the state before (HEAD, branches, stashes, index and every file's bytes,
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from fleet.errors import FleetError
@@ -231,3 +234,50 @@ def test_undo_writes_reflog_messages_the_timeline_reads(ops_fleet):
     mine = [e for e in events if e["message"] == f"fleetdeck: undo {done['id']}"]
     assert mine and {e["kind"] for e in mine} == {"reset"}
     assert not [e for e in events if e["kind"] == "other" and not e["message"]]
+
+
+def _no_global_config(monkeypatch, tmp_path):
+    """A machine with no ~/.gitconfig at all (and no XDG one), and no identity from the environment."""
+    home = tmp_path / "bare-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for var in ("EMAIL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def test_a_commit_without_a_git_identity_warns_in_its_preview(ops_fleet, monkeypatch, tmp_path):
+    work = ops_fleet["work"]
+    git(work, "add", "README.md")
+    _no_global_config(monkeypatch, tmp_path)
+    probe = subprocess.run(["git", "-C", str(work), "var", "GIT_AUTHOR_IDENT"], capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
+    if probe.returncode == 0:
+        pytest.skip(f"git finds an identity on this machine without any config: {probe.stdout.strip()}")
+    made = propose(ops_fleet, "commit", {"message": "docs: edit readme"})
+    warning = made["preview"]["warning"]
+    assert "no identity" in warning and "git config --global user.email" in warning
+    done = service.approve(ops_fleet["index"], made["proposal_id"], "cli")
+    assert done["status"] == "failed" and "Author identity unknown" in done["result"]["stderr"]  # as warned
+
+
+def test_a_commit_with_an_identity_has_no_warning(ops_fleet):
+    git(ops_fleet["work"], "add", "README.md")
+    assert "warning" not in propose(ops_fleet, "commit", {"message": "fine"})["preview"]
+
+
+def test_no_gitconfig_at_all_is_an_empty_one_for_a_repo_with_filters(ops_fleet, monkeypatch, tmp_path):
+    """A repository defining a filter makes fleetdeck read the person's trusted config; a missing
+    ~/.gitconfig is an empty config, never GIT_FAILED `unable to read config file`."""
+    work = ops_fleet["work"]
+    git(work, "config", "user.name", "Repo Person")
+    git(work, "config", "user.email", "repo@example.com")
+    git(work, "config", "filter.upper.clean", "tr a-z A-Z")
+    write(work / ".gitattributes", "*.up filter=upper\n")
+    write(work / "x.up", "shout\n")
+    home = _no_global_config(monkeypatch, tmp_path)
+    assert not (home / ".gitconfig").exists()
+    done = run(ops_fleet, "stage", {"paths": [".gitattributes", "x.up"]})
+    assert done["status"] == "completed", done["error"]
+    assert git(work, "diff", "--cached", "--name-only").split() == [".gitattributes", "x.up"]

@@ -202,8 +202,8 @@ def test_proposals_show_shows_what_runs(ops_fleet, capsys):
     assert cli_main(["--db", str(ops_fleet["db"]), "proposals", "show", made["proposal_id"]]) == 0
     out = capsys.readouterr().out
     assert "repo: fleet/work (" in out
-    assert "step 1: stage: stage 2 file(s)" in out and 'paths: ["README.md", "notes.txt"]' in out
-    assert "step 2: commit: commit on main (2 file(s))" in out
+    assert "step 1: stage: stage 2 files" in out and 'paths: ["README.md", "notes.txt"]' in out
+    assert "step 2: commit: commit on main (2 files)" in out
     assert "  | subject\n" in out and "  | body line\\x1b[31m" in out  # whole, control characters visible
     assert "files it changes (2): README.md, notes.txt" in out
 

@@ -225,3 +225,23 @@ def test_proposal_page_lists_the_files_a_checkout_writes_with_ignored_overwrites
                      r"[^>]*>overwrites ignored file</span>", visible)
     assert "<code>u.txt</code> <span class=\"muted\">added</span></li>" in visible
     assert "1 overwrite a file git does not track" in visible
+
+
+def test_gits_stderr_is_shown_as_its_lines(browser, fleet):
+    """A failed commit's git output reads as git wrote it, a line each, on the page and in `proposals show`."""
+    from fleet.ops.commands import _describe
+    from tests.fleets.gitbuild import write
+
+    work = fleet["work"]
+    hook = work / ".git" / "hooks" / "pre-commit"
+    write(hook, "#!/bin/sh\necho 'first line of the hook' >&2\necho 'second <line>' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    git(work, "add", "README.md")
+    made = service.propose(fleet["index"], "claude-code", "commit", str(work), {"message": "refused"}, "try")
+    done = service.approve(fleet["index"], made["proposal_id"], "cli")
+    assert done["status"] == "failed"
+    shown = _describe(done)
+    assert "  git: first line of the hook\n  git: second <line>" in shown and "\\n" not in shown
+    page = browser.get(f"/proposals/{done['id']}").text
+    said = page.split('<pre class="stderr">', 1)[1].split("</pre>", 1)[0]
+    assert said.splitlines() == ["first line of the hook", "second &lt;line&gt;"]

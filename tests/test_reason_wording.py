@@ -58,3 +58,20 @@ def test_no_next_step_leaves_a_placeholder(n: int):
     joined = " | ".join(steps)
     assert "git push origin ahead0" in joined and "git branch -f behind0 origin/behind0" in joined
     assert "git rebase origin/diverged0 diverged0" in joined and "git branch -d gone0" in joined
+
+
+def test_previews_count_in_english(tmp_path):
+    """No "(1 file(s))": a preview counts as a person would say it."""
+    from fleet.ops import service
+    from tests.fleets.gitbuild import git
+    from tests.fleets.ops_fleet import build
+
+    fleet = build(tmp_path)
+    git(fleet["work"], "add", "README.md")
+    one = service.propose(fleet["index"], "codex", "commit", str(fleet["work"]), {"message": "m"}, "one file",
+                          dry_run=True)["preview"]["summary"]
+    two = service.propose(fleet["index"], "codex", "stage", str(fleet["work"]), {"all": True}, "two files",
+                          dry_run=True)["preview"]["summary"]
+    assert one == "commit on main (1 file)" and two == "stage 1 file" or two.endswith(" files")
+    assert "(s)" not in one + two
+    fleet["index"].close()

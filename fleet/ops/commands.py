@@ -7,6 +7,7 @@ proposal whose executor died. JSON with `--json`, a short text otherwise.
 
 from __future__ import annotations
 
+from fleet.words import plural
 import argparse
 import json
 import sys
@@ -116,7 +117,10 @@ def _describe(row: dict) -> str:
     for item in (row.get("result") or {}).get("unexpected_changes") or []:
         lines.append(f"  unexpected change ({item['where']}): {item['path']}")
     if row.get("result"):
-        lines.append(f"  result: {row['result']}")
+        result = dict(row["result"])
+        said = result.pop("stderr", "") if isinstance(result.get("stderr"), str) else ""
+        lines.append(f"  result: {result}")
+        lines += [f"  git: {line}" for line in said.rstrip("\n").splitlines()]  # git's lines, as it wrote them
     if row.get("undone_by"):
         lines.append(f"  undone by {row['undone_by']} at {row['undone_at']} (the result is what is there now)")
     if row.get("restore_point"):
@@ -221,7 +225,7 @@ def cmd_restore_points(args: argparse.Namespace) -> int:
             if args.prune not in ids:
                 raise FleetError("NOT_FOUND", f"no restore point {args.prune} in {path}")
             result = restore.prune(index, args.prune)
-            _emit(args, result, f"pruned {args.prune}: {result['refs_deleted']} ref(s) deleted")
+            _emit(args, result, f"pruned {args.prune}: {plural(result['refs_deleted'], 'ref')} deleted")
             return 0
         found = restore.list_points(index, path)
     _emit(args, found, "\n".join(f"{p['restore_point']}  {p['created_at']}  {p['op']}  "

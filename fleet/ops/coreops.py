@@ -7,6 +7,7 @@ literal pathspecs). Runs return what they did: new shas, and git's messages.
 
 from __future__ import annotations
 
+from fleet.words import plural
 import os
 
 from fleet.errors import FleetError
@@ -65,7 +66,7 @@ def preview_stage(ctx: Ctx, args: dict) -> Plan:
     todo = [e for e in status.entries if e.kind == "?" or (e.kind in "12u" and e.xy[1] != ".")]
     if not todo:
         raise FleetError("BAD_ARGUMENT", "nothing to stage: no unstaged or untracked changes there")
-    preview = {"summary": f"stage {len(todo)} file(s)", "files": _files(todo),
+    preview = {"summary": f"stage {plural(len(todo), 'file')}", "files": _files(todo),
                **capped_diff(ctx.repo, ["diff-files", *(_spec(paths) or ["--"])]),
                "untracked": [e.path for e in todo if e.kind == "?"]}
     return Plan({"paths": paths, "all": everything}, preview, paths=paths,
@@ -84,7 +85,7 @@ def preview_unstage(ctx: Ctx, args: dict) -> Plan:
     todo = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
     if not todo:
         raise FleetError("BAD_ARGUMENT", "nothing to unstage: none of these paths has staged changes")
-    preview = {"summary": f"unstage {len(todo)} file(s) (working-tree files stay as they are)",
+    preview = {"summary": f"unstage {plural(len(todo), 'file')} (working-tree files stay as they are)",
                "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "--cached", index_base(ctx.repo), *_spec(paths)])}
     return Plan({"paths": paths}, preview, paths=paths, policy_paths=[e.path for e in todo])
 
@@ -124,9 +125,12 @@ def preview_commit(ctx: Ctx, args: dict) -> Plan:
         raise FleetError("BAD_ARGUMENT", "nothing to commit: stage changes first (or name paths)")
     branch = short_ref(head_ref) if head_ref else None
     preview = {"summary": ("amend the last commit" if amend else "commit") + f" on {branch or 'detached HEAD'}"
-                          f" ({len(files)} file(s))",
+                          f" ({plural(len(files), 'file')})",
                "message": message, "files": _files(files), **diff, "rewrites_history": amend,
                "branch": branch, "parent": head}
+    unknown = _identity_missing(ctx.repo)
+    if unknown:
+        preview["warning"] = unknown
     if amend:
         upstream = run(ctx.repo, ["rev-parse", "--verify", "--quiet", "--symbolic-full-name", "@{upstream}"],
                        check=False)
@@ -139,6 +143,19 @@ def preview_commit(ctx: Ctx, args: dict) -> Plan:
                 paths=paths or [], pin_index=not paths, policy_refs=[branch] if branch else [],
                 policy_paths=list(dict.fromkeys([e.path for e in files] + (rewritten or []))),
                 paths_listed=rewritten is not None)
+
+
+def _identity_missing(repo: str) -> str | None:
+    """The preflight of what approving a commit needs: git's identity, asked as the commit will ask it
+    (`git var`, strict like `git commit`). A warning to show in the preview, or None."""
+    for who in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        asked = exec_git(repo, ["var", who], check=False)
+        if asked.returncode != 0:
+            said = next((ln for ln in asked.stderr.splitlines() if ln.strip()), "identity unknown")
+            return (f"git has no identity to commit with here ({said.strip()}): approving this commit would fail. "
+                    "Set one first: git config --global user.name \"Your Name\" and git config --global "
+                    "user.email you@example.com")
+    return None
 
 
 def run_commit(ctx: Ctx, args: dict) -> dict:
@@ -239,7 +256,7 @@ def preview_stash(ctx: Ctx, args: dict) -> Plan:
     if not todo:
         raise FleetError("BAD_ARGUMENT", "nothing to stash" + ("" if untracked else
                                                               " (untracked files need include_untracked)"))
-    preview = {"summary": f"stash {len(todo)} file(s)" + (" including untracked ones" if untracked else ""),
+    preview = {"summary": f"stash {plural(len(todo), 'file')}" + (" including untracked ones" if untracked else ""),
                "files": _files(todo), **capped_diff(ctx.repo, ["diff-index", "HEAD"]), "message": message}
     return Plan({"message": message, "include_untracked": untracked}, preview, refs=["refs/stash"], moves=[],
                 policy_paths=[e.path for e in todo],
@@ -354,8 +371,8 @@ def preview_discard(ctx: Ctx, args: dict) -> Plan:
     if not tracked and not loose:
         raise FleetError("BAD_ARGUMENT", "nothing to discard: no unstaged changes there" +
                          ("" if untracked else " (untracked files need include_untracked)"))
-    preview = {"summary": f"discard working-tree changes to {len(tracked)} tracked file(s)" +
-                          (f" and delete {len(loose)} untracked file(s)" if loose else ""),
+    preview = {"summary": f"discard working-tree changes to {plural(len(tracked), 'tracked file')}" +
+                          (f" and delete {plural(len(loose), 'untracked file')}" if loose else ""),
                "files": _files(tracked + loose), **capped_diff(ctx.repo, ["diff-files", "--", *paths]),
                "untracked_deleted": [e.path for e in loose],
                "note": "staged changes are kept; the restore point saves every file's exact content"}

@@ -10,6 +10,7 @@ conflicts is aborted, and the proposal fails naming them (the restore point is t
 
 from __future__ import annotations
 
+from fleet.words import plural
 import os
 
 from fleet.errors import FleetError
@@ -72,7 +73,7 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
                "rewrites_history": False,
                "files_changing": [p for _, p in changes][:200], **writeset.changes_files(ctx.repo, changes)}
     if flight["result"] == "conflicts":
-        preview["warning"] = (f"the merge would conflict in {flight['conflict_count']} file(s); it will be "
+        preview["warning"] = (f"the merge would conflict in {plural(flight['conflict_count'], 'file')}; it will be "
                               "aborted and the proposal fail unless resolved first")
     default = f"Merge {source} into {short_ref(head_ref)}"
     if mode == "squash" or (mode == "merge" and flight["result"] != "fast_forward"):  # a commit is made
@@ -95,7 +96,7 @@ def _with_drivers(repo: str, flight: dict, head: str, sha: str) -> dict:
     if drivers:
         names = ", ".join(f"`{n}`" for n in sorted(set(drivers.values())))
         shown.update(result="unknown", builtin_result=flight["result"], driver_paths=sorted(drivers)[:200],
-                     note=f"merge driver {names} decides {len(drivers)} file(s) both sides changed "
+                     note=f"merge driver {names} decides {plural(len(drivers), 'file')} both sides changed "
                           f"({', '.join(sorted(drivers)[:5])}); the preflight runs git's own merge and "
                           "cannot predict what that driver will do")
     return shown
@@ -188,7 +189,7 @@ def preview_rebase(ctx: Ctx, args: dict) -> Plan:
                   "driver_paths": sorted(drivers)[:200],
                   "note": f"merge driver(s) {', '.join(sorted(set(drivers.values())))} decide files both sides "
                           "changed; the replay uses git's own merge and cannot predict them"}
-    preview = {"summary": f"rebase {short_ref(head_ref)} ({len(replayed['commits'])} commit(s)) onto {onto} "
+    preview = {"summary": f"rebase {short_ref(head_ref)} ({plural(len(replayed['commits']), 'commit')}) onto {onto} "
                           f"({sha[:12]})", "branch": short_ref(head_ref), "from": head, "onto": onto,
                "onto_sha": sha, "commits_replayed": replayed["commits"], "rewrites_history": True,
                "commits_arriving": commits_between(ctx.repo, head, sha)["commits"], "preflight": flight,

@@ -9,6 +9,7 @@ it to the index.
 
 from __future__ import annotations
 
+from fleet.words import plural
 from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
@@ -66,7 +67,7 @@ def preview_patch(ctx: Ctx, args: dict) -> Plan:
                          "; ".join(check.stderr.strip().splitlines()[:3]))
     stat = text(run(ctx.repo, ["apply", "--stat", "-"], input_bytes=data).stdout)
     preview = {"summary": f"apply a patch to the {'index' if target == 'index' else 'working tree'} "
-                          f"({len(paths)} file(s))", "target": target, "files": paths, "stat": stat,
+                          f"({plural(len(paths), 'file')})", "target": target, "files": paths, "stat": stat,
                "diff": patch[:DIFF_CAP], "diff_truncated": len(patch) > DIFF_CAP, "apply_check": "ok"}
     return Plan({"patch": patch, "target": target}, preview, paths=paths, pin_index=target == "index",
                 policy_paths=paths, writes=paths if target == "worktree" else [])
@@ -134,7 +135,7 @@ def preview_stage_hunks(ctx: Ctx, args: dict) -> Plan:
     check = run(ctx.repo, ["apply", "--cached", "--unidiff-zero", "--check", "-"], input_bytes=patch, check=False)
     if check.returncode != 0:
         raise FleetError("CONFLICT", "these hunks do not apply to the index: " + check.stderr.strip()[:300])
-    preview = {"summary": f"stage {len(chosen)} of {len(raw_hunks)} change block(s) of {path}", "path": path,
+    preview = {"summary": f"stage {len(chosen)} of {plural(len(raw_hunks), 'change block')} of {path}", "path": path,
                "hunks": list(dict.fromkeys(wanted)), "diff": text(patch)[:DIFF_CAP],
                "diff_truncated": len(patch) > DIFF_CAP, "blocks_left_unstaged": len(raw_hunks) - len(chosen)}
     return Plan({"path": path, "blocks": chosen}, preview, paths=[path], pin_index=True, policy_paths=[path])

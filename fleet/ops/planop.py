@@ -15,6 +15,7 @@ It stops at the first failure; the one restore point, taken before step 1, bring
 
 from __future__ import annotations
 
+from fleet.words import plural
 import contextlib
 import re
 
@@ -122,7 +123,7 @@ def preview_plan(ctx: Ctx, args: dict) -> Plan:
             untracked += plan.untracked_content
             paths += plan.policy_paths
             undo.update(plan.undo)
-    preview = {"summary": f"{len(steps)} step(s): " + ", then ".join(s["op"] for s in steps), "steps": shown,
+    preview = {"summary": f"{plural(len(steps), 'step')}: " + ", then ".join(s["op"] for s in steps), "steps": shown,
                "note": "each step previewed against what the steps before it leave; runs in order and stops "
                        "at the first failure; one undo returns to the state before"}
     step_refs = [r for s in subjects for r in s.get("refs", [])]

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, NamedTuple, Sequence
 
 from fleet.views.ranking import rows_of, sort_key
+from fleet.words import plural as _plural
 
 
 class ReasonKind(NamedTuple):
@@ -54,13 +55,6 @@ def reason(code: str, summary: str, next_step: str, **details: object) -> dict:
     if details:
         item["details"] = details
     return item
-
-
-def _plural(n: int, word: str) -> str:
-    """`1 file`, `2 files`, `2 branches`, `2 stashes`: English plurals of the nouns reasons use."""
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}{'es' if word.endswith(('ch', 'sh', 's', 'x')) else 's'}"
 
 
 def attention(record: dict, now: datetime | None = None) -> list[dict]:
