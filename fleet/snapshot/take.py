@@ -14,11 +14,15 @@ What runs, and why nothing in the repository changes:
 4. one commit for the index tree, one for the snapshot (its parents: the index commit and the stash tips, so the
    shadow's own gc keeps them), and last its ref, atomically: a process killed midway leaves no snapshot.
 
-A snapshot equal to the store's newest (same trees, HEAD, branch and stash) is not kept.
+A snapshot equal to the store's newest (same trees, HEAD, branch and stash) is not kept. What costs nothing
+twice is not done twice: a file whose stat data (inode, size, mtime, ctime) is as at the last snapshot is
+not read again (`statcache.json`), and when the index file and every working-tree entry are as then, the
+trees are the last snapshot's (no git run beyond the status).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -43,6 +47,7 @@ from fleet.repo.record import iso
 TRIGGERS = ("watch", "sweep", "manual", "mcp", "restore")
 MAX_SKIPPED = 200
 MAX_STASH_LOG = 1024 * 1024
+STAT_CACHE = "statcache.json"   # path -> [ino, size, mtime_ns, ctime_ns, blob]: files not read again
 
 
 @dataclass
@@ -57,6 +62,8 @@ class _Scan:
     bytes_added: int = 0
     skipped: list[dict] = field(default_factory=list)
     unmerged: bool = False
+    seen: dict = field(default_factory=dict)      # the stat cache: path -> [ino, size, mtime_ns, ctime_ns, sha]
+    known: dict = field(default_factory=dict)     # the last snapshot's cache
 
 
 def valid_trigger(trigger: str) -> str:
@@ -88,12 +95,19 @@ def take_locked(shadow: Shadow, tree: WorkTree, db_path: str | os.PathLike[str],
     """`take` for a caller that already holds the store's lock (a restore snapshots the present first)."""
     now = time.time() if now is None else now
     agents = list(agents)
-    scan = _scan(shadow, tree, settings["max_file_bytes"])
-    _copy_blobs(shadow, tree, scan.staged)
-    index_tree, work_tree = _trees(shadow, tree, scan)
-    stash = stash_tips(tree.commondir)
     entries = shadow.entries()
     last = entries[-1] if entries else None
+    scan = _scan(shadow, tree, settings["max_file_bytes"], _load_cache(shadow))
+    _copy_blobs(shadow, tree, scan.staged)
+    index_sig = _signature(os.path.join(tree.gitdir, "index"))
+    lines_key = hashlib.sha1(b"\n".join(sorted(scan.lines))).hexdigest()
+    if last and index_sig is not None and last.get("index_sig") == index_sig and last.get("lines_key") == lines_key:
+        index_tree, work_tree = last["index_tree"], last["tree"]    # same index, same files: same trees
+    else:
+        same_index = last is not None and index_sig is not None and last.get("index_sig") == index_sig
+        index_tree, work_tree = _trees(shadow, tree, scan, last["index_tree"] if same_index else None)
+    _save_cache(shadow, scan.seen)
+    stash = stash_tips(tree.commondir)
     if last and (last["tree"], last["index_tree"], last["head"], last["branch"], last["stash"]) == \
             (work_tree, index_tree, scan.head, scan.branch, stash):
         return {**last, "unchanged": True, "skipped": scan.skipped}
@@ -105,7 +119,7 @@ def take_locked(shadow: Shadow, tree: WorkTree, db_path: str | os.PathLike[str],
     meta = {"worktree": tree.path, "at": iso(now), "t": now, "trigger": trigger, "agents": sorted(set(agents)),
             "command": command, "head": scan.head, "branch": scan.branch, "stash": stash, "tree": work_tree,
             "index_tree": index_tree, "files": scan.files, "bytes_added": scan.bytes_added,
-            "skipped": scan.skipped, "unmerged": scan.unmerged}
+            "skipped": scan.skipped, "unmerged": scan.unmerged, "index_sig": index_sig, "lines_key": lines_key}
     if last:
         changed, discarded = discarded_between(shadow, last, meta)
         meta["changed_files"], meta["discarded"] = changed, discarded
@@ -146,10 +160,10 @@ def _untracked_flag(tree: WorkTree) -> str:
     return "--untracked-files=all"
 
 
-def _scan(shadow: Shadow, tree: WorkTree, max_bytes: int) -> _Scan:
+def _scan(shadow: Shadow, tree: WorkTree, max_bytes: int, known: dict) -> _Scan:
     out = run_git(tree.path, ["status", "--porcelain=v2", "--branch", "-z", "--no-renames",
                               "--ignore-submodules=all", _untracked_flag(tree)], timeout=120.0).stdout
-    scan = _Scan()
+    scan = _Scan(known=known)
     for record in out.split(b"\0"):
         if not record:
             continue
@@ -197,11 +211,18 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
         if st.st_size > max_bytes:
             _skip(scan, name, f"larger than max_file_bytes ({st.st_size} bytes)")
             return
+        mode = b"100755" if st.st_mode & 0o100 else b"100644"
+        signature = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        cached = scan.known.get(name)
+        if cached is not None and cached[:4] == signature and _has(shadow, cached[4]):
+            scan.seen[name] = cached            # unchanged since the last snapshot: not read again
+            scan.lines.append(mode + b" " + cached[4].encode() + b"\t" + rel)
+            scan.files += 1
+            return
         body = _read_regular(path, max_bytes)
         if body is None:
             _skip(scan, name, "changed while it was read")
             return
-        mode = b"100755" if st.st_mode & 0o100 else b"100644"
     elif stat.S_ISDIR(st.st_mode):
         return          # an untracked repository of its own (it has its own snapshots) or an empty folder
     else:
@@ -209,6 +230,8 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
         return
     before = len(body)
     sha, written = _store_blob(shadow, body)
+    if mode != b"120000":
+        scan.seen[name] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, sha]
     scan.bytes_added += before if written else 0
     scan.lines.append(mode + b" " + sha.encode() + b"\t" + rel)
     scan.files += 1
@@ -225,6 +248,10 @@ def _read_regular(path: bytes, max_bytes: int) -> bytes | None:
             return None
         data = fh.read(max_bytes + 1)
     return None if len(data) > max_bytes else data
+
+
+def _has(shadow: Shadow, sha: str) -> bool:
+    return (shadow.objects / sha[:2] / sha[2:]).exists()
 
 
 def _store_blob(shadow: Shadow, body: bytes) -> tuple[str, bool]:
@@ -281,21 +308,29 @@ def _copy_objects(shadow: Shadow, tree: WorkTree, shas: list[str]) -> None:
 
 # --- the two trees ------------------------------------------------------------------------------------------
 
-def _trees(shadow: Shadow, tree: WorkTree, scan: _Scan) -> tuple[str | None, str]:
-    """The index tree (None while a conflict leaves unmerged entries) and the working tree's tree."""
+def _trees(shadow: Shadow, tree: WorkTree, scan: _Scan, known_index_tree: str | None) -> tuple[str | None, str]:
+    """The index tree (None while a conflict leaves unmerged entries; `known_index_tree` when the index file
+    is the one the last snapshot read) and the working tree's tree."""
     tmp = shadow.dir / f"index.{os.getpid()}.tmp"
+    env = {"GIT_INDEX_FILE": str(tmp)}
     try:
-        _index_copy(shadow, tree, tmp)
-        env = {"GIT_INDEX_FILE": str(tmp)}
-        index_tree = None
-        if not scan.unmerged:
-            index_tree = shadow.git(["write-tree", "--missing-ok"], read_repo=False, env=env) \
-                .stdout.decode("ascii").strip()
-        if scan.lines:
-            shadow.git(["update-index", "--index-info"], read_repo=False, env=env,
-                       input_bytes=b"\n".join(scan.lines) + b"\n")
-        work = shadow.git(["write-tree", "--missing-ok"], read_repo=False, env=env).stdout.decode("ascii").strip()
-        return index_tree, work
+        for copy in (_copy_index, _list_index):     # a copy git cannot read here (a split index): the entries
+            try:
+                copy(shadow, tree, tmp)
+                index_tree = known_index_tree
+                if index_tree is None and not scan.unmerged:
+                    index_tree = shadow.git(["write-tree", "--missing-ok"], read_repo=False, env=env) \
+                        .stdout.decode("ascii").strip()
+                if scan.lines:
+                    shadow.git(["update-index", "--index-info"], read_repo=False, env=env,
+                               input_bytes=b"\n".join(scan.lines) + b"\n")
+                work = shadow.git(["write-tree", "--missing-ok"], read_repo=False, env=env).stdout \
+                    .decode("ascii").strip()
+                return index_tree, work
+            except GitError:
+                if copy is _list_index:
+                    raise
+        raise AssertionError("unreachable")
     finally:
         for leftover in (tmp, Path(str(tmp) + ".lock")):
             try:
@@ -304,25 +339,44 @@ def _trees(shadow: Shadow, tree: WorkTree, scan: _Scan) -> tuple[str | None, str
                 pass
 
 
-def _index_copy(shadow: Shadow, tree: WorkTree, tmp: Path) -> None:
-    """A copy of the repository's index that git can read in the shadow store: the file itself (stat data
-    and cache tree kept, so nothing is hashed again), or, for an index git cannot read there (a split index
-    names its shared part in the repository's git dir), the entries listed by `ls-files --stage`."""
-    index = os.path.join(tree.gitdir, "index")
+def _copy_index(shadow: Shadow, tree: WorkTree, tmp: Path) -> None:
+    """The repository's index file itself: its stat data and cache tree spare git re-hashing anything."""
     try:
-        shutil.copyfile(index, tmp, follow_symlinks=False)
-    except FileNotFoundError:
-        return          # no index yet (a new repository): an empty one
-    env = {"GIT_INDEX_FILE": str(tmp)}
-    try:
-        shadow.git(["ls-files", "--stage", "--", ":/__fleetdeck_probe__"], read_repo=False, env=env,
-                   ok_codes=(0, 1))
-        return
-    except GitError:
-        tmp.unlink()
+        shutil.copyfile(os.path.join(tree.gitdir, "index"), tmp, follow_symlinks=False)
+    except FileNotFoundError:           # no index yet (a new repository): an empty one
+        tmp.unlink(missing_ok=True)
+
+
+def _list_index(shadow: Shadow, tree: WorkTree, tmp: Path) -> None:
+    """The index rebuilt from `ls-files --stage` (for an index whose copy git cannot read in the shadow
+    store: a split index names its shared part in the repository's git dir)."""
+    tmp.unlink(missing_ok=True)
     listing = run_git(tree.path, ["ls-files", "--stage", "-z"], timeout=120.0, max_bytes=1024 ** 3).stdout
     # `ls-files --stage` writes `mode sha stage\tpath`: one of the forms `update-index --index-info` reads
-    shadow.git(["update-index", "-z", "--index-info"], read_repo=False, env=env, input_bytes=listing)
+    shadow.git(["update-index", "-z", "--index-info"], read_repo=False, env={"GIT_INDEX_FILE": str(tmp)},
+               input_bytes=listing)
+
+
+def _signature(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _load_cache(shadow: Shadow) -> dict:
+    try:
+        value = json.loads((shadow.dir / STAT_CACHE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _save_cache(shadow: Shadow, seen: dict) -> None:
+    tmp = shadow.dir / f"{STAT_CACHE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(seen, separators=(",", ":")), encoding="utf-8")
+    os.replace(tmp, shadow.dir / STAT_CACHE)
 
 
 # --- HEAD's neighbours ----------------------------------------------------------------------------------------
