@@ -21,7 +21,7 @@ from tests.browser.axe import assert_clean, report, violations
 from tests.browser.test_dashboard_browser import watcher_backlog
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.every_state import build_fleet
-from tests.fleets.gitbuild import commit_file
+from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, wait_for
 from tests.fleets.warm import scanned_fleet
 from fleet.ops import service
@@ -59,7 +59,8 @@ VISITS: dict[str, dict[str, Visit]] = {
                  "pending-discard": lambda f: f"/proposals/{f[2]['proposals']['discard']}",
                  "undone": lambda f: f"/proposals/{f[2]['proposals']['undone']}",
                  "repo-code": lambda f: f"/proposals/{f[2]['proposals']['repo_code']}",
-                 "pending-plan": lambda f: f"/proposals/{f[2]['proposals']['plan']}"},
+                 "pending-plan": lambda f: f"/proposals/{f[2]['proposals']['plan']}",
+                 "pending-checkout": lambda f: f"/proposals/{f[2]['proposals']['checkout']}"},
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
@@ -109,7 +110,8 @@ def fleet(tmp_path_factory):
         "repo_code": _with_repo_code(index, repos["ahead"]),
         "plan": service.propose(index, "codex", "plan", dirty, {"steps": [
             {"op": "stage", "args": {"paths": ["tracked.txt"]}},
-            {"op": "commit", "args": {"message": "a subject\n\nand a body"}}]}, "commit the edit")["proposal_id"]}}
+            {"op": "commit", "args": {"message": "a subject\n\nand a body"}}]}, "commit the edit")["proposal_id"],
+        "checkout": _over_ignored(index, repos["stashes"])}}
     yield server, index, repos
     index.close()
     server.stop()
@@ -126,6 +128,21 @@ def _with_repo_code(index, repo) -> str:
     (repo / ".git" / "info" / "attributes").write_text("*.ipynb filter=strip\n")
     return service.propose(index, "claude-code", "branch", str(repo), {"name": "a11y-hooked"},
                            "a branch where the repository defines code")["proposal_id"]
+
+
+def _over_ignored(index, repo) -> str:
+    """A checkout that would overwrite an excluded `.env`: its page marks the file among those it writes."""
+    git(repo, "checkout", "-q", "-b", "a11y-env")
+    (repo / ".env").write_text("SECRET=branch\n")
+    git(repo, "add", "-f", ".env")
+    git(repo, "commit", "-q", "-m", "track .env", "--", ".env")
+    git(repo, "checkout", "-q", "-")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    with open(repo / ".git" / "info" / "exclude", "a", encoding="utf-8") as fh:
+        fh.write(".env\n")
+    (repo / ".env").write_text("SECRET=mine\n")
+    return service.propose(index, "claude-code", "checkout", str(repo), {"ref": "a11y-env"},
+                           "switch to the branch that tracks .env")["proposal_id"]
 
 
 def _undone(index, repo: str) -> str:
