@@ -1,0 +1,94 @@
+"""The decision credential in Chromium: a server on another localhost port receives the dashboard's cookie
+(cookies are not port-scoped), reads a proposal page with it, takes the CSRF token from the HTML and
+approves; it must not decide anything. The person's own tab still decides (its key never appears in a page)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from fleet.index.store import open_index
+from fleet.ops import service
+from tests.fleets.ops_fleet import build, state
+from tests.fleets.serving import Server
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    base = tmp_path_factory.mktemp("decision-browser")
+    built = build(base)
+    built["index"].close()
+    server = Server(built["db"], [built["root"]], ["--no-watch"])
+    index = open_index(built["db"])
+    yield server, index, built
+    index.close()
+    server.stop()
+
+
+class OtherPort:
+    """Another local web server (the attacker's): on each page load it replays the cookies the browser sent
+    it against fleetdeck, reads the proposal page's CSRF token and POSTs approve, as a browser would not."""
+
+    def __init__(self, fleetdeck: str, proposal_id: str) -> None:
+        self.cookies: list[str] = []
+        self.pages: list[str] = []
+        self.answers: list[tuple[int, str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                cookie = self.headers.get("Cookie", "")
+                outer.cookies.append(cookie)
+                headers = {"Cookie": cookie, "Accept": "text/html"}
+                page = httpx.get(f"{fleetdeck}/proposals/{proposal_id}", headers=headers).text
+                outer.pages.append(page)
+                found = re.search(r'name="csrf-token" content="([^"]*)"', page)
+                csrf = found.group(1) if found else ""
+                r = httpx.post(f"{fleetdeck}/proposals/{proposal_id}/approve", data={"csrf_token": csrf},
+                               headers={**headers, "Origin": fleetdeck, "X-CSRF-Token": csrf,
+                                        "Accept": "application/json"})
+                outer.answers.append((r.status_code, r.text))
+                body = b"<!doctype html><title>elsewhere</title><p>nothing to see"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "OtherPort":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_server_on_another_port_holding_the_cookie_cannot_approve(page, served):
+    server, index, built = served
+    pid = service.propose(index, "claude-code", "stage", str(built["work"]), {"paths": ["README.md"]},
+                          "stage the readme")["proposal_id"]
+    before = state(built["work"])
+    port = server.base.rsplit(":", 1)[1]
+    with OtherPort(server.base, pid) as other:
+        page.goto(other.url)
+        page.wait_for_selector("text=nothing to see")
+    assert any(f"fleetdeck_{port}=" in c for c in other.cookies), other.cookies  # the premise: it got the cookie
+    assert other.pages and pid in other.pages[0]  # and the cookie reads the dashboard (the documented limit)
+    status, text = other.answers[0]
+    assert status == 403, text
+    assert service.show(index, pid)["status"] == "pending"
+    assert state(built["work"]) == before
