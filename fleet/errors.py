@@ -14,6 +14,8 @@ CODES = frozenset({
     "POLICY_DENIED", "POLICY_INVALID", "NOT_PENDING", "STALE",
     # the audit log cannot record a decision or an execution: it is refused (fleet/audit, docs/audit.md)
     "AUDIT_UNAVAILABLE",
+    # who decides (web/guards.py decision_actor, the CLI's terminal confirmation) and the dashboard's links
+    "BEARER_CANNOT_DECIDE", "DECISION_KEY_REQUIRED", "LANDING_REFUSED", "NO_TERMINAL",
 })
 
 

@@ -6,6 +6,7 @@ Every handler is a thin adapter: parse the request, call one `fleet/` function, 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -16,6 +17,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from fleet.index.store import open_index
+from fleet.ops import landing
+from fleet.ops.approver import is_approver
 from web import api, proposals
 from web.guards import API_PREFIXES, guards
 from web.pages import PAGES, render, reverify_fragment
@@ -47,6 +51,12 @@ def routes() -> list[BaseRoute]:
     ]
 
 
+def _redeem(db_path: str | Path, code: str | None) -> bool:
+    """Spend a landing code (fleet/ops/landing.py) on the index the dashboard serves."""
+    with open_index(db_path) as idx:
+        return landing.redeem(idx, code)
+
+
 def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
                services: Sequence[Service] = (), mounts: Sequence[BaseRoute] = ()) -> Starlette:
     """The whole dashboard as one ASGI app, every route behind the guards.
@@ -56,6 +66,7 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
     session manager (mounted apps' own lifespans never run); `mounts` are extra routes placed after the
     dashboard's own, behind the same guards — e.g. `Route("/mcp", mcp_app)`.
     """
-    guard = Guard(token, allowed_hosts_for(bind_host))
-    return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, guard.csrf, services),
+    guard = Guard(token, allowed_hosts_for(bind_host), redeem=partial(_redeem, db_path),
+                  approver=partial(is_approver, db_path))
+    return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, services),
                      exception_handlers={HTTPException: http_error}, middleware=guards(guard))

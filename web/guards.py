@@ -3,22 +3,27 @@ SSE and the MCP bridge at `/mcp`), outermost first:
 
 - `SecurityHeaders`: CSP and friends on every response, refusals included;
 - `HostCheck`: a Host that is not ours is refused before anything else (DNS rebinding);
-- `TokenLanding`: the `?token=` link sets the cookie and redirects to the same page without the token;
-- Starlette's `AuthenticationMiddleware` with `TokenAuth`: the bearer token or our cookie, or 401;
+- `Landing`: a link's `?code=` gives a small page whose script trades the single-use code (`POST /session`)
+  for a session: the cookie, and the tab's decision key in the response body;
+- Starlette's `AuthenticationMiddleware` with `TokenAuth`: the bearer token, our session cookie or the
+  approver token, or 401;
 - `OriginCsrfCheck`: a state-changing request carries our Origin and, when the cookie authenticated it, the
-  CSRF token (`X-CSRF-Token` header or `csrf_token` form field).
+  session's CSRF token (`X-CSRF-Token` header or `csrf_token` form field).
 
-`guards(guard)` is the stack in that order; docs/security.md is the model.
+`guards(guard)` is the stack in that order. Deciding a proposal needs more than any of these: the decision
+key of the session (`decision_actor`), which no page's HTML carries. docs/security.md is the model.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+import json
 from html import escape
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.authentication import (AuthCredentials, AuthenticationBackend, AuthenticationError,
                                       SimpleUser)
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -27,10 +32,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import NoMatchFound
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from web.security import Guard, cookie_name, cookie_value_for, host_name
+from fleet.errors import FleetError
+from web.security import Guard, Session, cookie_name, host_name
 
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
+DECISION_HEADER = "x-fleetdeck-decision"
+APPROVER_HEADER = "x-fleetdeck-approver"
+SESSION_PATH = "/session"  # where the landing page trades its code for a session
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_FORM_BYTES = 64 * 1024
 PUBLIC_PREFIXES = ("/static/",)  # CSS, JS and the icon: no data, and the refusal page needs its style
@@ -47,8 +56,11 @@ SECURITY_HEADERS = {
     "cross-origin-resource-policy": "same-origin",
     "cache-control": "no-store",
 }
-UNAUTHORIZED = ("open the link printed by `fleetdeck serve` (it carries the access token), "
-                "or send Authorization: Bearer")
+UNAUTHORIZED = ("this browser has no dashboard session: open the link `fleetdeck serve` printed, or get a fresh "
+                "one with `fleetdeck dashboard link` (a link works once, within 10 minutes); scripts send "
+                "Authorization: Bearer")
+LANDING_REFUSED = ("that dashboard link was already used or has expired: get a fresh one with "
+                   "`fleetdeck dashboard link`")
 
 
 def server_port(scope: Scope) -> int | None:
@@ -63,13 +75,9 @@ def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
     path = scope.get("path", "")
     if path.startswith(API_PREFIXES) or "text/html" not in Headers(scope=scope).get("accept", ""):
         return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
-    try:
-        style = f'<link rel=stylesheet href="{scope["app"].url_path_for("static", path="app.css")}">'
-    except (NoMatchFound, KeyError):  # an app without the dashboard's static files (the bare MCP app)
-        style = ""
-    return HTMLResponse(f"<!doctype html><html lang=en><meta charset=utf-8><title>fleetdeck: {status}</title>"
-                        f"{style}<main class=refusal><h1>{status}</h1><p>{escape(message)}.</p></main>",
-                        status_code=status, headers=headers)
+    page = _page(scope, status, str(status), f"<h1>{status}</h1><p>{escape(message)}.</p>")
+    page.headers.update(headers or {})
+    return page
 
 
 class ResponseRewriter(ABC):
@@ -121,7 +129,7 @@ class HostCheck:
 
 
 def landing_target(path: str, query: list[tuple[str, str]]) -> str:
-    """The same page without the token, as a path on this server built from scratch: slashes and
+    """The same page without the code, as a path on this server built from scratch: slashes and
     backslashes at the start are dropped and everything else is percent-encoded, so no `//host`,
     `/\\host`, tab or CR/LF trick can make a browser leave the server or split the header."""
     target = "/" + quote(path.lstrip("/\\"), safe="/")
@@ -130,33 +138,95 @@ def landing_target(path: str, query: list[tuple[str, str]]) -> str:
     return target
 
 
-class TokenLanding:
-    """`GET …?token=<token>`: a valid token sets this port's cookie and redirects (303) to the same page
-    without it, so the token leaves the address bar and the history; a wrong one is a 401."""
+def _next_target(value: str | None) -> str:
+    """The landing's `next`, as sent back by its page, rebuilt by `landing_target` (never trusted as is)."""
+    parts = urlsplit(value or "/")
+    return landing_target(parts.path, QueryParams(parts.query).multi_items())
+
+
+def _page(scope: Scope, status: int, title: str, body: str, head: str = "", script: bool = False) -> HTMLResponse:
+    """A small standalone page (no session needed): the refusals and the landing page."""
+    try:
+        static = scope["app"].url_path_for
+        head += f'<link rel=stylesheet href="{static("static", path="app.css")}">'
+        if script:
+            head += f'<script src="{static("static", path="app.js")}" defer></script>'
+    except (NoMatchFound, KeyError):  # an app without the dashboard's static files (the bare MCP app)
+        pass
+    return HTMLResponse(f"<!doctype html><html lang=en><meta charset=utf-8><title>fleetdeck: {escape(title)}</title>"
+                        f"{head}<main class=refusal>{body}</main>", status_code=status)
+
+
+class Landing:
+    """The person's way in. `GET …?code=<code>` answers a page (nothing is spent on a GET, which link
+    previewers send too) whose script POSTs the code to `/session`; a live code there makes a session: the
+    port-named cookie (HttpOnly, SameSite=Strict) carries its random id, and the JSON body carries the tab's
+    decision key, which the script keeps in this origin's storage. Without the script the page's form posts
+    the same code and gets the cookie and a 303 to the page (a session that reads but cannot decide)."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
         self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        params = QueryParams(scope.get("query_string", b"")) if scope["type"] == "http" else QueryParams()
-        if scope.get("method") != "GET" or "token" not in params:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if not self.guard.valid(params["token"]):
-            response = refusal(scope, 401, "UNAUTHORIZED", "that access link is not valid (restarted server?)")
+        if scope.get("method") == "POST" and scope["path"] == SESSION_PATH:
+            await (await self.exchange(scope, receive))(scope, receive, send)
+            return
+        params = QueryParams(scope.get("query_string", b""))
+        if scope.get("method") != "GET" or "code" not in params:
+            await self.app(scope, receive, send)
+            return
+        rest = [(k, v) for k, v in params.multi_items() if k != "code"]
+        await landing_page(scope, params["code"], landing_target(scope["path"], rest))(scope, receive, send)
+
+    async def exchange(self, scope: Scope, receive: Receive) -> Response:
+        headers = Headers(scope=scope)
+        if headers.get("origin") != own_origin(scope):
+            return refusal(scope, 403, "ORIGIN_REFUSED", "a dashboard link is opened from this origin only")
+        fields = await _read_fields(receive, headers)
+        if fields is None or not await run_in_threadpool(self.guard.redeem, fields.get("code")):
+            return refusal(scope, 401, "LANDING_REFUSED", LANDING_REFUSED)
+        session = self.guard.sessions.create()
+        target = _next_target(fields.get("next"))
+        response: Response
+        if "application/json" in headers.get("accept", ""):
+            response = JSONResponse({"decision_key": session.decision_key, "next": target})
         else:
-            port = server_port(scope)
-            rest = [(k, v) for k, v in params.multi_items() if k != "token"]
-            response = RedirectResponse(landing_target(scope["path"], rest), status_code=303)
-            response.set_cookie(cookie_name(port), cookie_value_for(self.guard.token, port), path="/",
-                                httponly=True, samesite="Strict")
-        await response(scope, receive, send)
+            response = RedirectResponse(target, status_code=303)
+        response.set_cookie(cookie_name(server_port(scope)), session.id, path="/", httponly=True,
+                            samesite="Strict")
+        return response
+
+
+def landing_page(scope: Scope, code: str, target: str) -> HTMLResponse:
+    """The page a dashboard link opens: app.js trades the code at once; the button does it without script.
+    `same-origin` referrers so the form's post carries our Origin (the site-wide `no-referrer` would send
+    `Origin: null`); the code goes nowhere else."""
+    body = ('<h1>Opening the dashboard</h1>'
+            '<p id=landing-status role=status>One moment: this link is being exchanged for a session.</p>'
+            f'<form id=landing method=post action="{SESSION_PATH}">'
+            f'<input type=hidden name=code value="{escape(code)}">'
+            f'<input type=hidden name=next value="{escape(target)}">'
+            '<button type=submit>Open the dashboard</button></form>'
+            '<p class=muted>Deciding proposals needs this page\'s script: it keeps the tab\'s decision key.</p>')
+    return _page(scope, 200, "opening the dashboard", body, "<meta name=referrer content=same-origin>", script=True)
+
+
+class SessionUser(SimpleUser):
+    """The person's browser: the user behind a valid session cookie."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__("session")
+        self.session = session
 
 
 class TokenAuth(AuthenticationBackend):
-    """The bearer token, or this port's cookie (not on `/mcp`); anything else is refused with 401.
-    The credential's scope, `bearer` or `cookie`, tells `OriginCsrfCheck` whether CSRF applies."""
+    """The bearer token, this port's session cookie (not on `/mcp`) or the approver token of the person's
+    scripts (not on `/mcp`); anything else is refused with 401. The scopes (`bearer`, `cookie`, `approver`)
+    tell `OriginCsrfCheck` whether CSRF applies and `decision_actor` who may decide."""
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
@@ -166,23 +236,50 @@ class TokenAuth(AuthenticationBackend):
         if path.startswith(PUBLIC_PREFIXES) and method in SAFE_METHODS:
             return None
         scheme, _, credential = conn.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and self.guard.valid(credential.strip()):
-            return AuthCredentials(["bearer"]), SimpleUser("bearer")
-        port = server_port(conn.scope)
-        if not path.startswith(BEARER_ONLY_PREFIXES) and self.guard.valid_cookie(
-                conn.cookies.get(cookie_name(port)), port):
-            return AuthCredentials(["cookie"]), SimpleUser("cookie")
-        raise AuthenticationError(UNAUTHORIZED)
+        scopes = ["bearer"] if scheme.lower() == "bearer" and self.guard.valid(credential.strip()) else []
+        user: SimpleUser = SimpleUser("bearer")
+        if not path.startswith(BEARER_ONLY_PREFIXES):
+            session = self.guard.sessions.get(conn.cookies.get(cookie_name(server_port(conn.scope))))
+            if session is not None:
+                scopes.append("cookie")
+                user = SessionUser(session)
+            if APPROVER_HEADER in conn.headers and await run_in_threadpool(
+                    self.guard.approver, conn.headers[APPROVER_HEADER]):
+                scopes.append("approver")
+        if not scopes:
+            raise AuthenticationError(UNAUTHORIZED)
+        return AuthCredentials(scopes), user
 
     @staticmethod
     def refuse(conn: HTTPConnection, exc: AuthenticationError) -> Response:
         return refusal(conn.scope, 401, "UNAUTHORIZED", str(exc))
 
 
+def decision_actor(conn: HTTPConnection) -> str:
+    """Who decides a proposal (approve, reject, undo, restore, any inline action): `dashboard` for the
+    person's tab (its session and that session's decision key, sent as `X-Fleetdeck-Decision`), `api` for
+    the approver token. The MCP bearer token never decides, whatever else comes with it."""
+    if "approver" in conn.auth.scopes:
+        return "api"
+    session = getattr(conn.user, "session", None)
+    if session is not None and session.valid_decision(conn.headers.get(DECISION_HEADER)):
+        return "dashboard"
+    if "bearer" in conn.auth.scopes:
+        raise FleetError("BEARER_CANNOT_DECIDE", "the MCP access token cannot decide proposals: a person "
+                                                 "decides in the dashboard or with `fleetdeck proposals approve`")
+    raise FleetError("DECISION_KEY_REQUIRED", "deciding needs this tab's decision key, which the dashboard's "
+                                              "script keeps: open a fresh link (`fleetdeck dashboard link`) "
+                                              "with JavaScript on, or use `fleetdeck proposals approve`")
+
+
+def own_origin(scope: Scope) -> str:
+    return f"{scope.get('scheme', 'http')}://{Headers(scope=scope).get('host', '')}"
+
+
 class OriginCsrfCheck:
-    """A state-changing request must come from our own Origin (a missing Origin is refused unless the
-    bearer token authenticated it: browsers never add that header on their own), and, when the cookie
-    authenticated it, carry the CSRF token."""
+    """A state-changing request must come from our own Origin (a missing Origin is refused unless a token
+    header authenticated it: browsers never add those on their own), and, when the cookie authenticated
+    it, carry the session's CSRF token."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
@@ -194,25 +291,23 @@ class OriginCsrfCheck:
             return
         headers = Headers(scope=scope)
         auth = scope.get("auth")
-        by_bearer = auth is not None and "bearer" in auth.scopes
+        by_header = auth is not None and not {"bearer", "approver"}.isdisjoint(auth.scopes)
         origin = headers.get("origin")
-        own = f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
-        if (origin is not None and origin != own) or (origin is None and not by_bearer):
+        if (origin is not None and origin != own_origin(scope)) or (origin is None and not by_header):
             response = refusal(scope, 403, "ORIGIN_REFUSED", "state-changing requests must come from this origin")
             await response(scope, receive, send)
             return
-        if not by_bearer and not self.guard.valid_csrf(headers.get(CSRF_HEADER)):
+        session: Session | None = getattr(scope.get("user"), "session", None)
+        if not by_header and not (session and session.valid_csrf(headers.get(CSRF_HEADER))):
             receive, form_csrf = await _read_form_csrf(receive, headers)
-            if not self.guard.valid_csrf(form_csrf):
+            if not (session and session.valid_csrf(form_csrf)):
                 await refusal(scope, 403, "CSRF_REFUSED", "missing or wrong CSRF token")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-async def _read_form_csrf(receive: Receive, headers: Headers) -> tuple[Receive, str | None]:
-    """For a plain HTML form post, read the (small) body to find `csrf_token`, then replay it to the app."""
-    if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-        return receive, None
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole (small) request body, or None past MAX_FORM_BYTES."""
     body = b""
     more = True
     while more:
@@ -220,7 +315,17 @@ async def _read_form_csrf(receive: Receive, headers: Headers) -> tuple[Receive, 
         body += message.get("body", b"")
         more = message.get("more_body", False)
         if len(body) > MAX_FORM_BYTES:
-            return receive, None
+            return None
+    return body
+
+
+async def _read_form_csrf(receive: Receive, headers: Headers) -> tuple[Receive, str | None]:
+    """For a plain HTML form post, read the (small) body to find `csrf_token`, then replay it to the app."""
+    if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        return receive, None
+    body = await _read_body(receive)
+    if body is None:
+        return receive, None
     replayed = False
 
     async def replay() -> Message:
@@ -233,8 +338,22 @@ async def _read_form_csrf(receive: Receive, headers: Headers) -> tuple[Receive, 
     return replay, QueryParams(body.decode("latin-1")).get(CSRF_FIELD)
 
 
+async def _read_fields(receive: Receive, headers: Headers) -> dict[str, str] | None:
+    """The landing exchange's string fields, from JSON (its script) or a form (its button); None if unreadable."""
+    body = await _read_body(receive)
+    if body is None:
+        return None
+    if not headers.get("content-type", "").startswith("application/json"):
+        return dict(QueryParams(body.decode("latin-1")))
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        return None
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else None
+
+
 def guards(guard: Guard) -> list[Middleware]:
     """The whole front door, outermost first: give it to `Starlette(middleware=…)`."""
-    return [Middleware(SecurityHeaders), Middleware(HostCheck, guard=guard), Middleware(TokenLanding, guard=guard),
+    return [Middleware(SecurityHeaders), Middleware(HostCheck, guard=guard), Middleware(Landing, guard=guard),
             Middleware(AuthenticationMiddleware, backend=TokenAuth(guard), on_error=TokenAuth.refuse),
             Middleware(OriginCsrfCheck, guard=guard)]

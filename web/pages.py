@@ -53,9 +53,10 @@ def ok(_context: dict) -> int:
 
 
 def render(request: Request[AppState], name: str, context: dict, status: int = 200) -> Response:
-    """A template with what every page needs (the CSRF token for forms and the script, the audit banner, the
-    watcher's start-up re-check)."""
-    return templates.TemplateResponse(request, name, {"csrf_token": request.state["csrf"],
+    """A template with what every page needs (the session's CSRF token for forms and the script, none for a
+    bearer client; the audit banner; the watcher's start-up re-check)."""
+    session = getattr(request.scope.get("user"), "session", None)
+    return templates.TemplateResponse(request, name, {"csrf_token": session.csrf if session else "",
                                                       "audit_banner": audit_banner(), **context,
                                                       "reverify": reverify(request)},
                                       status_code=status)

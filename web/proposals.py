@@ -1,11 +1,11 @@
 """Proposals on the dashboard: the list (pending first), one proposal's page with its preview, and the
-person's decisions (approve, reject) as forms and as JSON.
+person's decisions (approve, reject) as JSON for the page's script and for the person's scripts.
 
-Deciding is a person's act. The approve and reject routes accept the browser session (the cookie, which
-the guards only let through with our Origin and the CSRF token) or the approver token of the person's own
-scripts (`X-Fleetdeck-Approver`, see fleet/ops/approver.py); the dashboard's bearer token alone, which MCP
-clients hold for `/mcp`, is refused. A high-risk proposal needs a second, explicit confirmation
-(`confirm_high_risk`). Approving runs the proposal here and now (fleet.ops.service.approve).
+Deciding is a person's act: `web.guards.decision_actor` says who decides — the person's tab (its session
+plus the decision key only that tab's script holds) or the approver token of the person's own scripts
+(`X-Fleetdeck-Approver`, see fleet/ops/approver.py); the MCP bearer token is refused outright. A high-risk
+proposal needs a second, explicit confirmation (`confirm_high_risk`). Approving runs the proposal here and
+now (fleet.ops.service.approve).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from fleet.audit.view import proposal_trail
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
-from fleet.ops.approver import is_approver
+from web.guards import decision_actor
 from web.params import int_param
 from web.state import index
 
-APPROVER_HEADER = "x-fleetdeck-approver"
 MAX_BODY = 64 * 1024
 STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMENT": 400, "FORBIDDEN": 403,
-                "CONFIRM_REQUIRED": 400, "AUDIT_UNAVAILABLE": 503}
+                "CONFIRM_REQUIRED": 400, "AUDIT_UNAVAILABLE": 503, "BEARER_CANNOT_DECIDE": 403,
+                "DECISION_KEY_REQUIRED": 403}
 
 
 def list_context(request: Request, idx: Index) -> dict:
@@ -91,16 +91,6 @@ def pending_badge(request: Request) -> dict:
 
 # --- decisions ---------------------------------------------------------------------------------------------
 
-def _decider(request: Request) -> str:
-    """Who decides: the browser session ('dashboard') or the approver token ('api'); otherwise refused."""
-    if "cookie" in request.auth.scopes:
-        return "dashboard"
-    if is_approver(index(request).path, request.headers.get(APPROVER_HEADER)):
-        return "api"
-    raise FleetError("FORBIDDEN", "deciding a proposal needs the dashboard session or the approver token "
-                                  "(`fleetdeck proposals approver-token`); the access token alone cannot")
-
-
 async def _fields(request: Request) -> dict:
     if request.headers.get("content-type", "").startswith("application/json"):
         body = await request.body()
@@ -138,7 +128,7 @@ def _done(request: Request, row: dict, what: str) -> Response:
 async def approve(request: Request) -> Response:
     proposal_id = request.path_params["proposal_id"]
     try:
-        by = _decider(request)
+        by = decision_actor(request)
         fields = await _fields(request)
         row = await run_in_threadpool(service.show, index(request), proposal_id)
         confirmed = fields.get("confirm_high_risk") in (True, "yes", "on", "true", "1")
@@ -154,7 +144,7 @@ async def approve(request: Request) -> Response:
 async def reject(request: Request) -> Response:
     proposal_id = request.path_params["proposal_id"]
     try:
-        by = _decider(request)
+        by = decision_actor(request)
         fields = await _fields(request)
         reason = fields.get("reason") or ""
         done = await run_in_threadpool(lambda: service.reject(index(request), proposal_id, by, reason))

@@ -1,4 +1,5 @@
-"""`fleetdeck serve`: bind the socket, print the access link, run uvicorn over the dashboard app, with the
+"""`fleetdeck serve`: bind the socket, print the dashboard link (a single-use landing code) and the MCP bearer
+token, run uvicorn over the dashboard app, with the
 fleet watcher in the same process (started and stopped by the app's lifespan) and the MCP bridge over
 streamable HTTP at `/mcp`, behind the same token, Host and CSRF checks as every page.
 
@@ -36,6 +37,7 @@ from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.store import open_index
+from fleet.ops import landing
 from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.service import watching
 from web.app import create_app
@@ -60,9 +62,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def access_url(host: str, port: int, token: str) -> str:
+def base_url(host: str, port: int) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
-    return f"http://{shown}:{port}/?token={token}"
+    return f"http://{shown}:{port}"
 
 
 class Stopped(Exception):
@@ -212,8 +214,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
               "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
     audit.setup(db_path)  # a configured key that cannot be used stops serve before it answers (fail closed)
     sock = bind(host, port)
-    token = new_token()
-    url = access_url(host, sock.getsockname()[1], token)
+    token = new_token()  # the MCP clients' bearer token; the person's browser signs in with a landing code
+    base = base_url(host, sock.getsockname()[1])
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
     services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
@@ -223,11 +225,15 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
     app.user_middleware.insert(0, Middleware(answering.middleware))
     with open_index(db_path) as idx:  # agents' proposals link to this dashboard; approved ones left behind run
-        announce_dashboard(idx, url.split("/?token=", 1)[0])
+        announce_dashboard(idx, base)
         resume_orphans(idx)
         sweep(idx)                 # and proposals past their retention leave the index (then hourly)
         known, indexed_at = idx.count(), freshness(idx)["indexed_at"]
+        url = landing.link(base, landing.issue(idx))
     print(f"fleetdeck dashboard: {url}", flush=True)
+    print(f"fleetdeck: the link works once, within {landing.LANDING_TTL_S // 60} minutes; "
+          "`fleetdeck dashboard link` prints a fresh one", flush=True)
+    print(f"fleetdeck MCP over HTTP: {base}/mcp with Authorization: Bearer {token}", flush=True)
     if known:
         print(f"fleetdeck: serving the last known state of {known:,} repositories (indexed {indexed_at})"
               + "; re-checking them in the background, progress on the dashboard"

@@ -1,5 +1,5 @@
-"""What the dashboard holds for its lifetime, typed: index handles, the CSRF token pages embed, and the
-services `serve` runs beside it. The lifespan builds it; handlers read it from `request.state`.
+"""What the dashboard holds for its lifetime, typed: index handles and the services `serve` runs beside it.
+The lifespan builds it; handlers read it from `request.state`.
 
 Services are entered before the first request is answered, so each must be quick to enter; work that would
 delay the first page (the watcher's re-check, building the MCP bridge) starts `behind` it.
@@ -66,7 +66,6 @@ def behind(after: Callable[[], Awaitable[object]], service: Service) -> Service:
 class AppState(TypedDict):
     indexes: IndexPool  # per-thread handles for the handlers (sync handlers run in a thread pool)
     poll: Index         # the SSE loop's handle: the event loop thread's own
-    csrf: str           # embedded in every page for its forms and script
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,6 @@ class Lifespan:
     """Opens the index handles, enters the services in order, and closes everything on the way out."""
 
     db_path: str | Path
-    csrf: str
     services: Sequence[Service] = ()
 
     @contextlib.asynccontextmanager
@@ -85,7 +83,7 @@ class Lifespan:
             async with contextlib.AsyncExitStack() as running:
                 for service in self.services:
                     await running.enter_async_context(service())
-                yield {"indexes": indexes, "poll": poll, "csrf": self.csrf}
+                yield {"indexes": indexes, "poll": poll}
         finally:
             indexes.close()
 

@@ -23,6 +23,7 @@ from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, par
 from fleet.ops import remote, repocode, restore
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
+from fleet.ops.landing import running_dashboard
 from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
@@ -76,12 +77,9 @@ def _repo_name(index: Index, path: str) -> str | None:
 
 
 def approve_url(index: Index, proposal_id: str) -> str | None:
-    """The proposal's page on the running dashboard (no token in it), or None when no `serve` runs."""
-    row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
-    worker = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_worker'").fetchone()
-    if not row or not worker or not proposals.worker_alive(worker[0]):
-        return None
-    return f"{row[0].rstrip('/')}/proposals/{proposal_id}"
+    """The proposal's page on the running dashboard (no secret in it), or None when no `serve` runs."""
+    base = running_dashboard(index)
+    return f"{base}/proposals/{proposal_id}" if base else None
 
 
 def announce_dashboard(index: Index, base_url: str | None) -> None:

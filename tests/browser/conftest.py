@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from tests.fleets.serving import Server
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
@@ -22,6 +24,12 @@ def _require_chromium() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(message + " (CI=true: browser tests must run)")
     pytest.skip(message)
+
+
+def sign_in_tab(tab, server: Server, path: str = "/") -> None:
+    """Open a fresh dashboard link in `tab` and wait until its script has traded the code."""
+    tab.goto(server.link(path))
+    tab.wait_for_url(lambda url: "code=" not in url)
 
 
 @pytest.fixture(scope="package")
@@ -44,11 +52,12 @@ def browser(playwright_instance):
 
 @pytest.fixture
 def page(browser, served):
-    """A tab signed in to the module's `served` (server, index, fleet) dashboard: the access link sets the
-    cookie and redirects to the clean URL; the context is closed after the test."""
+    """A tab signed in to the module's `served` (server, index, fleet) dashboard: a fresh link's landing
+    page trades its code for the session and the decision key, then goes to the clean URL; the context is
+    closed after the test."""
     server = served[0]
     context = browser.new_context()
     tab = context.new_page()
-    tab.goto(server.url)
+    sign_in_tab(tab, server)
     yield tab
     context.close()

@@ -46,6 +46,7 @@ def test_click_approve_runs_it_and_the_page_shows_the_outcome(page, served):
     assert "+edited" in page.locator("pre.diff").inner_text()
     started = time.monotonic()
     page.click("#approve-button")
+    page.wait_for_url("**decided=approved", timeout=10000)  # the script sent it with the tab's decision key
     page.wait_for_selector("text=Outcome", timeout=10000)
     elapsed = time.monotonic() - started
     assert elapsed < 3.0, elapsed  # approve -> executed -> page shows the outcome
@@ -67,7 +68,7 @@ def test_high_risk_needs_the_checkbox(page, served):
     assert (work / "notes.txt").exists()
     page.check("input[name=confirm_high_risk]")
     page.click("#approve-button")
-    page.wait_for_selector("text=Outcome", timeout=10000)
+    page.wait_for_url("**decided=approved", timeout=10000)
     assert not (work / "notes.txt").exists()
     assert service.show(index, made["proposal_id"])["status"] == "completed"
 
@@ -78,7 +79,7 @@ def test_reject_with_a_reason(page, served):
     page.goto(made["approve_url"])
     page.fill("#reject-reason", "not this one")
     page.click("#reject-button")
-    page.wait_for_selector("text=Outcome", timeout=10000)
+    page.wait_for_url("**decided=rejected", timeout=10000)
     row = service.show(index, made["proposal_id"])
     assert (row["status"], row["decision_reason"], row["decided_by"]) == ("rejected", "not this one", "dashboard")
 

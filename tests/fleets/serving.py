@@ -1,34 +1,94 @@
-"""`fleetdeck serve` as a child process, for the serve tests and the browser tests."""
+"""`fleetdeck serve` as a child process, for the serve tests and the browser tests, and the one way every
+test signs a client in to a dashboard: a fresh landing code traded at `/session` (`sign_in`)."""
 
 from __future__ import annotations
 
+import re
 import select
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import httpx
+
+from fleet.index.store import open_index
+from fleet.ops import landing
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+
+
+def fresh_code(db: Path) -> str:
+    """A landing code on the index at `db`, as `fleetdeck dashboard link` makes one."""
+    with open_index(db) as index:
+        return landing.issue(index)
+
+
+@dataclass(frozen=True)
+class Login:
+    """A signed-in client's secrets: the session's CSRF token (from a page, as the page's script reads it)
+    and the tab's decision key (from the exchange's body, as the landing script keeps it)."""
+
+    origin: str
+    csrf: str
+    decision_key: str
+
+    @property
+    def form(self) -> dict[str, str]:
+        """Headers of a form post that changes nothing in a repository (CSRF + Origin)."""
+        return {"Origin": self.origin, "X-CSRF-Token": self.csrf}
+
+    @property
+    def decide(self) -> dict[str, str]:
+        """Headers of a decision as the dashboard's script sends it."""
+        return {**self.form, "X-Fleetdeck-Decision": self.decision_key, "Accept": "application/json"}
+
+
+def sign_in(client: httpx.Client, db: Path, next_path: str = "/") -> Login:
+    """Sign `client` in as the person's browser does: trade a fresh landing code for the session cookie
+    (kept in the client's jar) and the decision key, then read the CSRF token from a page."""
+    origin = str(client.base_url).rstrip("/")
+    r = client.post("/session", json={"code": fresh_code(db), "next": next_path},
+                    headers={"Origin": origin, "Accept": "application/json"})
+    assert r.status_code == 200, r.text
+    page = client.get("/", headers={"Accept": "text/html"}).text
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page)
+    assert csrf, page[:500]
+    return Login(origin, csrf.group(1), r.json()["decision_key"])
 
 START_TIMEOUT_S = 60
 
 
 class Server:
-    """A `fleetdeck serve` child process; `url` is the printed access link (with its token)."""
+    """A `fleetdeck serve` child process: `base` its address, `token` the MCP bearer token it printed, and
+    `link()` a fresh dashboard link (a landing code works once)."""
 
     def __init__(self, db: Path, roots: list[Path], extra: list[str] | None = None) -> None:
         argv = fleetdeck_argv("--db", str(db), "serve", *map(str, roots), "--port", "0", *(extra or []))
+        self.db = db
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=fleetdeck_env())
         ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT_S)
-        line = self.proc.stdout.readline() if ready else ""
-        if "http://" not in line:
+        lines = [self.proc.stdout.readline()] if ready else [""]
+        while lines[-1] and "Bearer " not in lines[-1]:  # printed with the link, at once
+            lines.append(self.proc.stdout.readline())
+        if not lines[-1]:
             self.stop()
-            raise AssertionError(f"serve did not start: {line!r} {self.proc.stderr.read()}")
-        self.url = line.split()[-1]
+            raise AssertionError(f"serve did not start: {lines!r} {self.proc.stderr.read()}")
+        if "http://" not in lines[0]:
+            self.stop()
+            raise AssertionError(f"serve did not print its link first: {lines!r}")
+        self.url = lines[0].split()[-1]
         self.base = self.url.split("/?", 1)[0]
-        self.token = self.url.split("token=", 1)[1]
+        self.token = next(line for line in lines if "Bearer " in line).split("Bearer ", 1)[1].strip()
+        self.printed = lines
+
+    def link(self, path: str = "/") -> str:
+        return f"{self.base}{path}?code={fresh_code(self.db)}"
+
+    def sign_in(self, client: httpx.Client) -> Login:
+        return sign_in(client, self.db)
 
     @property
     def auth(self) -> dict[str, str]:

@@ -13,6 +13,25 @@
   const form = document.getElementById("filters");
   const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
   const urls = document.body.dataset;  // the server's own routes (url_for), never spelled out here
+  // The tab's decision key: handed over once by the landing exchange and kept in this origin's storage, which
+  // no other port's page can read; every decision sends it as a header. No page's HTML ever carries it.
+  const decisionKey = "fleetdeck.decision";
+
+  // ---- landing: trade the link's single-use code for a session (the cookie) and the decision key --------
+  const landing = document.getElementById("landing");
+  if (landing) {
+    const said = document.getElementById("landing-status");
+    fetch(landing.action, { method: "POST", credentials: "same-origin",
+                            headers: { "Content-Type": "application/json", Accept: "application/json" },
+                            body: JSON.stringify({ code: landing.elements.code.value, next: landing.elements.next.value }) })
+      .then(function (r) { return r.json().then(function (j) { return [r.ok, j]; }); })
+      .then(function (answer) {
+        if (!answer[0]) throw new Error(answer[1].error ? answer[1].error.message : "refused");
+        localStorage.setItem(decisionKey, answer[1].decision_key);
+        window.location.replace(answer[1].next);
+      })
+      .catch(function (err) { said.textContent = err.message; landing.hidden = true; });
+  }
 
   // ---- relative times ---------------------------------------------------------------------------------
   function ago(iso) {
@@ -233,6 +252,28 @@
                       headers: { "X-CSRF-Token": csrf, Accept: "application/json" } })
       .then(function (r) { if (!r.ok) throw new Error(r.status); patch([Number(main.dataset.repoId)]); })
       .catch(function () { setStatus("off", "re-read failed"); })
+      .finally(function () { button.disabled = false; });
+  });
+
+  // ---- decisions (approve, reject): sent by script with the tab's decision key, never as a bare form ------
+  document.addEventListener("submit", function (ev) {
+    const f = ev.target;
+    if (!f.matches || !f.matches('form[data-enhance="decide"]')) return;
+    ev.preventDefault();
+    const alert = document.getElementById(f.dataset.error);
+    const key = localStorage.getItem(decisionKey);
+    const fail = function (text) { alert.textContent = text; alert.hidden = false; };
+    if (!key) { fail("This browser holds no decision key: open a fresh link (fleetdeck dashboard link)."); return; }
+    const button = f.querySelector("button");
+    button.disabled = true;
+    fetch(f.action, { method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(f)),
+                      headers: { "X-CSRF-Token": csrf, "X-Fleetdeck-Decision": key, Accept: "application/json" } })
+      .then(function (r) { return r.json().then(function (j) { return [r.ok, j]; }); })
+      .then(function (answer) {
+        if (!answer[0]) throw new Error(answer[1].error ? answer[1].error.message : "refused");
+        window.location.assign(f.dataset.done);
+      })
+      .catch(function (err) { fail(err.message); })
       .finally(function () { button.disabled = false; });
   });
 
