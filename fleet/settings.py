@@ -15,6 +15,10 @@ file means every default. Errors are BAD_ARGUMENT, as for the presence switches 
     segments_kept = 16                   # rotated segments kept; older ones are pruned behind a checkpoint
     retention_days = 90                  # ... but never one holding an entry younger than this (0: no floor)
     allow_degraded_writes = false        # true: decisions go on while the log cannot be written
+
+    [approval]
+    noninteractive = false               # true: `proposals approve|reject|undo --yes` and `dashboard link`
+                                         # work without a terminal (for your own scripts; so would an agent's)
 """
 
 from __future__ import annotations
@@ -79,6 +83,11 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "min_interval_s": Key(int, 30, "while edits go on, a snapshot at least this often", 1, 86_400),
         "pause_s": Key(int, 3, "a snapshot follows once edits pause this long", 1, 3600),
         "guard": Key(str, "off", "`ask`: agents' hooks ask the person before a command that discards work"),
+    },
+    # read by fleet/ops/commands.py: whether the CLI's decisions may skip the terminal (docs/security.md)
+    "approval": {
+        "noninteractive": Key(bool, False, "let `proposals approve|reject|undo --yes` and `dashboard link` "
+                                           "run without a terminal"),
     },
 }
 

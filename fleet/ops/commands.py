@@ -1,23 +1,34 @@
-"""`fleetdeck proposals ...` and `fleetdeck policy check`: the person's side of the write path on a terminal.
+"""`fleetdeck proposals ...`, `fleetdeck dashboard link` and `fleetdeck policy check`: the person's side of the
+write path on a terminal.
 
-`approve` executes at once in this process (after asking on a terminal, unless `--yes`); `undo` makes and
-runs a `restore` proposal; `wait` blocks until a proposal is decided (for scripts); `reconcile` settles a
-proposal whose executor died. JSON with `--json`, a short text otherwise.
+`approve` executes at once in this process; `undo` makes and runs a `restore` proposal; `reject` refuses one.
+Each of these decisions asks on the person's terminal (`/dev/tty`, never stdin, which an agent's shell can
+pipe), unless the person set up a non-interactive approver (`[approval] noninteractive = true` in the
+settings file) and passed `--yes`; with neither a terminal nor that setting it refuses (NO_TERMINAL).
+`dashboard link` writes a fresh landing link to that same terminal (stdout only with the setting), so what
+a command's output gives back never holds it. `wait` blocks until a proposal is decided (for scripts);
+`reconcile` settles a proposal whose executor died. JSON with `--json`, a short text otherwise.
 """
 
 from __future__ import annotations
 
 from fleet.words import plural
 import argparse
+import contextlib
+import io
 import json
 import sys
+from typing import Iterator, TextIO
 
 from fleet.errors import FleetError
 from fleet.ops import policy as policy_mod
 from fleet.ops import proposals
 from fleet.ops.catalog import OPS, risk_of
 from fleet.ops.repocode import describe as describe_code
+from fleet.settings import load_settings, settings_path
 from fleet.views.safe import visible
+
+NONINTERACTIVE = "[approval] noninteractive = true"
 
 
 def _index(args: argparse.Namespace):
@@ -145,17 +156,54 @@ def _changes(preview: dict) -> list[str]:
     return lines
 
 
+def _noninteractive() -> bool:
+    return bool(load_settings()["approval"]["noninteractive"])
+
+
+@contextlib.contextmanager
+def _terminal(what: str) -> Iterator[TextIO]:
+    """The controlling terminal, read and written directly: a person at it answers, a pipe cannot."""
+    try:  # unbuffered: a terminal cannot seek, which Python's buffered read-write files need
+        tty = io.TextIOWrapper(io.FileIO("/dev/tty", "r+"), encoding="utf-8", errors="replace", write_through=True)
+    except OSError:
+        raise FleetError("NO_TERMINAL", f"{what} needs your terminal and this process has none; for your own "
+                                        f"scripts set {NONINTERACTIVE} in {settings_path()}") from None
+    with tty:
+        yield tty
+
+
 def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
-    """On a terminal, show the proposal and ask; elsewhere `--yes` is required (nobody could answer)."""
-    if args.yes:
+    """Show the proposal on the terminal and ask; `--yes` skips that only for a non-interactive approver."""
+    if args.yes and _noninteractive():
         return
-    if not sys.stdin.isatty():
-        raise FleetError("BAD_ARGUMENT", f"{verb} needs --yes when not run on a terminal")
-    print(_shown(_describe(row)))
-    word = "yes" if row.get("risk") == "high" else "y"
-    answer = input(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: ").strip().lower()
+    with _terminal(f"{verb} (it asks on /dev/tty)") as tty:
+        if args.yes:
+            tty.write(f"(--yes is ignored unless {NONINTERACTIVE} is set)\n")
+        word = "yes" if row.get("risk") == "high" else "y"
+        tty.write(_shown(_describe(row)) + "\n"
+                  + _shown(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: "))
+        tty.flush()
+        answer = tty.readline().strip().lower()
     if answer != word:
-        raise FleetError("BAD_ARGUMENT", f"not confirmed; nothing was {verb}d")
+        raise FleetError("BAD_ARGUMENT", f"not confirmed: nothing to {verb}")
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """A fresh single-use landing link on the running dashboard, written to the terminal."""
+    from fleet.ops.landing import LANDING_TTL_S, fresh_link
+
+    noninteractive = _noninteractive()
+    with contextlib.ExitStack() as stack:
+        out = None if noninteractive else stack.enter_context(_terminal("`fleetdeck dashboard link`"))
+        with _index(args) as index:
+            url = fresh_link(index)
+        line = f"{url}\n(works once, within {LANDING_TTL_S // 60} minutes)\n"
+        if out is None:
+            print(line, end="")
+        else:
+            out.write(line)
+            out.flush()
+    return 0
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:
@@ -184,6 +232,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
             _confirm(args, service.show(index, args.id), "approve")
             row = service.approve(index, args.id, "cli")
         elif action == "reject":
+            _confirm(args, service.show(index, args.id), "reject")
             row = service.reject(index, args.id, "cli", args.reason)
         elif action == "undo":
             original = service.show(index, args.id)
@@ -254,14 +303,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         a = actions.add_parser(name, help=text)
         a.add_argument("id", metavar="ID")
         a.add_argument("--json", action="store_true")
-        if name in ("approve", "undo"):
-            a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        if name in ("approve", "reject", "undo"):
+            a.add_argument("--yes", action="store_true", help=f"do not ask on the terminal (only with "
+                                                              f"{NONINTERACTIVE} in the settings file)")
         if name == "reject":
             a.add_argument("--reason", required=True)
         if name == "wait":
             a.add_argument("--timeout", type=float, default=3600.0, help="seconds (default 3600)")
         if name == "reconcile":
             a.add_argument("--as", dest="as_status", required=True, choices=["failed", "completed"])
+
+    p = sub.add_parser("dashboard", help="a fresh link to the running dashboard (`dashboard link`)")
+    links = p.add_subparsers(dest="dashboard_action", metavar="link")
+    links.required = True
+    links.add_parser("link", help="write a new single-use sign-in link for the dashboard to your terminal")
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("policy", help="which policy rule applies to a proposal, and why",
                        description="Check the policy file ($FLEETDECK_POLICY / --policy, or "
