@@ -3,16 +3,19 @@ verification ("verified up to seq N"), and "audit off" / "audit degraded" on eve
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
 from functools import partial
 from pathlib import Path
+from typing import Iterator
 
 from starlette.testclient import TestClient
 
 from fleet import audit
 from fleet.audit.monitor import checking
+from tests.fleets.serving import sign_in
 from web.app import create_app
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
@@ -23,9 +26,12 @@ def client_for(db: Path, services=()) -> TestClient:
     return TestClient(create_app(db, TOKEN, services=services), base_url=BASE, follow_redirects=False)
 
 
-def login(client: TestClient) -> TestClient:
-    assert client.get(f"/?token={TOKEN}").status_code == 303
-    return client
+@contextlib.contextmanager
+def login(client: TestClient, db: Path) -> Iterator[TestClient]:
+    """The client running (its app's lifespan) and signed in through a landing code."""
+    with client:
+        sign_in(client, db)
+        yield client
 
 
 def text(html: str) -> str:
@@ -43,7 +49,7 @@ def test_audit_page_lists_entries_with_filters_and_the_chain_status(dashboard_fl
     log.record("tool_call", tool="fleet.radar", agent="codex", risk="read", result="ok", summary="fleet.radar ok")
     log.record("tool_call", tool="repo.brief", agent="codex", repo_path="/not/indexed", result="REPO_NOT_IN_FLEET",
                summary="repo.brief REPO_NOT_IN_FLEET")
-    with login(client_for(db, [partial(checking, db)])) as client:
+    with login(client_for(db, [partial(checking, db)]), db) as client:
         deadline = time.monotonic() + 20
         while "Verified up to seq 3" not in client.get("/audit").text and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -69,7 +75,7 @@ def test_banner_on_every_page_when_the_audit_is_off_or_degraded(dashboard_fleet,
     db = tmp_path / "fleet.db"
     monkeypatch.setenv("FLEETDECK_AUDIT", "off")
     audit.setup(db)
-    with login(client_for(db)) as client:
+    with login(client_for(db), db) as client:
         for url in ("/", "/agents", "/digest", "/audit"):
             assert "Audit off:" in client.get(url).text, url
         assert "tool calls are not recorded" in text(client.get("/audit").text)
@@ -79,12 +85,12 @@ def test_banner_on_every_page_when_the_audit_is_off_or_degraded(dashboard_fleet,
     shutil.rmtree(log.dir)
     log.dir.write_text("not a folder")
     assert log.record("tool_call", summary="lost") is None
-    with login(client_for(db)) as client:
+    with login(client_for(db), db) as client:
         for url in ("/", "/agents", "/audit"):
             assert "Audit degraded:" in client.get(url).text, url
         assert "1 entries could not be written" in text(client.get("/").text)
     log.dir.unlink()
     log.dir.mkdir(mode=0o700)                                   # the storage is back
     assert log.record("tool_call", summary="back") is not None
-    with login(client_for(db)) as client:
+    with login(client_for(db), db) as client:
         assert "Audit degraded" not in client.get("/").text

@@ -15,7 +15,7 @@ from fleet.cli import main as cli_main
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops.catalog import OPS as CATALOG
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_approver
 from tests.fleets.gitbuild import bare_remote, commit_file, git, init_repo
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import build, state
@@ -27,6 +27,7 @@ PATCH = ("diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.
 @pytest.fixture
 def fleet(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    noninteractive_approver(tmp_path / "config")  # the CLI's --yes decides without a terminal
     built = build(tmp_path)
     work, root = built["work"], built["root"]
     remote = bare_remote(tmp_path / "remote.git")

@@ -15,7 +15,7 @@ from mcp.types import Implementation
 
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_approver
 from tests.fleets.gitbuild import git, write
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import build, state
@@ -28,6 +28,7 @@ WRITE_TOOLS = set(CATALOG)
 @pytest.fixture
 def fleet(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    noninteractive_approver(tmp_path / "config")  # the CLI's --yes decides without a terminal
     built = build(tmp_path)
     built["index"].close()
     return built
@@ -45,7 +46,8 @@ def _client(fleet, **env) -> Client:
 
 def cli(fleet, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(fleetdeck_argv("--db", str(fleet["db"]), *args), capture_output=True, text=True,
-                          env=fleetdeck_env(), stdin=subprocess.DEVNULL, timeout=120)
+                          env=fleetdeck_env(), stdin=subprocess.DEVNULL, timeout=120,
+                          start_new_session=True)  # no controlling terminal, as for an agent's shell
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -166,7 +168,7 @@ def test_cli_list_show_reject_wait(fleet):
                                              "--json", "--timeout", "60"),
                               stdout=subprocess.PIPE, text=True, env=fleetdeck_env())
     time.sleep(0.5)
-    cli(fleet, "proposals", "reject", made["proposal_id"], "--reason", "not today")
+    cli(fleet, "proposals", "reject", made["proposal_id"], "--reason", "not today", "--yes")
     out, _ = waiter.communicate(timeout=60)
     assert json.loads(out)["status"] == "rejected"
     assert git(fleet["work"], "diff", "--cached", "--name-only") == ""
@@ -185,7 +187,8 @@ def test_kill_9_during_a_slow_hook_leaves_it_interrupted(fleet, tmp_path):
         made = service.propose(index, "codex", "commit", "work", {"message": "slow"}, "commit slowly")
     pid = made["proposal_id"]
     proc = subprocess.Popen(fleetdeck_argv("--db", str(fleet["db"]), "proposals", "approve", pid, "--yes"),
-                            env=fleetdeck_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=fleetdeck_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -1,6 +1,6 @@
 """Proposals on the dashboard (Starlette TestClient over a real fleet): the pages, the JSON API, approving and
-rejecting with the browser session (CSRF + Origin) or the approver token, never with the MCP/access token
-alone; the high-risk second confirmation; the header's pending count; the SSE proposals event."""
+rejecting with the person's tab (session + CSRF + Origin + the tab's decision key) or the approver token, never
+with the MCP bearer token; the high-risk second confirmation; the header's pending count; the SSE event."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from fleet.ops import service
 from fleet.ops.approver import approver_token
 from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import build
+from tests.fleets.serving import sign_in
 from web.app import create_app
-from web.security import csrf_for
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 BASE = "http://127.0.0.1:8765"
@@ -38,8 +38,12 @@ def client(fleet):
 
 
 @pytest.fixture
-def browser(client):
-    assert client.get(f"/?token={TOKEN}").status_code == 303
+def login(client, fleet):
+    return sign_in(client, fleet["db"])
+
+
+@pytest.fixture
+def browser(client, login):
     return client
 
 
@@ -64,10 +68,10 @@ def test_pages_show_pending_first_with_the_preview(browser, fleet):
     assert browser.get("/api/proposals/p-nothing").json()["error"]["code"] == "NOT_FOUND"
 
 
-def test_browser_form_approves_and_runs(browser, fleet):
+def test_the_tab_approves_with_its_decision_key_and_runs(browser, login, fleet):
     pid = propose(fleet)
-    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)}, headers=ORIGIN)
-    assert r.status_code == 303 and r.headers["location"] == f"/proposals/{pid}?decided=approved"
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": login.csrf}, headers=login.decide)
+    assert r.status_code == 200 and r.json()["status"] == "completed"
     assert git(fleet["work"], "diff", "--cached", "--name-only") == "README.md\n"
     row = browser.get(f"/api/proposals/{pid}").json()["proposal"]
     assert (row["status"], row["decided_by"]) == ("completed", "dashboard")
@@ -79,12 +83,24 @@ def test_browser_form_approves_and_runs(browser, fleet):
     assert trail[1]["actor"] == "dashboard" and "Audit trail" in page and "proposal.approved" in page
 
 
+def test_a_session_without_the_decision_key_cannot_decide(browser, login, fleet):
+    """The cookie and the CSRF token (which another local port can get: the cookie, then a page) are not
+    enough; a plain form post, without the page's script, gets a page saying why."""
+    pid = propose(fleet)
+    for extra in ({}, {"X-Fleetdeck-Decision": "guess"}):
+        r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": login.csrf}, headers={**ORIGIN, **extra})
+        assert r.status_code == 403 and "decision key" in r.text and r.headers["content-type"].startswith("text/html")
+        r = browser.post(f"/api/proposals/{pid}/reject", json={"reason": "x"}, headers={**login.form, **extra})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "DECISION_KEY_REQUIRED"
+    assert service.show(fleet["index"], pid)["status"] == "pending"
+
+
 def test_the_access_token_alone_cannot_decide(client, fleet):
     """The token MCP clients use for /mcp opens the API but never approves, rejects or undoes."""
     pid = propose(fleet)
     for action in ("approve", "reject"):
         r = client.post(f"/api/proposals/{pid}/{action}", headers=BEARER, json={"reason": "no"})
-        assert r.status_code == 403 and r.json()["error"]["code"] == "FORBIDDEN"
+        assert r.status_code == 403 and r.json()["error"]["code"] == "BEARER_CANNOT_DECIDE"
     r = client.post(f"/api/proposals/{pid}/approve", headers={**BEARER, "X-Fleetdeck-Approver": "guess"})
     assert r.status_code == 403
     assert client.get(f"/api/proposals/{pid}", headers=BEARER).json()["proposal"]["status"] == "pending"
@@ -93,47 +109,47 @@ def test_the_access_token_alone_cannot_decide(client, fleet):
 
 def test_the_approver_token_decides_for_scripts(client, fleet):
     pid = propose(fleet)
-    approver = {**BEARER, "X-Fleetdeck-Approver": approver_token(fleet["db"])}
+    approver = {"X-Fleetdeck-Approver": approver_token(fleet["db"])}  # on its own: no MCP token needed
     r = client.post(f"/api/proposals/{pid}/approve", headers=approver)
     assert r.status_code == 200 and r.json()["status"] == "completed" and r.json()["decided_by"] == "api"
     again = client.post(f"/api/proposals/{pid}/approve", headers=approver)
     assert again.status_code == 409 and again.json()["error"]["code"] == "NOT_PENDING"
     other = propose(fleet, "unstage", {"paths": ["README.md"]})
-    r = client.post(f"/api/proposals/{other}/reject", headers=approver, json={"reason": "keep it staged"})
+    r = client.post(f"/api/proposals/{other}/reject", headers={**BEARER, **approver}, json={"reason": "keep it staged"})
     assert r.json()["status"] == "rejected" and r.json()["decision_reason"] == "keep it staged"
+    assert client.get("/mcp", headers=approver).status_code == 401  # it opens no MCP door
 
 
-def test_csrf_and_origin_still_guard_the_browser(browser, fleet):
+def test_csrf_and_origin_still_guard_the_browser(browser, login, fleet):
     pid = propose(fleet)
-    assert browser.post(f"/proposals/{pid}/approve", headers=ORIGIN).status_code == 403
-    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
-                     headers={"Origin": "http://evil.example"})
+    key = {"X-Fleetdeck-Decision": login.decision_key}
+    assert browser.post(f"/proposals/{pid}/approve", headers={**ORIGIN, **key}).status_code == 403
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": login.csrf},
+                     headers={"Origin": "http://evil.example", **key})
     assert r.status_code == 403
     assert service.show(fleet["index"], pid)["status"] == "pending"
 
 
-def test_high_risk_needs_the_second_confirmation(browser, fleet):
+def test_high_risk_needs_the_second_confirmation(browser, login, fleet):
     pid = propose(fleet, "discard", {"paths": ["README.md"]})
     page = browser.get(f"/proposals/{pid}").text
     assert 'name="confirm_high_risk"' in page and "required" in page
-    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
-                     headers={**ORIGIN, "Accept": "application/json"})
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": login.csrf}, headers=login.decide)
     assert r.status_code == 400 and r.json()["error"]["code"] == "CONFIRM_REQUIRED"
     assert (fleet["work"] / "README.md").read_text() == "edited\n"
-    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN), "confirm_high_risk": "yes"},
-                     headers=ORIGIN)
-    assert r.status_code == 303
+    r = browser.post(f"/proposals/{pid}/approve", data={"csrf_token": login.csrf, "confirm_high_risk": "yes"},
+                     headers=login.decide)
+    assert r.status_code == 200
     assert git(fleet["work"], "status", "--porcelain", "--", "README.md") == ""
 
 
-def test_reject_needs_a_reason(browser, fleet):
+def test_reject_needs_a_reason(browser, login, fleet):
     pid = propose(fleet)
-    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": csrf_for(TOKEN), "reason": ""},
-                     headers={**ORIGIN, "Accept": "application/json"})
+    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": login.csrf, "reason": ""}, headers=login.decide)
     assert r.status_code == 400
-    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": csrf_for(TOKEN), "reason": "not now"},
-                     headers=ORIGIN)
-    assert r.status_code == 303
+    r = browser.post(f"/proposals/{pid}/reject", data={"csrf_token": login.csrf, "reason": "not now"},
+                     headers=login.decide)
+    assert r.status_code == 200
     assert service.show(fleet["index"], pid)["status"] == "rejected"
 
 
@@ -150,7 +166,7 @@ def test_events_announce_new_proposals(browser, fleet):
                 break
 
 
-def test_racing_approvals_from_http_and_cli_run_once(browser, fleet):
+def test_racing_approvals_from_http_and_cli_run_once(browser, login, fleet):
     import threading
 
     from fleet.errors import FleetError
@@ -167,8 +183,7 @@ def test_racing_approvals_from_http_and_cli_run_once(browser, fleet):
                 outcomes.append(exc.code)
 
     def from_http():
-        r = browser.post(f"/api/proposals/{pid}/approve", data={"csrf_token": csrf_for(TOKEN)},
-                         headers={**ORIGIN, "Accept": "application/json"})
+        r = browser.post(f"/api/proposals/{pid}/approve", data={"csrf_token": login.csrf}, headers=login.decide)
         outcomes.append(r.json().get("status") or r.json()["error"]["code"])
 
     threads = [threading.Thread(target=from_cli), threading.Thread(target=from_http)]

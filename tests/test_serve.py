@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import signal
 import socket
 from pathlib import Path
@@ -167,26 +169,31 @@ def _raw_get(base: str, target: bytes) -> bytes:
 
 
 def test_hostile_landing_paths_get_a_clean_answer_from_the_real_server(fleet, tmp_path: Path) -> None:
-    """uvicorn as `serve` runs it: CR/LF, backslashes and tabs in the `?token=` landing path give a clean
-    303 to a path on this server (or a 400 from the HTTP parser), never a dropped connection."""
+    """uvicorn as `serve` runs it: CR/LF, backslashes and tabs in a `?code=` landing path give a clean
+    landing page (or a 400 from the HTTP parser), never a dropped connection, and the page's exchange
+    answers a 303 to a path on this server."""
     server = Server(tmp_path / "fleet.db", [fleet["root"]], ["--no-watch"])
     try:
-        token = server.token.encode()
-        for target in (b"/%0D%0AX-Injected:%20yes?token=" + token, b"/\\evil.example?token=" + token,
-                       b"/%5C/evil.example?token=" + token, b"/%09/evil.example?token=" + token,
-                       b"//evil.example/?token=" + token, b"/\t/evil.example?token=" + token):
-            reply = _raw_get(server.base, target)
-            head = reply.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        for target in (b"/%0D%0AX-Injected:%20yes", b"/\\evil.example", b"/%5C/evil.example", b"/%09/evil.example",
+                       b"//evil.example/", b"/\t/evil.example"):
+            code = server.link().split("code=", 1)[1]
+            reply = _raw_get(server.base, target + b"?code=" + code.encode())
+            head, _, body = reply.partition(b"\r\n\r\n")
+            head = head.decode("latin-1")
             status = head.split(" ", 2)[1] if head.startswith("HTTP/1.1 ") else None
-            assert status in ("303", "400"), (target, reply[:200])
+            assert status in ("200", "400"), (target, reply[:200])
             headers = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip()
                        for line in head.split("\r\n")[1:]}
-            assert "x-injected" not in headers, target
-            if status == "303":
-                location = headers["location"]
+            assert "x-injected" not in headers and "set-cookie" not in headers, target
+            if status == "200":
+                sent = html.unescape(re.search(rb'name=next value="([^"]*)"', body).group(1).decode())
+                answer = httpx.post(server.base + "/session", data={"code": code, "next": sent},
+                                    headers={"Origin": server.base})
+                location = answer.headers["location"]
+                assert answer.status_code == 303, (target, answer.text)
                 assert location.startswith("/") and location[1:2] not in ("/", "\\"), (target, location)
                 assert all(0x21 <= ord(ch) < 0x7f and ch != "\\" for ch in location), (target, location)
-                assert headers["set-cookie"].startswith(f"fleetdeck_{server.base.rsplit(':', 1)[1]}=")
+                assert answer.headers["set-cookie"].startswith(f"fleetdeck_{server.base.rsplit(':', 1)[1]}=")
         assert httpx.get(server.base + "/api/radar", headers=server.auth).status_code == 200  # still serving
     finally:
         server.stop()

@@ -12,6 +12,7 @@ from fleet.views.digest import BULK_KINDS, digest
 from fleet.index.scan import refresh_repo
 from tests.fleets.gitbuild import git
 from tests.fleets.repo_states import amend_and_reset
+from tests.fleets.serving import sign_in
 from web.app import create_app
 
 TOKEN = "test-token-digest-0123456789abcdefghijklmnop"
@@ -23,7 +24,7 @@ EVENT_FIELDS = {"repo", "ref", "kind", "old_sha", "new_sha", "at", "identity", "
 @pytest.fixture
 def authed(dashboard_fleet, tmp_path: Path):
     with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
-        assert c.get(f"/?token={TOKEN}").status_code == 303  # the access link fills the cookie jar
+        sign_in(c, tmp_path / "fleet.db")
         yield c
 
 

@@ -1,5 +1,5 @@
 """HTTP-level tests of the dashboard (Starlette TestClient over a real fleet): every API route and the
-security model (token, Host, Origin + CSRF, headers). Values are checked against the git CLI."""
+security model (bearer token, landing code and session, Host, Origin + CSRF, headers). Values are checked against the git CLI."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from tests.fleets.gitbuild import commit_file, git
 from web.app import create_app
 from web.guards import CSP
 from web.pages import templates
-from web.security import cookie_name, cookie_value_for, csrf_for, is_loopback
+from tests.fleets.serving import fresh_code, sign_in
+from web.security import cookie_name, is_loopback
 from web.server import serve
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
@@ -39,9 +40,26 @@ def client(dashboard_fleet, tmp_path: Path):
 
 
 @pytest.fixture
-def authed(client: TestClient) -> TestClient:
-    assert client.get(f"/?token={TOKEN}").status_code == 303  # the access link fills the cookie jar
+def login(client: TestClient, tmp_path: Path):
+    """The client signed in through a landing code (the cookie is in its jar)."""
+    return sign_in(client, tmp_path / "fleet.db")
+
+
+@pytest.fixture
+def authed(client: TestClient, login) -> TestClient:
     return client
+
+
+def _exchange(client: TestClient, code: str, next_path: str = "/", **headers: str):
+    return client.post("/session", json={"code": code, "next": next_path},
+                       headers={"Origin": BASE, "Accept": "application/json", **headers})
+
+
+def _landing_next(html: str) -> str:
+    """The `next` a landing page's form sends back (HTML-unescaped, as the browser sends it)."""
+    from html import unescape
+
+    return unescape(re.search(r'name=next value="([^"]*)"', html).group(1))
 
 
 def repo_id(index, path: Path) -> int:
@@ -66,27 +84,48 @@ def test_api_refusal_is_structured_json(client: TestClient) -> None:
     assert r.json()["error"]["code"] == "UNAUTHORIZED"
 
 
-def test_token_link_sets_a_strict_httponly_cookie_and_redirects_to_the_clean_url(client: TestClient) -> None:
-    r = client.get(f"/?q=dirty&token={TOKEN}")
-    assert r.status_code == 303
-    assert r.headers["location"] == "/?q=dirty"
+def test_the_mcp_token_as_a_link_opens_no_session(client: TestClient) -> None:
+    """`?token=<bearer token>` used to set the cookie: now it is an ordinary unauthenticated request."""
+    r = client.get(f"/?q=dirty&token={TOKEN}", headers={"Accept": "text/html"})
+    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert "fleetdeck dashboard link" in r.text and r.headers["content-type"].startswith("text/html")
+
+
+def test_a_landing_code_gives_a_page_then_a_strict_httponly_random_cookie(client: TestClient, tmp_path) -> None:
+    code = fresh_code(tmp_path / "fleet.db")
+    page = client.get(f"/?q=dirty&code={code}")
+    assert page.status_code == 200 and "set-cookie" not in page.headers  # a GET spends nothing
+    assert _landing_next(page.text) == "/?q=dirty" and 'action="/session"' in page.text
+    r = _exchange(client, code, "/?q=dirty")
+    assert r.status_code == 200 and r.json()["next"] == "/?q=dirty"
+    key = r.json()["decision_key"]
     cookie = r.headers["set-cookie"]
-    assert f"{cookie_name(8765)}={cookie_value_for(TOKEN, 8765)}" in cookie
+    value = cookie.split(";", 1)[0].split("=", 1)[1]
+    assert cookie.startswith(f"{cookie_name(8765)}=") and len(value) >= 40
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    assert TOKEN not in cookie  # the cookie never carries the bearer token itself
-    assert client.get("/").status_code == 200  # the cookie jar now carries the token
+    assert TOKEN not in cookie and key not in cookie and value != key
+    assert client.get("/").status_code == 200
+    assert key not in client.get("/").text  # the decision key is in no page
+    assert _exchange(client, code).status_code == 401  # single use
 
 
-def test_a_wrong_link_token_is_refused_and_sets_nothing(client: TestClient) -> None:
-    r = client.get("/?token=nope")
-    assert r.status_code == 401
+def test_a_wrong_code_or_a_foreign_origin_opens_nothing(client: TestClient, tmp_path) -> None:
+    r = _exchange(client, "nope")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "LANDING_REFUSED"
     assert "set-cookie" not in r.headers
+    code = fresh_code(tmp_path / "fleet.db")
+    r = _exchange(client, code, Origin="http://127.0.0.1:9999")  # a page on another port posting it
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+    assert _exchange(client, code).status_code == 200  # the refused post did not spend it
 
 
-def test_the_redirect_never_leaves_this_server(client: TestClient) -> None:
-    r = client.get(f"//evil.example/?token={TOKEN}")
-    assert r.status_code == 303
-    assert r.headers["location"].startswith("/") and not r.headers["location"].startswith("//")
+def test_the_redirect_never_leaves_this_server(client: TestClient, tmp_path) -> None:
+    page = client.get(f"//evil.example/?code={fresh_code(tmp_path / 'fleet.db')}")
+    assert _landing_next(page.text).startswith("/") and not _landing_next(page.text).startswith("//")
+    r = client.post("/session", data={"code": fresh_code(tmp_path / "fleet.db"), "next": "//evil.example/"},
+                    headers={"Origin": BASE})
+    assert r.status_code == 303  # the page's form without script: a cookie and the page, no decision key
+    assert r.headers["location"] == "/evil.example/" and "set-cookie" in r.headers
 
 
 def test_bearer_token_works_for_the_api(client: TestClient) -> None:
@@ -133,30 +172,32 @@ def test_post_without_csrf_is_refused(authed: TestClient, dashboard_fleet) -> No
     assert r.status_code == 403 and r.json()["error"]["code"] == "CSRF_REFUSED"
 
 
-def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed: TestClient, dashboard_fleet) -> None:
+def test_post_with_a_wrong_csrf_or_foreign_origin_or_no_origin_is_refused(authed: TestClient, login,
+                                                                         dashboard_fleet) -> None:
     index, repos = dashboard_fleet
     rid = repo_id(index, repos["dirty"])
-    good = csrf_for(TOKEN)
+    good = login.csrf
     assert authed.post(f"/api/repos/{rid}/refresh", headers={**ORIGIN, "X-CSRF-Token": "x" * 64}).status_code == 403
     r = authed.post(f"/api/repos/{rid}/refresh", headers={"Origin": "http://evil.example", "X-CSRF-Token": good})
     assert r.status_code == 403 and r.json()["error"]["code"] == "ORIGIN_REFUSED"
     assert authed.post(f"/api/repos/{rid}/refresh", headers={"X-CSRF-Token": good}).status_code == 403
 
 
-def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient, dashboard_fleet) -> None:
+def test_post_with_origin_and_csrf_header_refreshes_the_repo(authed: TestClient, login, dashboard_fleet) -> None:
     index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
     new_head = commit_file(repos["clean"], "later.txt", "later\n")
     r = authed.post(f"/api/repos/{rid}/refresh",
-                    headers={**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN), "Accept": "application/json"})
+                    headers={**login.form, "Accept": "application/json"})
     assert r.status_code == 200 and r.json()["id"] == rid
     assert authed.get(f"/api/repos/{rid}").json()["repo"]["head"] == new_head
 
 
-def test_plain_html_form_post_with_csrf_field_works_without_javascript(authed: TestClient, dashboard_fleet) -> None:
+def test_plain_html_form_post_with_csrf_field_works_without_javascript(authed: TestClient, login,
+                                                                      dashboard_fleet) -> None:
     index, repos = dashboard_fleet
     rid = repo_id(index, repos["clean"])
-    r = authed.post(f"/api/repos/{rid}/refresh", data={"csrf_token": csrf_for(TOKEN)}, headers=ORIGIN)
+    r = authed.post(f"/api/repos/{rid}/refresh", data={"csrf_token": login.csrf}, headers=ORIGIN)
     assert r.status_code == 303 and r.headers["location"] == f"/repos/{rid}"
 
 
@@ -310,48 +351,58 @@ def _where_a_browser_goes(location: str) -> str:
 @pytest.mark.parametrize("path", ["//evil.example/", "/%5Cevil.example", "/%5C/evil.example", "/%09/evil.example",
                                   "/%2F%2Fevil.example", "/%5C%5Cevil.example/x", "/%20//evil.example",
                                   "/%0D%0ASet-Cookie:%20injected=1", "/repos/1%0D%0A%0D%0A<h1>x"])
-def test_the_landing_redirect_is_a_path_on_this_server(client: TestClient, path: str) -> None:
-    r = client.get(f"{path}?q=a%0D%0Ab&token={TOKEN}")
-    assert r.status_code == 303
-    location = r.headers["location"]
-    assert location.startswith("/") and location[1:2] not in ("/", "\\")
-    assert not any(ord(ch) < 0x21 or ch == "\\" for ch in location), location
-    assert _where_a_browser_goes(location) == "127.0.0.1:8765"
-    assert "injected" not in r.headers.get("set-cookie", "").split(";")[0]
+def test_the_landing_redirect_is_a_path_on_this_server(client: TestClient, path: str, tmp_path) -> None:
+    """The landing page's `next` and the exchange's answer, whether the hostile part came in the link's
+    path or in the `next` the exchange is sent (rebuilt by the server either way)."""
+    db = tmp_path / "fleet.db"
+    page = client.get(f"{path}?q=a%0D%0Ab&code={fresh_code(db)}")
+    for sent in (_landing_next(page.text), path + "?q=a%0D%0Ab"):
+        r = client.post("/session", data={"code": fresh_code(db), "next": sent}, headers={"Origin": BASE})
+        assert r.status_code == 303
+        location = r.headers["location"]
+        assert location == _exchange(client, fresh_code(db), sent).json()["next"]
+        assert location.startswith("/") and location[1:2] not in ("/", "\\")
+        assert not any(ord(ch) < 0x21 or ch == "\\" for ch in location), location
+        assert _where_a_browser_goes(location) == "127.0.0.1:8765"
+        assert "injected" not in r.headers.get("set-cookie", "").split(";")[0]
 
 
-def test_the_landing_keeps_the_page_and_its_query(client: TestClient) -> None:
-    r = client.get(f"/digest?since=7d&repos=a%20b&token={TOKEN}")
-    assert r.headers["location"] == "/digest?since=7d&repos=a+b"
+def test_the_landing_keeps_the_page_and_its_query(client: TestClient, tmp_path) -> None:
+    page = client.get(f"/digest?since=7d&repos=a%20b&code={fresh_code(tmp_path / 'fleet.db')}")
+    assert _landing_next(page.text) == "/digest?since=7d&repos=a+b"
 
 
 def test_the_cookie_is_named_for_the_port_and_works_only_there(dashboard_fleet, tmp_path: Path) -> None:
     app = create_app(tmp_path / "fleet.db", TOKEN)
     with TestClient(app, base_url="http://127.0.0.1:8766", follow_redirects=False) as other:
-        cookie = other.get(f"/?token={TOKEN}").headers["set-cookie"]
-        assert cookie.startswith("fleetdeck_8766=") and cookie_name(8766) == "fleetdeck_8766"
-        assert other.get("/api/radar").status_code == 200
-        # the cookie another port's fleetdeck would set, under its own name or under ours: refused
-        for name in (cookie_name(8765), cookie_name(8766)):
-            other.cookies.clear()
-            other.cookies.set(name, cookie_value_for(TOKEN, 8765))
-            assert other.get("/api/radar").status_code == 401, name
+        sign_in(other, tmp_path / "fleet.db")
+        value = other.cookies.get(cookie_name(8766))
+        assert value and other.get("/api/radar").status_code == 200
+        # the same session id sent to another port's cookie name: refused
+        other.cookies.clear()
+        other.cookies.set(cookie_name(8765), value)
+        assert other.get("/api/radar").status_code == 401
+    with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE) as restarted:
+        restarted.cookies.set(cookie_name(8766), value)  # another run (a restart) knows no session of this one
+        assert restarted.get("/api/radar").status_code == 401
 
 
-def test_the_cookie_opens_neither_the_bearer_door_nor_mcp(authed: TestClient) -> None:
-    value = cookie_value_for(TOKEN, 8765)
+def test_the_cookie_opens_neither_the_bearer_door_nor_mcp(authed: TestClient, login) -> None:
+    value = authed.cookies.get(cookie_name(8765))
     assert value != TOKEN
     assert authed.get("/api/radar").status_code == 200
     bare = TestClient(authed.app, base_url=BASE)
     assert bare.get("/api/radar", headers={"Authorization": f"Bearer {value}"}).status_code == 401
-    r = authed.post("/mcp", json={}, headers={**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN)})
+    r = authed.post("/mcp", json={}, headers=login.form)
     assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHORIZED"
     assert bare.get("/mcp", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404  # no MCP mounted here
 
 
 @pytest.mark.parametrize("foreign", ['foo="bar', "x[]=1", '{"a":1}', "a=b c", "=novalue", ";;", "a=b\\"])
-def test_a_foreign_unparsable_cookie_before_ours_is_ignored(client: TestClient, foreign: str) -> None:
-    ours = f"{cookie_name(8765)}={cookie_value_for(TOKEN, 8765)}"
+def test_a_foreign_unparsable_cookie_before_ours_is_ignored(client: TestClient, foreign: str, tmp_path) -> None:
+    sign_in(client, tmp_path / "fleet.db")
+    ours = f"{cookie_name(8765)}={client.cookies.get(cookie_name(8765))}"
+    client.cookies.clear()
     r = client.get("/api/radar", headers={"Cookie": f"{foreign}; {ours}"})
     assert r.status_code == 200
     assert client.get("/api/radar", headers={"Cookie": foreign}).status_code == 401
@@ -398,12 +449,12 @@ def test_a_mounted_app_is_behind_every_guard(dashboard_fleet, tmp_path: Path) ->
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         assert c.get("/extra", headers={**bearer, "Host": "evil.example"}).status_code == 421
         assert c.get("/extra", headers=bearer).text == "mounted"
-        c.get(f"/?token={TOKEN}")
+        sign_in(c, tmp_path / "fleet.db")
         assert c.post("/extra", headers=ORIGIN).status_code == 403  # cookie without CSRF token
         assert c.get("/extra").headers["content-security-policy"] == CSP
 
 
-def test_templates_link_by_route_name(authed: TestClient, dashboard_fleet) -> None:
+def test_templates_link_by_route_name(authed: TestClient, login, dashboard_fleet) -> None:
     """Links come from `url_for` and are paths on this server; each one answers."""
     index, repos = dashboard_fleet
     html = authed.get(f"/repos/{repo_id(index, repos['dirty'])}").text
@@ -412,7 +463,7 @@ def test_templates_link_by_route_name(authed: TestClient, dashboard_fleet) -> No
     assert all(link.startswith("/") and not link.startswith("//") for link in links)
     for link in links - {"/api/events"}:
         method = authed.post if link.endswith("/refresh") else authed.get
-        headers = {**ORIGIN, "X-CSRF-Token": csrf_for(TOKEN)} if method == authed.post else {}
+        headers = login.form if method == authed.post else {}
         assert method(link, headers=headers).status_code in (200, 303), link
 
 

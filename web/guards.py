@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 import json
 from html import escape
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from starlette.authentication import (AuthCredentials, AuthenticationBackend, AuthenticationError,
                                       SimpleUser)
@@ -140,8 +140,8 @@ def landing_target(path: str, query: list[tuple[str, str]]) -> str:
 
 def _next_target(value: str | None) -> str:
     """The landing's `next`, as sent back by its page, rebuilt by `landing_target` (never trusted as is)."""
-    parts = urlsplit(value or "/")
-    return landing_target(parts.path, QueryParams(parts.query).multi_items())
+    path, _, query = (value or "/").partition("#")[0].partition("?")
+    return landing_target(path, QueryParams(query).multi_items())
 
 
 def _page(scope: Scope, status: int, title: str, body: str, head: str = "", script: bool = False) -> HTMLResponse:

@@ -161,22 +161,28 @@ def _noninteractive() -> bool:
 
 
 @contextlib.contextmanager
-def _terminal(what: str) -> Iterator[TextIO]:
+def _terminal(what: str, hint: str) -> Iterator[TextIO]:
     """The controlling terminal, read and written directly: a person at it answers, a pipe cannot."""
     try:  # unbuffered: a terminal cannot seek, which Python's buffered read-write files need
         tty = io.TextIOWrapper(io.FileIO("/dev/tty", "r+"), encoding="utf-8", errors="replace", write_through=True)
     except OSError:
-        raise FleetError("NO_TERMINAL", f"{what} needs your terminal and this process has none; for your own "
-                                        f"scripts set {NONINTERACTIVE} in {settings_path()}") from None
+        raise FleetError("NO_TERMINAL", f"{what} needs your terminal and this process has none; {hint}") from None
     with tty:
         yield tty
+
+
+def _hint(flag: str) -> str:
+    """What a script can do instead of a terminal: pass the flag once the person set the switch."""
+    if _noninteractive():
+        return f"a non-interactive approver is set up: pass {flag}"
+    return f"for your own scripts set {NONINTERACTIVE} in {settings_path()}" + (f", then pass {flag}" if flag else "")
 
 
 def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
     """Show the proposal on the terminal and ask; `--yes` skips that only for a non-interactive approver."""
     if args.yes and _noninteractive():
         return
-    with _terminal(f"{verb} (it asks on /dev/tty)") as tty:
+    with _terminal(f"{verb} (it asks on /dev/tty)", _hint("--yes")) as tty:
         if args.yes:
             tty.write(f"(--yes is ignored unless {NONINTERACTIVE} is set)\n")
         word = "yes" if row.get("risk") == "high" else "y"
@@ -189,20 +195,16 @@ def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    """A fresh single-use landing link on the running dashboard, written to the terminal."""
+    """A fresh single-use landing link on the running dashboard, written to the terminal (stdout only for a
+    non-interactive approver); no terminal, no link, and no code is made."""
     from fleet.ops.landing import LANDING_TTL_S, fresh_link
 
-    noninteractive = _noninteractive()
     with contextlib.ExitStack() as stack:
-        out = None if noninteractive else stack.enter_context(_terminal("`fleetdeck dashboard link`"))
+        tty = None if _noninteractive() else stack.enter_context(
+            _terminal("`fleetdeck dashboard link`", _hint("")))
         with _index(args) as index:
-            url = fresh_link(index)
-        line = f"{url}\n(works once, within {LANDING_TTL_S // 60} minutes)\n"
-        if out is None:
-            print(line, end="")
-        else:
-            out.write(line)
-            out.flush()
+            line = f"{fresh_link(index)}\n(works once, within {LANDING_TTL_S // 60} minutes)\n"
+        (tty or sys.stdout).write(line)
     return 0
 
 

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from fleet.index.store import open_index
 from tests.browser.axe import assert_clean, report, violations
+from tests.browser.conftest import sign_in_tab
 from tests.browser.test_dashboard_browser import watcher_backlog
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.every_state import build_fleet
@@ -162,7 +163,7 @@ def contexts(browser, fleet):
     made = {}
     for scheme in SCHEMES:
         made[scheme] = browser.new_context(color_scheme=scheme)
-        made[scheme].new_page().goto(fleet[0].url)
+        sign_in_tab(made[scheme].new_page(), fleet[0])
     yield made
     for context in made.values():
         context.close()
@@ -285,7 +286,7 @@ def test_recheck_banner_has_no_axe_violations_while_it_runs_and_when_it_is_done(
     context = browser.new_context(color_scheme=scheme)
     try:
         tab = context.new_page()
-        tab.goto(server.url)
+        sign_in_tab(tab, server)
         settle(tab)
         banner = tab.locator("#reverify")
         assert banner.get_attribute("role") == "status" and banner.get_attribute("aria-live") == "polite"

@@ -42,7 +42,7 @@ def row_names(page) -> list[str]:
 
 
 def test_queue_ranks_conflicted_above_dirty_above_clean(page, served) -> None:
-    assert page.url.endswith("/") and "token=" not in page.url
+    assert page.url.endswith("/") and "code=" not in page.url
     names = row_names(page)
     assert names.index("conflicted") < names.index("dirty") < names.index("clean")
     assert page.locator('tr[data-status="conflict"] .badge').inner_text() == "conflict"
@@ -98,7 +98,7 @@ def test_no_token_is_refused(browser, served) -> None:
     tab = context.new_page()
     response = tab.goto(server.base + "/")
     assert response.status == 401
-    assert "link printed by" in tab.content()
+    assert "fleetdeck dashboard link" in tab.content()  # a page that says how to get in, not raw JSON
     assert tab.goto(server.base + "/api/radar").status == 401
     context.close()
 
@@ -110,7 +110,7 @@ def test_a_foreign_host_is_refused_dns_rebinding(playwright_instance, served) ->
         executable_path=CHROMIUM, args=CHROMIUM_ARGS + ["--host-resolver-rules=MAP rebind.example 127.0.0.1"])
     try:
         tab = rebinding.new_page()
-        response = tab.goto(f"http://rebind.example:{port}/?token={server.token}")
+        response = tab.goto(f"http://rebind.example:{port}/?code={server.link().split('code=', 1)[1]}")
         assert response.status == 421
         assert "not the address fleetdeck is bound to" in tab.content()
     finally:

@@ -20,3 +20,12 @@ def fleetdeck_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+def noninteractive_approver(config_home: Path) -> Path:
+    """The person's settings file under `config_home` (their XDG_CONFIG_HOME) with `[approval] noninteractive
+    = true`: the CLI's `--yes` then decides without asking on a terminal, as a person's own script would."""
+    path = config_home / "fleetdeck" / "settings.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[approval]\nnoninteractive = true\n", encoding="utf-8")
+    return path
