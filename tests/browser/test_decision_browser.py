@@ -92,3 +92,63 @@ def test_a_server_on_another_port_holding_the_cookie_cannot_approve(page, served
     assert status == 403, text
     assert service.show(index, pid)["status"] == "pending"
     assert state(built["work"]) == before
+
+
+def test_the_decision_key_lives_in_the_tabs_storage_only(page, served):
+    """No page, fragment or API answer carries the key; the session cookie is out of every script's reach."""
+    server, index, built = served
+    pid = service.propose(index, "claude-code", "branch", str(built["work"]), {"name": "keyless"},
+                          "a branch")["proposal_id"]
+    key = page.evaluate("() => localStorage.getItem('fleetdeck.decision')")
+    assert key and len(key) >= 40
+    assert "fleetdeck_" not in page.evaluate("() => document.cookie")  # HttpOnly
+    for path in ("/", "/proposals", f"/proposals/{pid}", f"/fragments/proposals/{pid}", "/api/proposals",
+                 f"/api/proposals/{pid}", "/agents", "/audit"):
+        body = page.evaluate("p => fetch(p, {credentials: 'same-origin'}).then(r => r.text())", path)
+        assert key not in body, path
+    assert key != server.token and key not in server.printed[0]
+
+
+def test_a_tab_without_the_key_cannot_decide_and_says_why(page, served):
+    server, index, built = served
+    pid = service.propose(index, "claude-code", "branch", str(built["work"]), {"name": "no-key"},
+                          "a branch")["proposal_id"]
+    page.evaluate("() => localStorage.removeItem('fleetdeck.decision')")
+    page.goto(f"{server.base}/proposals/{pid}")
+    page.click("#approve-button")
+    alert = page.locator("#decide-error")
+    alert.wait_for(state="visible")
+    assert "no decision key" in alert.inner_text() and "fleetdeck dashboard link" in alert.inner_text()
+    page.evaluate("() => localStorage.setItem('fleetdeck.decision', 'guessed')")
+    page.click("#approve-button")
+    page.wait_for_function("() => document.getElementById('decide-error').textContent.includes('decision key')")
+    assert "dashboard link" in alert.inner_text() and "guessed" not in alert.inner_text()
+    assert service.show(index, pid)["status"] == "pending"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_landing_and_sign_in_pages_say_how_to_get_in_and_are_axe_clean(browser, served, scheme):
+    from tests.browser.axe import assert_clean
+
+    server, _index, _built = served
+    context = browser.new_context(color_scheme=scheme)
+    try:
+        tab = context.new_page()
+        link = server.link("/proposals")
+        tab.goto(link)
+        tab.wait_for_url(f"{server.base}/proposals")  # the script traded the code and went on
+        used = context.new_page()
+        used.goto(link)  # the same link again: spent
+        used.wait_for_function("() => document.getElementById('landing-status').textContent.includes('already used')")
+        assert used.locator("#landing").is_hidden() and "fleetdeck dashboard link" in used.content()
+        assert_clean(used, f"a spent landing link ({scheme})")
+        fresh = browser.new_context(color_scheme=scheme)
+        try:
+            stranger = fresh.new_page()
+            response = stranger.goto(f"{server.base}/proposals?token={server.token}")  # the old link: no door
+            assert response.status == 401 and "fleetdeck dashboard link" in stranger.content()
+            assert_clean(stranger, f"the no-session page ({scheme})")
+        finally:
+            fresh.close()
+    finally:
+        context.close()
