@@ -40,6 +40,7 @@ from bench.fleetgen import generate  # noqa: E402
 from fleet.demo import build_demo_fleet  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
+from fleet.ops import landing  # noqa: E402
 from web.app import create_app  # noqa: E402
 from web.security import new_token  # noqa: E402
 
@@ -57,7 +58,9 @@ def bench_render(db: Path, runs: int) -> dict:
     app = create_app(db, token)
     out = {}
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
-        client.get(f"/?token={token}")  # the access link fills the cookie jar
+        with open_index(db) as index:  # a landing code, traded as the link's page does: the cookie jar fills
+            code = landing.issue(index)
+        client.post("/session", json={"code": code}, headers={"Origin": "http://127.0.0.1:8765"})
         for path in ("/", "/api/radar"):
             client.get(path)  # warm up: template compilation, first connection
             samples = []
@@ -77,7 +80,7 @@ def bench_render(db: Path, runs: int) -> dict:
 @contextlib.contextmanager
 def served(db: Path, roots: list[str]) -> Iterator[str]:
     """`fleetdeck serve ROOTS` (watcher included) as a child process, until its watcher has caught up;
-    yields the access link. Stopped with SIGTERM (it must exit 0)."""
+    yields the dashboard link it printed (its landing code works once). Stopped with SIGTERM (it must exit 0)."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", *roots, "--port", "0"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -117,6 +120,7 @@ def bench_latency(work: Path, runs: int, size: int) -> dict:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto(url)
+        page.wait_for_url(lambda u: "code=" not in u)  # the landing page traded its code
         page.goto(url.split("/?")[0] + f"/?q={target.name}")
         page.wait_for_selector("#live-status.on")
         cell = f'tr[data-repo-id="{repo_id}"] .ahead'
@@ -143,6 +147,7 @@ def screenshot(path: Path, workdir: Path) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1360, "height": 900}, device_scale_factor=1)
         page.goto(url)
+        page.wait_for_url(lambda u: "code=" not in u)  # the landing page traded its code
         page.wait_for_selector("#live-status.on")
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path), full_page=True)

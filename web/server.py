@@ -1,7 +1,7 @@
 """`fleetdeck serve`: bind the socket, print the dashboard link (a single-use landing code) and the MCP bearer
-token, run uvicorn over the dashboard app, with the
-fleet watcher in the same process (started and stopped by the app's lifespan) and the MCP bridge over
-streamable HTTP at `/mcp`, behind the same token, Host and CSRF checks as every page.
+token, run uvicorn over the dashboard app, with the fleet watcher in the same process (started and stopped by
+the app's lifespan) and the MCP bridge over streamable HTTP at `/mcp`, behind the same token, Host and CSRF
+checks as every page.
 
 The socket is bound here (not by uvicorn) so the printed link carries the real port, even with `--port 0`.
 SIGINT and SIGTERM are a normal way to stop a server: uvicorn shuts down gracefully (the lifespan stops the
@@ -178,8 +178,8 @@ class Answering:
             await asyncio.wait_for(self._page.wait(), self.FIRST_PAGE_GRACE_S)
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
-        """Outermost ASGI wrapper: notes the first successful response (the access link's redirect does not
-        count: the page it leads to does)."""
+        """Outermost ASGI wrapper: notes the first successful response (the link's landing page counts: the
+        person is there)."""
         async def noting(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != "http" or self._page.is_set():
                 await app(scope, receive, send)

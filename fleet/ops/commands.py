@@ -293,7 +293,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="proposals_action", metavar="ACTION")
     p.set_defaults(func=cmd_proposals, proposals_action="list", json=False, status=None, limit=200)
     actions.add_parser("approver-token", help="the token your own scripts send as X-Fleetdeck-Approver to approve "
-                                              "or reject over HTTP (the dashboard's access token cannot)")
+                                              "or reject over HTTP (the MCP bearer token cannot)")
     a = actions.add_parser("list", help="pending first, then the rest newest first")
     a.add_argument("--status", choices=proposals.STATES)
     a.add_argument("--limit", type=int, default=200)
