@@ -342,6 +342,7 @@ def test_proposals_show_and_the_dashboard_say_what_the_repository_defines(fleet,
     from starlette.testclient import TestClient
 
     from fleet.cli import main as cli_main
+    from tests.fleets.serving import sign_in
     from tests.test_ops_web import BASE, TOKEN
     from web.app import create_app
 
@@ -354,7 +355,7 @@ def test_proposals_show_and_the_dashboard_say_what_the_repository_defines(fleet,
     assert "this repository defines: pre-commit hook, " in shown
     assert "merge driver `evil` for *.ini" in shown and "smudge filter `x` for *.bin" in shown
     with TestClient(create_app(fleet["tmp"] / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
-        assert c.get(f"/?token={TOKEN}").status_code == 303
+        sign_in(c, fleet["tmp"] / "fleet.db")
         page = c.get(f"/proposals/{pid}").text
     block = page.split('id="repo-code-title"', 1)[1].split("</section>", 1)[0]
     assert "pre-commit" in block and "merge driver <code>evil</code>" in block and "*.ini" in block
