@@ -38,18 +38,40 @@ def console():
     return Console(highlight=False)
 
 
-def print_table(columns: Iterable[str], rows: Iterable[Iterable[object]], right: tuple[str, ...] = ()) -> None:
+KEEP_MAX = 40  # a kept column's widest cell; a longer one loses its middle, never its ends
+
+
+def middle(text: str, width: int = KEEP_MAX) -> str:
+    """`text` at most `width` characters, cut in the middle (`r02-dist…ems-notes`): both ends tell rows apart."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def print_table(columns: Iterable[str], rows: Iterable[Iterable[object]], right: tuple[str, ...] = (),
+                keep: tuple[str, ...] = ()) -> None:
     """A borderless table of plain text cells (a list is one line each): no cell is read as rich markup, and
-    every control character is visible."""
+    every control character is visible. The `keep` columns (what tells rows apart: a name, an id) are never
+    cut or wrapped (past KEEP_MAX, cut in the middle); the other cells wrap to fit the terminal (80 columns
+    when piped)."""
     from rich.table import Table
     from rich.text import Text
 
+    columns = list(columns)
+    cells = [[("\n".join(map(visible, cell)) if isinstance(cell, list) else visible(cell)) for cell in row]
+             for row in rows]
     table = Table(box=None, pad_edge=False)
-    for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
-    for row in rows:
-        table.add_row(*(Text("\n".join(map(visible, cell)) if isinstance(cell, list) else visible(cell))
-                        for cell in row))
+    for i, col in enumerate(columns):
+        if col in keep:
+            for row in cells:
+                row[i] = middle(row[i])
+            widest = max([len(col), *(len(row[i]) for row in cells)])
+            table.add_column(col, justify="right" if col in right else "left", no_wrap=True, min_width=widest)
+        else:
+            table.add_column(col, justify="right" if col in right else "left", overflow="fold")
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
     console().print(table)
 
 
@@ -135,7 +157,7 @@ def cmd_repos(args: argparse.Namespace) -> int:
          r["head"][:10] if r["head"] else "(no commits)",
          (r["upstream"] or "-") + (" (gone)" if r.get("upstream_gone") else ""), _num(r["ahead"]),
          _num(r["behind"]), _num(r["staged"]), _num(r["unstaged"]), _num(r["untracked"]), _num(r["conflicted"]),
-         _num(r["stashes"]), r["operation"] or "") for r in records))
+         _num(r["stashes"]), r["operation"] or "") for r in records), keep=("name",))
     return 0
 
 
@@ -159,7 +181,7 @@ def cmd_radar(args: argparse.Namespace) -> int:
     # one line per reason, each with its own next step (the repo's score and name on its first line)
     print_table(("score", "repo", "why", "next step"), (
         (e["score"] if n == 0 else "", e["name"] if n == 0 else "", r["summary"], r["next_step"])
-        for e in entries for n, r in enumerate(e["reasons"])), right=("score",))
+        for e in entries for n, r in enumerate(e["reasons"])), right=("score",), keep=("repo",))
     return 0
 
 
@@ -182,7 +204,8 @@ def cmd_presence(args: argparse.Namespace) -> int:
 
     print_table(("agent", "state", "repo", "branch", "tool", "files", "pid", "last activity", "seen by"), (
         (r["agent"], r["state"], r["repo_name"] or r["repo"], r["branch"] or "-", r["tool"] or "-",
-         files(r) or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"])) for r in rows))
+         files(r) or "-", _num(r["pid"]), r["last_activity"] or "-", ", ".join(r["sources"])) for r in rows),
+        keep=("agent", "repo"))
     out = console()
     for clash in clashes:
         out.print(Text.assemble(("collision", "bold red"), visible(

@@ -46,3 +46,32 @@ def test_repos_table_and_radar_steps(tmp_path: Path):
     steps = [line for line in radar if "git add them, then git commit" in line or "review and commit" in line
              or "git push -u origin main" in line]
     assert len(steps) == 3   # conflict, local changes and no upstream: each reason's own step is shown
+
+
+def _narrow(db: Path, *args: str) -> str:
+    """The command piped (no terminal) at 80 columns, as `fleetdeck repos | less` shows it."""
+    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True, timeout=120,
+                          env=fleetdeck_env(COLUMNS="80"), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_narrow_tables_keep_what_tells_rows_apart(tmp_path: Path):
+    root = tmp_path / "code"
+    names = ["r01-distributed-systems-notes", "r02-distributed-systems-book",
+             "r03-an-extremely-long-repository-name-that-goes-on-alpha",
+             "r03-an-extremely-long-repository-name-that-goes-on-omega"]
+    for name in names:
+        repo = init_repo(root / name)
+        write(repo / "dirty.txt", "x\n")
+    db = tmp_path / "fleet.db"
+    run(db, "scan", str(root))
+    for command, column in (("repos", 0), ("radar", 1)):
+        table = _narrow(db, command)
+        assert max(len(line) for line in table.splitlines()) <= 80, table
+        firsts = [line.split()[column] for line in table.splitlines()[1:]
+                  if line.split() and len(line.split()) > column and line.split()[column].startswith("r0")]
+        assert firsts[:2] == names[:2] or set(names[:2]) <= set(firsts), table  # whole, not `r02-di…`
+        cut = [f for f in firsts if f.startswith("r03")]
+        assert len(set(cut)) == 2 and all("…" in f and len(f) <= 40 for f in cut), cut  # the middle goes
+        assert {f[-5:] for f in cut} == {"alpha", "omega"}

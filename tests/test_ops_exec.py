@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -281,3 +282,14 @@ def test_no_gitconfig_at_all_is_an_empty_one_for_a_repo_with_filters(ops_fleet, 
     done = run(ops_fleet, "stage", {"paths": [".gitattributes", "x.up"]})
     assert done["status"] == "completed", done["error"]
     assert git(work, "diff", "--cached", "--name-only").split() == [".gitattributes", "x.up"]
+
+
+def test_history_is_ordered_by_the_last_decision_not_by_creation(ops_fleet):
+    index = ops_fleet["index"]
+    first = propose(ops_fleet, "branch", {"name": "made-first"})
+    second = propose(ops_fleet, "branch", {"name": "made-second"})
+    service.reject(index, second["proposal_id"], "cli", "no")
+    time.sleep(0.01)
+    service.reject(index, first["proposal_id"], "cli", "no either")  # decided last, though made first
+    history = [r["id"] for r in proposals.list_proposals(index)["proposals"] if r["status"] != "pending"]
+    assert history[:2] == [first["proposal_id"], second["proposal_id"]]

@@ -226,13 +226,15 @@ def decode(row: dict) -> dict:
 
 
 def list_proposals(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:
-    """Proposals, pending first (oldest first: the queue), then the rest newest first; capped honestly."""
+    """Proposals, pending first (oldest first: the queue), then the rest by their last move (undone, finished
+    or decided), newest first; capped honestly."""
     where, params = _filters(status, repo)
     clause = ("WHERE " + " AND ".join(where)) if where else ""
     with _expiring(index) as conn:
         total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
         cur = conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
-                           "CASE WHEN status = 'pending' THEN created_at ELSE -created_at END LIMIT ?",
+                           "CASE WHEN status = 'pending' THEN created_at "
+                           "ELSE -coalesce(undone_at, finished_at, decided_at, created_at) END LIMIT ?",
                            (*params, limit))
         names = [d[0] for d in cur.description]
         rows = [decode(dict(zip(names, r))) for r in cur.fetchall()]
