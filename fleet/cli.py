@@ -517,8 +517,8 @@ class VersionAction(argparse.Action):
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The whole command line, except that the parsers of `patch`, the proposal commands and `audit` (which
-    import their packages to describe themselves: a third of a CLI call's start-up) are added only when
+    """The whole command line, except that the parsers of `patch`, the proposal commands, `audit` and `agents`
+    (which import their packages to describe themselves: a third of a CLI call's start-up) are added only when
     `argv` may name one of them: a command defined here runs without them."""
     parser = argparse.ArgumentParser(prog="fleetdeck", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action=VersionAction, help="show fleetdeck's version and the git it runs")
@@ -609,6 +609,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     # The global options that take a value, as argparse knows them (the subparsers' action has no option).
     valued = [s for a in parser._actions if a.nargs != 0 for s in a.option_strings if s.startswith("--")]
     if _command_of(sys.argv[1:] if argv is None else argv, valued) not in sub.choices:
+        from fleet.agents.commands import add_agents_parser
         from fleet.ops.commands import add_parsers as add_ops_parsers
         from fleet.audit.commands import add_audit_parser
         from fleet.snapshot.commands import add_parsers as add_snapshot_parsers
@@ -619,6 +620,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         add_audit_parser(sub)
         add_snapshot_parsers(sub)
         add_hook_parsers(sub)
+        add_agents_parser(sub)
     return parser
 
 

@@ -16,6 +16,8 @@ CODES = frozenset({
     "AUDIT_UNAVAILABLE",
     # who decides (web/guards.py decision_actor, the CLI's terminal confirmation) and the dashboard's links
     "BEARER_CANNOT_DECIDE", "DECISION_KEY_REQUIRED", "LANDING_REFUSED", "NO_TERMINAL",
+    # agent credentials (fleet/agents)
+    "AGENT_EXISTS", "UNAUTHORIZED",
 })
 
 

@@ -7,16 +7,15 @@ client's self-declared name.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from fleet.index.discovery import Found
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
-from fleet.index.store import Index, default_db_path
+from fleet.index.store import Index, busy_timeout, default_db_path  # noqa: F401  (busy_timeout: server.py)
 from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
@@ -24,20 +23,21 @@ caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_c
 # The calling MCP session: {session (a key unique to this connection), version, pids (on stdio: the
 # processes above fleetdeck, the client among them)}; agents.presence marks "you" by it, not by name.
 caller_session: contextvars.ContextVar[dict | None] = contextvars.ContextVar("fleetdeck_session", default=None)
+
+
+@dataclass(frozen=True)
+class Who:
+    """The caller of one tool call: its identity (a credential's name, or `unknown:<declared>`), the name its
+    client declared, and its MCP session (None when the transport has none to tell clients apart)."""
+
+    agent: str
+    declared: str | None
+    session: str | None
+
+
+identity: contextvars.ContextVar[Who | None] = contextvars.ContextVar("fleetdeck_identity", default=None)
 # The repositories a tool body resolved, in order (the toolkit names the first in the answer's `repo`).
 resolved: contextvars.ContextVar[list[Found] | None] = contextvars.ContextVar("fleetdeck_resolved", default=None)
-
-
-@contextlib.contextmanager
-def busy_timeout(index: Index, ms: int) -> Iterator[None]:
-    """Wait at most `ms` for another process's write lock inside the block (the index's usual wait is
-    seconds: right for the scanner, wrong for bookkeeping beside an answer)."""
-    old = index.conn.execute("PRAGMA busy_timeout").fetchone()[0]
-    index.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
-    try:
-        yield
-    finally:
-        index.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
 
 
 class Bridge:

@@ -3,7 +3,9 @@
 `http_endpoint()` gives the ASGI app (it answers `/mcp` only, with the SDK's Host/Origin checks against DNS
 rebinding) and the session manager's `run()` the host app must enter in its own lifespan (mounted apps'
 lifespans never run); a body over the frame cap gets the same JSON-RPC `LIMIT` error as on stdio. The token
-is checked by the host app: the dashboard's guards (web/guards.py), the one token check of the HTTP surface.
+is checked by the host app: the dashboard's guards (web/guards.py), the one token check of the HTTP surface;
+they also take an agent's own credential (fleet/agents) on `/mcp`, and the server reads who it was from the
+request's scope (mcp_bridge/server.py).
 `standalone_app()` serves `/mcp` alone behind those same guards. `RefusalAudit`, outside the guards, gives a
 tool call refused before the JSON-RPC layer saw it (no or a wrong token, a foreign Host or Origin, a body over
 the cap, the SDK's own HTTP-level checks) its audit entry; one that no credential authenticated (the guards'
@@ -26,6 +28,7 @@ from starlette.routing import Mount
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fleet.agents.credentials import Lookup
 from mcp_bridge.envelope import MAX_FRAME, frame_limit_error
 from mcp_bridge.server import FleetServer
 from mcp_bridge.toolkit import Toolkit
@@ -173,4 +176,5 @@ def standalone_app(server: FleetServer, token: str) -> Starlette:
             yield
 
     return Starlette(routes=[Mount("/", app=endpoint.app)], lifespan=lifespan,
-                     middleware=[endpoint.refusals, *guards(Guard(token, allowed_hosts_for("127.0.0.1")))])
+                     middleware=[endpoint.refusals, *guards(Guard(token, allowed_hosts_for("127.0.0.1"),
+                                                                  agent_of=Lookup(server.bridge.db_path)))])

@@ -9,8 +9,9 @@ SDK's own import is most of a connect; the tools' modules and schemas were most 
 and the definitions generated (and cached) by the first `tools/list`.
 This module adds what the SDK leaves to us: unknown tools and invalid or unknown arguments answered with
 the same `{error: {code, message}}` result as every other failure (anything unexpected is `INTERNAL`, so
-every error an agent sees has a code), and a presence record of the repos each call touched under the
-client's self-declared name. That record is bookkeeping beside the answer, never a condition of it: it
+every error an agent sees has a code), the caller's identity (`who`: an agent credential's name, from the
+HTTP guards or stdio's FLEETDECK_AGENT_TOKEN, else `unknown:<declared name>`), and a presence record of the
+repos each call touched under the authenticated agent's name, or else the client's self-declared name. That record is bookkeeping beside the answer, never a condition of it: it
 waits at most BOOKKEEPING_WAIT_MS for the index's write lock, and when it cannot be written the failure is
 logged to stderr and the answer goes out anyway, marked degraded in its `_meta`.
 """
@@ -38,7 +39,9 @@ from fleet import __version__
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
 from fleet.presence.switches import presence_switches
-from mcp_bridge.bridge import Bridge, busy_timeout, caller, caller_session, touched
+from fleet.agents.credentials import ENV_VAR, authenticate
+from fleet.agents.identity import declared_name, is_authenticated, unknown
+from mcp_bridge.bridge import Bridge, Who, busy_timeout, caller, caller_session, identity, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure
 
 log = logging.getLogger("fleetdeck.mcp")
@@ -76,6 +79,7 @@ class FleetServer(MCPServer):
         self.kit = None
         self._recorded: dict[tuple, float] = {}
         self.client_pids: list[int] = []  # set on stdio: the processes above this one (the client among them)
+        self.agent_token: str | None = None  # set on stdio from FLEETDECK_AGENT_TOKEN (checked at start)
         self._registering = threading.RLock()
         self._registered: set[str] = set()  # tool modules registered
         self._catalog = None  # mcp_bridge.catalog.Catalog, once read or generated
@@ -188,7 +192,11 @@ class FleetServer(MCPServer):
         if self.client_pids:  # stdio: this process serves exactly one client session
             session_key = f"stdio:{os.getpid()}"
         me = {"session": session_key, "version": version, "pids": self.client_pids}
+        http_agent = _http_agent(context)
+        caller_is = (self.who(client, session_key, http_agent) if self.agent_token is None else  # no I/O
+                     await anyio.to_thread.run_sync(self.who, client, session_key, http_agent))
         token, who, mine = touched.set([]), caller.set(client), caller_session.set(me)
+        is_token = identity.set(caller_is)
         try:
             result = await super().call_tool(name, arguments, context)
             paths = touched.get() or []
@@ -203,15 +211,28 @@ class FleetServer(MCPServer):
             touched.reset(token)
             caller.reset(who)
             caller_session.reset(mine)
+            identity.reset(is_token)
         if paths and not result.is_error:
             files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
-            due = self._due(client, paths, name, files)
+            shown = caller_is.agent if is_authenticated(caller_is.agent) else client
+            due = self._due(shown, paths, name, files)
             if due:
-                problem = await anyio.to_thread.run_sync(self._record, client, due, name, files, me)
+                me["authenticated"] = is_authenticated(caller_is.agent)
+                problem = await anyio.to_thread.run_sync(self._record, shown, due, name, files, me)
                 if problem is not None:
                     meta = result.meta or {}
                     result.meta = {**meta, DEGRADED_KEY: [*meta.get(DEGRADED_KEY, []), problem]}
         return result
+
+    def who(self, declared: str | None, session_key: str, http_agent: str | None = None) -> Who:
+        """The caller's identity: the agent whose credential came with this request (HTTP, checked by the
+        guards) or with this process (stdio's FLEETDECK_AGENT_TOKEN, looked up again on every call so a
+        revoked one stops at once), else `unknown:<declared name>`. A stateless session key names no session."""
+        agent = http_agent
+        if agent is None and self.agent_token is not None:
+            agent = authenticate(self.bridge.index(), self.agent_token)
+        session = None if session_key.startswith(("stateless:", f"{os.getpid()}:none")) else session_key
+        return Who(agent or unknown(declared), declared_name(declared) if declared is not None else None, session)
 
     def _due(self, client: str | None, paths: list[str], tool: str, files: list[str]) -> list[str]:
         """The repos whose presence record for this (client, tool, files) is older than RECORD_EVERY.
@@ -232,6 +253,7 @@ class FleetServer(MCPServer):
     def _record(self, client: str | None, paths: list[str], tool: str, files: list[str],
                 me: dict | None = None) -> dict | None:
         """Tell presence which repos (and files) this client session just worked on; never fails the call.
+        `client` is an authenticated agent's name (`me["authenticated"]`), else the client's declared name.
 
         Nothing is written when the settings turn `presence.record_mcp_clients` off. Returns None, or
         `{code, message}` saying why presence could not be recorded (the answer is then degraded, not lost);
@@ -250,7 +272,8 @@ class FleetServer(MCPServer):
                 with busy_timeout(index, BOOKKEEPING_WAIT_MS):
                     record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files],
                                            session=me.get("session") or "", client_version=me.get("version"),
-                                           client_pid=(me.get("pids") or [None])[0])
+                                           client_pid=(me.get("pids") or [None])[0],
+                                           authenticated=bool(me.get("authenticated")))
             except FleetError as exc:  # e.g. a repo not indexed yet
                 log.debug("presence not recorded for %s: %s", path, exc.message)
             except Exception as exc:  # bookkeeping never costs the answer, whatever went wrong
@@ -287,6 +310,17 @@ def _client_info(context) -> tuple[str | None, str | None, str]:
     return name, version, f"stateless:{name}/{version}"
 
 
+def _http_agent(context) -> str | None:
+    """The agent an HTTP request's credential belongs to, as the guards (web/guards.py) found it: scope
+    `agent`, the user being the agent's name. None on stdio, and for the transport's own bearer token."""
+    try:
+        scope = context.request_context.request.scope
+    except (AttributeError, LookupError, ValueError):
+        return None
+    auth, user = scope.get("auth"), scope.get("user")
+    return user.display_name if auth is not None and "agent" in auth.scopes and user is not None else None
+
+
 def _describe(exc: ValidationError) -> str:
     """Which arguments are wrong and why, without echoing the (possibly huge) values back."""
     parts = []
@@ -318,6 +352,13 @@ def run_stdio(db_path: str | None = None) -> None:
         from fleet.demo import adopt_demo_policy
 
         adopt_demo_policy(server.bridge.index())  # over the demo's index, the demo's policy
+    token = os.environ.pop(ENV_VAR, None)  # not passed on to git, hooks or anything else this process runs
+    if token:
+        if authenticate(server.bridge.index(), token) is None:
+            raise FleetError("UNAUTHORIZED", f"{ENV_VAR} is not a live agent credential (revoked, mistyped, or "
+                                             "issued for another index); issue one with `fleetdeck agents add "
+                                             "NAME`, or remove the variable to connect unauthenticated")
+        server.agent_token = token
     audit.setup(db_path)
     server.client_pids = ancestors(os.getpid())
     anyio.run(serve_stdio, server)

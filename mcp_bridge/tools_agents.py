@@ -16,7 +16,8 @@ from fleet.presence import agent_id, collisions, presence, refresh_presence
 from fleet.presence.bridge import mcp_sessions
 from fleet.presence.switches import presence_switches
 from mcp_bridge import models
-from mcp_bridge.bridge import caller, caller_session
+from fleet.agents.identity import is_authenticated
+from mcp_bridge.bridge import caller, caller_session, identity
 from mcp_bridge.toolkit import Toolkit
 from mcp_bridge.tools_repo import Repo
 
@@ -64,11 +65,14 @@ def register(kit: Toolkit) -> None:
         rows = refresh_presence(index) if refresh else presence(index)
         if path is not None:
             rows = [r for r in rows if r["repo"] == path]
-        me = agent_id(caller.get()) if caller.get() else None
+        who = identity.get()
+        authenticated = who is not None and is_authenticated(who.agent)
+        me = who.agent if authenticated else (agent_id(caller.get()) if caller.get() else None)
         sessions = mcp_sessions(index) if switches["record_mcp_clients"] else []
         view = mark_caller(rows, sessions, caller_session.get() or {}, me)
         kept, info = cap(view, limit)
         return {"repo": path, "agents": kept, "agent_count": len(rows), "collisions": collisions(rows),
                 "caller": {"client_name": caller.get(), "agent": me,
-                           "client_version": (caller_session.get() or {}).get("version")},
+                           "client_version": (caller_session.get() or {}).get("version"),
+                           "identity": who.agent if who else None, "authenticated": authenticated},
                 "switches": switches, **info}

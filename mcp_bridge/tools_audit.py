@@ -21,7 +21,8 @@ from pydantic import Field, ValidationError
 from fleet import audit
 from fleet.audit.read import newest
 from fleet.ops.catalog import risk_of
-from mcp_bridge.bridge import caller, touched
+from fleet.agents.identity import declared_name, unknown
+from mcp_bridge.bridge import Who, identity, touched
 from mcp_bridge.envelope import DEGRADED_KEY, Out
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class AuditTail(Out):
 
 def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
             call: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]:
-    """`call`, plus one audit entry after it: tool, caller's declared name, repo, argument fingerprint, result."""
+    """`call`, plus one audit entry after it: tool, caller's identity and declared name, repo, argument
+    fingerprint, result."""
     risk = "read" if annotations is not None and annotations.read_only_hint else "write"
     op = name.removeprefix(PREVIEW) if name.startswith(PREVIEW) else None
 
@@ -66,7 +68,9 @@ def audited(kit: "Toolkit", name: str, annotations: ToolAnnotations | None,
                 code = "ok"
                 if result.is_error:
                     code = str(((result.structured_content or {}).get("error") or {}).get("code") or "error")
-                entry = target.record("tool_call", tool=name, op=op, agent=caller.get(),
+                who = identity.get()
+                entry = target.record("tool_call", tool=name, op=op, agent=who.agent if who else None,
+                                      agent_declared=who.declared if who else None,
                                       repo_path=paths[0] if paths else None, args=kwargs,
                                       risk=_op_risk(op, kwargs) if op else risk, result=code,
                                       duration_ms=(time.perf_counter() - started) * 1000,
@@ -115,15 +119,19 @@ class CallAudit:
             call_mark.reset(token)
             if not mark["recorded"]:
                 params = ctx.params if isinstance(ctx.params, Mapping) else {}
-                refused(self.kit, params.get("name"), params.get("arguments"), code, _declared_name(ctx),
-                        (time.perf_counter() - started) * 1000)
+                declared = _declared_name(ctx)
+                refused(self.kit, params.get("name"), params.get("arguments"), code,
+                        unknown(declared) if declared is not None else None, (time.perf_counter() - started)
+                        * 1000, agent_declared=declared_name(declared) if declared is not None else None)
 
 
 def refused(kit: "Toolkit", name: object, arguments: object, code: str, agent: str | None = None,
-            duration_ms: float | None = None, how: str = "refused", unauthenticated: bool = False) -> None:
+            duration_ms: float | None = None, how: str = "refused", unauthenticated: bool = False,
+            agent_declared: str | None = None) -> None:
     """The entry of a tool call refused before its tool ran (never raises: bookkeeping beside an answer).
     An `unauthenticated` one (no credential passed the guards) is folded: one entry, then one counted entry
-    per window (fleet/audit/fold.py), so that anything on the machine cannot flood the log."""
+    per window (fleet/audit/fold.py), so that anything on the machine cannot flood the log. Nothing
+    authenticated such a call as an agent's: its `agent` is `unknown:<declared>`."""
     target = getattr(kit, "audit", None)
     if target is None:
         return
@@ -131,7 +139,8 @@ def refused(kit: "Toolkit", name: object, arguments: object, code: str, agent: s
         tool = name if isinstance(name, str) else None
         op = tool.removeprefix(PREVIEW) if tool and tool.startswith(PREVIEW) else None
         append = functools.partial(target.fold, "unauthenticated") if unauthenticated else target.record
-        append("tool_call", tool=tool, op=op, agent=agent, risk=kit.risks.get(tool or ""),
+        append("tool_call", tool=tool, op=op, agent=agent, agent_declared=agent_declared,
+               risk=kit.risks.get(tool or ""),
                       args=dict(arguments) if isinstance(arguments, Mapping) else None, result=code,
                       duration_ms=duration_ms, summary=f"{tool or 'a tool call'} {how}: {code}")
     except Exception:
@@ -179,7 +188,8 @@ def register(kit: "Toolkit") -> None:
     @kit.tool("audit.tail", AuditTail, "Recent audit entries")
     def audit_tail(
         limit: Annotated[int, Field(ge=1, le=TAIL_MAX, description="most entries to return (1..200)")] = 50,
-        mine: Annotated[bool, Field(description="only calls made under your own declared client name")] = False,
+        mine: Annotated[bool, Field(description="only calls made under your own identity (your agent "
+                                                "credential's name, or unknown:<your declared name>)")] = False,
         event: Annotated[str | None, Field(max_length=64, description="tool_call, gap, torn_line_set_aside, ...")]
         = None,
         tool: Annotated[str | None, Field(max_length=200, description="only calls of this tool")] = None,
@@ -187,15 +197,15 @@ def register(kit: "Toolkit") -> None:
                                           description="only entries about this repository")] = None,
         result: Annotated[str | None, Field(max_length=200, description="ok, or an error code")] = None,
     ) -> dict:
-        """The audit log's newest entries, newest first: who (self-declared agent name) called which tool,
-        on which repo (a keyed fingerprint, not the path), with what result and when. Arguments are
-        fingerprinted, never stored. The log is hash-chained; `fleetdeck audit verify` checks it."""
+        """The audit log's newest entries, newest first: who (the agent's identity and the name its client
+        declared) called which tool, on which repo (a keyed fingerprint, not the path), with what result and
+        when. Arguments are fingerprinted, never stored. The log is hash-chained; `fleetdeck audit verify` checks it."""
         target = kit.audit  # type: ignore[attr-defined]
         info = target.status()
         if not target.enabled:
             return {"entries": [], "audit": info, "truncated": False, "omitted_count": 0}
         fingerprint = target.fingerprint("repo", bridge.resolve(repo).path) if repo is not None else None
         found, omitted = newest(target.dir, limit, event=event, tool=tool, repo=fingerprint, result=result,
-                                agent=caller.get() if mine else None)
+                                agent=(identity.get() or Who(unknown(None), None, None)).agent if mine else None)
         entries = [{k: v for k, v in e.items() if k != "sig"} for e in found]
         return {"entries": entries, "audit": info, "truncated": omitted > 0, "omitted_count": omitted}

@@ -3,7 +3,8 @@
 `operation.preview.<op>` validates and previews at once and returns `{proposal_id, status, approve_url,
 next_action, preview, expires_at}` (with `dry_run`: `{status: "dry_run", preview}` and nothing stored);
 `operation.status` / `operation.cancel` follow it; `restore.list` / `restore.details` show what can be
-undone. The agent's id is its MCP client's self-declared name. Annotations say what the proposed operation
+undone. The agent is the caller's identity: its agent credential's name, or `unknown:<declared name>` for a
+client without one (no `auto`, one shared quota; docs/security.md). Annotations say what the proposed operation
 would do once approved (destructiveHint), and that a repeated call makes a new proposal unless it carries
 the same idempotency_key (idempotentHint false).
 """
@@ -15,10 +16,10 @@ from typing import Annotated, Literal
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from fleet.agents.identity import unknown
 from fleet.ops.catalog import OPS as CATALOG
 from fleet.ops.model import MAX_PATCH_BYTES
-from fleet.presence import agent_id
-from mcp_bridge.bridge import caller
+from mcp_bridge.bridge import Who, identity
 from mcp_bridge.envelope import Out
 from mcp_bridge.toolkit import READ_ONLY, Toolkit
 from mcp_bridge.tools_repo import Repo
@@ -64,6 +65,8 @@ class ProposalRow(Out):
     op: str
     repo: str
     agent: str
+    agent_declared: str | None
+    agent_authenticated: bool
     reason: str
     status: str
     risk: str | None
@@ -100,8 +103,9 @@ class RestoreDetails(Out):
     undoable: bool
 
 
-def _agent() -> str:
-    return agent_id(caller.get())
+def _who() -> Who:
+    """The caller (set by the server for every call; a bare call outside one is an unnamed unknown client)."""
+    return identity.get() or Who(unknown(None), None, None)
 
 
 def _writes(op: str) -> ToolAnnotations:
@@ -119,8 +123,9 @@ def register(kit: Toolkit) -> None:
 
         path = bridge.resolve(repo).path
         clean = {k: v for k, v in args.items() if v is not None}
-        return service.propose(bridge.index(), _agent(), op, path, clean, reason, dry_run=dry_run,
-                               idempotency_key=key)
+        who = _who()
+        return service.propose(bridge.index(), who.agent, op, path, clean, reason, dry_run=dry_run,
+                               idempotency_key=key, declared=who.declared, session=who.session)
 
     def preview_tool(op: str, title: str):
         return kit.tool(f"operation.preview.{op}", Proposal, title, _writes(op))
@@ -288,10 +293,12 @@ def register(kit: Toolkit) -> None:
               ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                               open_world_hint=False))
     def cancel(proposal_id: ProposalId) -> dict:
-        """Cancel one of this agent's own pending proposals (NOT_PENDING once a person decided it)."""
+        """Cancel one of this agent's own pending proposals (NOT_PENDING once a person decided it). An agent
+        with a credential cancels its own from any session; a client without one only what this session made."""
         from fleet.ops import service
 
-        return service.cancel(bridge.index(), proposal_id, _agent())
+        who = _who()
+        return service.cancel(bridge.index(), proposal_id, who.agent, who.session)
 
     @kit.tool("restore.list", RestoreList, "Restore points of a repository", READ_ONLY)
     def restore_list(repo: Repo, limit: Annotated[int, Field(ge=1, le=1000)] = 200) -> dict:

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from fleet.agents import credentials
 from fleet.index.store import open_index
 from fleet.ops import landing
 from fleet.ops.approver import is_approver
@@ -67,6 +68,6 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
     dashboard's own, behind the same guards — e.g. `Route("/mcp", mcp_app)`.
     """
     guard = Guard(token, allowed_hosts_for(bind_host), redeem=partial(_redeem, db_path),
-                  approver=partial(is_approver, db_path))
+                  approver=partial(is_approver, db_path), agent_of=credentials.Lookup(db_path))
     return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, services),
                      exception_handlers={HTTPException: http_error}, middleware=guards(guard))

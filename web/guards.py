@@ -224,7 +224,8 @@ class SessionUser(SimpleUser):
 
 
 class TokenAuth(AuthenticationBackend):
-    """The bearer token, this port's session cookie (not on `/mcp`) or the approver token of the person's
+    """The bearer token, an agent's own credential (on `/mcp` only: scopes `bearer` and `agent`, the user is
+    the agent's name), this port's session cookie (not on `/mcp`) or the approver token of the person's
     scripts (not on `/mcp`); anything else is refused with 401. The scopes (`bearer`, `cookie`, `approver`)
     tell `OriginCsrfCheck` whether CSRF applies and `decision_actor` who may decide."""
 
@@ -238,6 +239,10 @@ class TokenAuth(AuthenticationBackend):
         scheme, _, credential = conn.headers.get("authorization", "").partition(" ")
         scopes = ["bearer"] if scheme.lower() == "bearer" and self.guard.valid(credential.strip()) else []
         user: SimpleUser = SimpleUser("bearer")
+        if not scopes and scheme.lower() == "bearer" and path.startswith(BEARER_ONLY_PREFIXES):
+            agent = await run_in_threadpool(self.guard.agent_of, credential.strip())
+            if agent is not None:  # an agent's own credential: `/mcp` only, and the user is that agent
+                scopes, user = ["bearer", "agent"], SimpleUser(agent)
         if not path.startswith(BEARER_ONLY_PREFIXES):
             session = self.guard.sessions.get(conn.cookies.get(cookie_name(server_port(conn.scope))))
             if session is not None:

@@ -114,18 +114,24 @@ def _never(_candidate: str | None) -> bool:
     return False
 
 
+def _nobody(_candidate: str | None) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Guard:
     """The run's secrets and the Host names it answers to; every comparison is constant-time.
 
     `redeem` spends a landing code (True when it was live) and `approver` checks the approver token of the
-    person's scripts (fleet/ops/approver.py); both default to refusing, for an app that serves `/mcp` only."""
+    person's scripts (fleet/ops/approver.py); both default to refusing, for an app that serves `/mcp` only.
+    `agent_of` names the agent whose credential (fleet/agents) a bearer is, or None (the default: none is)."""
 
     token: str
     allowed_hosts: frozenset[str]
     redeem: Callable[[str | None], bool] = _never
     approver: Callable[[str | None], bool] = _never
     sessions: Sessions = field(default_factory=Sessions)
+    agent_of: Callable[[str | None], str | None] = _nobody  # the agent a credential names (fleet/agents), /mcp only
 
     def __post_init__(self) -> None:
         if not self.token:

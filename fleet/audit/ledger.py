@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fleet.agents.identity import is_authenticated
 from fleet.audit import segments as seg
 from fleet.audit.canon import (CHAIN, GENESIS, MAX_ENTRY_BYTES, NAME_CHARS, RESERVED, SCHEMA, SIGNATURE,
                                SUMMARY_CHARS, canonical, clean_text, entry_hash, plain)
@@ -151,16 +152,19 @@ class AuditLog:
         return "hmac-sha256:" + hmac.digest(self.secret, kind.encode() + b"\0" + data, "sha256").hex()
 
     def record(self, event: str, *, tool: str | None = None, op: str | None = None, agent: str | None = None,
-               actor: str | None = None, repo_path: str | None = None, args: Any = None,
+               agent_declared: str | None = None, actor: str | None = None, repo_path: str | None = None, args: Any = None,
                risk: str | None = None, proposal_id: str | None = None, decision: str | None = None,
                result: str | None = "ok", duration_ms: float | None = None, summary: str = "") -> dict | None:
-        """Append one entry; the entry written, or None (audit off, or degraded: the failure is logged)."""
+        """Append one entry; the entry written, or None (audit off, or degraded: the failure is logged).
+
+        `agent` is the caller's identity (fleet/agents/identity.py), `agent_declared` the name its MCP client
+        declared: the entry's `agent` is `{name, authenticated, self_declared, declared_name}`."""
         if not self.enabled or self._closed:
             return None
         try:
             fields = _fields(
                 event, summary, result=_name(result), tool=_name(tool), op=_name(op),
-                agent={"name": clean_text(agent, NAME_CHARS), "self_declared": True} if agent else None,
+                agent=_agent(agent, agent_declared),
                 actor=_name(actor), repo=self.fingerprint("repo", repo_path) if repo_path else None,
                 args=self.fingerprint("args", args) if args is not None else None, risk=_name(risk),
                 proposal_id=_name(proposal_id), decision=_name(decision),
@@ -512,6 +516,16 @@ def _written_at(record: dict | None) -> float:
 def _folded(window: dict) -> dict[str, Any]:
     given = dict(window)
     return _fields(given.pop("event"), given.pop("summary"), **given)
+
+
+def _agent(agent: str | None, declared: str | None) -> dict | None:
+    """The entry's `agent`: the identity (`name`, as before), whether a credential proved it, and the name
+    the client declared. `self_declared` stays for older readers: true when only the client vouches for it."""
+    if not agent:
+        return None
+    authenticated = is_authenticated(str(agent))
+    return {"name": clean_text(agent, NAME_CHARS), "authenticated": authenticated, "self_declared": not authenticated,
+            "declared_name": clean_text(declared, NAME_CHARS) if declared else None}
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,7 +15,8 @@ from fleet.audit import segments as seg
 from fleet.audit.canon import MAX_ENTRY_BYTES
 
 CSV_COLUMNS = ("seq", "at", "event", "tool", "op", "agent", "agent_self_declared", "actor", "repo", "args",
-               "risk", "proposal_id", "decision", "result", "duration_us", "summary", "key_id", "hash")
+               "risk", "proposal_id", "decision", "result", "duration_us", "summary", "key_id", "hash",
+               "agent_declared")
 
 
 def entries(folder: Path) -> Iterator[dict]:
@@ -100,7 +101,8 @@ def export(folder: Path, out: TextIO, fmt: str, since: str | None = None, until:
             continue
         if writer:
             agent = entry.get("agent") or {}
-            row = {**entry, "agent": agent.get("name"), "agent_self_declared": agent.get("self_declared")}
+            row = {**entry, "agent": agent.get("name"), "agent_self_declared": agent.get("self_declared"),
+                   "agent_declared": agent.get("declared_name")}
             writer.writerow([_cell(row.get(c)) for c in CSV_COLUMNS])
         else:
             out.write(json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n")

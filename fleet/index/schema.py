@@ -211,3 +211,23 @@ def m011_proposal_undone(db: Database) -> None:
     """A proposal a later `restore` undid is `undone`: which proposal undid it, and when (unix seconds)."""
     db["proposals"].add_column("undone_by", str)
     db["proposals"].add_column("undone_at", float)
+
+
+@migrations()
+def m012_agent_identity(db: Database) -> None:
+    """Authenticated agent identity (fleet/agents): the agents' credentials (a SHA-256 of each secret, never
+    the secret), and on each proposal the client's declared name, whether it was authenticated, the MCP
+    session that made it (cancel rights of unauthenticated clients) and `identity`, the key the pending quota
+    counts under (the agent's name, or `unknown` for every unauthenticated client). Proposals made before
+    credentials existed were self-declared: they become unauthenticated."""
+    db["agents"].create({"name": str, "token_hash": str, "created_at": float, "last_used_at": float},
+                        pk="name", not_null={"token_hash", "created_at"})
+    db["agents"].create_index(["token_hash"], unique=True)
+    table = db["proposals"]
+    table.add_column("agent_declared", str)
+    table.add_column("agent_authenticated", int, not_null_default=0)
+    table.add_column("agent_session", str)
+    table.add_column("identity", str)
+    db.execute("UPDATE proposals SET agent_declared = agent, agent_authenticated = (agent = 'person'), "
+               "identity = CASE WHEN agent = 'person' THEN agent ELSE 'unknown' END")
+    table.create_index(["identity", "status"])

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -44,6 +44,18 @@ _REPO_COLUMNS = (
     "upstream_gone", "ahead", "behind", "staged", "unstaged", "untracked", "conflicted", "stashes",
     "operation", "operation_detail", "predicted_conflicts", "last_activity", "scanned_at", "error",
 )
+
+
+@contextmanager
+def busy_timeout(index: "Index", ms: int) -> Iterator[None]:
+    """Wait at most `ms` for another process's write lock inside the block (the index's usual wait is
+    seconds: right for the scanner, wrong for bookkeeping beside an answer)."""
+    old = index.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    index.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+    try:
+        yield
+    finally:
+        index.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
 
 
 def default_db_path() -> Path:

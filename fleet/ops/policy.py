@@ -11,14 +11,14 @@ reads never load it. Example (also in `fleetdeck policy --help` and the README):
     keep_decided_days = 30       # proposals that ended longer ago leave the index (1..3650; audit entries stay)
 
     [[rules]]                    # first match wins
-    agent = "*"                  # glob on the agent id (default "*")
+    agent = "*"                  # glob on the authenticated agent (default "*": any client at all)
     op = ["reset", "discard"]    # an op name or a list ("*" = any)
     repo = "*/work/*"            # glob on the repo's path or fleet name (default "*")
     action = "deny"
     note = "no agent resets or discards in work repos"
 
     [[rules]]
-    agent = "claude-code"
+    agent = "claude-code"        # only a client holding the claude-code credential (`fleetdeck agents add`)
     op = ["stage", "unstage", "commit"]
     ref = "scratch/*"            # glob every ref the proposal names or moves must match
     path = "docs/"               # repo-relative prefix every path it touches must start with
@@ -30,6 +30,10 @@ refs/paths and ALL of them match. Every plan step and every repository a multi-r
 its own: one deny refuses the proposal, and `auto` needs all of them auto. `auto`
 never applies to a high-risk proposal: a rule naming an always-high-risk op (or `op = "*"`) with `auto` is
 invalid, and a proposal made high-risk by its arguments (hard reset, amend) falls back to `approve`.
+
+`agent` matches authenticated identities only (fleet/agents/identity.py): a client without a credential is
+`unknown:<declared name>`, matched only by rules that name no agent (`*`) or `agent = "unknown"`, and an
+`auto` it matches falls back to `approve`: a declared name never runs anything without a person.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleet.agents.identity import UNKNOWN_PREFIX, is_authenticated, rule_matches
 from fleet.errors import FleetError
 from fleet.ops.catalog import HIGH, OPS, always_high
 from fleet.settings import read_toml
@@ -181,6 +186,9 @@ def parse_policy(doc: dict, source: str) -> Policy:
         for key in ("agent", "repo", "ref", "path", "note"):
             if key in raw and not isinstance(raw[key], str):
                 raise bad(f"rule #{number}: {key} must be a string")
+        if raw.get("agent", "").startswith(UNKNOWN_PREFIX):
+            raise bad(f"rule #{number}: agent matches authenticated agents; agent = \"unknown\" names every "
+                      "unauthenticated client (their declared names are never matched)")
         rules.append(Rule(number, action, raw.get("agent", "*"), tuple(ops), raw.get("repo", "*"),
                           raw.get("ref"), raw.get("path"), raw.get("note", "")))
     return Policy(source, tuple(rules), settings)
@@ -228,7 +236,7 @@ class Subject:
 def _decide_one(policy: Policy, agent: str, s: Subject) -> Decision:
     """The first rule that matches this subject, or the default (a person approves)."""
     for rule in policy.rules:
-        if not fnmatch.fnmatchcase(agent, rule.agent):
+        if not rule_matches(rule.agent, agent, fnmatch.fnmatchcase):
             continue
         if "*" not in rule.ops and s.op not in rule.ops:
             continue
@@ -242,6 +250,9 @@ def _decide_one(policy: Policy, agent: str, s: Subject) -> Decision:
         if rule.action == "auto" and s.risk == HIGH:
             return Decision("approve", rule.number, f"{rule.describe()}; but this proposal is high-risk, "
                                                     "so a person approves it")
+        if rule.action == "auto" and not is_authenticated(agent):
+            return Decision("approve", rule.number, f"{rule.describe()}; but {agent} is an unauthenticated "
+                                                    "client (no agent credential), so a person approves it")
         return Decision(rule.action, rule.number, rule.describe())
     where = f"no rule in {policy.source} matches" if policy.source else "no policy file"
     return Decision("approve", None, f"{where}: a person approves every proposal")

@@ -24,6 +24,7 @@ import time
 from typing import Iterator
 
 from fleet import audit
+from fleet.agents.identity import UNKNOWN
 from fleet.audit.config import resolve as audit_config, unavailable
 from fleet.errors import FleetError
 from fleet.index.store import Index
@@ -124,14 +125,20 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
                     raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different "
                                                      f"{row['op']} request (proposal {found[0]})")
                 return _read(conn, found[0]), True
-        pending = conn.execute("SELECT count(*) FROM proposals WHERE agent = ? AND status = 'pending'",
-                               (row["agent"],)).fetchone()[0]
+        pending = conn.execute("SELECT count(*) FROM proposals WHERE identity = ? AND status = 'pending'",
+                               (row["identity"],)).fetchone()[0]
         if row["status"] == "pending" and pending >= max_pending:
-            raise FleetError("LIMIT", f"agent {row['agent']!r} already has {pending} pending proposals "
-                                      f"(the most allowed is {max_pending}); wait for decisions or cancel some")
+            who = (f"agent {row['agent']!r}" if row["identity"] != UNKNOWN else
+                   "the unauthenticated clients (all of them together, whatever names they declare)")
+            raise FleetError("LIMIT", f"{who} already {'has' if row['identity'] != UNKNOWN else 'have'} "
+                                      f"{pending} pending proposals (the most allowed is {max_pending}); wait "
+                                      "for decisions or cancel some"
+                                      + ("" if row["identity"] != UNKNOWN else
+                                         "; an agent credential (`fleetdeck agents add`) gives a quota of its own"))
         stored = {k: (stored_json(v) if k in JSON_FIELDS and v is not None else v) for k, v in row.items()}
         if row["status"] == "pending":
-            _check_pending_bytes(conn, row["agent"], len(stored.get("args") or "") + len(stored.get("preview") or ""))
+            _check_pending_bytes(conn, row["identity"], len(stored.get("args") or "")
+                                 + len(stored.get("preview") or ""))
         cols = ", ".join(stored)
         conn.execute(f"INSERT INTO proposals ({cols}) VALUES ({', '.join('?' * len(stored))})",
                      tuple(stored.values()))
@@ -145,12 +152,13 @@ def stored_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _check_pending_bytes(conn: sqlite3.Connection, agent: str, size: int) -> None:
-    """LIMIT when this proposal would take what `agent` has pending past MAX_PENDING_BYTES."""
+def _check_pending_bytes(conn: sqlite3.Connection, identity: str, size: int) -> None:
+    """LIMIT when this proposal would take what `identity` (the quota key: every unauthenticated client
+    shares `unknown`) has pending past MAX_PENDING_BYTES."""
     held = conn.execute("SELECT coalesce(sum(length(CAST(args AS BLOB)) + length(CAST(preview AS BLOB))), 0) "
-                        "FROM proposals WHERE agent = ? AND status = 'pending'", (agent,)).fetchone()[0]
+                        "FROM proposals WHERE identity = ? AND status = 'pending'", (identity,)).fetchone()[0]
     if held + size > MAX_PENDING_BYTES:
-        raise FleetError("LIMIT", f"agent {agent!r} has {held} bytes of proposals pending and this one holds "
+        raise FleetError("LIMIT", f"agent {identity!r} has {held} bytes of proposals pending and this one holds "
                                   f"{size}: the most allowed is {MAX_PENDING_BYTES}; wait for decisions or "
                                   "cancel some")
 
@@ -190,7 +198,8 @@ def audit_state(index: Index, row: dict, required: bool = False) -> None:
              else SERVER if ran else None)
     how = {"expiry": " (its time ran out)", SERVER: f" (run by fleetdeck: {row.get('decided_by')} approved it)"}
     append = log.require if required else log.record
-    append(f"proposal.{status}", op=row["op"], agent=row["agent"], repo_path=row["repo"], args=row.get("args"),
+    append(f"proposal.{status}", op=row["op"], agent=row["agent"], agent_declared=row.get("agent_declared"),
+           repo_path=row["repo"], args=row.get("args"),
            risk=row.get("risk"), proposal_id=row["id"], actor=actor,
            decision=status if decided else None, result="failed" if status == "failed" else "ok",
            summary=f"{row['op']} proposal {status}" + how.get(actor or "", ""))
@@ -220,9 +229,17 @@ def decode(row: dict) -> dict:
     for key in TIME_FIELDS:
         out[key] = iso(out[key]) if out.get(key) is not None else None
     out["interrupted"] = out["status"] == "executing" and not worker_alive(out.get("worker_start"))
+    out["agent_authenticated"] = bool(out.get("agent_authenticated"))
     out.pop("args_fingerprint", None)
     out.pop("worker_pid", None)
+    out.pop("agent_session", None)  # a transport's session id: compared (same_session), never shown
     return out
+
+
+def same_session(index: Index, row: dict, session: str) -> bool:
+    """Whether proposal `row` was made in MCP session `session` (its session is never in a shown row)."""
+    found = index.conn.execute("SELECT agent_session FROM proposals WHERE id = ?", (row["id"],)).fetchone()
+    return found is not None and found[0] is not None and secrets.compare_digest(found[0], session)
 
 
 def list_proposals(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:

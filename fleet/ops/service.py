@@ -17,6 +17,7 @@ import os
 import re
 import time
 
+from fleet.agents.identity import PERSON, is_authenticated, quota_key
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, partsops, patchops, planop, proposals
@@ -35,7 +36,6 @@ OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.O
                       **partsops.OPS, **planop.OPS, **undo_op.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
-PERSON = "person"
 ACTIVE = ("pending", "approved", "executing")
 
 
@@ -147,8 +147,13 @@ def show(index: Index, proposal_id: str) -> dict:
 # --- proposing -------------------------------------------------------------------------------------------
 
 def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: str, *, dry_run: bool = False,
-            idempotency_key: str | None = None, by_person: bool = False) -> dict:
-    """Validate, preview and (unless dry_run) store a proposal; run it at once when the policy says auto."""
+            idempotency_key: str | None = None, by_person: bool = False, declared: str | None = None,
+            session: str | None = None) -> dict:
+    """Validate, preview and (unless dry_run) store a proposal; run it at once when the policy says auto.
+
+    `agent` is the caller's identity (fleet/agents/identity.py: a credential's name or `unknown:<declared>`);
+    `declared` is the name the client gave itself and `session` its MCP session (an unauthenticated client
+    may cancel only what its own session proposed; None: it cannot cancel)."""
     info = op_info(op)
     reason = _check_reason(reason)
     key = _check_key(idempotency_key)
@@ -193,7 +198,9 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     preview["_pins"] = {**pin(found.path, plan.refs, plan.paths, plan.pin_index, plan.pin_head),
                         "anchor": anchor.identity(found.path), "repo_code": repocode.digest(code)}
     now = time.time()
-    row = {"id": proposals.new_id(), "op": op, "repo": found.path, "agent": agent, "reason": reason,
+    row = {"id": proposals.new_id(), "op": op, "repo": found.path, "agent": agent, "agent_declared": declared,
+           "agent_authenticated": int(is_authenticated(agent)), "agent_session": session,
+           "identity": quota_key(agent), "reason": reason,
            "args": args, "args_fingerprint": proposals.fingerprint(request), "idempotency_key": key,
            "preview": preview, "risk": risk, "status": "pending", "policy": decision.as_dict(),
            "created_at": now, "expires_at": now + policy.expiry_seconds}
@@ -260,11 +267,17 @@ def reject(index: Index, proposal_id: str, by: str, reason: str) -> dict:
     return show(index, proposal_id)
 
 
-def cancel(index: Index, proposal_id: str, agent: str) -> dict:
-    """The proposing agent withdraws its own pending proposal (another agent's is NOT_FOUND to it)."""
+def cancel(index: Index, proposal_id: str, agent: str, session: str | None = None) -> dict:
+    """The proposing agent withdraws its own pending proposal: the same authenticated identity, or for an
+    unauthenticated client the same MCP session too (anyone else's is NOT_FOUND to it)."""
     row = proposals.get(index, proposal_id)
-    if row["agent"] != agent:
-        raise FleetError("NOT_FOUND", f"no proposal {proposal_id} from agent {agent!r}")
+    mine = row["agent"] == agent and (is_authenticated(agent) or (session is not None
+                                                                  and proposals.same_session(index, row, session)))
+    if not mine:
+        why = ("" if is_authenticated(agent) else " in this MCP session" if session is not None else
+               " that this client can cancel: without an agent credential (`fleetdeck agents add`) only a "
+               "session fleetdeck can tell apart (stdio) cancels its own")
+        raise FleetError("NOT_FOUND", f"no proposal {proposal_id} from agent {agent!r}{why}")
     proposals.transition(index, proposal_id, ("pending",), "cancelled", decided_at=time.time(),
                          decided_by="agent", finished_at=time.time())
     return summary(index, proposals.get(index, proposal_id))

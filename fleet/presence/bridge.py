@@ -60,12 +60,14 @@ def mcp_sessions(index, now: float | None = None, thresholds: Thresholds = DEFAU
 
 def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: str | None,
                            files: Iterable[str] = (), *, now: float | None = None, session: str = "",
-                           client_version: str | None = None, client_pid: int | None = None) -> dict:
+                           client_version: str | None = None, client_pid: int | None = None,
+                           authenticated: bool = False) -> dict:
     """Record that an MCP client called `tool` on `repo_path` (touching `files`) and return its presence row.
 
     The evidence goes to `presence_mcp`, one record per client `session` (kept across refreshes) with the
     client's self-declared version and, on stdio, its pid; the (agent, repo) presence row is updated at
-    once to `working`, so the dashboard shows the caller without waiting for the next refresh. Raises
+    once to `working`, so the dashboard shows the caller without waiting for the next refresh. An
+    `authenticated` caller's `agent_name` is its credential's name, recorded as it is (no alias mapping). Raises
     FleetError(REPO_NOT_IN_FLEET) when the path is in no indexed repo.
     """
     now = time.time() if now is None else now
@@ -74,7 +76,7 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     if repo is None:
         raise FleetError("REPO_NOT_IN_FLEET", f"not inside an indexed repo: {repo_path!r}")
     record = next(r for r in records if r["path"] == repo)
-    agent, tool = agent_id(agent_name), _clean_tool(tool)
+    agent, tool = (agent_name if authenticated and agent_name else agent_id(agent_name)), _clean_tool(tool)
     touched = list(relative_files(repo, repo, files))
     with index.write() as conn:
         old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ? AND session = ?",
