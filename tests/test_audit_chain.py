@@ -43,7 +43,8 @@ def test_entry_fields_and_canonical_hash(tmp_path):
     assert entry["hash"] == entry_hash(entry) and entry["hash"].startswith("sha256:")
     assert (entry["seq"], entry["prev_hash"], entry["schema"], entry["chain"], entry["signature"]) == \
         (1, "genesis", 1, 1, 0)
-    assert entry["agent"] == {"name": "claude-code", "self_declared": True}
+    assert entry["agent"] == {"name": "claude-code", "authenticated": True, "self_declared": False,
+                              "declared_name": None}
     assert entry["repo"].startswith("hmac-sha256:") and str(tmp_path) not in line.decode()
     assert "secret-name" not in line.decode() and entry["args"].startswith("hmac-sha256:")
     assert entry["duration_us"] == 1234 and entry["summary"] == "repo.status ok"

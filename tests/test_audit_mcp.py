@@ -67,7 +67,8 @@ async def test_every_call_appends_one_entry_and_tail_shows_them(small_fleet):
         ("repo.brief", "ok"), ("repo.brief", "REPO_NOT_IN_FLEET"), ("fleet.repos", "ok"), ("audit.tail", "ok"),
         ("audit.tail", "ok"), ("audit.tail", "ok")]
     first = written[0]
-    assert first["agent"] == {"name": "claude-code", "self_declared": True} and first["risk"] == "read"
+    assert first["agent"] == {"name": "unknown:claude-code", "authenticated": False, "self_declared": True,
+                              "declared_name": "claude-code"} and first["risk"] == "read"  # no credential
     assert first["repo"] == log.fingerprint("repo", str(small_fleet["alpha"]))
     assert first["args"] == log.fingerprint("args", {"repo": "alpha", "recent_commits": 5})
     assert first["event"] == "tool_call" and first["duration_us"] > 0 and "alpha" not in json.dumps(first)
@@ -126,7 +127,9 @@ async def test_serve_and_two_stdio_bridges_append_one_chain(small_fleet):
     report = verify_log(small_fleet["audit"])
     assert report.ok and report.entries == 3 * calls, report
     written = [json.loads(line) for line in read_lines(small_fleet["audit"] / "current.jsonl")[1:]]
-    assert Counter(e["agent"]["name"] for e in written) == {"via-serve": calls, "stdio-a": calls, "stdio-b": calls}
+    assert Counter(e["agent"]["declared_name"] for e in written) == {"via-serve": calls, "stdio-a": calls,
+                                                                     "stdio-b": calls}
+    assert {e["agent"]["name"] for e in written} == {"unknown:via-serve", "unknown:stdio-a", "unknown:stdio-b"}
     assert [e["seq"] for e in written] == list(range(1, 3 * calls + 1))
 
 
@@ -210,7 +213,8 @@ async def test_calls_refused_before_a_tool_runs_are_audited_over_stdio(small_fle
         ok(await client.call_tool("fleet.repos", {"limit": 1}))
     calls = _calls(small_fleet["audit"])
     assert [(t, r, n) for t, r, _, n in calls] == [
-        *((name, code, "stdio-agent") for name, _, code in REFUSED), ("fleet.repos", "ok", "stdio-agent")]
+        *((name, code, "unknown:stdio-agent") for name, _, code in REFUSED),
+        ("fleet.repos", "ok", "unknown:stdio-agent")]
     assert all(a and a.startswith("hmac-sha256:") for _, _, a, _ in calls)
     written = json.dumps(entries(small_fleet["audit"]))
     assert "many" not in written and "colour" not in written and "xxxx" not in written  # no argument contents

@@ -85,7 +85,7 @@ async def test_propose_approve_undo_over_stdio(fleet):
 
         status = ok(await client.call_tool("operation.status", {"proposal_id": made["proposal_id"]}))
         assert status["status"] == "completed" and status["restore_point"] == made["proposal_id"]
-        assert status["agent"] == "claude-code"
+        assert (status["agent"], status["agent_declared"]) == ("unknown:claude-code", "claude-code")  # no credential
         points = ok(await client.call_tool("restore.list", {"repo": str(work)}))
         assert [p["restore_point"] for p in points["restore_points"]] == [made["proposal_id"]]
         details = ok(await client.call_tool("restore.details", {"restore_point": made["proposal_id"]}))
@@ -95,7 +95,7 @@ async def test_propose_approve_undo_over_stdio(fleet):
             "repo": "work", "reason": "record it", "message": "docs: readme and notes"}))
         cli(fleet, "proposals", "approve", commit["proposal_id"], "--yes")
         assert git(work, "log", "-1", "--format=%s%n%(trailers:key=Proposed-by,valueonly)").split() == [
-            "docs:", "readme", "and", "notes", "claude-code"]
+            "docs:", "readme", "and", "notes", "unknown:claude-code"]
 
         landed = ok(await client.call_tool("operation.status", {"proposal_id": commit["proposal_id"]}))
         undone = json.loads(cli(fleet, "proposals", "undo", commit["proposal_id"], "--yes", "--json").stdout)
