@@ -37,7 +37,8 @@ async def test_bridge_records_client_and_repos(small_fleet, mode):
         ok(await client.call_tool("repo.blame", {"repo": "alpha", "file": "README.md"}))
         error_of(await client.call_tool("repo.blame", {"repo": "beta", "file": "nope.txt"}))  # failed: not recorded
         data = ok(await client.call_tool("agents.presence", {"repo": "alpha"}))
-        assert data["caller"] == {"client_name": "codex-mcp-client", "agent": "codex", "client_version": "1.0"}
+        assert data["caller"] == {"client_name": "codex-mcp-client", "agent": "codex", "client_version": "1.0",
+                                  "identity": "unknown:codex-mcp-client", "authenticated": False}
         (row,) = data["agents"]
         assert (row["agent"], row["repo"], row["state"], row["tool"]) == ("codex", str(small_fleet["alpha"]),
                                                                           "working", "repo.blame")

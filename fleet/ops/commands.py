@@ -99,9 +99,19 @@ def _what_runs(row: dict, preview: dict) -> list[str]:
     return lines
 
 
+def _agent_note(row: dict) -> str:
+    """What the proposal's agent rests on (empty when it is a credential's name as its client declared it)."""
+    if not row.get("agent_authenticated"):
+        return "  agent: no agent credential (the name is only what the client declared)"
+    declared = row.get("agent_declared")
+    return f"  agent: authenticated; its client calls itself {declared}" if declared and declared != row["agent"] else ""
+
+
 def _describe(row: dict) -> str:
     preview = row.get("preview") or {}
     lines = [_line(row), f"  reason: {row['reason']}", f"  created {row['created_at']}, expires {row['expires_at']}"]
+    if _agent_note(row):
+        lines.append(_agent_note(row))
     lines += _what_runs(row, preview)
     if row.get("decided_by"):
         lines.append(f"  decided by {row['decided_by']} at {row['decided_at']}"
