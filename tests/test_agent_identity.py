@@ -268,3 +268,26 @@ async def test_an_agent_bearer_over_http_and_its_revocation_at_once(fleet):
         wrong = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                            headers={"Authorization": "Bearer fdk_not-a-credential"}, timeout=30)
         assert wrong.status_code == 401
+
+
+async def test_serve_mcp_takes_agent_credentials_and_not_declared_names(fleet):
+    """`fleetdeck serve` itself: its printed token is a transport credential only; an agent's is an identity."""
+    from tests.fleets.serving import Server
+
+    token = add_agent(fleet, "claude-code")
+    server = Server(fleet["db"], [fleet["root"]], ["--no-watch"])
+    try:
+        url = server.base + "/mcp"
+        bearer = server.auth["Authorization"].split(" ", 1)[1]
+        async with http_client(url, "claude-code", bearer=bearer) as pretender:
+            made = ok(await pretender.call_tool("operation.preview.stage", stage()))
+        assert made["status"] == "pending" and staged(fleet) == ""
+        assert row(fleet, made["proposal_id"])["agent"] == "unknown:claude-code"
+        async with http_client(url, "cursor", bearer=token) as agent:
+            done = ok(await agent.call_tool("operation.preview.stage", stage("notes.txt")))
+        assert done["status"] == "completed" and "notes.txt" in staged(fleet).split()
+        assert row(fleet, done["proposal_id"])["agent"] == "claude-code"
+        page = httpx.get(server.base + "/", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        assert page.status_code == 401  # an agent's credential opens /mcp only, never the dashboard
+    finally:
+        server.stop()
