@@ -152,8 +152,8 @@ class AuditLog:
         return "hmac-sha256:" + hmac.digest(self.secret, kind.encode() + b"\0" + data, "sha256").hex()
 
     def record(self, event: str, *, tool: str | None = None, op: str | None = None, agent: str | None = None,
-               agent_declared: str | None = None, actor: str | None = None, repo_path: str | None = None, args: Any = None,
-               risk: str | None = None, proposal_id: str | None = None, decision: str | None = None,
+               agent_declared: str | None = None, actor: str | None = None, repo_path: str | None = None,
+               args: Any = None, risk: str | None = None, proposal_id: str | None = None, decision: str | None = None,
                result: str | None = "ok", duration_ms: float | None = None, summary: str = "") -> dict | None:
         """Append one entry; the entry written, or None (audit off, or degraded: the failure is logged).
 
