@@ -38,6 +38,8 @@ SCRIPTS = {
     "mcp_10000": (["bench_mcp.py", "--runs", "9", "--connect-runs", "1", "--fleet-size", "10000"],
                   ["--runs", "3", "--connect-runs", "1", "--fleet-size", "2000"]),
     "ops": (["bench_ops.py", "--runs", "9"], ["--runs", "2", "--large-files", "2000"]),
+    "snapshots": (["bench_snapshots.py", "--runs", "21"], ["--runs", "3", "--files", "2000", "--store-snapshots", "50"]),
+    "snapshot_watch": (["bench_snapshot_watch.py"], ["--repos", "50", "--present", "5", "--seconds", "10"]),
     "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "31"],
               ["--commits", "5000", "--files", "600", "--runs", "3"]),
     "audit": (["bench_audit.py", "--verify-entries", "1000000"], ["--verify-entries", "20000", "--no-signed-verify"]),
