@@ -27,7 +27,7 @@ PAD_ENTRIES = 9000   # the segment grows past anything the index or git writes i
 @pytest.fixture
 def fleet(tmp_path, monkeypatch):
     settings = tmp_path / "settings.toml"
-    settings.write_text("[audit]\nsegment_max_bytes = 67108864\n")
+    settings.write_text("[approval]\nnoninteractive = true\n[audit]\nsegment_max_bytes = 67108864\n")
     monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     built = build(tmp_path)
@@ -83,7 +83,8 @@ def test_an_approval_with_an_unwritable_audit_log_is_refused_and_status_and_veri
 
 
 def test_allow_degraded_writes_lets_the_person_approve_and_it_still_shows(fleet):
-    fleet["settings"].write_text("[audit]\nsegment_max_bytes = 67108864\nallow_degraded_writes = true\n")
+    fleet["settings"].write_text("[approval]\nnoninteractive = true\n[audit]\nsegment_max_bytes = 67108864\n"
+                                 "allow_degraded_writes = true\n")
     pid = _stage_proposal(fleet)
     approved = _cli(fleet, "proposals", "approve", pid, "--yes", fsize=_full(fleet))
     assert approved.returncode == 0, approved.stderr

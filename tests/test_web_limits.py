@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import resource
 import socket
-import subprocess
 import time
 from pathlib import Path
 
-import httpx2
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from fleet.index.scan import scan
 from fleet.index.store import open_index
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import init_repo
+from tests.fleets.serving import Server
 from web.app import create_app
 from web.security import host_name
 
@@ -54,7 +53,8 @@ ATTACKERS = 1100
 ANSWER_WITHIN_S = 15.0
 
 
-def _serve(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
+def _serve(tmp_path: Path) -> Server:
+    """`fleetdeck serve` with RLIMIT_NOFILE at 1024, as `ulimit -n 1024` would start it."""
     root = tmp_path / "fleet"
     init_repo(root / "alpha", commits=1)
     db = tmp_path / "fleet.db"
@@ -64,13 +64,7 @@ def _serve(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
-    proc = subprocess.Popen(fleetdeck_argv("--db", str(db), "serve", str(root), "--port", "0", "--no-watch"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=fleetdeck_env(),
-                            preexec_fn=limited)
-    line = proc.stdout.readline()
-    assert "http://" in line, proc.stderr.read()
-    url = line.split()[-1]
-    return proc, url.split("/?", 1)[0], url.split("token=", 1)[1]
+    return Server(db, [root], ["--no-watch"], preexec_fn=limited)
 
 
 def _half_open(port: int, count: int) -> list[socket.socket]:
@@ -87,27 +81,29 @@ def _half_open(port: int, count: int) -> list[socket.socket]:
     return held
 
 
-def _answers(base: str, token: str) -> tuple[int, int]:
-    auth = {"Authorization": f"Bearer {token}"}
-    page = httpx2.get(base + "/", headers={**auth, "Accept": "text/html"}, timeout=ANSWER_WITHIN_S)
-    mcp = httpx2.post(base + "/mcp", headers={**auth, "Accept": "application/json, text/event-stream"},
-                      json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                       "clientInfo": {"name": "person", "version": "1"}}},
-                      timeout=ANSWER_WITHIN_S)
+def _answers(person: httpx.Client, server: Server) -> tuple[int, int]:
+    """(the dashboard page for the signed-in person, `/mcp` for an agent with the bearer token)."""
+    page = person.get("/", headers={"Accept": "text/html"}, timeout=ANSWER_WITHIN_S)
+    mcp = httpx.post(server.base + "/mcp", headers={**server.auth, "Accept": "application/json, text/event-stream"},
+                     json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "agent", "version": "1"}}},
+                     timeout=ANSWER_WITHIN_S)
     return page.status_code, mcp.status_code
 
 
 def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: Path) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # the attacker's own sockets
-    proc, base, token = _serve(tmp_path)
+    server = _serve(tmp_path)
+    person = httpx.Client(base_url=server.base, timeout=ANSWER_WITHIN_S)
     held: list[socket.socket] = []
     try:
-        assert _answers(base, token) == (200, 200)
-        held = _half_open(int(base.rsplit(":", 1)[1]), ATTACKERS)
+        server.sign_in(person)
+        assert _answers(person, server) == (200, 200)
+        held = _half_open(int(server.base.rsplit(":", 1)[1]), ATTACKERS)
         started = time.monotonic()
-        assert _answers(base, token) == (200, 200)
+        assert _answers(person, server) == (200, 200)
         assert time.monotonic() - started < ANSWER_WITHIN_S
         deadline = time.monotonic() + 60          # the server closes them itself (header timeout)
         for sock in held:
@@ -119,10 +115,10 @@ def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: P
             except (ConnectionResetError, BrokenPipeError):
                 pass
         assert time.monotonic() < deadline
-        assert _answers(base, token) == (200, 200)
+        assert _answers(person, server) == (200, 200)
     finally:
         for sock in held:
             sock.close()
-        proc.terminate()
-        proc.communicate(timeout=30)
+        person.close()
+        server.stop()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

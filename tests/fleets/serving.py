@@ -64,11 +64,12 @@ class Server:
     """A `fleetdeck serve` child process: `base` its address, `token` the MCP bearer token it printed, and
     `link()` a fresh dashboard link (a landing code works once)."""
 
-    def __init__(self, db: Path, roots: list[Path], extra: list[str] | None = None) -> None:
+    def __init__(self, db: Path, roots: list[Path], extra: list[str] | None = None,
+                 preexec_fn: Callable[[], None] | None = None) -> None:
         argv = fleetdeck_argv("--db", str(db), "serve", *map(str, roots), "--port", "0", *(extra or []))
         self.db = db
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=fleetdeck_env())
+                                     env=fleetdeck_env(), preexec_fn=preexec_fn)  # e.g. a resource limit
         ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT_S)
         lines = [self.proc.stdout.readline()] if ready else [""]
         while lines[-1] and "Bearer " not in lines[-1]:  # printed with the link, at once
