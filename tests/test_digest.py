@@ -42,7 +42,8 @@ def run_cli(db_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_contract_shape_order_and_counts(fleet) -> None:
     index, alpha, beta, _root = fleet
     out = digest(index, EPOCH)
-    assert set(out) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors"}
+    assert set(out) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors",
+                        "gone_repos"}
     assert out["since"] == EPOCH and out["repos_scanned"] == 2 and out["errors"] == []
     assert out["event_count"] == len(out["events"]) == 5 and out["truncated"] is False
     for ev in out["events"]:
@@ -144,7 +145,9 @@ def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
     with open_index(db_path) as index:
         scan(index, [str(root)])
         data = report(index, EPOCH)
-    assert data["fleet"]["unpushed"] == [{"repo": "ahead", "branch": "main", "ahead": 2, "upstream": "origin/main"}]
+    assert data["fleet"]["unpushed"] == [{"repo": "ahead", "branch": "main", "ahead": 2, "upstream": "origin/main"},
+                                         {"repo": "dirty", "branch": "main", "ahead": None, "upstream": None}]
+    assert git(dirty, "rev-parse", "--abbrev-ref", "main@{upstream}", check=False) == ""  # git: never pushed
     assert [d["repo"] for d in data["fleet"]["dirty"]] == ["dirty"]
     assert [s["repo"] for s in data["fleet"]["stale_stashes"]] == ["dirty"]
     assert [c["sha"] for c in data["fleet"]["recoverable"]] == [dropped]
@@ -155,7 +158,9 @@ def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
     md = out.read_text()
     assert md.startswith("# Fleet digest since 1970-01-01T00:00:00Z")
-    assert "**Unpushed commits:** 1" in md and "ahead `main`: 2 ahead of origin/main" in md
+    assert "**Unpushed commits:** 2" in md and "ahead `main`: 2 ahead of origin/main" in md
+    assert "dirty `main`: no upstream (never pushed)" in md
+    assert "HEAD~1" in md and "\\~" not in md  # plain text stays plain in a plain-text mail
     assert "**Uncommitted changes:** 1" in md and "**Stashes older than a week:** 1" in md
     assert f"`{dropped[:10]}` work that gets reset away — dropped by reset" in md
     assert "rewrote history" in md
@@ -171,7 +176,8 @@ def test_no_activity_is_an_explicit_report(fleet, db_path: Path) -> None:
     proc = run_cli(db_path, "digest", "--since", "1h")
     assert proc.returncode == 0, proc.stderr
     assert "**No activity** in the fleet since" in proc.stdout
-    assert "**Unpushed commits:** none" in proc.stdout
+    assert "**Unpushed commits:** 2" in proc.stdout  # the fixture's two repos were never pushed
+    assert proc.stdout.count("no upstream (never pushed)") == 2
     html = run_cli(db_path, "digest", "--since", "1h", "--format", "html")
     assert html.returncode == 0 and "No activity" in html.stdout and "<svg" not in html.stdout
     data = json.loads(run_cli(db_path, "digest", "--since", "1h", "--format", "json").stdout)
@@ -202,3 +208,24 @@ def test_absurd_since_on_the_cli_exits_1_without_a_traceback(tmp_path):
                                          "99999999999999999999999999999999"),
                           capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
     assert proc.returncode == 1 and "BAD_ARGUMENT" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_repo_gone_from_disk_is_marked_gone_and_the_header_says_so(tmp_path: Path, db_path: Path) -> None:
+    import shutil
+
+    from fleet.views.report import render_markdown
+
+    root = tmp_path / "src"
+    kept = init_repo(root / "kept", commits=2)
+    doomed = init_repo(root / "doomed", commits=2)
+    with open_index(db_path) as index:
+        scan(index, [str(root)])
+        shutil.rmtree(doomed)
+        scan(index, [str(root)])
+        assert index.repo(str(doomed.resolve()))["gone"]
+        data = report(index, EPOCH)
+    md = render_markdown(data)
+    assert data["digest"]["repos_scanned"] == 1 and data["digest"]["gone_repos"] == ["doomed"]
+    assert "1 repositories watched (and 1 gone from disk, listed for their events)." in md
+    assert "### doomed (gone from disk)" in md and "### kept\n" in md
+    assert git(kept, "rev-list", "--count", "HEAD").strip() == "2"

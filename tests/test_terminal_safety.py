@@ -99,5 +99,8 @@ def test_json_keeps_the_values_and_escapes_the_controls(hostile):
 def test_the_helpers():
     assert visible("a\x1bb\u009bc\u202ed\te\x7f") == "a\\x1bb\\x9bc\\u202ed\\x09e\\x7f"
     assert visible(None) == "" and visible("café ✓") == "café ✓"
-    assert md_text("[x](javascript:y) *b* <i>|") == "\\[x\\](javascript:y) \\*b\\* \\<i\\>\\|"
+    assert md_text("[x](javascript:y) *b* <i>|") == "\\[x\\](javascript:y) \\*b\\* \\<i>\\|"  # a lone > is inert
+    # plain text in a plain-text mail stays plain: nothing here can start markup
+    assert md_text("reset: moving to HEAD~1 (a < b && c > d)") == "reset: moving to HEAD~1 (a < b && c > d)"
+    assert md_text("~~gone~~ <b>&amp;") == "\\~\\~gone\\~\\~ \\<b>\\&amp;"
     assert md_code("a`b") == "``a`b``" and md_code("`x") == "`` `x ``"

@@ -42,7 +42,8 @@ def test_api_digest_is_exactly_the_library_contract(authed: TestClient, dashboar
     index, _repos = dashboard_fleet
     body = authed.get("/api/digest", params={"since": SINCE}).json()
     assert body == digest(index, SINCE)
-    assert set(body) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors"}
+    assert set(body) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors",
+                         "gone_repos"}
     assert body["events"] and all(set(e) == EVENT_FIELDS for e in body["events"])
     assert body["repos_scanned"] == 4 and body["truncated"] is False
     stamps = [e["at"] for e in body["events"]]
@@ -130,3 +131,11 @@ def test_digest_page_bad_form_is_a_400_with_the_message(authed: TestClient, para
     assert r.status_code == 400
     assert 'id="digest-error"' in r.text and 'id="filters"' in r.text
     assert authed.get("/fragments/digest", params=params).status_code == 400
+
+
+def test_the_heatmap_is_big_enough_to_read() -> None:
+    from fleet.views.report import chart_geometry
+
+    geometry = chart_geometry({"days": ["2026-01-01", "2026-01-02"], "rows": [{"repo": "a", "counts": [1, 0],
+                                                                              "total": 1}], "max": 1})
+    assert geometry["cell"] >= 20 and geometry["height"] >= 60  # was 14-pixel cells

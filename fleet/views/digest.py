@@ -66,10 +66,12 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
         "message": discarded_details(r[7]).get("summary", r[7]) if r[2] == DISCARDED else r[7],
     } for r in rows]
     scanned = _scanned(index, scope)
+    gone = {name for (name,) in index.conn.execute("select name from repos where gone = 1")}
     return {
         "since": iso(start), "events": events, "event_count": total, "truncated": total > len(events),
         "omitted_count": total - len(events),
         "repos_scanned": len(scanned), "errors": [{"repo": name, "error": err} for name, err in scanned if err],
+        "gone_repos": sorted({e["repo"] for e in events} & gone),  # listed with events, no longer watched
     }
 
 
@@ -209,9 +211,11 @@ def fleet_state(index: "Index", start: float, scope: list[int] | None, now: floa
     conn = index.conn
     in_scope = "" if scope is None else f" and r.id in ({', '.join('?' * len(scope))})"
     args = [] if scope is None else list(scope)
+    # ahead of its upstream, or with no upstream at all (never pushed: `ahead` and `upstream` are None)
     unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in conn.execute(
         "select r.name, b.name, b.ahead, b.upstream from branches b join repos r on r.id = b.repo_id"
-        f" where r.gone = 0 and b.ahead > 0{in_scope} order by b.ahead desc, r.name, b.name", args)]
+        " where r.gone = 0 and r.bare = 0 and (b.ahead > 0 or (b.upstream is null and b.head is not null))"
+        f"{in_scope} order by b.upstream is null, b.ahead desc, r.name, b.name", args)]
     dirty = [{"repo": r[0], "staged": r[1], "unstaged": r[2], "untracked": r[3], "conflicted": r[4]}
              for r in conn.execute(
         "select r.name, r.staged, r.unstaged, r.untracked, r.conflicted from repos r where r.gone = 0 and"

@@ -149,6 +149,7 @@ class Digest(TypedDict):
     omitted_count: int
     repos_scanned: int
     errors: list[DigestError]
+    gone_repos: list[str]
 
 
 _YEAR_10000 = 253_402_300_800

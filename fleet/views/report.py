@@ -14,7 +14,9 @@ def render_markdown(data: dict) -> str:
     """The digest as Markdown; every value that comes from a repository is inert (fleet.views.safe)."""
     body, fleet, bulk = data["digest"], data["fleet"], data["bulk"]
     out = [f"# Fleet digest since {body['since']}", "",
-           f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched."]
+           f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched"
+           + (f" (and {len(body['gone_repos'])} gone from disk, listed for their events)."
+              if body["gone_repos"] else ".")]
     if not body["event_count"] and not bulk["event_count"]:
         out += ["", f"**No activity** in the fleet since {body['since']}."]
     elif not body["event_count"]:
@@ -29,7 +31,7 @@ def render_markdown(data: dict) -> str:
         out += [f"| {md_text(row['repo'])} | {row['total']} |" for row in data["activity"]["rows"]]
         out += ["", "## Events"]
         for repo in sorted(repos):
-            out += ["", f"### {md_text(repo)}", ""]
+            out += ["", f"### {md_text(repo)}" + (" (gone from disk)" if repo in body["gone_repos"] else ""), ""]
             for ev in (e for e in body["events"] if e["repo"] == repo):
                 flag = " **rewrote history**" if ev["rewrote"] else ""
                 out.append(f"- {ev['at']} `{ev['kind']}` {md_text(ev['ref'])} {_md_sha(ev['old_sha'])} → "
@@ -43,7 +45,8 @@ def render_markdown(data: dict) -> str:
                 + f"), {g['first_at']} to {g['last_at']}" for g in bulk["groups"]]
     out += ["", "## The fleet now", ""]
     out += _section("Unpushed commits", fleet["unpushed_count"], [
-        f"{md_text(u['repo'])} {md_code(u['branch'])}: {u['ahead']} ahead of {md_text(u['upstream'])}"
+        f"{md_text(u['repo'])} {md_code(u['branch'])}: " + (f"{u['ahead']} ahead of {md_text(u['upstream'])}"
+                                                           if u["upstream"] else "no upstream (never pushed)")
         for u in fleet["unpushed"]])
     out += _section("Uncommitted changes", fleet["dirty_count"], [
         f"{md_text(d['repo'])}: {d['staged'] or 0} staged, {d['unstaged'] or 0} modified, "
@@ -80,7 +83,7 @@ def render_html(data: dict) -> str:
     return environment().get_template("digest.html").render(data=data, chart=chart_geometry(data["activity"]))
 
 
-CELL, GAP, LABEL_W, HEADER_H = 14, 2, 180, 34
+CELL, GAP, LABEL_W, HEADER_H = 24, 3, 200, 38  # cells big enough to read and to point at
 MIN_LABEL_EVERY = 3
 
 
