@@ -104,9 +104,9 @@ def fleet(tmp_path_factory):
     dirty = str(repos["dirty"])
     repos = {**repos, "proposals": {
         "stage": service.propose(index, "claude-code", "stage", dirty, {"paths": ["tracked.txt"]},
-                                 "stage the edit")["proposal_id"],
-        "discard": service.propose(index, "codex", "discard", dirty, {"paths": ["tracked.txt"]},
-                                   "drop the edit")["proposal_id"],
+                                 "stage the edit", declared="cursor")["proposal_id"],  # an agent note: declared
+        "discard": service.propose(index, "unknown:codex", "discard", dirty, {"paths": ["tracked.txt"]},
+                                   "drop the edit", declared="codex")["proposal_id"],  # and: no credential
         "undone": _undone(index, str(repos["branches"])),
         "repo_code": _with_repo_code(index, repos["ahead"]),
         "plan": service.propose(index, "codex", "plan", dirty, {"steps": [
