@@ -18,6 +18,8 @@ CODES = frozenset({
     "BEARER_CANNOT_DECIDE", "DECISION_KEY_REQUIRED", "LANDING_REFUSED", "NO_TERMINAL",
     # agent credentials (fleet/agents)
     "AGENT_EXISTS", "UNAUTHORIZED",
+    # passkey confirmation of decisions (fleet/ops/passkeys.py)
+    "PASSKEY_REQUIRED", "PASSKEY_REFUSED", "PASSKEY_NEEDS_LOCALHOST",
 })
 
 

@@ -16,6 +16,9 @@ file means every default. Errors are BAD_ARGUMENT, as for the presence switches 
     retention_days = 90                  # ... but never one holding an entry younger than this (0: no floor)
     allow_degraded_writes = false        # true: decisions go on while the log cannot be written
 
+    [passkeys]
+    require = "high"                     # once one is registered: "high" risk approvals, "all" decisions, "off"
+
     [approval]
     noninteractive = false               # true: `proposals approve|reject|undo --yes` and `dashboard link`
                                          # work without a terminal (for your own scripts; so would an agent's)
@@ -83,6 +86,11 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "min_interval_s": Key(int, 30, "while edits go on, a snapshot at least this often", 1, 86_400),
         "pause_s": Key(int, 3, "a snapshot follows once edits pause this long", 1, 3600),
         "guard": Key(str, "off", "`ask`: agents' hooks ask the person before a command that discards work"),
+    },
+    # read by fleet/ops/passkeys.py: which decisions need a passkey once one is registered (docs/security.md)
+    "passkeys": {
+        "require": Key(str, "high", "`high`: approving a high-risk proposal needs your passkey; `all`: every "
+                                    "decision does; `off`: none"),
     },
     # read by fleet/ops/commands.py: whether the CLI's decisions may skip the terminal (docs/security.md)
     "approval": {

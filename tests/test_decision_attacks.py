@@ -110,3 +110,19 @@ def test_the_bearer_token_posting_a_decision_route_is_refused_outright(served, a
     assert httpx.get(server.base + f"/api/proposals/{pid}", headers=bearer).status_code == 200  # reads stay
     _assert_untouched(served, pid, before)
     assert git(built["work"], "diff", "--cached", "--name-only") == ""
+
+
+def test_neither_the_bearer_token_nor_a_keyless_session_can_register_a_passkey(served):
+    """A passkey of the agent's own would confirm its own high-risk approvals: registering is a decision."""
+    server, index, _built = served
+    bearer = {"Authorization": f"Bearer {server.token}", "Accept": "application/json", "Origin": server.base}
+    for path in ("/api/passkeys/options", "/api/passkeys"):
+        r = httpx.post(server.base + path, headers=bearer, json={})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "BEARER_CANNOT_DECIDE", r.text
+    with httpx.Client(base_url=server.base) as tab:
+        login = server.sign_in(tab)
+        r = tab.post("/api/passkeys/options", headers=login.form, json={})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "DECISION_KEY_REQUIRED"
+        r = tab.post("/api/passkeys/options", headers=login.decide, json={})  # the tab itself, on 127.0.0.1
+        assert r.status_code == 403 and r.json()["error"]["code"] == "PASSKEY_NEEDS_LOCALHOST"
+    assert index.conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'passkey:%'").fetchone()[0] == 0

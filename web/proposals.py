@@ -23,13 +23,15 @@ from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
 from web.guards import decision_actor
+from web.passkeys import confirm as passkey_confirm
 from web.params import int_param
 from web.state import index
 
 MAX_BODY = 64 * 1024
 STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMENT": 400, "FORBIDDEN": 403,
                 "CONFIRM_REQUIRED": 400, "AUDIT_UNAVAILABLE": 503, "BEARER_CANNOT_DECIDE": 403,
-                "DECISION_KEY_REQUIRED": 403}
+                "DECISION_KEY_REQUIRED": 403, "PASSKEY_REQUIRED": 403, "PASSKEY_REFUSED": 403,
+                "PASSKEY_NEEDS_LOCALHOST": 403}
 
 
 def list_context(request: Request, idx: Index) -> dict:
@@ -135,6 +137,7 @@ async def approve(request: Request) -> Response:
         if row["risk"] == "high" and not confirmed:
             raise FleetError("CONFIRM_REQUIRED", f"{row['op']} is high-risk: confirm it explicitly "
                                                  "(confirm_high_risk)")
+        await run_in_threadpool(passkey_confirm, request, proposal_id, row["risk"], by, fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.approve(index(request), proposal_id, by))
     except FleetError as exc:
         return _error(request, exc)
@@ -147,6 +150,7 @@ async def reject(request: Request) -> Response:
         by = decision_actor(request)
         fields = await _fields(request)
         reason = fields.get("reason") or ""
+        await run_in_threadpool(passkey_confirm, request, proposal_id, None, by, fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.reject(index(request), proposal_id, by, reason))
     except FleetError as exc:
         return _error(request, exc)

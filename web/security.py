@@ -75,6 +75,7 @@ class Session:
     id: str = field(default_factory=new_token)
     csrf: str = field(default_factory=new_token)
     decision_key: str = field(default_factory=new_token)
+    challenges: dict[str, bytes] = field(default_factory=dict, compare=False)  # passkey challenges, used once
 
     def valid_csrf(self, candidate: str | None) -> bool:
         return _same(candidate, self.csrf)

@@ -21,6 +21,7 @@ import sys
 from typing import Iterator, TextIO
 
 from fleet.errors import FleetError
+from fleet.index.store import Index
 from fleet.ops import policy as policy_mod
 from fleet.ops import proposals
 from fleet.ops.catalog import OPS, risk_of
@@ -188,8 +189,14 @@ def _hint(flag: str) -> str:
     return f"for your own scripts set {NONINTERACTIVE} in {settings_path()}" + (f", then pass {flag}" if flag else "")
 
 
-def _confirm(args: argparse.Namespace, row: dict, verb: str) -> None:
-    """Show the proposal on the terminal and ask; `--yes` skips that only for a non-interactive approver."""
+def _confirm(args: argparse.Namespace, index: Index, row: dict, verb: str) -> None:
+    """Show the proposal on the terminal and ask; `--yes` skips that only for a non-interactive approver. A
+    decision that needs the person's passkey (fleet/ops/passkeys.py) is refused here: a terminal has none."""
+    from fleet.ops import passkeys
+
+    if passkeys.required(index, row.get("risk") if verb == "approve" else None):
+        raise FleetError("PASSKEY_REQUIRED", f"{verb} this on the dashboard: it needs your passkey ([passkeys] "
+                                             f"require = {passkeys.mode()!r} in {settings_path()})")
     if args.yes and _noninteractive():
         return
     with _terminal(f"{verb} (it asks on /dev/tty)", _hint("--yes")) as tty:
@@ -241,14 +248,14 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         if action in ("approve", "undo"):  # this process is an executor now: claim what a dead one left
             service.resume_orphans(index)
         if action == "approve":
-            _confirm(args, service.show(index, args.id), "approve")
+            _confirm(args, index, service.show(index, args.id), "approve")
             row = service.approve(index, args.id, "cli")
         elif action == "reject":
-            _confirm(args, service.show(index, args.id), "reject")
+            _confirm(args, index, service.show(index, args.id), "reject")
             row = service.reject(index, args.id, "cli", args.reason)
         elif action == "undo":
             original = service.show(index, args.id)
-            _confirm(args, original, "undo")
+            _confirm(args, index, original, "undo")
             row = service.undo(index, args.id, "cli")
         elif action == "wait":
             row = service.wait(index, args.id, args.timeout)

@@ -256,26 +256,62 @@
   });
 
   // ---- decisions (approve, reject): sent by script with the tab's decision key, never as a bare form ------
+  // When a passkey must confirm it, the server's options (a challenge bound to this proposal) are signed
+  // first, with user verification, and the assertion goes with the decision.
+  function post(url, body) {
+    return fetch(url, { method: "POST", credentials: "same-origin", body: JSON.stringify(body || {}),
+                        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRF-Token": csrf,
+                                   "X-Fleetdeck-Decision": localStorage.getItem(decisionKey) || "" } })
+      .then(function (r) {
+        return r.json().then(function (j) {
+          if (!r.ok) throw new Error(j.error ? j.error.message : "refused");
+          return j;
+        });
+      });
+  }
+  function passkeyFor(url) {
+    return post(url).then(function (need) {
+      if (!need.required) return null;
+      return navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(need.options) })
+        .then(function (cred) { return cred.toJSON(); });
+    });
+  }
   document.addEventListener("submit", function (ev) {
     const f = ev.target;
     if (!f.matches || !f.matches('form[data-enhance="decide"]')) return;
     ev.preventDefault();
     const alert = document.getElementById(f.dataset.error);
-    const key = localStorage.getItem(decisionKey);
     const fail = function (text) { alert.textContent = text; alert.hidden = false; };
-    if (!key) { fail("This browser holds no decision key: open a fresh link (fleetdeck dashboard link)."); return; }
+    if (!localStorage.getItem(decisionKey)) {
+      fail("This browser holds no decision key: open a fresh link (fleetdeck dashboard link).");
+      return;
+    }
     const button = f.querySelector("button");
+    const body = {};
+    new FormData(f).forEach(function (value, key) { body[key] = value; });
     button.disabled = true;
-    fetch(f.action, { method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(f)),
-                      headers: { "X-CSRF-Token": csrf, "X-Fleetdeck-Decision": key, Accept: "application/json" } })
-      .then(function (r) { return r.json().then(function (j) { return [r.ok, j]; }); })
-      .then(function (answer) {
-        if (!answer[0]) throw new Error(answer[1].error ? answer[1].error.message : "refused");
-        window.location.assign(f.dataset.done);
-      })
+    passkeyFor(f.dataset.passkey)
+      .then(function (passkey) { if (passkey) body.passkey = passkey; return post(f.action, body); })
+      .then(function () { window.location.assign(f.dataset.done); })
       .catch(function (err) { fail(err.message); })
       .finally(function () { button.disabled = false; });
   });
+
+  // ---- passkeys: register one (the page's form), with user verification ----------------------------------
+  const register = document.getElementById("passkey-register");
+  if (register) {
+    register.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      const said = document.getElementById("passkey-status");
+      post(register.dataset.options)
+        .then(function (options) {
+          return navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) });
+        })
+        .then(function (cred) { return post(register.action, { credential: cred.toJSON(), name: register.elements.name.value }); })
+        .then(function () { window.location.reload(); })
+        .catch(function (err) { said.textContent = "Not registered: " + err.message; });
+    });
+  }
 
   // ---- keyboard: / search, j/k move through repos, g back to the queue ----------------------------------------
   document.addEventListener("keydown", function (ev) {
