@@ -42,12 +42,11 @@ def page(request: Request) -> Response:
     from web.pages import render  # web.pages imports the proposals adapter; imported late, no cycle
 
     try:
-        rp = rp_id(request)
-        problem = None
-    except FleetError as exc:
-        rp, problem = None, exc.message
+        rp, problem, mode = rp_id(request), None, passkeys.mode()
+    except FleetError as exc:  # on an IP address, or a settings file with a wrong `require`
+        rp, problem, mode = None, exc.message, "high"
     return render(request, "passkeys.html", {"passkeys": passkeys.registered(index(request)), "rp_id": rp,
-                                             "problem": problem, "mode": passkeys.mode()})
+                                             "problem": problem, "mode": mode})
 
 
 async def register_options(request: Request) -> Response:
