@@ -323,3 +323,56 @@ def test_cli_contracts(work: Path, db_path: Path) -> None:
     assert done["dry_run"] is False and (work / "src" / "a.py").read_text() == "a = 2  # unstaged\n"
     bad = cli("restore", "app", "zzzz", "--yes", ok=1)
     assert "[BAD_ARGUMENT]" in bad.stderr
+
+
+def test_a_dropped_stash_of_untracked_files_only_is_discarded_work(work: Path, db_path: Path) -> None:
+    """`git stash -u` of new files alone leaves the stash's own tree equal to its base: the drop must still
+    be seen (its untracked part is the work)."""
+    git(work, "stash", "-q")                          # the tracked edits out of the way
+    git(work, "stash", "drop", "-q")
+    take(tree_of(work), db_path, "manual")
+    git(work, "stash", "-q", "--include-untracked")   # only notes.txt and build/out/x.txt
+    stashed = take(tree_of(work), db_path, "manual")
+    assert stashed["discarded"] is None and len(stashed["stash"]) == 1
+    git(work, "stash", "drop", "-q")
+    dropped = take(tree_of(work), db_path, "manual")
+    assert dropped["discarded"] is not None
+    assert dropped["discarded"]["stashes_dropped"] == stashed["stash"]
+
+
+def test_a_popped_stash_of_untracked_files_only_is_not_discarded(work: Path, db_path: Path) -> None:
+    git(work, "stash", "-q")
+    git(work, "stash", "drop", "-q")
+    take(tree_of(work), db_path, "manual")
+    git(work, "stash", "-q", "--include-untracked")
+    take(tree_of(work), db_path, "manual")
+    git(work, "stash", "pop", "-q")
+    assert take(tree_of(work), db_path, "manual")["discarded"] is None
+
+
+def test_a_modified_file_moved_elsewhere_is_not_discarded(work: Path, db_path: Path) -> None:
+    take(tree_of(work), db_path, "manual")
+    os.rename(work / "src" / "a.py", work / "src" / "renamed.py")
+    moved = take(tree_of(work), db_path, "manual")
+    assert moved["discarded"] is None                 # the bytes are all still in the working tree
+
+
+def test_restore_never_overwrites_a_file_the_present_snapshot_could_not_keep(work: Path, db_path: Path,
+                                                                              tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The present is snapshotted first so a restore can be undone; a file that snapshot skipped (over
+    max_file_bytes) would be lost for good: it is refused, by name."""
+    from fleet.errors import FleetError
+
+    (tmp_path / "settings.toml").write_text("[snapshots]\nmax_file_bytes = 2000\n")
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(tmp_path / "settings.toml"))
+    first = take(tree_of(work), db_path, "manual")
+    big = bytes(range(256)) * 20                      # 5120 bytes: over the limit, so never snapshotted
+    write(work / "data.bin", big)
+    with pytest.raises(FleetError) as caught:
+        restore(tree_of(work), db_path, first["id"])
+    assert caught.value.code == "BAD_PATH" and "data.bin" in caught.value.message
+    assert (work / "data.bin").read_bytes() == big
+    write(work / "src" / "a.py", "changed again\n")
+    restore(tree_of(work), db_path, first["id"], paths=["src"])   # other paths still restore
+    assert (work / "src" / "a.py").read_text() == "a = 2  # unstaged\n"

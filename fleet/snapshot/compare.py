@@ -99,9 +99,10 @@ def discarded_between(shadow: Shadow, old: dict, new: dict) -> tuple[int, dict |
                     stashed.setdefault(path, set()).add(sha)
                 for path, sha in blobs_at(shadow, f"{tip}^3", paths).items():
                     stashed.setdefault(path, set()).add(sha)
+        kept = {f"{mode} {new_sha}" for status, _, new_sha, _, mode, _ in changes if status in "AMT"}
         for path, was, old_sha in candidates:
-            if old_head.get(path) == was or was in stashed.get(path, ()):
-                continue                        # committed content, or moved into a new stash entry
+            if old_head.get(path) == was or was in stashed.get(path, ()) or was in kept:
+                continue                        # committed, moved into a new stash entry, or moved (a rename)
             after = new_work[path]
             if after.endswith(ZERO) or after == new_head.get(path):
                 lost.append(path)
@@ -116,9 +117,11 @@ def discarded_between(shadow: Shadow, old: dict, new: dict) -> tuple[int, dict |
 
 
 def _popped(shadow: Shadow, tip: str, tree: str) -> bool:
-    """Whether a stash entry that left the list was applied: every path it changed (over its base) has the
-    stash's content in the working tree now."""
+    """Whether a stash entry that left the list was applied: every path it changed (over its base), and every
+    untracked file it holds (`stash -u`: its third parent), has the stash's content in the working tree now."""
     changed = raw_diff(shadow, f"{tip}^1", tip)
+    if shadow.git(["rev-parse", "-q", "--verify", f"{tip}^3^{{commit}}"], ok_codes=(0, 1, 128)).stdout.strip():
+        changed += raw_diff(shadow, EMPTY_TREE, f"{tip}^3")
     if not changed:
         return True
     wanted = {path: f"{mode} {sha}" for _, _, sha, path, mode, _ in changed}

@@ -39,6 +39,7 @@ def restore(tree: WorkTree, db_path: str | os.PathLike[str], snapshot_id: str, *
         snap = shadow.find(snapshot_id)
         before = take_locked(shadow, tree, db_path, snapshot_settings(), "restore")
         changes = [c for c in raw_diff(shadow, before["tree"], snap["tree"], paths) if c[4] != "160000"]
+        _refuse_unkept(tree.path, before, [c[3] for c in changes])
         restored = sorted(c[3] for c in changes if c[0] != "D")
         removed = sorted(c[3] for c in changes if c[0] == "D")
         staged = index and snap["index_tree"] is not None and snap["index_tree"] != before["index_tree"]
@@ -56,6 +57,24 @@ def restore(tree: WorkTree, db_path: str | os.PathLike[str], snapshot_id: str, *
                 _restore_index(shadow, tree, snap["index_tree"])
     return {"restored": restored, "removed": removed, "index": bool(staged), "snapshot": snap["id"],
             "snapshot_before": before["id"], "dry_run": dry_run}
+
+
+def _refuse_unkept(worktree: str, before: dict, paths: list[str]) -> None:
+    """A file the snapshot of the present skipped (too big, unreadable, changing) is in no snapshot: writing
+    over it, or removing it, could not be undone, so the restore stops and names it."""
+    skipped = {s["path"]: s["reason"] for s in before["skipped"]}
+    unkept = [p for p in paths if p in skipped and _is_file(os.path.join(worktree, p))]
+    if unkept:
+        raise FleetError("BAD_PATH", "the snapshot of the present could not keep " + ", ".join(
+            f"{p!r} ({skipped[p]})" for p in unkept[:10]) + ": restoring over it would lose it for good; "
+            "move it away first, or restore other paths")
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _blobs(shadow: Shadow, shas: list[str]) -> dict[str, bytes]:
