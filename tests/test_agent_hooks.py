@@ -225,3 +225,54 @@ def test_cli_hooks_commands(tmp_path: Path) -> None:
     assert run("hooks", "uninstall", "claude-code").returncode == 0
     assert not settings.exists()
     assert run("hooks", "install", "aider").returncode == 2      # not a supported agent: a usage error
+
+
+def test_install_and_uninstall_keep_a_symlinked_settings_file_a_link(tmp_path: Path) -> None:
+    """Dotfiles managers link ~/.claude/settings.json into a repository: fleetdeck writes the file the link
+    names and leaves the link in place, on install and on uninstall."""
+    env = _env(tmp_path)
+    settings = AGENTS["claude-code"].settings(env)
+    settings.parent.mkdir(parents=True)
+    real = tmp_path / "dotfiles" / "claude-settings.json"
+    real.parent.mkdir()
+    original = json.dumps(OTHER).encode()
+    real.write_bytes(original)
+    settings.symlink_to(real)
+    install("claude-code", tmp_path / "fleet.db", None, env)
+    assert settings.is_symlink() and "fleet.agenthooks" in real.read_text()
+    uninstall("claude-code", tmp_path / "fleet.db", env)
+    assert settings.is_symlink() and real.read_bytes() == original
+
+
+GUARD_MORE = [("git switch -f main", "switch-discard"), ("git switch --discard-changes main", "switch-discard"),
+              ("git checkout src/a.py", "checkout-paths"), ("git checkout HEAD~1 src", "checkout-paths"),
+              ("bash -lc 'git reset --hard'", "reset-hard"), ("sh -c \"git clean -fdx\"", "clean")]
+
+
+@pytest.mark.parametrize("command,kind", GUARD_MORE)
+def test_guard_finds_the_other_common_forms(tmp_path: Path, command: str, kind: str) -> None:
+    repo = tmp_path / "repo"
+    write(repo / "src" / "a.py", "a\n")
+    assert [d.kind for d in dangers(command, str(repo), str(repo))] == [kind]
+
+
+@pytest.mark.parametrize("command", ["git switch main", "git checkout -b src", "git commit -m 'x && git reset --hard'",
+                                     'git commit -m "wip; git reset --hard; rm -rf src"',
+                                     "git checkout main"])
+def test_guard_leaves_these_alone(tmp_path: Path, command: str) -> None:
+    repo = tmp_path / "repo"
+    write(repo / "src" / "a.py", "a\n")
+    assert dangers(command, str(repo), str(repo)) == []
+
+
+def test_guard_asks_before_a_stash_drop_on_a_clean_tree(fleet, tmp_path: Path) -> None:
+    """The work a `stash drop` destroys is in the stash, not the working tree: a clean tree is no reason
+    to let it through."""
+    repo, db, env = fleet
+    git(repo, "stash", "-q", "-u")
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    done = _hook("claude-code", db, env, _payload(repo, "git stash drop"))
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask" and "stash" in out["permissionDecisionReason"]
+    cleared = _hook("claude-code", db, env, _payload(repo, "git stash clear"))
+    assert json.loads(cleared.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"

@@ -111,6 +111,9 @@ def _read(path: Path) -> tuple[bytes | None, dict]:
 
 
 def _write(path: Path, data: bytes) -> None:
+    """`data` in place of the file at `path`, atomically; a settings file that is a link (a dotfiles
+    repository's) stays one: the file it names is the one replaced."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = os.stat(path).st_mode & 0o777 if path.exists() else 0o600
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
