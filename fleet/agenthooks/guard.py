@@ -2,11 +2,13 @@
 anything.
 
 The documented list (docs/safety-net.md): `git reset --hard`, `git checkout -- <paths>` / `git checkout .`,
-`git restore` without `--staged` (or with `--worktree`), `git clean -f…`, `git stash drop|clear`,
-`git worktree remove --force`, `git branch -D`, `git push --force` (also `-f`, `--force-with-lease`, a `+refspec`),
-and `rm -r…` of a path inside the repository. A command line is cut at `&&`, `||`, `;`, `|`, `&` and new lines;
-each part is split with shlex, leading `VAR=value`, `sudo`, `env`, `command`, `exec`, `time` and `nohup`
-dropped. A part that shlex cannot split (an open quote) is judged by its blank-separated words.
+`git checkout [<tree-ish>] <existing path>`, `git switch -f|--discard-changes`, `git restore` without `--staged`
+(or with `--worktree`), `git clean -f…`, `git stash drop|clear`, `git worktree remove --force`, `git branch -D`,
+`git push --force` (also `-f`, `--force-with-lease`, a `+refspec`), and `rm -r…` of a path inside the repository.
+A command line is split with shlex and cut at `&&`, `||`, `;`, `|`, `&`, parentheses and new lines outside
+quotes (a commit message that mentions `git reset --hard` is not a reset); leading `VAR=value`, `sudo`, `env`,
+`command`, `exec`, `time` and `nohup` are dropped, and the script of `sh|bash|zsh -c '…'` is judged itself. A
+line that shlex cannot split (an open quote) is cut at those operators and judged by its blank-separated words.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-_SEPARATORS = re.compile(r"&&|\|\||[;|&\n]")
+_SEPARATORS = re.compile(r"&&|\|\||[;|&\n()]")
+_OPERATORS = "();|&\n"
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 _PREFIXES = frozenset({"sudo", "env", "command", "exec", "time", "nohup", "builtin"})
 _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 
@@ -25,17 +29,27 @@ _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", 
 class Danger:
     """One destructive part of a command line: what it does, and the folder it names (for `rm`)."""
 
-    kind: str          # reset-hard, checkout-paths, restore, clean, stash-drop, worktree-remove, branch-delete,
-                       # push-force, rm-recursive
+    kind: str          # reset-hard, checkout-paths, switch-discard, restore, clean, stash-drop, worktree-remove,
+                       # branch-delete, push-force, rm-recursive
     text: str          # the part as written, for the person
     target: str | None = None
 
 
-def _words(part: str) -> list[str]:
+def _parts(command: str) -> list[list[str]]:
+    """The simple commands of a command line, each as its words (operators inside quotes are words)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=_OPERATORS + "<>")
+    lexer.whitespace, lexer.whitespace_split = " \t\r", True
     try:
-        return shlex.split(part, comments=True)
+        tokens = list(lexer)
     except ValueError:          # an open quote: the words as they stand
-        return part.split()
+        return [part.split() for part in _SEPARATORS.split(command)]
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token and all(ch in _OPERATORS for ch in token):
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
 
 
 def _strip_prefixes(words: list[str]) -> list[str]:
@@ -56,14 +70,27 @@ def _short_flags(args: list[str]) -> set[str]:
     return {ch for a in args if re.fullmatch(r"-[A-Za-z]+", a) for ch in a[1:]}
 
 
-def _git_danger(sub: str, args: list[str]) -> str | None:
+def _checkout_paths(args: list[str], flags: set[str], cwd: str) -> bool:
+    """`git checkout` that overwrites files: paths after `--`, `.`, `-f`, a tree-ish and paths, or one word
+    that names an existing path (a branch name that is no path is a switch)."""
+    if "--" in args:
+        return args.index("--") < len(args) - 1
+    if "." in args or "f" in flags or "--force" in args:
+        return True
+    if {"-b", "-B", "--orphan"} & set(args):
+        return False            # a new branch, from a start point
+    positional = [a for a in args if not a.startswith("-")]
+    return len(positional) > 1 or (len(positional) == 1 and os.path.lexists(os.path.join(cwd, positional[0])))
+
+
+def _git_danger(sub: str, args: list[str], cwd: str) -> str | None:
     flags = _short_flags(args)
     if sub == "reset":
         return "reset-hard" if "--hard" in args else None
     if sub == "checkout":
-        if "--" in args and args.index("--") < len(args) - 1:
-            return "checkout-paths"
-        return "checkout-paths" if "." in args or "-f" in args or "--force" in args else None
+        return "checkout-paths" if _checkout_paths(args, flags, cwd) else None
+    if sub == "switch":
+        return "switch-discard" if "f" in flags or {"--force", "--discard-changes"} & set(args) else None
     if sub == "restore":
         staged_only = ("--staged" in args or "S" in flags) and not ("--worktree" in args or "W" in flags)
         return None if staged_only else "restore"
@@ -86,16 +113,20 @@ def _git_danger(sub: str, args: list[str]) -> str | None:
 def dangers(command: str, cwd: str, repo: str) -> list[Danger]:
     """The destructive parts of `command` run in `cwd`, for the repository at `repo`."""
     found = []
-    for part in _SEPARATORS.split(command or ""):
-        words = _strip_prefixes(_words(part))
+    for words in _parts(command or ""):
+        words = _strip_prefixes(words)
         if not words:
             continue
         name = os.path.basename(words[0])
-        if name == "git":
+        part = shlex.join(words)
+        script = _shell_script(words) if name in _SHELLS else None
+        if script is not None:
+            found += dangers(script, cwd, repo)
+        elif name == "git":
             sub, args = _git_subcommand(words)
-            kind = _git_danger(sub, args) if sub else None
+            kind = _git_danger(sub, args, cwd) if sub else None
             if kind:
-                found.append(Danger(kind, part.strip()))
+                found.append(Danger(kind, part))
         elif name == "rm":
             args = [w for w in words[1:] if w != "--"]
             flags = _short_flags(args)
@@ -103,5 +134,15 @@ def dangers(command: str, cwd: str, repo: str) -> list[Danger]:
                 for target in (a for a in args if not a.startswith("-")):
                     path = os.path.realpath(os.path.join(cwd, os.path.expanduser(target)))
                     if path == repo or path.startswith(repo.rstrip("/") + "/") or repo.startswith(path + "/"):
-                        found.append(Danger("rm-recursive", part.strip(), path))
+                        found.append(Danger("rm-recursive", part, path))
     return found
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of `bash -c SCRIPT` (also `-lc`, `-ec` …), else None."""
+    for i, word in enumerate(words[1:-1], 1):
+        if re.fullmatch(r"-[A-Za-z]*c[A-Za-z]*", word):
+            return words[i + 1]
+        if not word.startswith("-"):
+            return None
+    return None

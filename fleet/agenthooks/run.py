@@ -50,6 +50,18 @@ def _uncommitted(tree: WorkTree, db_path: Path, snapshot: dict, danger: Danger) 
     return len(raw_diff(store_for(tree, db_path), base, snapshot["tree"], paths))
 
 
+ALWAYS_ASKS = {"branch-delete": "deletes a branch's commits", "push-force": "rewrites the remote's history",
+               "worktree-remove": "deletes a worktree with its uncommitted files",
+               "stash-drop": "deletes stash entries (the snapshot keeps them)"}
+
+
+def _always_asks(danger: Danger, snapshot: dict) -> str | None:
+    """What a command destroys beyond this working tree's files (a stash drop only when there is a stash)."""
+    if danger.kind == "stash-drop" and not snapshot["stash"]:
+        return None
+    return ALWAYS_ASKS.get(danger.kind)
+
+
 def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
     """("allow" | "ask", the reason, the snapshot) for one hook call; FleetError and OSError propagate."""
     cwd = payload.get("cwd")
@@ -70,10 +82,12 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
         return "allow", None, snapshot
     found_dangers = dangers(command, cwd, tree.path)
     for danger in found_dangers:
-        count = _uncommitted(tree, db_path, snapshot, danger)
-        if danger.kind in ("branch-delete", "push-force"):
-            what = "deletes a branch's commits" if danger.kind == "branch-delete" else "rewrites the remote's history"
+        what = _always_asks(danger, snapshot)
+        if what:
             return "ask", f"`{danger.text}` {what}; snapshot {snapshot['id'][:12]} taken", snapshot
+        if danger.kind in ALWAYS_ASKS:
+            continue            # a stash drop with no stash
+        count = _uncommitted(tree, db_path, snapshot, danger)
         if count:
             return "ask", (f"`{danger.text}` would discard {count} uncommitted file{'s' if count != 1 else ''}; "
                            f"snapshot {snapshot['id'][:12]} taken (fleetdeck restore brings it back)"), snapshot
