@@ -104,3 +104,37 @@ def test_fleet_budget_thins_the_biggest_store(tmp_path: Path, db_path: Path, mon
     assert 1 <= len(big.entries()) < 20
     assert big.entries()[-1]["id"] == made[-1]["id"]
     assert os.path.exists(big.ref_path(made[-1]["id"]))
+
+
+def test_a_store_growing_past_its_budget_is_thinned_before_the_hour_is_up(tmp_path: Path, db_path: Path,
+                                                                           monkeypatch) -> None:
+    """An agent rewriting a big untracked file (a dev database) every few seconds: each snapshot adds its
+    size, so waiting an hour to thin would let the store grow without bound."""
+    budget = 1 << 20                                  # the smallest the settings allow
+    (tmp_path / "settings.toml").write_text(f"[snapshots]\nrepo_budget_bytes = {budget}\n")
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(tmp_path / "settings.toml"))
+    repo = init_repo(tmp_path / "r")
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    for i in range(12):                               # 12 x 300 kB of incompressible bytes within 12 minutes
+        write(repo / "dev.db", os.urandom(300_000))
+        take(tree, db_path, "watch", now=NOW + 60 * i)
+    assert store_bytes(store_for(tree, db_path)) <= budget + 300_000
+
+
+def test_the_budget_drops_the_snapshot_that_gives_discarded_work_back_last(tmp_path: Path, db_path: Path) -> None:
+    """An agent that discards work and then churns big files must not push the one snapshot holding that work
+    out of the budget while other snapshots can go."""
+    repo = init_repo(tmp_path / "r")
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    write(repo / "precious.py", "the person's work\n")
+    rescue = take(tree, db_path, "watch", now=NOW - 600)
+    (repo / "precious.py").unlink()
+    assert take(tree, db_path, "watch", now=NOW - 590)["discarded"]
+    for i in range(8):
+        write(repo / "churn.bin", os.urandom(100_000))
+        take(tree, db_path, "watch", now=NOW - 500 + i)
+    shadow = store_for(tree, db_path)
+    prune_store(shadow, {**SETTINGS, "repo_budget_bytes": 350_000}, NOW)
+    kept = [m["id"] for m in shadow.entries()]
+    assert rescue["id"] in kept and len(kept) < 10
+    assert store_bytes(shadow) <= 350_000

@@ -4,7 +4,9 @@ Tiers, by age: every snapshot younger than `keep_all_hours`; the newest of each 
 the newest of each day until `daily_days` old; nothing older. The snapshot just before discarded work (the one that
 gives it back) is kept as long as the daily tier lasts, whatever its tier says. The newest snapshot is always
 kept. When a store is over `repo_budget_bytes`, or all of them over `fleet_budget_bytes`, its oldest
-snapshots go first (the biggest store's first, fleet-wide) until the budget holds or only the newest is left.
+snapshots go first, the ones that give discarded work back last (the biggest store's first, fleet-wide), until
+the budget holds or only the newest is left. A store is thinned hourly, and as soon as the bytes its snapshots
+added since put it over its budget.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def keep_by_tiers(entries: list[dict], settings: dict, now: float) -> list[dict]
     all_until = now - settings["keep_all_hours"] * HOUR
     hourly_until = min(all_until, now - settings["hourly_days"] * DAY)
     daily_until = min(hourly_until, now - settings["daily_days"] * DAY)
-    rescues = {entries[i - 1]["id"] for i, m in enumerate(entries) if i and m.get("discarded")}
+    rescues = _rescues(entries)
     kept, buckets = [], set()
     for meta in reversed(entries):          # newest first: the first seen in a bucket is its newest
         t = meta["t"]
@@ -48,6 +50,11 @@ def keep_by_tiers(entries: list[dict], settings: dict, now: float) -> list[dict]
                 buckets.add(bucket)
                 kept.append(meta)
     return kept[::-1]
+
+
+def _rescues(entries: list[dict]) -> set[str]:
+    """The snapshots just before discarded work: the ones that give it back."""
+    return {entries[i - 1]["id"] for i, m in enumerate(entries) if i and m.get("discarded")}
 
 
 def store_bytes(shadow: Shadow) -> int:
@@ -88,25 +95,33 @@ def prune_store(shadow: Shadow, settings: dict | None = None, now: float | None 
     budget = settings["repo_budget_bytes"] if budget is None else budget
     with shadow.locked():
         entries = shadow.entries()
+        rescues = _rescues(entries)
         kept = keep_by_tiers(entries, settings, now)
         dropped = _drop(shadow, entries, kept)
         size = store_bytes(shadow)
         while size > budget and len(kept) > 1:
-            cut = max(1, len(kept) // 4)            # the oldest quarter at a time: few gc runs
-            cut = min(cut, len(kept) - 1)
-            entries, kept = kept, kept[cut:]
+            # oldest first, the snapshots that give discarded work back last; a quarter at a time: few gc runs
+            order = sorted(kept[:-1], key=lambda m: m["id"] in rescues)
+            gone = {m["id"] for m in order[:max(1, len(order) // 4)]}
+            entries, kept = kept, [m for m in kept if m["id"] not in gone]
             dropped += _drop(shadow, entries, kept)
             size = store_bytes(shadow)
-        (shadow.dir / STAMP).write_text(str(now), encoding="ascii")
+        (shadow.dir / STAMP).write_text(f"{now} {size}", encoding="ascii")
     return {"worktree": shadow.worktree, "dropped": dropped, "kept": len(kept), "bytes": size}
 
 
-def due(shadow: Shadow, now: float) -> bool:
-    """Whether the store was last thinned more than PRUNE_EVERY ago."""
+def due(shadow: Shadow, now: float, budget: int | None = None) -> bool:
+    """Whether the store was last thinned more than PRUNE_EVERY ago, or (given its `budget`) has grown past
+    it since: its size then and the bytes each snapshot since added."""
     try:
-        return now - float((shadow.dir / STAMP).read_text(encoding="ascii")) >= PRUNE_EVERY
-    except (OSError, ValueError):
+        words = (shadow.dir / STAMP).read_text(encoding="ascii").split()
+        at, size = float(words[0]), int(words[1]) if len(words) > 1 else 0
+    except (OSError, ValueError, IndexError):
         return True
+    if now - at >= PRUNE_EVERY:
+        return True
+    return budget is not None and size + sum(m.get("bytes_added", 0) for m in shadow.entries()
+                                             if m["t"] > at) > budget
 
 
 def prune_all(db_path: str | os.PathLike[str], now: float | None = None, force: bool = False) -> dict:

@@ -85,7 +85,7 @@ def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agent
     shadow = store_for(tree, db_path, create=True)
     with shadow.locked():
         made = take_locked(shadow, tree, db_path, settings, trigger, agents=agents, command=command, now=now)
-    if not made["unchanged"] and due(shadow, made["t"]):     # thinned at most once an hour, never mid-snapshot
+    if not made["unchanged"] and due(shadow, made["t"], settings["repo_budget_bytes"]):   # never mid-snapshot
         prune_store(shadow, settings, made["t"])
     return made
 
