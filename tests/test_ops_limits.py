@@ -73,6 +73,19 @@ def test_what_one_identity_keeps_pending_is_capped_in_bytes(fleet):
     assert propose_patch(fleet, patch, agent="codex")["status"] == "pending"   # another identity's own quota
 
 
+def test_rotating_unauthenticated_names_share_one_byte_quota(fleet):
+    """The issue's attack: large proposals under a new declared name each time. Every unauthenticated
+    client is one identity (`unknown`), so the names share the 16 MiB."""
+    patch = new_file_patch(900 * 1024)
+    made = []
+    with pytest.raises(FleetError) as caught:
+        for i in range(40):
+            made.append(propose_patch(fleet, patch, agent=f"unknown:rotating-{i}"))
+    assert caught.value.code == "LIMIT" and "bytes" in caught.value.message and len(made) < 20
+    stored = fleet["index"].conn.execute("SELECT sum(length(args) + length(preview)) FROM proposals").fetchone()[0]
+    assert stored <= MAX_PENDING_BYTES                                 # the index holds at most the quota
+
+
 def _ended_long_ago(index, ids: list[str], days: float) -> None:
     with index.write() as conn:
         conn.executemany("UPDATE proposals SET finished_at = ? WHERE id = ?",
