@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from fleet import __version__
 from fleet.errors import FleetError
 from fleet.presence import record_bridge_activity
+from fleet.presence.bridge import FLEET_WIDE
 from fleet.presence.switches import presence_switches
 from fleet.agents.credentials import ENV_VAR, authenticate
 from fleet.agents.identity import declared_name, is_authenticated, unknown
@@ -212,7 +213,8 @@ class FleetServer(MCPServer):
             caller.reset(who)
             caller_session.reset(mine)
             identity.reset(is_token)
-        if paths and not result.is_error:
+        if not result.is_error:  # a call that named no repository is recorded as fleet-wide
+            paths = paths or [FLEET_WIDE]
             files = [v for k, v in arguments.items() if k in ("file", "path_filter") and isinstance(v, str)]
             shown = caller_is.agent if is_authenticated(caller_is.agent) else client
             due = self._due(shown, paths, name, files)

@@ -238,3 +238,26 @@ def test_cli_text_makes_control_characters_visible(fleet):
         made = service.propose(index, "codex", "stage", "work", {"all": True}, "stage all")
     shown = cli(fleet, "proposals", "show", made["proposal_id"]).stdout
     assert "\x1b" not in shown and "\\x1b]52" in shown
+
+
+async def test_an_agent_using_only_fleet_wide_tools_is_on_the_agents_page(fleet):
+    from starlette.testclient import TestClient
+
+    from fleet.presence.bridge import fleet_wide_agents
+    from web.app import create_app
+
+    async with Client(_params(fleet), client_info=Implementation(name="gemini-cli", version="1")) as client:
+        ok(await client.call_tool("fleet.radar", {}))
+    with open_index(fleet["db"]) as index:
+        found = fleet_wide_agents(index)
+        in_presence = index.conn.execute("select agent from presence where agent = 'gemini-cli'").fetchall()
+    assert [(a["agent"], a["tool"], a["in_repos"]) for a in found] == [("gemini", "fleet.radar", False)]  # agent_id names it
+    assert not in_presence  # no repository's row claims it
+    token = "test-token-0123456789abcdefghijklmnopqrstuv"
+    from tests.fleets.serving import sign_in
+
+    with TestClient(create_app(fleet["db"], token), base_url="http://127.0.0.1:8765") as browser:
+        sign_in(browser, fleet["db"])
+        page = browser.get("/agents").text
+    listed = page.split('id="fleetwide-title"', 1)[1].split("</section>", 1)[0]
+    assert ">gemini<" in listed and "fleet.radar" in listed

@@ -24,6 +24,7 @@ from fleet.index.events import KINDS
 from fleet.index.freshness import freshness, watcher_state
 from fleet.index.store import Index
 from fleet.presence import collisions, presence
+from fleet.presence.bridge import fleet_wide_agents
 from fleet.presence.switches import switches_view
 from fleet.repo.detail import repo_detail
 from fleet.views.digest import report
@@ -97,7 +98,7 @@ def repo_context(request: Request, idx: Index) -> dict:
 def agents_context(request: Request, idx: Index) -> dict:
     rows = presence(idx)
     return {"agents": rows, "collisions": collisions(rows), "freshness": freshness(idx),
-            "switches": switches_view()}
+            "switches": switches_view(), "fleet_wide": fleet_wide_agents(idx)}
 
 
 def digest_context(request: Request, idx: Index) -> dict:

@@ -58,6 +58,38 @@ def mcp_sessions(index, now: float | None = None, thresholds: Thresholds = DEFAU
             for a, r, s, v, p, t, at in rows]
 
 
+FLEET_WIDE = ""  # the `repo` of a call that named no repository (fleet.radar, fleet.search, operation.status)
+
+
+def _record_fleet_wide(index, agent_name: str | None, tool: str | None, now: float, session: str,
+                       client_version: str | None, client_pid: int | None, authenticated: bool) -> dict:
+    """An MCP client that used only fleet-wide tools is still an agent at work: one record (repo "") that
+    no repo's presence row reads, and that the agents page lists (`fleet_wide_agents`)."""
+    agent = agent_name if authenticated and agent_name else agent_id(agent_name)
+    row = {"agent": agent, "repo": FLEET_WIDE, "session": session, "tool": _clean_tool(tool), "at": now}
+    with index.write() as conn:
+        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, session, tool, files, at, client_version,"
+                     " client_pid) VALUES (?, ?, ?, ?, '[]', ?, ?, ?)",
+                     (agent, FLEET_WIDE, session, row["tool"], now, _clean_version(client_version), client_pid))
+    return row
+
+
+def fleet_wide_agents(index, now: float | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[dict]:
+    """The MCP clients seen within the recent window that called fleet-wide tools, newest first, one per
+    agent: `{agent, tool, last_activity, in_repos}` (`in_repos`: it also worked in some repo)."""
+    now = time.time() if now is None else now
+    rows = index.conn.execute("SELECT agent, max(at), repo FROM presence_mcp WHERE at >= ? GROUP BY agent, repo = ''",
+                              (now - thresholds.recent,)).fetchall()
+    in_repos = {agent for agent, _at, repo in rows if repo != FLEET_WIDE}
+    out = []
+    for agent, at, repo in sorted(rows, key=lambda r: -r[1]):
+        if repo == FLEET_WIDE:
+            tool = index.conn.execute("SELECT tool FROM presence_mcp WHERE agent = ? AND repo = '' ORDER BY at DESC"
+                                      " LIMIT 1", (agent,)).fetchone()[0]
+            out.append({"agent": agent, "tool": tool, "last_activity": iso(at), "in_repos": agent in in_repos})
+    return out
+
+
 def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: str | None,
                            files: Iterable[str] = (), *, now: float | None = None, session: str = "",
                            client_version: str | None = None, client_pid: int | None = None,
@@ -71,6 +103,8 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     FleetError(REPO_NOT_IN_FLEET) when the path is in no indexed repo.
     """
     now = time.time() if now is None else now
+    if repo_path == FLEET_WIDE:
+        return _record_fleet_wide(index, agent_name, tool, now, session, client_version, client_pid, authenticated)
     records = index.summaries()
     repo = RepoMap([r["path"] for r in records]).find(os.path.abspath(repo_path) if repo_path else None)
     if repo is None:
