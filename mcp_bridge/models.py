@@ -427,8 +427,11 @@ class ConflictRead(Capped):
 class AgentRow(Out):
     agent: str
     repo: str
+    session: str = ""
     repo_name: str | None
     state: str
+    waiting_since: str | None = None
+    waiting_kind: str | None = None
     sources: list[str]
     branch: str | None
     tool: str | None

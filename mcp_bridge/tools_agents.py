@@ -30,8 +30,12 @@ def mark_caller(rows: list[dict], sessions: list[dict], me: dict, my_agent: str 
     my_pids = set(me.get("pids") or [])
     my_key = f"s:{me.get('session')}"
     view = []
+    rowed = {(r["agent"], r["repo"], r.get("session") or "") for r in rows}
     for row in rows:
-        mine = [s for s in sessions if s["agent"] == row["agent"] and s["repo"] == row["repo"]]
+        session = row.get("session") or ""
+        mine = [s for s in sessions if s["agent"] == row["agent"] and s["repo"] == row["repo"] and (
+            f"mcp:{s['session']}" == session if session.startswith("mcp:")
+            else (row["agent"], row["repo"], f"mcp:{s['session']}") not in rowed)]  # a row of its own, or this one
         # one key per MCP session, plus each agent process no recorded session accounts for
         covered = {s["client_pid"] for s in mine if s["client_pid"]}
         procs = {p for p in row.get("pids") or [] if p not in covered}
@@ -54,8 +58,10 @@ def register(kit: Toolkit) -> None:
                                                    "stores) instead of reading the last stored view")] = True,
         limit: Annotated[int, Field(ge=1, le=1000)] = 200,
     ) -> dict:
-        """Other coding agents working, open or recently active in the fleet (or one repo): agent, state,
-        branch, last tool, repo-relative files, MCP client versions; plus collisions (two agents in one repo
+        """Other coding agents waiting on the person, working, open or recently active in the fleet (or one
+        repo), one row per session: agent, state (`waiting` with `waiting_since` and `waiting_kind`
+        permission|question|idle, from the agents' own hooks), branch, last tool, repo-relative files, MCP
+        client versions; plus collisions (two agents in one repo
         or on the same files). Your own row says `you` (found by your MCP session, not your name: another
         session of the same agent is someone else, counted in `other_sessions`). `switches` says which
         evidence the settings turned off. Never prompts, messages or file contents."""

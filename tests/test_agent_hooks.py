@@ -40,10 +40,10 @@ def test_install_merges_and_uninstall_restores_the_file_byte_for_byte(tmp_path: 
     assert made["changed"] and made["installed"]
     value = json.loads(settings.read_text())
     assert value["model"] == "opus" and value["permissions"] == OTHER["permissions"]
-    assert value["hooks"]["Stop"] == OTHER["hooks"]["Stop"]
-    event = next(iter(AGENTS[agent].events))
-    ours = [h for g in value["hooks"][event] for h in g["hooks"] if "fleet.agenthooks" in h["command"]]
-    assert len(ours) == 1 and ours[0]["type"] == "command" and agent in ours[0]["command"]
+    assert value["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]          # the person's own entry stays first
+    for event in AGENTS[agent].events:
+        ours = [h for g in value["hooks"][event] for h in g["hooks"] if "fleet.agenthooks" in h["command"]]
+        assert len(ours) == 1 and ours[0]["type"] == "command" and agent in ours[0]["command"], event
     if event == "PreToolUse":
         assert value["hooks"]["PreToolUse"][0] == OTHER["hooks"]["PreToolUse"][0]
     assert install(agent, tmp_path / "fleet.db", None, env)["changed"] is False       # idempotent
@@ -58,7 +58,8 @@ def test_install_into_no_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     install("claude-code", tmp_path / "fleet.db", None, env)
     assert settings.exists()
     listed = {a["agent"]: a for a in status(tmp_path / "fleet.db", env)["agents"]}
-    assert listed["claude-code"]["installed"] and listed["claude-code"]["events"] == ["PreToolUse"]
+    assert listed["claude-code"]["installed"] and listed["claude-code"]["events"] == [
+        "PreToolUse", "UserPromptSubmit", "Notification", "PermissionRequest", "Stop", "SessionStart", "SessionEnd"]
     assert not listed["codex"]["installed"]
     uninstall("claude-code", tmp_path / "fleet.db", env)
     assert not settings.exists()

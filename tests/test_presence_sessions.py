@@ -45,11 +45,14 @@ def test_a_second_session_of_the_same_agent_is_not_you(small):
         assert {r[3] for r in records} == {os.getpid()}  # on stdio: the client process (here, this test)
         for session in (first, second):
             data = session.call_tool("agents.presence", {"repo": "alpha", "refresh": False})["result"]
-            (row,) = data["structuredContent"]["agents"]
-            assert row["agent"] == "raw-test" and row["same_agent_as_caller"] is True
-            assert row["you"] is True and row["other_sessions"] == 1  # the other session is someone else
-            assert sorted(c["you"] for c in row["mcp_clients"]) == [False, True]
+            rows = data["structuredContent"]["agents"]      # two sessions of one agent: two rows
+            assert len(rows) == 2 and {r["agent"] for r in rows} == {"raw-test"}
+            assert all(r["same_agent_as_caller"] for r in rows) and len({r["session"] for r in rows}) == 2
+            assert sorted(r["you"] for r in rows) == [False, True]   # the other session is someone else
+            assert all(len(r["mcp_clients"]) == 1 for r in rows)
             assert data["structuredContent"]["caller"]["client_version"] == "0"
+            refreshed = session.call_tool("agents.presence", {"repo": "alpha"})["result"]["structuredContent"]
+            assert sorted(r["you"] for r in refreshed["agents"]) == [False, True]
 
 
 def test_recording_off_means_nothing_written_or_read(small):

@@ -33,7 +33,7 @@ class AgentHooks:
 
     name: str
     settings: Callable[[Mapping[str, str]], Path]
-    events: dict[str, str]              # event -> matcher (the tools whose calls fleetdeck sees first)
+    events: dict[str, str | None]       # event -> matcher (the tools, or notification types), None: every one
     timeout: int                        # in the agent's own unit
     named: bool = False                 # the agent's entries carry a `name`
     note: str = ""
@@ -50,16 +50,20 @@ AGENTS: dict[str, AgentHooks] = {
         "claude-code",
         lambda env: Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json" if env.get("CLAUDE_CONFIG_DIR")
         else _home(env) / ".claude" / "settings.json",
-        {"PreToolUse": "Bash|Edit|Write|MultiEdit|NotebookEdit"}, 10),
+        {"PreToolUse": "Bash|Edit|Write|MultiEdit|NotebookEdit|AskUserQuestion", "UserPromptSubmit": None,
+         "Notification": "permission_prompt|idle_prompt|elicitation_dialog", "PermissionRequest": None,
+         "Stop": None, "SessionStart": None, "SessionEnd": None}, 10),
     "gemini-cli": AgentHooks(
         "gemini-cli", lambda env: _home(env) / ".gemini" / "settings.json",
-        {"BeforeTool": "run_shell_command|write_file|replace"}, 10_000, named=True,
+        {"BeforeTool": "run_shell_command|write_file|replace", "BeforeAgent": None, "Notification": None,
+         "AfterAgent": None, "SessionStart": None, "SessionEnd": None}, 10_000, named=True,
         note="Gemini CLI has no `ask` answer: with guard = \"ask\" a destructive command is denied with the reason"),
     "codex": AgentHooks(
         "codex",
         lambda env: Path(env["CODEX_HOME"]) / "hooks.json" if env.get("CODEX_HOME")
         else _home(env) / ".codex" / "hooks.json",
-        {"PreToolUse": "Bash|apply_patch"}, 10,
+        {"PreToolUse": "Bash|apply_patch", "UserPromptSubmit": None, "PermissionRequest": None, "Stop": None,
+         "SessionStart": None}, 10,
         note="Codex before 0.124 reads hooks.json only with `[features] codex_hooks = true` in config.toml; "
              "with guard = \"ask\" a destructive command is denied with the reason"),
 }
@@ -154,17 +158,21 @@ def install(agent: str, db_path: str | os.PathLike[str], db_option: str | None,
     spec = _agent(agent)
     path = spec.settings(os.environ if env is None else env)
     original, value = _read(path)
-    if _present(value, spec):
+    present = _present(value, spec)
+    missing = [event for event in spec.events if event not in present]
+    if not missing:
         return {"agent": agent, "settings": str(path), "installed": True, "changed": False, "note": spec.note}
     command = hook_command(agent, db_option)
     hooks = value.setdefault("hooks", {})
-    for event, matcher in spec.events.items():
+    for event in missing:               # an older install (PreToolUse only) gains the events it lacks
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise FleetError("BAD_ARGUMENT", f"{path}: hooks.{event} is not a list; nothing was changed")
-        groups.append({"matcher": matcher, "hooks": [spec.entry(command)]})
+        matcher = spec.events[event]
+        groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [spec.entry(command)]})
     state = _state(db_path)
-    state[str(path)] = {"agent": agent, "original": None if original is None else original.decode("utf-8")}
+    if not present:                     # what was there before fleetdeck's first entry
+        state[str(path)] = {"agent": agent, "original": None if original is None else original.decode("utf-8")}
     _save_state(db_path, state)
     _write(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
     return {"agent": agent, "settings": str(path), "installed": True, "changed": True, "note": spec.note}

@@ -1,5 +1,6 @@
-"""The hook command agents run before a tool call (`python -m fleet.agenthooks AGENT`): it snapshots the
-repository at the hook's `cwd` and answers in the agent's own protocol.
+"""The hook command agents run (`python -m fleet.agenthooks AGENT`): before a tool call it snapshots the
+repository at the hook's `cwd` and answers in the agent's own protocol; on every event it records the
+session's presence (working, waiting on the person, ended: fleet/presence/hooks.py).
 
 It never breaks the agent: whatever fails (no index, a folder outside the fleet, a broken repository, a
 slow disk) prints one line to stderr and lets the tool call through, within DEADLINE seconds — the snapshot
@@ -19,6 +20,7 @@ from typing import IO
 
 from fleet.agenthooks.guard import Danger, dangers
 from fleet.index.store import default_db_path, open_index
+from fleet.presence.hooks import event_state, record_hook_event
 from fleet.repo.target import resolve_target
 from fleet.snapshot.compare import EMPTY_TREE, raw_diff
 from fleet.snapshot.config import snapshot_settings
@@ -30,6 +32,8 @@ DEADLINE = 8.0
 MAX_INPUT = 1024 * 1024
 MAX_COMMAND = 500
 ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny"}
+TOOL_EVENTS = ("PreToolUse", "BeforeTool")
+QUESTION_TOOLS = ("AskUserQuestion",)     # asks the person, changes nothing: no snapshot
 
 
 def _command_of(payload: dict) -> str | None:
@@ -94,6 +98,18 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
     return "allow", None, snapshot
 
 
+def handle(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
+    """Record the session's presence, then (before a tool call that may change files) `decide`."""
+    event = payload.get("hook_event_name", "PreToolUse")
+    cwd = payload.get("cwd")
+    if event_state(agent, payload) is not None and db_path.exists() and isinstance(cwd, str) and os.path.isabs(cwd):
+        with open_index(db_path) as index:
+            record_hook_event(index, agent, payload)
+    if event not in TOOL_EVENTS or payload.get("tool_name") in QUESTION_TOOLS:
+        return "allow", None, None
+    return decide(agent, payload, db_path)
+
+
 def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
     """The agent's protocol: nothing (or `{}` for Gemini CLI) lets the call through."""
     if verdict == "allow":
@@ -122,7 +138,7 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
             payload = json.loads(stdin.read(MAX_INPUT + 1)[:MAX_INPUT] or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("the hook's input is not a JSON object")
-            result["verdict"] = decide(agent, payload, Path(db) if db else default_db_path())
+            result["verdict"] = handle(agent, payload, Path(db) if db else default_db_path())
         except Exception as exc:        # never break the agent: say it, allow
             result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
 

@@ -231,3 +231,18 @@ def m012_agent_identity(db: Database) -> None:
     db.execute("UPDATE proposals SET agent_declared = agent, agent_authenticated = (agent = 'person'), "
                "identity = CASE WHEN agent = 'person' THEN agent ELSE 'unknown' END")
     table.create_index(["identity", "status"])
+
+
+@migrations()
+def m013_presence_sessions(db: Database) -> None:
+    """Presence rows per (agent, repo, session), with the waiting state the agents' own hooks report
+    (`presence_hooks`: one record per hook session, kept across refreshes, fleet/presence/hooks.py)."""
+    table = db["presence"]
+    table.add_column("session", str, not_null_default="")
+    table.add_column("waiting_since", str)
+    table.add_column("waiting_kind", str)
+    table.transform(pk=("agent", "repo", "session"))
+    db["presence_hooks"].create({
+        "agent": str, "repo": str, "session": str, "state": str, "waiting_kind": str, "waiting_since": float,
+        "left_waiting_at": float, "tool": str, "at": float,
+    }, pk=("agent", "repo", "session"), not_null={"agent", "repo", "session", "state", "at"})

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (

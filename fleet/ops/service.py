@@ -57,13 +57,19 @@ def _check_key(key: object) -> str | None:
     return key
 
 
-def _other_agents(index: Index, repo: str, agent: str, paths: list[str]) -> list[dict]:
+def _other_agents(index: Index, repo: str, agent: str, paths: list[str], session: str | None = None) -> list[dict]:
+    """Every presence row in `repo` but the proposer's own session (its MCP session's row, else its agent's
+    newest row: the call just made it so): another session of the same agent is another agent here."""
     from fleet.presence.store import read_rows
 
     touched = set(paths)
     out = []
-    for row in read_rows(index, repo):
-        if row["agent"] == agent:
+    rows = read_rows(index, repo)
+    mine = [r for r in rows if r["agent"] == agent]
+    own = next((r for r in mine if session and r.get("session") == f"mcp:{session}"), None) or max(
+        mine, key=lambda r: r["last_activity"] or "", default=None)
+    for row in rows:
+        if row is own:
             continue
         files = row.get("files") or []
         overlap = sorted(f for f in files if f in touched or any(f.startswith(p.rstrip("/") + "/") for p in touched))
@@ -184,7 +190,7 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     else:
         decision = _without_repo_code(evaluate(policy, agent, subjects, plan.deferred), op, plan.args, code)
     preview = {"op": op, "risk": risk, "destructive": info.destructive, "undoable": info.undoable,
-               **plan.preview, "other_agents": _other_agents(index, found.path, agent, plan.policy_paths),
+               **plan.preview, "other_agents": _other_agents(index, found.path, agent, plan.policy_paths, session),
                "repo_code": code, "policy": decision.as_dict()}
     if decision.action == "deny":
         raise FleetError("POLICY_DENIED", f"the policy refuses this {op}: {decision.why}")

@@ -15,7 +15,7 @@ from typing import Iterable
 from fleet.errors import FleetError
 from fleet.repo.record import iso
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, RepoMap, Sighting, Thresholds, relative_files
-from fleet.presence.store import read_row, upsert_row
+from fleet.presence.store import read_agent_rows, upsert_row
 
 ALIASES = {
     "claude": "claude-code", "claude-code": "claude-code", "codex": "codex", "gemini": "gemini",
@@ -120,8 +120,9 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
                      " client_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (agent, repo, session, tool, json.dumps((touched + kept)[:MAX_FILES]), now,
                       _clean_version(client_version), client_pid))
-        row = read_row(conn, agent, repo) or {"agent": agent, "repo": repo, "sources": [], "files": [], "pids": [],
-                                             "pid": None, "branch": None}
+        row = _row_for(read_agent_rows(conn, agent, repo), f"mcp:{session}") or {
+            "agent": agent, "repo": repo, "session": f"mcp:{session}", "sources": [], "files": [], "pids": [],
+            "pid": None, "branch": None}
         row.update({
             "repo_id": record.get("id"), "repo_name": record.get("name"), "state": "working",
             "sources": sorted(set(row["sources"]) | {"mcp"}), "tool": tool or row.get("tool"),
@@ -133,16 +134,23 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     return row
 
 
+def _row_for(rows: list[dict], session: str) -> dict | None:
+    """The presence row an MCP call updates: the newest of the agent's own sessions there (its hooks or
+    session files name them), else this MCP session's row (fleet.presence.merge folds them the same way)."""
+    own = [r for r in rows if r["session"] and not r["session"].startswith("mcp:")]
+    return own[0] if own else next((r for r in rows if r["session"] == session), None)
+
+
 def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
     """What the bridge recorded within the recent window, as sightings; older evidence is deleted."""
     cutoff = now - thresholds.recent
     with index.write() as conn:
         conn.execute("DELETE FROM presence_mcp WHERE at < ?", (cutoff,))
-        rows = conn.execute("SELECT agent, repo, tool, files, at FROM presence_mcp").fetchall()
+        rows = conn.execute("SELECT agent, repo, session, tool, files, at FROM presence_mcp").fetchall()
     known = RepoMap.of(repos)
     return [Sighting(agent=agent, repo=repo, source="mcp", last_activity=min(at, now), tool=tool,
-                     files=tuple(_json_list(files)))
-            for agent, repo, tool, files, at in rows if known.find(repo) == repo]
+                     files=tuple(_json_list(files)), session=f"mcp:{session}")
+            for agent, repo, session, tool, files, at in rows if known.find(repo) == repo]
 
 
 def _json_list(text: str | None) -> list[str]:

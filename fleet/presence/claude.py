@@ -70,8 +70,8 @@ def parse_transcript(path: Path) -> Activity:
 
 
 def transcript_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]], repo_map: RepoMap,
-                         now: float) -> list[Sighting]:
-    return session_sightings(agent, files, parse_transcript, repo_map, now)
+                         now: float, named: bool = False) -> list[Sighting]:
+    return session_sightings(agent, files, parse_transcript, repo_map, now, named)
 
 
 def _status_sighting(path: Path, repo_map: RepoMap, now: float, proc_root: Path) -> Sighting | None:
@@ -98,8 +98,10 @@ def _status_sighting(path: Path, repo_map: RepoMap, now: float, proc_root: Path)
             at = path.stat().st_mtime
         except OSError:
             return None
+    session = doc.get("sessionId")
     return Sighting(agent="claude-code", repo=repo, source="session", last_activity=min(at, now), pid=pid,
-                    alive=True, busy=status == "busy", idle=status == "idle")
+                    alive=True, busy=status == "busy", idle=status == "idle",
+                    session=session if isinstance(session, str) and len(session) <= 128 else "")
 
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
@@ -108,7 +110,7 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
     repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = transcript_sightings("claude-code", recent_files(root / "projects", "*/*.jsonl", cutoff),
-                               repo_map, now)
+                               repo_map, now, named=True)
     try:
         status_files = [p for p in (root / "sessions").iterdir() if p.suffix == ".json" and p.stem.isdigit()]
     except OSError:

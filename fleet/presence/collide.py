@@ -1,8 +1,8 @@
 """Collisions between agents: two or more agents working or open in one repo, or touching overlapping files.
 
 Pure functions over presence rows, so the radar, the dashboard and the MCP bridge all flag the same things.
-Two processes of the same agent in one repo (two Claude sessions) are two agents: they are named
-`agent#pid`.
+Two sessions or processes of the same agent in one repo are two agents: they are named `agent#session`
+(or `agent#pid`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import combinations
 
-LIVE = ("working", "open")
+LIVE = ("waiting", "working", "open")
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -18,9 +18,14 @@ def _overlaps(a: str, b: str) -> bool:
     return a == b or b.startswith(a.rstrip("/") + "/") or a.startswith(b.rstrip("/") + "/")
 
 
-def _actors(row: dict) -> list[str]:
+def _actors(row: dict, several: bool = False) -> list[str]:
+    """The row's agent; with several sessions of it in the repo, `agent#session` (or `#pid` per process)."""
     pids = row.get("pids") or []
-    return [f"{row['agent']}#{pid}" for pid in pids] if len(pids) > 1 else [row["agent"]]
+    if len(pids) > 1:
+        return [f"{row['agent']}#{pid}" for pid in pids]
+    if several:
+        return [f"{row['agent']}#{(row.get('session') or '').removeprefix('mcp:')[:8] or row.get('pid') or '?'}"]
+    return [row["agent"]]
 
 
 def collisions(presence_rows: list[dict]) -> list[dict]:
@@ -34,16 +39,18 @@ def collisions(presence_rows: list[dict]) -> list[dict]:
         by_repo[row["repo"]].append(row)
     items = []
     for repo, rows in sorted(by_repo.items()):
-        live = [actor for row in rows if row.get("state") in LIVE for actor in _actors(row)]
+        count = defaultdict(int)
+        for row in rows:
+            count[row["agent"]] += 1
+        name = {id(row): _actors(row, count[row["agent"]] > 1) for row in rows}
+        live = [actor for row in rows if row.get("state") in LIVE for actor in name[id(row)]]
         paths: set[str] = set()
         overlapping: set[str] = set()
-        for a, b in combinations(rows, 2):
-            if a["agent"] == b["agent"]:
-                continue
+        for a, b in combinations(rows, 2):     # two sessions of one agent are two agents here too
             hits = {p for x in a.get("files") or [] for y in b.get("files") or [] if _overlaps(x, y) for p in (x, y)}
             if hits:
                 paths |= hits
-                overlapping |= {a["agent"], b["agent"]}
+                overlapping |= {name[id(a)][0], name[id(b)][0]}
         if paths:
             agents = sorted(overlapping)
             items.append({

@@ -43,6 +43,10 @@ class Sighting:
     alive: bool = False              # a live agent process is known to be in the repo
     busy: bool = False               # positive evidence of work right now (busy status, fresh child, running tool)
     idle: bool = False               # the agent's turn is known to be finished
+    session: str = ""                # the agent's own session id (hook, session file) or `mcp:<id>`
+    waiting_kind: str | None = None  # the agent is blocked on the person: permission | question | idle
+    waiting_since: float | None = None
+    ended: bool = False              # the agent's hook said the session ended
 
 
 @dataclass
@@ -57,10 +61,11 @@ class Activity:
     busy: bool = False
     at: float | None = None
 
-    def sighting(self, agent: str, repo: str, mtime: float, now: float) -> "Sighting":
+    def sighting(self, agent: str, repo: str, mtime: float, now: float, session: str = "") -> "Sighting":
         """This session file's evidence about `repo` (times in the future are clamped to `now`)."""
         return Sighting(agent=agent, repo=repo, source="session", last_activity=min(mtime, now), branch=self.branch,
-                        tool=self.tool, files=relative_files(repo, self.cwd, self.files), idle=self.idle)
+                        tool=self.tool, files=relative_files(repo, self.cwd, self.files), idle=self.idle,
+                        session=session)
 
     def note_tool(self, name: str, args: object, keys: Iterable[str]) -> None:
         """Remember the newest tool name and the file paths its arguments name under `keys`."""
@@ -137,15 +142,17 @@ class RepoMap:
 
 
 def session_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]],
-                      parse: Callable[[Path], Activity], repo_map: RepoMap, now: float) -> list[Sighting]:
+                      parse: Callable[[Path], Activity], repo_map: RepoMap, now: float,
+                      named: bool = False) -> list[Sighting]:
     """One sighting per session file whose working directory is inside a fleet repo (parses are cached by
-    path, mtime and size, so an unchanged file is never read twice)."""
+    path, mtime and size, so an unchanged file is never read twice). `named`: the file's stem is the agent's
+    session id (Claude Code's transcripts are `<session_id>.jsonl`, the id its hooks carry)."""
     out = []
     for path, st in files:
         act = CACHE.get(path, st, parse)
         repo = repo_map.find(act.cwd)
         if repo is not None:
-            out.append(act.sighting(agent, repo, st.st_mtime, now))
+            out.append(act.sighting(agent, repo, st.st_mtime, now, path.stem if named else ""))
     return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from fleet.presence import (amp, bridge, claude, cline, codex, continuedev, copilot, cursor, editors, gemini,
-                            goose, opencode, procs, qwen, traces)
+                            goose, hooks, opencode, procs, qwen, traces)
 from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
 from fleet.presence.store import read_rows, replace_rows
@@ -68,6 +68,7 @@ def refresh_presence(index, now: float | None = None, home: Path | str | None = 
                        None if switches["read_agent_sessions"] else PROCESS_ONLY)
     if switches["record_mcp_clients"]:
         found += bridge.sightings(index, repos, now, thresholds)
+    found += hooks.sightings(index, repos, now, thresholds)
     rows = merge(found, now, thresholds)
     for row in rows:
         record = records[row["repo"]]

@@ -1,4 +1,5 @@
-"""Presence in the index: the merged rows (`presence`) and what the MCP bridge heard (`presence_mcp`).
+"""Presence in the index: the merged rows (`presence`), what the MCP bridge heard (`presence_mcp`) and what
+the agents' own hooks said (`presence_hooks`, fleet/presence/hooks.py).
 
 Tables are created by migration `m002_presence` in `fleet/schema.py`. Refreshes replace the `presence` rows
 wholesale; `presence_mcp` rows are the bridge's own evidence and survive refreshes until they age out. Only
@@ -13,13 +14,14 @@ import sqlite3
 
 from fleet.presence.merge import STATE_ORDER
 
-PRESENCE_COLUMNS = ("agent", "repo", "repo_id", "repo_name", "state", "sources", "branch", "tool", "files",
-                    "pid", "pids", "last_activity", "refreshed_at")
+PRESENCE_COLUMNS = ("agent", "repo", "session", "repo_id", "repo_name", "state", "waiting_since", "waiting_kind",
+                    "sources", "branch", "tool", "files", "pid", "pids", "last_activity", "refreshed_at")
 _JSON_COLUMNS = ("sources", "files", "pids")
 
 
 def _encode(row: dict) -> tuple:
-    return tuple(json.dumps(row.get(c) or []) if c in _JSON_COLUMNS else row.get(c) for c in PRESENCE_COLUMNS)
+    return tuple(json.dumps(row.get(c) or []) if c in _JSON_COLUMNS else row.get("session") or "" if c == "session"
+                 else row.get(c) for c in PRESENCE_COLUMNS)
 
 
 def _decode(row: dict) -> dict:
@@ -57,7 +59,9 @@ def read_rows(index, repo: str | None = None) -> list[dict]:
     return rows
 
 
-def read_row(conn: sqlite3.Connection, agent: str, repo: str) -> dict | None:
-    cur = conn.execute("SELECT * FROM presence WHERE agent = ? AND repo = ?", (agent, repo))
-    found = cur.fetchone()
-    return _decode(dict(zip([d[0] for d in cur.description], found))) if found else None
+def read_agent_rows(conn: sqlite3.Connection, agent: str, repo: str) -> list[dict]:
+    """The rows of one agent in one repo (one per session), newest first."""
+    cur = conn.execute("SELECT * FROM presence WHERE agent = ? AND repo = ? ORDER BY last_activity DESC",
+                       (agent, repo))
+    names = [d[0] for d in cur.description]
+    return [_decode(dict(zip(names, r))) for r in cur.fetchall()]

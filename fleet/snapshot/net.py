@@ -37,7 +37,7 @@ SWEEP_EVERY_S = 60.0
 TICK_EVERY_S = 0.5
 PRUNE_ALL_EVERY_S = 3600.0
 WATCH_BUDGET = 20_000       # folders watched for live edits, fleet-wide
-PRESENT = ("working", "open")
+PRESENT = ("waiting", "working", "open")
 
 
 def _ignored_dirs(path: str) -> set[str]:

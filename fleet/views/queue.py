@@ -19,7 +19,7 @@ from fleet.views.records import RadarEntry, RadarView
 
 PER_PAGE = 100
 MAX_PER_PAGE = 500
-LIVE_AGENT_STATES = ("working", "open")
+LIVE_AGENT_STATES = ("waiting", "working", "open")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,141 @@
+"""The agents' own hooks drive presence: real hook JSON fed to the real hook command (a subprocess) makes a
+session `waiting` (permission, question, idle), `working` or ended, one row per session, never keeping a
+prompt, a message or a tool's input; a flapping session keeps its first `waiting_since`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.index.store import open_index
+from fleet.ops.service import _other_agents
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import git, init_repo, write
+
+SECRET = "hunter2-do-not-keep"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    root = tmp_path / "fleet"
+    repo = init_repo(root / "api")
+    write(repo / "app.py", "x = 1\n")
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-q", "-m", "app")
+    db = tmp_path / "fleet.db"
+    env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"), HOME=str(tmp_path / "home"))
+    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=env, check=True, capture_output=True)
+    return repo, db, env
+
+
+def hook(agent: str, db: Path, env: dict[str, str], repo: Path, event: str, session: str = "s1", **extra) -> str:
+    payload = {"session_id": session, "transcript_path": "/dev/null", "cwd": str(repo), "hook_event_name": event,
+               **extra}
+    done = subprocess.run([sys.executable, "-m", "fleet.agenthooks", agent, "--db", str(db)],
+                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+def presence(db: Path, env: dict[str, str]) -> list[dict]:
+    """`fleetdeck presence --json` (it refreshes: the hooks' evidence must survive a refresh)."""
+    out = subprocess.run(fleetdeck_argv("--db", str(db), "presence", "--json"), env=env, capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)["agents"]
+
+
+def test_claude_code_events_drive_the_state(fleet) -> None:
+    repo, db, env = fleet
+    assert hook("claude-code", db, env, repo, "SessionStart", source="startup") == ""
+    assert [(r["agent"], r["state"], r["session"]) for r in presence(db, env)] == [("claude-code", "open", "s1")]
+    hook("claude-code", db, env, repo, "Notification", notification_type="permission_prompt",
+         message=f"Claude needs your permission to use Bash {SECRET}")
+    (row,) = presence(db, env)
+    assert row["state"] == "waiting" and row["waiting_kind"] == "permission" and row["waiting_since"]
+    hook("claude-code", db, env, repo, "UserPromptSubmit", prompt=f"deploy with password {SECRET}")
+    (row,) = presence(db, env)
+    assert row["state"] == "working" and row["waiting_since"] is None and row["waiting_kind"] is None
+    hook("claude-code", db, env, repo, "PreToolUse", tool_name="AskUserQuestion",
+         tool_input={"questions": [{"question": f"which {SECRET}?"}]})
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"], row["tool"]) == ("waiting", "question", "AskUserQuestion")
+    hook("claude-code", db, env, repo, "Stop", stop_hook_active=False)
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"]) == ("waiting", "idle")
+    hook("claude-code", db, env, repo, "Notification", notification_type="idle_prompt",
+         message="Claude is waiting for your input")
+    (again,) = presence(db, env)
+    assert again["waiting_since"] == row["waiting_since"]          # the idle reminder is the same wait
+    hook("claude-code", db, env, repo, "PermissionRequest", tool_name="Bash", tool_input={"command": SECRET})
+    assert presence(db, env)[0]["waiting_kind"] == "permission"
+    hook("claude-code", db, env, repo, "SessionEnd", reason="exit")
+    assert [r["state"] for r in presence(db, env)] == ["recent"]
+    assert SECRET.encode() not in db.read_bytes()                  # no prompt, message or tool input kept
+    for wal in db.parent.glob(db.name + "-*"):
+        assert SECRET.encode() not in wal.read_bytes()
+
+
+def test_two_sessions_of_one_agent_are_two_rows(fleet) -> None:
+    repo, db, env = fleet
+    hook("claude-code", db, env, repo, "PermissionRequest", session="aaa", tool_name="Bash")
+    time.sleep(1.1)                                               # bbb is the newer one: the proposer below
+    hook("claude-code", db, env, repo, "UserPromptSubmit", session="bbb", prompt="x")
+    rows = {r["session"]: r for r in presence(db, env)}
+    assert set(rows) == {"aaa", "bbb"} and rows["aaa"]["state"] == "waiting" and rows["bbb"]["state"] == "working"
+    with open_index(db) as index:   # a proposal by one session warns of the other, counted
+        others = _other_agents(index, str(repo), "claude-code", ["app.py"])
+    assert [(o["agent"], o["state"]) for o in others] == [("claude-code", "waiting")]
+
+
+def stored(db: Path) -> list[dict]:
+    """The presence rows as the hook wrote them (no refresh)."""
+    from fleet.presence import presence as read
+
+    with open_index(db) as index:
+        return read(index)
+
+
+def test_flapping_keeps_the_first_wait(fleet) -> None:
+    repo, db, env = fleet
+    hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
+    first = stored(db)[0]
+    hook("codex", db, env, repo, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
+    assert stored(db)[0]["state"] == "working"
+    time.sleep(1.1)                                               # iso times have whole seconds
+    hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
+    back = presence(db, env)[0]
+    assert back["state"] == "waiting" and back["waiting_since"] == first["waiting_since"]
+    hook("codex", db, env, repo, "UserPromptSubmit", prompt="go on")
+    time.sleep(5.5)                                               # longer than FLAP_S: a new wait
+    hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
+    assert stored(db)[0]["waiting_since"] > first["waiting_since"]
+
+
+def test_codex_and_gemini_events(fleet) -> None:
+    repo, db, env = fleet
+    hook("codex", db, env, repo, "SessionStart", session="c1", source="startup")
+    hook("codex", db, env, repo, "Stop", session="c1", last_assistant_message=SECRET)
+    assert hook("gemini-cli", db, env, repo, "Notification", session="g1", notification_type="ToolPermission",
+                message=SECRET, details={"command": SECRET}).strip() == "{}"
+    rows = {r["agent"]: r for r in presence(db, env)}
+    assert (rows["codex"]["state"], rows["codex"]["waiting_kind"]) == ("waiting", "idle")
+    assert (rows["gemini"]["state"], rows["gemini"]["waiting_kind"]) == ("waiting", "permission")
+    assert hook("gemini-cli", db, env, repo, "BeforeAgent", session="g1", prompt=SECRET).strip() == "{}"
+    assert {r["agent"]: r["state"] for r in presence(db, env)}["gemini"] == "working"
+    hook("gemini-cli", db, env, repo, "AfterAgent", session="g1", prompt_response=SECRET)
+    assert {r["agent"]: r["waiting_kind"] for r in presence(db, env)}["gemini"] == "idle"
+    hook("gemini-cli", db, env, repo, "SessionEnd", session="g1", reason="exit")
+    assert {r["agent"]: r["state"] for r in presence(db, env)}["gemini"] == "recent"
+    assert SECRET.encode() not in db.read_bytes()
+
+
+def test_a_hook_outside_the_fleet_records_nothing(fleet, tmp_path: Path) -> None:
+    _, db, env = fleet
+    elsewhere = init_repo(tmp_path / "elsewhere")
+    hook("claude-code", db, env, elsewhere, "PermissionRequest", tool_name="Bash")
+    assert presence(db, env) == []
