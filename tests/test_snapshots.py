@@ -376,3 +376,25 @@ def test_restore_never_overwrites_a_file_the_present_snapshot_could_not_keep(wor
     write(work / "src" / "a.py", "changed again\n")
     restore(tree_of(work), db_path, first["id"], paths=["src"])   # other paths still restore
     assert (work / "src" / "a.py").read_text() == "a = 2  # unstaged\n"
+
+
+def test_thinning_a_store_changes_nothing_in_the_repository(tmp_path: Path, db_path: Path) -> None:
+    """Pruning runs `git gc` in the shadow store with the repository's objects as an alternate: the
+    repository's `.git` (objects, packs, every mtime) stays as it was, hostile config and all."""
+    from fleet.snapshot.retention import prune_store
+    from fleet.snapshot.shadow import store_for
+
+    marker = tmp_path / "marker"
+    repo = hostile_repo(tmp_path, "evil", marker)
+    git(repo, "gc", "-q")                              # a pack in the repository too (its hooks fire: not ours)
+    shutil.rmtree(marker, ignore_errors=True)
+    tree = tree_of(repo)
+    for i in range(6):
+        write(repo / "work.txt", f"version {i}\n")
+        take(tree, db_path, "manual", now=1_700_000_000 + i)
+    age_git_dir(repo)
+    before = disk_state(repo)
+    thin = {"keep_all_hours": 0, "hourly_days": 0, "daily_days": 0, "repo_budget_bytes": 1 << 40}
+    assert prune_store(store_for(tree, db_path), thin, 1_800_000_000)["dropped"] == 5
+    assert snapshot_diff(before, disk_state(repo)) == []
+    assert fired(marker) == []
