@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.snapshot.objects import object_id
 from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree, open_shadow, snapshots_root
 from fleet.snapshot.take import take
@@ -398,3 +399,29 @@ def test_thinning_a_store_changes_nothing_in_the_repository(tmp_path: Path, db_p
     assert prune_store(store_for(tree, db_path), thin, 1_800_000_000)["dropped"] == 5
     assert snapshot_diff(before, disk_state(repo)) == []
     assert fired(marker) == []
+
+
+@pytest.mark.parametrize("untracked", ["all", "no"])
+def test_a_tracked_folder_swapped_for_a_link_out_of_the_tree_is_never_read(tmp_path: Path, db_path: Path,
+                                                                           untracked: str) -> None:
+    """A sandboxed agent that may write its repository but not read ~/.ssh commits `keys/id_rsa`, swaps
+    `keys` for a link to ~/.ssh and asks for a snapshot and its diff: git sees `keys/id_rsa` deleted (a link
+    on its way); the snapshot must not read the file the link leads to."""
+    secret_dir = tmp_path / "dot-ssh"
+    secret_dir.mkdir()
+    (secret_dir / "id_rsa").write_text("PRIVATE KEY\n")
+    repo = init_repo(tmp_path / "app")
+    write(repo / "keys" / "id_rsa", "placeholder\n")
+    if untracked == "no":                             # a dotfiles-style repository: untracked files not listed
+        git(repo, "config", "status.showUntrackedFiles", "no")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "keys")
+    first = take(tree_of(repo), db_path, "manual")
+    shutil.rmtree(repo / "keys")
+    os.symlink(secret_dir, repo / "keys")
+    made = take(tree_of(repo), db_path, "manual")
+    text = diff(tree_of(repo), db_path, first["id"], made["id"])
+    assert "PRIVATE KEY" not in text
+    shadow = open_shadow(snapshots_root(db_path), str(repo), str(repo / ".git" / "objects"), create=False)
+    secret = object_id(b"blob", b"PRIVATE KEY\n")
+    assert not (shadow.objects / secret[:2] / secret[2:]).exists()

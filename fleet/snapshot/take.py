@@ -64,6 +64,7 @@ class _Scan:
     unmerged: bool = False
     seen: dict = field(default_factory=dict)      # the stat cache: path -> [ino, size, mtime_ns, ctime_ns, sha]
     known: dict = field(default_factory=dict)     # the last snapshot's cache
+    folders: dict = field(default_factory=dict)   # path -> whether it is a real folder (not a link)
 
 
 def valid_trigger(trigger: str) -> str:
@@ -197,6 +198,8 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
     path = os.path.join(os.fsencode(tree.path), rel)
     name = os.fsdecode(rel)
     try:
+        if _behind_link(os.fsencode(tree.path), rel, scan.folders):
+            raise FileNotFoundError(path)
         st = os.lstat(path)
     except FileNotFoundError:
         scan.lines.append(b"0 " + ZERO.encode() + b"\t" + rel)
@@ -219,7 +222,7 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
             scan.lines.append(mode + b" " + cached[4].encode() + b"\t" + rel)
             scan.files += 1
             return
-        body = _read_regular(path, max_bytes)
+        body = _read_regular(os.fsencode(tree.path), rel, max_bytes)
         if body is None:
             _skip(scan, name, "changed while it was read")
             return
@@ -237,12 +240,42 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
     scan.files += 1
 
 
-def _read_regular(path: bytes, max_bytes: int) -> bytes | None:
-    """A regular file's bytes, never following a link swapped in after the lstat, never blocking on a FIFO."""
+def _behind_link(root: bytes, rel: bytes, folders: dict) -> bool:
+    """Whether a folder on the way to `rel` is a link or no folder: git sees the path as gone, and what the
+    link leads to (outside the tree, perhaps) is never read."""
+    path = root
+    for part in rel.split(b"/")[:-1]:
+        path = os.path.join(path, part)
+        real = folders.get(path)
+        if real is None:
+            try:
+                real = folders[path] = stat.S_ISDIR(os.lstat(path).st_mode)
+            except OSError:
+                real = folders[path] = False
+        if not real:
+            return True
+    return False
+
+
+def _read_regular(root: bytes, rel: bytes, max_bytes: int) -> bytes | None:
+    """A regular file's bytes, never following a link swapped in after the lstat (for the file or any folder
+    on its way: each is opened below the one before with O_NOFOLLOW), never blocking on a FIFO."""
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    *folders, name = rel.split(b"/")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | cloexec)
     except OSError:
         return None
+    try:
+        for part in folders:
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec, dir_fd=parent)
+            os.close(parent)
+            parent = below
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | cloexec, dir_fd=parent)
+    except OSError:
+        return None
+    finally:
+        os.close(parent)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
