@@ -134,13 +134,49 @@ def short_ref(ref: str) -> str:
 
 def capped_diff(repo: str, command: list[str]) -> dict:
     """A patch from diff plumbing (`diff-files`, `diff-index`, `diff-tree`: porcelain `git diff` would refresh
-    and rewrite .git/index), as text cut at DIFF_CAP bytes on a line boundary, saying so."""
+    and rewrite .git/index), as text cut at DIFF_CAP bytes on a line boundary, saying so, with every file's
+    +/- counts from git's numstat (`diff_files`) so that nothing past the cut is hidden."""
     name, *rest = command
     data = run(repo, [name, "-p", "--no-color", "--no-ext-diff", "--no-textconv", *rest]).stdout
-    truncated = len(data) > DIFF_CAP
-    if truncated:
-        data = data[:DIFF_CAP].rsplit(b"\n", 1)[0] + b"\n"
-    return {"diff": text(data), "diff_truncated": truncated}
+    numstat = run(repo, [name, "--numstat", "-z", "--no-ext-diff", "--no-textconv", *rest]).stdout
+    starts, at = [0], data.find(b"\ndiff --git ")
+    while at >= 0:  # plumbing writes one `diff --git` section per file, in numstat's order
+        starts.append(at + 1)
+        at = data.find(b"\ndiff --git ", at + 1)
+    sizes = [b - a for a, b in zip(starts, starts[1:] + [len(data)])]
+    return shown_diff(data, parse_numstat(numstat), sizes)
+
+
+def shown_diff(data: bytes, files: list[dict], sizes: list[int]) -> dict:
+    """What a preview shows of a patch: its text cut at DIFF_CAP bytes on a line boundary (`diff`,
+    `diff_truncated`) and every file (`diff_files`, in patch order, `sizes` its bytes) marked `shown` true,
+    "partly" or false under that cut."""
+    head, newline, _ = data[:DIFF_CAP].rpartition(b"\n")
+    shown = data if len(data) <= DIFF_CAP else head + newline
+    cut, start, out = len(shown), 0, []
+    for row, size in zip(files, sizes):
+        out.append(dict(row, shown=True if start + size <= cut else "partly" if start < cut else False))
+        start += size
+    return {"diff": text(shown), "diff_truncated": len(shown) < len(data), "diff_files": out}
+
+
+def parse_numstat(raw: bytes) -> list[dict]:
+    """`--numstat -z` records as [{path, old_path, added, deleted}] (None counts for a binary file)."""
+    fields = raw.split(b"\0")
+    out, i = [], 0
+    while i < len(fields):
+        if not fields[i]:
+            i += 1
+            continue
+        added, deleted, path = (fields[i].split(b"\t", 2) + [b"", b""])[:3]
+        old = None
+        if not path:  # a rename or copy: the two names follow
+            old, path = text(fields[i + 1]), fields[i + 2]
+            i += 2
+        out.append({"path": text(path), "old_path": old, "added": None if added == b"-" else int(added),
+                    "deleted": None if deleted == b"-" else int(deleted)})
+        i += 1
+    return out
 
 
 def commits_between(repo: str, exclude: str, include: str, limit: int = 50) -> dict:

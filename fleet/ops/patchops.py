@@ -14,7 +14,8 @@ from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import DIFF_CAP, MAX_PATCH_BYTES, Ctx, Op, Plan, known_args, string
+from fleet.ops.model import MAX_PATCH_BYTES, Ctx, Op, Plan, known_args, shown_diff, string
+from fleet.patch.canonical import canonical_entries, file_rows
 from fleet.repo import hunkids
 from fleet.repo.changes import DIFF_FLAGS
 from fleet.repo.scope import resolve_file_in_repo
@@ -26,51 +27,38 @@ def _apply_flags(target: str) -> list[str]:
     return ["--cached"] if target == "index" else []
 
 
-def _touched(repo: str, data: bytes) -> list[str]:
-    """Every path the patch names (both sides of renames), each checked like any agent-given path."""
-    numstat = run(repo, ["apply", "--numstat", "-z", "-"], input_bytes=data, check=False)
-    if numstat.returncode != 0:
-        raise FleetError("BAD_ARGUMENT", "the patch does not parse: " + (numstat.stderr.strip().splitlines() or ["?"])[0])
-    fields = numstat.stdout.split(b"\0")
-    paths: list[str] = []
-    i = 0
-    while i < len(fields):
-        item = fields[i]
-        if not item:
-            i += 1
-            continue
-        counts = item.split(b"\t")
-        if len(counts) >= 3 and counts[2]:
-            paths.append(text(counts[2]))
-            i += 1
-        else:  # a rename: "added\tdeleted\t" then old and new paths
-            paths += [text(fields[i + 1]), text(fields[i + 2])]
-            i += 3
-    if not paths:
-        raise FleetError("BAD_ARGUMENT", "the patch changes no file")
-    return list(dict.fromkeys(resolve_file_in_repo(repo, p) for p in paths))
-
-
-def preview_patch(ctx: Ctx, args: dict) -> Plan:
-    known_args("patch", args, {"patch", "target"})
-    patch = string(args, "patch", max_len=MAX_PATCH_BYTES)
-    target = args.get("target", "worktree")
-    if target not in ("worktree", "index"):
-        raise FleetError("BAD_ARGUMENT", "target must be worktree or index")
+def checked_patch(ctx: Ctx, patch: object, target: str) -> dict:
+    """The preview of applying `patch` to `target`: refused unless it is canonical (fleet.patch.canonical),
+    at most MAX_PATCH_BYTES bytes, names only paths the read side's rules accept, and `git apply --check` takes it.
+    Every file is listed with git's +/- counts, marked when the display cut hides part of it."""
+    if not isinstance(patch, str) or not patch:
+        raise FleetError("BAD_ARGUMENT", "patch must be a non-empty string (unified diff text)")
     data = patch.encode("utf-8", "surrogatepass")
     if len(data) > MAX_PATCH_BYTES:
-        raise FleetError("LIMIT", f"the patch is {len(data)} bytes; a proposal carries at most {MAX_PATCH_BYTES}")
-    paths = _touched(ctx.repo, data)
+        raise FleetError("LIMIT", f"the patch is {len(data):,} bytes; a proposal's patch is at most 1 MiB "
+                                  f"({MAX_PATCH_BYTES:,} bytes): split it")
+    entries = canonical_entries(ctx.repo, patch)
+    paths = list(dict.fromkeys(resolve_file_in_repo(ctx.repo, p) for e in entries for p in
+                               (e.old_path, e.path) if p))
     check = run(ctx.repo, ["apply", "--check", *_apply_flags(target), "-"], input_bytes=data, check=False)
     if check.returncode != 0:
         raise FleetError("CONFLICT", "git apply --check refuses the patch: " +
                          "; ".join(check.stderr.strip().splitlines()[:3]))
     stat = text(run(ctx.repo, ["apply", "--stat", "-"], input_bytes=data).stdout)
+    return {"files": paths, "stat": stat, **shown_diff(data, *file_rows(entries)), "apply_check": "ok"}
+
+
+def preview_patch(ctx: Ctx, args: dict) -> Plan:
+    known_args("patch", args, {"patch", "target"})
+    target = args.get("target", "worktree")
+    if target not in ("worktree", "index"):
+        raise FleetError("BAD_ARGUMENT", "target must be worktree or index")
+    shown = checked_patch(ctx, args.get("patch"), target)
     preview = {"summary": f"apply a patch to the {'index' if target == 'index' else 'working tree'} "
-                          f"({plural(len(paths), 'file')})", "target": target, "files": paths, "stat": stat,
-               "diff": patch[:DIFF_CAP], "diff_truncated": len(patch) > DIFF_CAP, "apply_check": "ok"}
-    return Plan({"patch": patch, "target": target}, preview, paths=paths, pin_index=target == "index",
-                policy_paths=paths, writes=paths if target == "worktree" else [])
+                          f"({plural(len(shown['files']), 'file')})", "target": target, **shown}
+    return Plan({"patch": args["patch"], "target": target}, preview, paths=shown["files"],
+                pin_index=target == "index", policy_paths=shown["files"],
+                writes=shown["files"] if target == "worktree" else [])
 
 
 def run_patch(ctx: Ctx, args: dict) -> dict:
@@ -135,9 +123,12 @@ def preview_stage_hunks(ctx: Ctx, args: dict) -> Plan:
     check = run(ctx.repo, ["apply", "--cached", "--unidiff-zero", "--check", "-"], input_bytes=patch, check=False)
     if check.returncode != 0:
         raise FleetError("CONFLICT", "these hunks do not apply to the index: " + check.stderr.strip()[:300])
+    body = [ln for i in chosen for ln in raw_hunks[i].split(b"\n")[1:]]
+    counts = {"path": path, "old_path": None, "added": sum(ln.startswith(b"+") for ln in body),
+              "deleted": sum(ln.startswith(b"-") for ln in body)}
     preview = {"summary": f"stage {len(chosen)} of {plural(len(raw_hunks), 'change block')} of {path}", "path": path,
-               "hunks": list(dict.fromkeys(wanted)), "diff": text(patch)[:DIFF_CAP],
-               "diff_truncated": len(patch) > DIFF_CAP, "blocks_left_unstaged": len(raw_hunks) - len(chosen)}
+               "hunks": list(dict.fromkeys(wanted)), **shown_diff(patch, [counts], [len(patch)]),
+               "blocks_left_unstaged": len(raw_hunks) - len(chosen)}
     return Plan({"path": path, "blocks": chosen}, preview, paths=[path], pin_index=True, policy_paths=[path])
 
 

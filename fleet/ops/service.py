@@ -182,7 +182,7 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
             return summary(index, proposals.get(index, existing[0]), replayed=True)
     ctx = Ctx(found.path, agent, index)
     plan: Plan = OPS[op].preview(ctx, args)
-    risk = risk_of(op, plan.args)
+    risk = risk_of(op, plan.args, plan.preview)
     code = repocode.inventory(found.path)
     subjects = policy_subjects(index, op, found.path, plan, risk)
     if by_person:
