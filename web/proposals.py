@@ -15,13 +15,14 @@ import json
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from fleet.audit.view import proposal_trail
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
+from fleet.ops.patchops import full_patch
 from web.guards import decision_actor
 from web.passkeys import confirm as passkey_confirm
 from web.params import int_param
@@ -157,11 +158,22 @@ async def reject(request: Request) -> Response:
     return _done(request, done, "rejected")
 
 
+async def patch_text(request: Request) -> Response:
+    """A `patch` proposal's whole patch as text/plain (fleet.ops.patchops.full_patch: the display rule
+    applied), for a change longer than the page's diff cut."""
+    try:
+        body = await run_in_threadpool(full_patch, index(request), request.path_params["proposal_id"])
+    except FleetError as exc:
+        return _error(request, exc)
+    return PlainTextResponse(body)
+
+
 def routes() -> list[Route]:
     """The paged list API and the decision routes (the pages and a proposal's JSON are Page entries in
     web/pages.py)."""
     return [
         Route("/api/proposals", api_list, name="api_proposals"),
+        Route("/proposals/{proposal_id}/patch", patch_text, name="proposal_patch"),
         Route("/proposals/{proposal_id}/approve", approve, methods=["POST"], name="proposal_approve"),
         Route("/proposals/{proposal_id}/reject", reject, methods=["POST"], name="proposal_reject"),
         Route("/api/proposals/{proposal_id}/approve", approve, methods=["POST"], name="api_proposal_approve"),

@@ -39,8 +39,9 @@ def _index(args: argparse.Namespace):
 
 
 def _shown(text: str) -> str:
-    """Repository and agent text for a terminal: every control character made visible, line by line."""
-    return "\n".join(visible(line) for line in text.split("\n"))
+    """Repository and agent text for a terminal: every unsafe character made visible (fleet.views.safe),
+    line by line."""
+    return visible(text, keep="\n")
 
 
 def _emit(args: argparse.Namespace, value: dict, text) -> None:
@@ -126,7 +127,9 @@ def _describe(row: dict) -> str:
         lines.append("  rewrites history")
     if preview.get("repo_code"):
         lines.append(f"  this repository defines: {describe_code(preview['repo_code'])}")
-    for key in ("files", "commits_leaving", "commits_arriving"):
+    for url in preview.get("push_urls") or []:
+        lines.append(f"  pushes to: {url} ({preview.get('remote')} {preview.get('branch')}, as git resolves it)")
+    for key in ("files", "commits_leaving", "commits_arriving", "commits_sent"):
         for item in (preview.get(key) or [])[:20]:
             shown = item if isinstance(item, str) else (item.get("path") or
                                                         f"{item.get('sha', '')[:12]} {item.get('subject', '')}")
@@ -134,6 +137,12 @@ def _describe(row: dict) -> str:
     lines += _changes(preview)
     if preview.get("diff"):
         lines.append(preview["diff"].rstrip("\n"))
+    if preview.get("diff_truncated"):
+        lines.append(f"  the diff is cut at 64 KiB (high risk); every file with git's counts"
+                     + (f" (the whole patch: fleetdeck proposals patch {row['id']}):" if row["op"] == "patch" else ":"))
+        for item in preview.get("diff_files") or []:
+            cut = {True: "", "partly": " (partly shown)"}.get(item["shown"], " (not shown)")
+            lines.append(f"  diff file: {item['path']} +{item['added']} -{item['deleted']}{cut}")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     for item in (row.get("result") or {}).get("unexpected_changes") or []:
@@ -245,6 +254,11 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         if action == "show":
             _emit(args, service.show(index, args.id), _describe)
             return 0
+        if action == "patch":
+            from fleet.ops.patchops import full_patch
+
+            sys.stdout.write(full_patch(index, args.id))
+            return 0
         if action in ("approve", "undo"):  # this process is an executor now: claim what a dead one left
             service.resume_orphans(index)
         if action == "approve":
@@ -315,7 +329,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--status", choices=proposals.STATES)
     a.add_argument("--limit", type=int, default=200)
     a.add_argument("--json", action="store_true")
-    for name, text in (("show", "one proposal with its preview"), ("approve", "approve and execute now"),
+    for name, text in (("show", "one proposal with its preview"),
+                       ("patch", "the whole patch a patch proposal applies (every character visible)"),
+                       ("approve", "approve and execute now"),
                        ("reject", "reject with a reason"), ("undo", "go back to the state before it ran"),
                        ("wait", "block until it is decided and run (for scripts)"),
                        ("reconcile", "settle a proposal whose executor died (never re-run)")):

@@ -61,6 +61,19 @@ def preview_patch(ctx: Ctx, args: dict) -> Plan:
                 writes=shown["files"] if target == "worktree" else [])
 
 
+def full_patch(index: object, proposal_id: str) -> str:
+    """The whole patch a `patch` proposal applies (the preview shows its first DIFF_CAP bytes), every line
+    through the display rule (fleet.views.safe: a CR, bidi or zero-width character shown as an escape)."""
+    from fleet.ops import proposals
+    from fleet.views.safe import visible
+
+    row = proposals.get(index, proposal_id)
+    patch = ((row.get("preview") or {}).get("_plan") or {}).get("args", {}).get("patch")
+    if row["op"] != "patch" or not isinstance(patch, str):
+        raise FleetError("NOT_FOUND", f"proposal {proposal_id} applies no patch")
+    return "".join(visible(line, keep="\t") + "\n" for line in patch.split("\n")[:-1])
+
+
 def run_patch(ctx: Ctx, args: dict) -> dict:
     exec_git(ctx.repo, ["apply", *_apply_flags(args["target"]), "-"], input_bytes=args["patch"].encode("utf-8", "surrogatepass"))
     return {"applied": True, "target": args["target"]}

@@ -3,19 +3,27 @@
 
 Presentation only: nothing here reads the index or git. Templates load from the installed `templates`
 package, so a wheel install renders too.
+
+Every value a template prints passes the one display rule (fleet/views/safe.py) on its way out (`finalize`):
+control, bidi and zero-width characters become visible escapes, newlines and tabs stay (a message keeps its
+lines); `| visible` escapes those too (a path, a branch name), `| diff_lines` cuts a diff as git reads it,
+and `tojson` escapes the same characters as `\\u` sequences.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import time
 from datetime import datetime
 from urllib.parse import urlencode
 
 import jinja2
+import markupsafe
 
 from fleet.repo.record import iso
 from fleet.views.radar import REASONS
+from fleet.views.safe import diff_lines, json_safe, visible
 
 SHORT = 10
 
@@ -62,7 +70,20 @@ def query(params: dict[str, str], **changes: object) -> str:
     return "?" + urlencode(merged) if merged else "?"
 
 
-FILTERS = {"ago": ago, "short": short, "num": num, "iso": iso, "one_line": one_line}
+FILTERS = {"ago": ago, "short": short, "num": num, "iso": iso, "one_line": one_line, "visible": visible,
+           "diff_lines": diff_lines}
+
+
+def _finalize(value: object) -> object:
+    """What `{{ value }}` prints: repository and agent text with the display rule applied (markup that a
+    filter or macro built, already escaped, is left alone)."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value, keep="\n\t")
+    return value
+
+
+def _dumps(value: object, **kwargs: object) -> str:
+    return json_safe(json.dumps(value, **kwargs))
 
 
 @functools.cache
@@ -70,7 +91,8 @@ def environment() -> jinja2.Environment:
     """The environment, built once per process. The dashboard adds only Starlette's `url_for` to it."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("templates", "."),
                              autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True,
-                             lstrip_blocks=True)
+                             lstrip_blocks=True, finalize=_finalize)
+    env.policies["json.dumps_function"] = _dumps
     env.filters.update(FILTERS)
     env.globals.update(query=query, reason_kinds=REASONS)
     return env
