@@ -33,6 +33,7 @@ Paths = Annotated[list[RelPath], Field(min_length=1, max_length=1000)]
 Rev = Annotated[str, Field(min_length=1, max_length=4096, description="a branch, tag, sha, HEAD~2, ...")]
 Message = Annotated[str, Field(min_length=1, max_length=65536)]
 ProposalId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+PatchText = Annotated[str, Field(min_length=1, max_length=MAX_PATCH_BYTES, description="unified diff text (at most 1 MiB)")]
 
 
 class Target(BaseModel):
@@ -207,12 +208,27 @@ def register(kit: Toolkit) -> None:
 
     @preview_tool("patch", "Propose applying a patch")
     def patch(repo: Repo, reason: Reason,
-              patch: Annotated[str, Field(min_length=1, max_length=MAX_PATCH_BYTES, description="unified diff text")],
-              target: Literal["worktree", "index"] = "worktree", dry_run: DryRun = False,
+              patch: PatchText, target: Literal["worktree", "index"] = "worktree", dry_run: DryRun = False,
               idempotency_key: Key = None) -> dict:
-        """Propose applying a unified diff (e.g. from patch.generate) to the working tree or the index.
-        Every path is checked and `git apply --check` must accept it before a proposal is made."""
+        """Propose applying a unified diff (e.g. from patch.generate; at most 1 MiB) to the working tree or
+        the index. It must be the diff alone, every byte of it one git reads (no mail headers, commit
+        message or other text git would skip: refused); every path is checked and `git apply --check`
+        must accept it before a proposal is made."""
         return propose("patch", repo, reason, dry_run, idempotency_key, patch=patch, target=target)
+
+    @preview_tool("patch_file_write", "Propose writing a patch file into a repository")
+    def patch_file_write(repo: Repo, reason: Reason,
+                         path: Annotated[str, Field(min_length=1, max_length=4096, description="where in the "
+                                                    "repository, ending in .patch or .diff (e.g. patches/x.patch)")],
+                         patch_file: Annotated[str | None, Field(min_length=1, max_length=4096, description="a patch "
+                                                                 "file in fleetdeck's patch folder (patch.generate's)")] = None,
+                         patch: PatchText | None = None, dry_run: DryRun = False,
+                         idempotency_key: Key = None) -> dict:
+        """Propose putting a patch file into the repository (where tools such as patch-package apply it):
+        its content is `patch_file` (from fleetdeck's patch folder) or `patch` (text). patch.generate and
+        patch.remove write only to that folder; this is the one way a patch file reaches a repository."""
+        return propose("patch_file_write", repo, reason, dry_run, idempotency_key, path=path,
+                       patch_file=patch_file, patch=patch)
 
     @preview_tool("stage_hunks", "Propose staging chosen hunks")
     def stage_hunks(repo: Repo, reason: Reason, path: RelPath,

@@ -1,7 +1,9 @@
 """Patch authoring: structured changes in, a unified diff `git apply --check` accepts out (fleet.patch.generate),
-plus a patch-file store (fleet.patch.file). These never touch a repository; with `patch_file` they write that
-one `.patch`/`.diff` file, which must lie inside a fleet root. Nothing here applies a patch to a
-repository."""
+plus a patch-file store (fleet.patch.file). These never touch a repository: with `patch_file` they write that
+one `.patch`/`.diff` file in fleetdeck's own patch folder (fleet.patch.folder), never inside a repository,
+where patch-package and the like would apply it; `operation.preview.patch_file_write` puts one into a
+repository once a person approves. patch.inspect and patch.validate also read patch files inside a fleet
+root. Nothing here applies a patch to a repository."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from mcp.types import ToolAnnotations
 
 from fleet.patch.file import MAX_PATCH_BYTES, inspect_patch, remove_patch_entries, validate_patch
 from fleet.patch.generate import MAX_CHANGES, generate_patch
-from fleet.repo.target import scoped_patch_file
+from fleet.patch.folder import agent_patch_file, readable_patch_file
 from mcp_bridge import models
 from mcp_bridge.toolkit import MAX_TOOL_INPUT, READ_ONLY, Toolkit
 from mcp_bridge.tools_repo import Repo
@@ -20,7 +22,8 @@ from mcp_bridge.tools_repo import Repo
 WRITES_PATCH_FILE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                     open_world_hint=False)
 PatchFile = Annotated[str, Field(min_length=1, max_length=4096,
-                                 description="absolute path of a .patch/.diff file inside a fleet root")]
+                                 description="a .patch/.diff file in fleetdeck's patch folder: its name (fix.patch) "
+                                             "or absolute path (reads also take one inside a fleet root)")]
 Text = Annotated[str, Field(max_length=4 * 1024 * 1024)]  # and all of a call's arguments: MAX_TOOL_INPUT
 
 
@@ -56,7 +59,10 @@ def register(kit: Toolkit) -> None:
     bridge = kit.bridge
 
     def scoped(patch_file: str | None) -> str | None:
-        return scoped_patch_file(bridge.index(), patch_file) if patch_file is not None else None
+        return readable_patch_file(bridge.index(), patch_file) if patch_file is not None else None
+
+    def writable(patch_file: str | None) -> str | None:
+        return agent_patch_file(bridge.index().path, patch_file) if patch_file is not None else None
 
     @kit.tool("patch.generate", models.PatchGenerated, "Write a patch from intended changes",
               annotations=WRITES_PATCH_FILE)
@@ -74,15 +80,16 @@ def register(kit: Toolkit) -> None:
         no repo: its path is only a name); rename_file {path, new_path, new_content?}; chmod {path, new_mode,
         old_mode?, new_content?}. `file_path` is accepted for `path`; `encoding` (default utf-8) reads and
         writes a Latin-1, Shift-JIS ... file in its own encoding. With `patch_file` the entries are stored
-        there (append | upsert | overwrite | create_only) and the report says per entry what was added,
-        replaced or removed, where, and why, with coded warnings. Nothing in the repository changes.
+        in that file of fleetdeck's patch folder (append | upsert | overwrite | create_only) and the report
+        says per entry what was added, replaced or removed, where, and why, with coded warnings. Nothing in
+        the repository changes (to put the patch file there: operation.preview.patch_file_write).
         """
         plain: list[dict[str, Any]] = [c.model_dump(exclude_none=True) for c in changes]
         for change, model in zip(plain, changes):
             if model.replacements is not None:
                 change["replacements"] = [r.model_dump(exclude_none=True) for r in model.replacements]
         path = bridge.resolve(repo).path if repo is not None else None
-        return generate_patch(path, plain, context_lines, scoped(patch_file), write_mode, check)
+        return generate_patch(path, plain, context_lines, writable(patch_file), write_mode, check)
 
     @kit.tool("patch.inspect", models.PatchInspected, "List a patch file's entries")
     def inspect(patch_file: PatchFile) -> dict:
@@ -97,7 +104,7 @@ def register(kit: Toolkit) -> None:
                indices: Annotated[list[Annotated[int, Field(ge=0)]] | None, Field(max_length=1000)] = None) -> dict:
         """Remove entries from a patch file by path and/or 0-based index; nothing is written when one is
         not found."""
-        return remove_patch_entries(scoped(patch_file), paths, indices)
+        return remove_patch_entries(writable(patch_file), paths, indices)
 
     @kit.tool("patch.validate", models.PatchValidated, "Check a patch", annotations=READ_ONLY)
     def validate(patch: Annotated[str | None, Field(max_length=min(MAX_PATCH_BYTES, MAX_TOOL_INPUT))] = None,

@@ -55,10 +55,12 @@ async def test_generate_every_mode_and_git_accepts_it(fleet):
     assert code == "BAD_ARGUMENT"
 
 
-async def test_patch_file_store_inside_the_fleet_only(fleet):
+async def test_patch_file_store_in_fleetdecks_folder_only(fleet):
+    """Writes go to fleetdeck's patch folder (tests/test_mcp_patch_folder.py: never into a repository, and
+    no longer anywhere in a fleet root); reads also take a patch file inside a fleet root."""
     server, root = fleet["server"], fleet["root"]
-    target = str(root / "work.patch")
-    made = ok(await call(server, "patch.generate", {"repo": "app", "patch_file": target, "changes": [
+    target = str(fleet["tmp"] / "patches" / "work.patch")
+    made = ok(await call(server, "patch.generate", {"repo": "app", "patch_file": "work.patch", "changes": [
         {"mode": "file_content", "path": "src/main.py", "new_content": "def main():\n    return 3\n"},
         {"mode": "create_file", "path": "notes.md", "new_content": "n\n"}]}))
     assert made["patch_file"]["entries_after"] == 2 and os.path.isfile(target)
@@ -75,13 +77,16 @@ async def test_patch_file_store_inside_the_fleet_only(fleet):
     outside.mkdir()
     os.symlink(outside, root / "escape")
     for bad in (str(outside / "x.patch"), str(root / "escape" / "x.patch"), f"{root}/../outside/x.patch",
-                "relative.patch", str(root / "x.txt")):
+                "sub/relative.patch", str(root / "x.txt")):
         for tool, args in (("patch.generate", {"repo": "app", "changes": [
                 {"mode": "delete_file", "path": "README.md"}]}), ("patch.inspect", {}), ("patch.validate", {})):
             code, msg = error_of(await call(server, tool, {**args, "patch_file": bad}))
             assert code == "BAD_PATH", (tool, bad, msg)
     assert list(outside.iterdir()) == []
     assert ok(await call(server, "patch.inspect", {"patch_file": target}))["entry_count"] == 1
+    code, _ = error_of(await call(server, "patch.generate", {"repo": "app", "patch_file": str(root / "fleet.patch"),
+                                                             "changes": [{"mode": "delete_file", "path": "README.md"}]}))
+    assert code == "BAD_PATH" and not (root / "fleet.patch").exists()  # a fleet root is no longer a place to write
 
 
 async def test_patch_tool_annotations(fleet):

@@ -4,11 +4,11 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
   a new worktree);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft, mixed or keep reset, merge, patch, submodule_pointer, restore; a plan takes its riskiest
-  step's level) or, for a push, leaves the machine (it cannot
-  be undone, and says so);
-- high: history is rewritten or work is thrown away (hard or merge reset, discard, amend, rebase, force-with-lease
-  push, branch deletion). A policy rule can never make a high-risk proposal run without a person (`auto` is refused).
+  stash_pop, a soft, mixed or keep reset, merge, patch, patch_file_write, submodule_pointer, restore; a plan
+  takes its riskiest step's level) or, for a push, leaves the machine (it cannot be undone, and says so);
+- high: history is rewritten or work is thrown away (hard or merge reset, discard, amend, rebase,
+  force-with-lease push, branch deletion), or the change's diff is longer than the page shows. A policy rule
+  can never make a high-risk proposal run without a person (`auto` is refused).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
     OpInfo("rebase", "high", True, True, "replay the checked-out branch's commits onto another commit (never "
                                          "interactive); conflicts abort it"),
     OpInfo("patch", "medium", True, True, "apply a unified diff to the working tree or the index"),
+    OpInfo("patch_file_write", "medium", True, True, "write a patch file (.patch/.diff) into the repository, "
+                                                     "where tools such as patch-package apply it"),
     OpInfo("stage_hunks", "low", False, True, "stage chosen hunks of one file (ids from repo.changes)"),
     OpInfo("push", "medium", True, False, "push a branch to a remote (cannot be undone by fleetdeck); a force "
                                           "only as force-with-lease pinned to the sha the preview saw"),

@@ -1,13 +1,17 @@
-"""patch and stage_hunks: applying exact changes to the working tree or the index.
+"""patch, patch_file_write and stage_hunks: applying exact changes to the working tree or the index.
 
-`patch` takes unified-diff text (e.g. from patch.generate), checks every path it names with the read
-side's rules and `git apply --check` (read-only), and applies it with `git apply` (which itself refuses
-paths outside the work tree). `stage_hunks` stages chosen hunks of one file by the ids `repo.changes`
+`patch` takes unified-diff text (e.g. from patch.generate), at most MAX_PATCH_BYTES bytes, refused unless it is
+canonical and git reads it as shown (fleet.patch.canonical: no text git would ignore), checks every path
+it names with the read side's rules and `git apply --check` (read-only), and applies it with `git apply`
+(which itself refuses paths outside the work tree). `patch_file_write` is the one way an agent's patch
+file gets into a repository (fleet.patch.folder): a `patch` that creates or rewrites that file. `stage_hunks` stages chosen hunks of one file by the ids `repo.changes`
 gives them (fleet.repo.hunkids), rebuilding a zero-context patch from exactly those blocks and applying
 it to the index.
 """
 
 from __future__ import annotations
+
+import os
 
 from fleet.words import plural
 from fleet.errors import FleetError
@@ -69,7 +73,7 @@ def full_patch(index: object, proposal_id: str) -> str:
 
     row = proposals.get(index, proposal_id)
     patch = ((row.get("preview") or {}).get("_plan") or {}).get("args", {}).get("patch")
-    if row["op"] != "patch" or not isinstance(patch, str):
+    if row["op"] not in ("patch", "patch_file_write") or not isinstance(patch, str):
         raise FleetError("NOT_FOUND", f"proposal {proposal_id} applies no patch")
     return "".join(visible(line, keep="\t") + "\n" for line in patch.split("\n")[:-1])
 
@@ -77,6 +81,55 @@ def full_patch(index: object, proposal_id: str) -> str:
 def run_patch(ctx: Ctx, args: dict) -> dict:
     exec_git(ctx.repo, ["apply", *_apply_flags(args["target"]), "-"], input_bytes=args["patch"].encode("utf-8", "surrogatepass"))
     return {"applied": True, "target": args["target"]}
+
+
+# --- patch_file_write -----------------------------------------------------------------------------------
+
+def preview_patch_file_write(ctx: Ctx, args: dict) -> Plan:
+    """Put a patch file into the repository (where tools such as patch-package apply it): the change is the
+    `patch` op's, a diff that creates or rewrites that one file, shown and pinned like any patch. The
+    content is a patch from fleetdeck's patch folder (`patch_file`) or given as text (`patch`)."""
+    from fleet.patch.file import PATCH_SUFFIXES, parse_patch
+    from fleet.patch.folder import agent_patch_file
+    from fleet.patch.generate import generate_patch
+
+    known_args("patch_file_write", args, {"path", "patch_file", "patch"})
+    target = resolve_file_in_repo(ctx.repo, string(args, "path"))
+    if not target.endswith(PATCH_SUFFIXES):
+        raise FleetError("BAD_PATH", f"path {target!r} must end in .patch or .diff")
+    if ("patch_file" in args) == ("patch" in args):
+        raise FleetError("BAD_ARGUMENT", "give exactly one of patch_file (a file in fleetdeck's patch folder) "
+                                         "or patch (its text)")
+    content = string(args, "patch", max_len=MAX_PATCH_BYTES) if "patch" in args else \
+        _read_folder_file(agent_patch_file(ctx.index.path, string(args, "patch_file")))
+    entries = parse_patch(content)
+    if not entries:
+        raise FleetError("BAD_ARGUMENT", "the patch file's content holds no file entry")
+    exists = os.path.lexists(os.path.join(ctx.repo, target))
+    made = generate_patch(ctx.repo, [{"mode": "file_content" if exists else "create_file", "path": target,
+                                      "new_content": content}], check=False)
+    if not made["patch"]:
+        raise FleetError("BAD_ARGUMENT", f"{target} already holds exactly this patch")
+    shown = checked_patch(ctx, made["patch"], "worktree")
+    preview = {"summary": f"{'rewrite' if exists else 'create'} the patch file {target} "
+                          f"({len(entries)} entr{'y' if len(entries) == 1 else 'ies'})", "target": "worktree",
+               "writes": target, "patch_file_entries": [e.summary() for e in entries], **shown}
+    return Plan({"patch": made["patch"], "target": "worktree"}, preview, paths=shown["files"],
+                policy_paths=shown["files"])
+
+
+def _read_folder_file(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PATCH_BYTES + 1)
+    except FileNotFoundError:
+        raise FleetError("NOT_FOUND", f"no patch file {path!r} in fleetdeck's patch folder") from None
+    if len(data) > MAX_PATCH_BYTES:
+        raise FleetError("LIMIT", f"the patch file is over 1 MiB ({MAX_PATCH_BYTES:,} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FleetError("BAD_ARGUMENT", "the patch file is not UTF-8 text") from None
 
 
 # --- stage_hunks ----------------------------------------------------------------------------------------
@@ -154,4 +207,5 @@ def run_stage_hunks(ctx: Ctx, args: dict) -> dict:
     return {"path": args["path"], "staged_blocks": len(args["blocks"])}
 
 
-OPS = {"patch": Op(preview_patch, run_patch), "stage_hunks": Op(preview_stage_hunks, run_stage_hunks)}
+OPS = {"patch": Op(preview_patch, run_patch), "patch_file_write": Op(preview_patch_file_write, run_patch),
+       "stage_hunks": Op(preview_stage_hunks, run_stage_hunks)}
