@@ -193,7 +193,7 @@ def fleet(tmp_path):
 async def test_mcp_runs_the_same_spec_changes(fleet):
     server = build_server(str(fleet["db"]))
     repo = fleet["repo"]
-    out = fleet["root"] / "agent.patch"
+    out = fleet["db"].parent / "patches" / "agent.patch"  # an agent's patch files: fleetdeck's folder only
     for write_mode in ("create_only", "append", "upsert", "overwrite"):
         changes = every_mode(repo)
         if write_mode == "append":
