@@ -62,6 +62,7 @@ VISITS: dict[str, dict[str, Visit]] = {
                  "repo-code": lambda f: f"/proposals/{f[2]['proposals']['repo_code']}",
                  "pending-plan": lambda f: f"/proposals/{f[2]['proposals']['plan']}",
                  "pending-checkout": lambda f: f"/proposals/{f[2]['proposals']['checkout']}"},
+    "proposal_patch": {},  # the whole patch as text/plain: no HTML to check
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
