@@ -100,6 +100,14 @@ def test_oversized_diff_lists_every_file_and_is_high_risk(ops_fleet):
     assert made["risk"] == "high"
 
 
+def test_a_plan_with_an_oversized_patch_step_is_high_risk(ops_fleet):
+    body = "".join(f"+filler line {i:05d} of a long change\n" for i in range(4000))
+    big = f"diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,4000 @@\n{body}"
+    made = propose(ops_fleet, "plan", {"steps": [{"op": "patch", "args": {"patch": big}},
+                                                 {"op": "stage", "args": {"paths": ["big.txt"]}}]})
+    assert made["risk"] == "high"
+
+
 # --- push ---------------------------------------------------------------------------------------------------
 
 @pytest.fixture

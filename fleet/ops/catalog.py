@@ -77,7 +77,8 @@ def risk_of(op: str, args: dict, preview: dict | None = None) -> str:
     """The risk of one proposal: the op's level, raised to high for the arguments that destroy or rewrite,
     and for a change whose diff is longer than the display cut (the person cannot see all of it on the
     page: no policy may run it unseen, and approving it takes the high-risk confirmation)."""
-    if preview and preview.get("diff_truncated"):
+    if preview and any(v.get("diff_truncated") for v in [preview] + [s.get("preview") or {} for s in
+                                                                      preview.get("steps") or []]):
         return HIGH
     if op == "reset" and args.get("mode") in ("hard", "merge"):  # --merge resets staged changes
         return HIGH

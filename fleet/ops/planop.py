@@ -67,7 +67,7 @@ def _subject(ctx: Ctx, n: int, op: str, plan: Plan | None, args: dict) -> dict:
     if plan is None:  # known only when it runs: a `path` deny must assume it touches anything
         return {"op": op, "repo": ctx.repo, "paths_listed": False, "risk": risk_of(op, args), "label": label}
     return {"op": op, "repo": ctx.repo, "refs": plan.policy_refs, "paths": plan.policy_paths,
-            "paths_listed": plan.paths_listed, "risk": risk_of(op, plan.args), "label": label}
+            "paths_listed": plan.paths_listed, "risk": risk_of(op, plan.args, plan.preview), "label": label}
 
 
 @contextlib.contextmanager
@@ -146,7 +146,7 @@ def _check_step(ctx: Ctx, step: dict, plan: Plan) -> None:
     from fleet.ops import service
     from fleet.ops.policy import evaluate, load_policy
 
-    subject = service.policy_subjects(ctx.index, step["op"], ctx.repo, plan, risk_of(step["op"], plan.args))
+    subject = service.policy_subjects(ctx.index, step["op"], ctx.repo, plan, risk_of(step["op"], plan.args, plan.preview))
     decision = evaluate(load_policy(), ctx.agent, subject)
     if decision.action == "deny" and ctx.agent != service.PERSON:
         raise FleetError("POLICY_DENIED", f"the policy refuses this step: {decision.why}")
