@@ -139,7 +139,7 @@ def _describe(row: dict) -> str:
         lines.append(preview["diff"].rstrip("\n"))
     if preview.get("diff_truncated"):
         lines.append(f"  the diff is cut at 64 KiB (high risk); every file with git's counts"
-                     + (f" (the whole patch: fleetdeck proposals patch {row['id']}):" if row["op"] == "patch" else ":"))
+                     + (f" (the whole patch: fleetdeck proposals patch {row['id']}):" if row["op"] in ("patch", "patch_file_write") else ":"))
         for item in preview.get("diff_files") or []:
             cut = {True: "", "partly": " (partly shown)"}.get(item["shown"], " (not shown)")
             lines.append(f"  diff file: {item['path']} +{item['added']} -{item['deleted']}{cut}")

@@ -17,12 +17,17 @@ from fleet.words import plural
 from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
+from fleet.ops import proposals
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import MAX_PATCH_BYTES, Ctx, Op, Plan, known_args, shown_diff, string
 from fleet.patch.canonical import canonical_entries, file_rows
+from fleet.patch.file import PATCH_SUFFIXES, parse_patch
+from fleet.patch.folder import agent_patch_file
+from fleet.patch.generate import generate_patch
 from fleet.repo import hunkids
 from fleet.repo.changes import DIFF_FLAGS
 from fleet.repo.scope import resolve_file_in_repo
+from fleet.views.safe import visible
 
 MAX_HUNKS = 500
 
@@ -68,9 +73,6 @@ def preview_patch(ctx: Ctx, args: dict) -> Plan:
 def full_patch(index: object, proposal_id: str) -> str:
     """The whole patch a `patch` proposal applies (the preview shows its first DIFF_CAP bytes), every line
     through the display rule (fleet.views.safe: a CR, bidi or zero-width character shown as an escape)."""
-    from fleet.ops import proposals
-    from fleet.views.safe import visible
-
     row = proposals.get(index, proposal_id)
     patch = ((row.get("preview") or {}).get("_plan") or {}).get("args", {}).get("patch")
     if row["op"] not in ("patch", "patch_file_write") or not isinstance(patch, str):
@@ -89,10 +91,6 @@ def preview_patch_file_write(ctx: Ctx, args: dict) -> Plan:
     """Put a patch file into the repository (where tools such as patch-package apply it): the change is the
     `patch` op's, a diff that creates or rewrites that one file, shown and pinned like any patch. The
     content is a patch from fleetdeck's patch folder (`patch_file`) or given as text (`patch`)."""
-    from fleet.patch.file import PATCH_SUFFIXES, parse_patch
-    from fleet.patch.folder import agent_patch_file
-    from fleet.patch.generate import generate_patch
-
     known_args("patch_file_write", args, {"path", "patch_file", "patch"})
     target = resolve_file_in_repo(ctx.repo, string(args, "path"))
     if not target.endswith(PATCH_SUFFIXES):
