@@ -100,6 +100,20 @@ def test_oversized_diff_lists_every_file_and_is_high_risk(ops_fleet):
     assert made["risk"] == "high"
 
 
+def test_an_oversized_stage_lists_every_file_with_gits_counts(ops_fleet):
+    work = ops_fleet["work"]
+    commit_file(work, "big.txt", "".join(f"old line {i}\n" for i in range(5000)), "a big file")
+    (work / "big.txt").write_text("".join(f"new line {i}\n" for i in range(5000)))
+    (work / "src/app.py").write_text("print('one')\nimport os\n")
+    made = propose(ops_fleet, "stage", {"paths": ["big.txt", "src/app.py"]})
+    preview = made["preview"]
+    assert preview["diff_truncated"] and "import os" not in preview["diff"] and made["risk"] == "high"
+    oracle = [ln.split("\t") for ln in git(work, "diff", "--numstat", "--", "big.txt", "src/app.py").splitlines()]
+    assert [(f["path"], f["added"], f["deleted"]) for f in preview["diff_files"]] == \
+        [(p, int(a), int(d)) for a, d, p in oracle]
+    assert [f["shown"] for f in preview["diff_files"]] == ["partly", False]
+
+
 def test_a_plan_with_an_oversized_patch_step_is_high_risk(ops_fleet):
     body = "".join(f"+filler line {i:05d} of a long change\n" for i in range(4000))
     big = f"diff --git a/big.txt b/big.txt\nnew file mode 100644\n--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,4000 @@\n{body}"

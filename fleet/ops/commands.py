@@ -142,7 +142,8 @@ def _describe(row: dict) -> str:
                      + (f" (the whole patch: fleetdeck proposals patch {row['id']}):" if row["op"] in ("patch", "patch_file_write") else ":"))
         for item in preview.get("diff_files") or []:
             cut = {True: "", "partly": " (partly shown)"}.get(item["shown"], " (not shown)")
-            lines.append(f"  diff file: {item['path']} +{item['added']} -{item['deleted']}{cut}")
+            counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
+            lines.append(f"  diff file: {item['path']} {counts}{cut}")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     for item in (row.get("result") or {}).get("unexpected_changes") or []:
