@@ -88,7 +88,9 @@ async def test_patch_file_write_is_a_proposal_a_person_approves(fleet):
         done = service.approve(index, made["proposal_id"], "cli")
         assert done["status"] == "completed", done["error"]
         assert (repo / "patches" / "app+1.0.0.patch").read_text() == (fleet["tmp"] / "patches" / "fix.patch").read_text()
-        assert done["restore_point"] == done["id"]
+        undone = service.undo(index, done["id"], "cli")
+        assert undone["status"] == "completed", undone["error"]
+    assert not (repo / "patches" / "app+1.0.0.patch").exists()  # undo takes the new file away again
 
 
 def test_patch_file_write_refuses_what_is_not_a_patch_file(fleet):

@@ -1,12 +1,12 @@
 """patch, patch_file_write and stage_hunks: applying exact changes to the working tree or the index.
 
-`patch` takes unified-diff text (e.g. from patch.generate), at most MAX_PATCH_BYTES bytes, refused unless it is
+`patch` takes unified-diff text (e.g. from patch.generate), at most MAX_PATCH_BYTES, refused unless it is
 canonical and git reads it as shown (fleet.patch.canonical: no text git would ignore), checks every path
 it names with the read side's rules and `git apply --check` (read-only), and applies it with `git apply`
 (which itself refuses paths outside the work tree). `patch_file_write` is the one way an agent's patch
-file gets into a repository (fleet.patch.folder): a `patch` that creates or rewrites that file. `stage_hunks` stages chosen hunks of one file by the ids `repo.changes`
-gives them (fleet.repo.hunkids), rebuilding a zero-context patch from exactly those blocks and applying
-it to the index.
+file gets into a repository (fleet.patch.folder): a `patch` that creates or rewrites that file.
+`stage_hunks` stages chosen hunks of one file by the ids `repo.changes` gives them (fleet.repo.hunkids),
+rebuilding a zero-context patch from exactly those blocks and applying it to the index.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def preview_patch_file_write(ctx: Ctx, args: dict) -> Plan:
                           f"({len(entries)} entr{'y' if len(entries) == 1 else 'ies'})", "target": "worktree",
                "writes": target, "patch_file_entries": [e.summary() for e in entries], **shown}
     return Plan({"patch": made["patch"], "target": "worktree"}, preview, paths=shown["files"],
-                policy_paths=shown["files"])
+                policy_paths=shown["files"], writes=shown["files"])
 
 
 def _read_folder_file(path: str) -> str:
