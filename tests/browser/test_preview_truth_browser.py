@@ -19,6 +19,7 @@ import pytest
 from fleet.index.store import open_index
 from fleet.ops import service
 from tests.browser.axe import assert_clean
+from tests.browser.conftest import sign_in_tab
 from tests.fleets.gitbuild import bare_remote, git
 from tests.fleets.ops_fleet import build
 from tests.fleets.serving import Server
@@ -64,7 +65,7 @@ def proposal(served, op: str, args: dict) -> tuple[str, str]:
 def tab(request, browser, served):
     context = browser.new_context(color_scheme=request.param)
     page = context.new_page()
-    page.goto(served[0].url)
+    sign_in_tab(page, served[0])
     yield page
     context.close()
 
