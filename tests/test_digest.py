@@ -229,3 +229,22 @@ def test_a_repo_gone_from_disk_is_marked_gone_and_the_header_says_so(tmp_path: P
     assert "1 repositories watched (and 1 gone from disk, listed for their events)." in md
     assert "### doomed (gone from disk)" in md and "### kept\n" in md
     assert git(kept, "rev-list", "--count", "HEAD").strip() == "2"
+
+
+def test_a_stash_is_shown_as_a_stash(tmp_path: Path, db_path: Path) -> None:
+    """`git stash` writes `reset: moving to HEAD` in HEAD's reflog; the digest and the timeline say stash."""
+    from fleet.repo.detail import timeline
+
+    root = tmp_path / "src"
+    repo = init_repo(root / "stasher", commits=1)
+    (repo / "README.md").write_text("half done\n")
+    git(repo, "stash", "push", "-q", "-m", "half an idea")
+    assert git(repo, "reflog", "-1", "--format=%gs", "HEAD").strip() == "reset: moving to HEAD"  # git's own words
+    with open_index(db_path) as index:
+        scan(index, [str(root)])
+        events = digest(index, EPOCH)["events"]
+        shown = timeline(index, index.repo(str(repo.resolve()))["id"])
+    stash = [e for e in events if e["kind"] == "stash"]
+    assert [e["message"] for e in stash] == ["stash: On main: half an idea"] and stash[0]["rewrote"] is False
+    assert not [e for e in events if e["message"] == "reset: moving to HEAD"]
+    assert [e["kind"] for e in shown if e["message"].startswith("stash:")] == ["stash"]

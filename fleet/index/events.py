@@ -460,8 +460,37 @@ def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
     rows = index.conn.execute(
         "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
         " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
-    return [{"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5], "identity": r[6],
-             "message": r[7], "rewrote": None if r[8] is None else bool(r[8])} for r in rows]
+    stashes = stash_times(index, [repo_id])
+    return [as_stash({"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5],
+                      "identity": r[6], "message": r[7], "rewrote": None if r[8] is None else bool(r[8])},
+                     stashes.get((repo_id, r[5]))) for r in rows]
+
+
+STASH_RESET = "reset: moving to HEAD"  # what `git stash` writes in HEAD's reflog as it saves a stash
+
+
+def stash_times(index: "Index", repo_ids: list[int] | None) -> dict[tuple[int, int], str]:
+    """(repo id, unix second) -> the message of each stash the repo still holds, made at that second."""
+    from datetime import datetime
+
+    where = "" if repo_ids is None else f" where repo_id in ({', '.join('?' * len(repo_ids))})"
+    out = {}
+    for repo_id, at, message in index.conn.execute(f"select repo_id, at, message from stashes{where}",
+                                                   list(repo_ids or [])):
+        try:
+            out[(repo_id, int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()))] = message or ""
+        except (AttributeError, ValueError):
+            continue
+    return out
+
+
+def as_stash(event: dict, stash_message: str | None) -> dict:
+    """The `reset: moving to HEAD` that `git stash` writes (HEAD does not move) shown as the stash it was,
+    when a stash made at that second is still there; any other event as it is."""
+    if (stash_message is not None and event["kind"] == "reset" and event["message"] == STASH_RESET
+            and event["old_sha"] == event["new_sha"]):
+        return {**event, "kind": "stash", "message": f"stash: {stash_message}", "rewrote": False}
+    return event
 
 
 def _record_deleted_branches(conn, repo_ids: list[int]) -> int:

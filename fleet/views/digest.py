@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from fleet.caps import check_int
 from fleet.errors import FleetError
-from fleet.index.events import KINDS
+from fleet.index.events import KINDS, as_stash, stash_times
 from fleet.index.lost import lost_commits
 from fleet.repo.record import iso
 from fleet.snapshot.events import KIND as DISCARDED
@@ -60,11 +60,12 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
         "select e.repo_id, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.identity, e.message, e.rewrote"
         f" from events e where {where} order by e.at desc, e.id desc limit ?", (*args, max_events)).fetchall()
     names = _names(index)
-    events = [{
+    stashes = stash_times(index, sorted({r[0] for r in rows}))
+    events = [as_stash({
         "repo": names.get(r[0], str(r[0])), "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4],
         "at": iso(r[5]), "identity": r[6], "rewrote": None if r[8] is None else bool(r[8]),
         "message": discarded_details(r[7]).get("summary", r[7]) if r[2] == DISCARDED else r[7],
-    } for r in rows]
+    }, stashes.get((r[0], r[5]))) for r in rows]
     scanned = _scanned(index, scope)
     gone = {name for (name,) in index.conn.execute("select name from repos where gone = 1")}
     return {
