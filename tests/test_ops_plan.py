@@ -225,3 +225,27 @@ def test_the_scratch_copy_never_writes_through_a_link(ops_fleet, tmp_path):
         {"op": "commit", "args": {"message": "m"}}]})
     assert made["preview"]["steps"][1]["preview"] is None and made["status"] == "pending"
     assert list(outside.iterdir()) == []
+
+
+def test_the_scratch_copy_never_reads_through_a_folder_swapped_for_a_link(ops_fleet, tmp_path):
+    """A tracked `keys/id_rsa` whose folder an agent swapped for a link to a folder outside the fleet: git
+    sees the file deleted; the copy must not read what the link leads to (a later step's preview would show
+    it)."""
+    import json
+
+    work = ops_fleet["work"]
+    outside = tmp_path / "dot-ssh"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("PRIVATE KEY\n")
+    (work / "keys").mkdir()
+    (work / "keys" / "id_rsa").write_text("placeholder\n")
+    git(work, "add", "keys")
+    git(work, "commit", "-q", "-m", "keys")
+    (work / "keys" / "id_rsa").unlink()
+    (work / "keys").rmdir()
+    (work / "keys").symlink_to(outside)
+    made = propose(ops_fleet, "plan", {"steps": [
+        {"op": "stage", "args": {"paths": ["README.md"]}},
+        {"op": "commit", "args": {"message": "m"}}]})
+    assert "PRIVATE KEY" not in json.dumps(made)
+    assert made["preview"]["steps"][1]["preview"] is not None     # the copy is faithful: keys is a link there

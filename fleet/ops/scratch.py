@@ -5,7 +5,8 @@ repository and run no code the repository (or anyone's config) defines. The copy
 outside it (fleet.git.mergetree.scratch_repo: the objects shadowed read-only, in TMPDIR or /dev/shm, mode
 0700) given a work tree: HEAD, every ref and the branches' upstream settings; a copy of the index (its
 GIT_INDEX_FILE bytes); the index's files checked out from their blobs, then every path `git status` lists
-(changed, deleted, untracked; not ignored ones) copied byte for byte with its mode. A step then runs there
+(changed, deleted, untracked; not ignored ones) copied byte for byte with its mode (a path behind a folder
+swapped for a link is gone, as git sees it: what the link leads to is never read). A step then runs there
 through its own run function under gitexec.scratch_env: no global or system config, no hooks, a fixed
 identity, and git refused anywhere but in the copy. A repository that cannot be copied faithfully (more
 than MAX_FILES tracked files or MAX_COPY bytes of changes, a changed submodule, a split index) is LIMIT:
@@ -48,8 +49,11 @@ def _copy_path(repo: str, work: str, rel: str) -> int:
         raise FleetError("LIMIT", f"{rel} lies beyond a symbolic link in the copy: no scratch copy")
     if os.path.lexists(dst) and not os.path.isdir(dst):
         os.unlink(dst)
-    if not os.path.lexists(src):
-        return 0
+    if not os.path.lexists(src) or os.path.realpath(os.path.dirname(src)) != \
+            os.path.join(os.path.realpath(repo), os.path.dirname(rel)).rstrip("/"):
+        return 0        # gone, or behind a folder swapped for a link (git sees it deleted): never read
+    if os.path.isdir(dst) and not os.path.islink(dst) and (os.path.islink(src) or not os.path.isdir(src)):
+        os.rmdir(dst)   # a tracked folder whose files (listed before it, deleted) are gone: a link or file now
     if os.path.isdir(src) and not os.path.islink(src):
         raise FleetError("LIMIT", f"{rel} is a folder git lists as changed (a submodule): no scratch copy")
     os.makedirs(os.path.dirname(dst), exist_ok=True)
