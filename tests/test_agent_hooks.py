@@ -277,3 +277,21 @@ def test_guard_asks_before_a_stash_drop_on_a_clean_tree(fleet, tmp_path: Path) -
     assert out["permissionDecision"] == "ask" and "stash" in out["permissionDecisionReason"]
     cleared = _hook("claude-code", db, env, _payload(repo, "git stash clear"))
     assert json.loads(cleared.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+def test_the_hook_never_thins_a_store(fleet) -> None:
+    """A hook is abandoned at its deadline; a `git gc --prune=now` it started would run on without the
+    store's lock and prune the objects of a snapshot another process is writing. The hook only snapshots;
+    the watcher and the other triggers thin."""
+    import time as _time
+
+    repo, db, env = fleet
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    old = take(tree, db, "manual", now=_time.time() - 90 * 86400)     # past every tier: due to go
+    write(repo / "app.py", "print('newer work')\n")
+    done = _hook("claude-code", db, env, _payload(repo, "npm test"))
+    assert done.returncode == 0 and done.stderr == ""
+    assert old["id"] in [s["id"] for s in snapshots(tree, db)]
+    write(repo / "app.py", "print('newest work')\n")
+    take(tree, db, "manual")
+    assert old["id"] not in [s["id"] for s in snapshots(tree, db)]

@@ -80,8 +80,8 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
         found = resolve_target(index, cwd)
     tree = work_tree_of(found)
     command = _command_of(payload)
-    snapshot = take(tree, db_path, f"hook:{agent}", agents=[agent],
-                    command=command[:MAX_COMMAND] if command else None)
+    snapshot = take(tree, db_path, f"hook:{agent}", agents=[agent],      # abandoned at DEADLINE: never thins
+                    command=command[:MAX_COMMAND] if command else None, thin=False)
     if settings["guard"] != "ask" or not command:
         return "allow", None, snapshot
     found_dangers = dangers(command, cwd, tree.path)

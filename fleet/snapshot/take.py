@@ -75,9 +75,10 @@ def valid_trigger(trigger: str) -> str:
 
 
 def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agents: list[str] = (),
-         command: str | None = None, now: float | None = None) -> dict:
+         command: str | None = None, now: float | None = None, thin: bool = True) -> dict:
     """Snapshot `tree` into its shadow store; the snapshot's metadata, with `unchanged` true (and the newest
-    kept snapshot's id) when nothing differs from it."""
+    kept snapshot's id) when nothing differs from it. `thin` false leaves the store's thinning to others (a
+    process that may be abandoned mid-run must not leave git's gc running without the store's lock)."""
     settings = snapshot_settings()
     if not settings["enabled"]:
         raise FleetError("BAD_ARGUMENT", "snapshots are turned off ([snapshots] enabled = false)")
@@ -86,7 +87,7 @@ def take(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str, *, agent
     shadow = store_for(tree, db_path, create=True)
     with shadow.locked():
         made = take_locked(shadow, tree, db_path, settings, trigger, agents=agents, command=command, now=now)
-    if not made["unchanged"] and due(shadow, made["t"], settings["repo_budget_bytes"]):   # never mid-snapshot
+    if thin and not made["unchanged"] and due(shadow, made["t"], settings["repo_budget_bytes"]):   # never mid-snapshot
         prune_store(shadow, settings, made["t"])
     return made
 
