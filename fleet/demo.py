@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -86,6 +87,7 @@ def build_demo_fleet(target: str | os.PathLike[str], now: float | None = None) -
         lambda: _clean(b, work, "design-system"), lambda: _submodule_drift(b, oss), lambda: _behind(b, oss),
         lambda: _worktrees(b, work), lambda: _ahead_with_rewrites(b, work), lambda: _diverged(b, work),
         lambda: _mid_rebase(b, work), lambda: _dirty(b, oss), lambda: _conflicted_merge(b, work),
+        lambda: _about_to_lose_work(b, work),
     ]
     for build in builders:  # spread the fleet's history over the week, newest states last
         build()
@@ -191,6 +193,14 @@ def _submodule_drift(b: DemoBuilder, root: Path) -> None:
     b.git(repo / "vendor" / "shared-lib", "pull", "-q", "origin", "main")
 
 
+def _about_to_lose_work(b: DemoBuilder, root: Path) -> None:
+    """An afternoon of uncommitted work that `seed_proposals` lets an agent throw away (the safety net's case)."""
+    repo, _ = b.tracked("landing-page", root, {"index.html": "<h1>Welcome</h1>\n", "style.css": "h1 {}\n"})
+    b.write(repo / "index.html", "<h1>Welcome</h1>\n<section class=pricing>\n  <p>Three plans</p>\n</section>\n")
+    b.write(repo / "style.css", "h1 { font-size: 3rem }\n.pricing { display: grid }\n")
+    b.write(repo / "pricing.md", "# Pricing copy\n\nFree, Team, Enterprise.\n")
+
+
 def _clean(b: DemoBuilder, root: Path, name: str) -> None:
     b.tracked(name, root, {"README.md": f"# {name}\n", "LICENSE": "MIT\n"})
 
@@ -238,6 +248,20 @@ def adopt_demo_policy(index) -> str | None:
     return path
 
 
+def _discard_work(db_path: str | os.PathLike[str], repo: Path) -> None:
+    """The safety net's story, made by its own code: the hook snapshots before an agent's `git checkout -- .`
+    and `git clean -fd`, the commands run for real, and the next snapshot finds the work discarded."""
+    from fleet.snapshot.shadow import WorkTree
+    from fleet.snapshot.take import take
+
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    command = "git checkout -- . && git clean -fd"
+    take(tree, db_path, "hook:claude-code", agents=["claude-code"], command=command)
+    for args in (("checkout", "-q", "--", "."), ("clean", "-fdq")):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    take(tree, db_path, "sweep", agents=["claude-code"])
+
+
 def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[str]:
     """Index the demo fleet and make the demo agents' pending proposals (under no personal policy);
     returns their ids. A proposal the fleet's state refuses is skipped, never fatal to the demo."""
@@ -256,6 +280,7 @@ def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[st
             for root in roots:
                 index.add_root(root)
             scan(index, roots)
+            _discard_work(db_path, base / "work" / "landing-page")
             for agent, op, where, args, reason in DEMO_PROPOSALS:
                 try:
                     made.append(service.propose(index, agent, op, str(base / where), args, reason)["proposal_id"])

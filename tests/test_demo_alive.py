@@ -52,6 +52,16 @@ def _presence(demo, now: float) -> dict[tuple[str, str], dict]:
     return {(r["agent"], Path(r["repo"]).name): r for r in rows}
 
 
+def test_the_demo_shows_work_an_agent_discarded_and_how_to_get_it_back(demo):
+    from fleet.snapshot.events import discarded_in_fleet
+
+    [event] = discarded_in_fleet(demo["index"])
+    assert event["repo"] == "landing-page" and event["agents"] == ["claude-code"]
+    assert set(event["files"]) == {"index.html", "style.css", "pricing.md"}
+    assert event["restore"].startswith("fleetdeck restore landing-page ")
+    assert git(Path(event["path"]), "status", "--porcelain") == ""      # the commands really ran
+
+
 def test_activity_in_the_last_hours_and_while_it_runs(demo):
     life, target = demo["life"], demo["target"]
     dotfiles = target / "fleet" / "oss" / "dotfiles"
