@@ -10,12 +10,11 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from fleet.caps import cap
-from fleet.presence import agent_id
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, snapshots, work_tree_of
 from fleet.timespec import parse_since
 from mcp_bridge import models
-from mcp_bridge.bridge import caller
+from mcp_bridge.bridge import identity
 from mcp_bridge.toolkit import Toolkit
 from mcp_bridge.tools_repo import Repo
 
@@ -37,7 +36,8 @@ def register(kit: Toolkit) -> None:
         """Keep the working tree's exact bytes (tracked and untracked files, the staged state, HEAD, stashes)
         in fleetdeck's own store, before risky work. Nothing in the repository changes and nothing the
         repository defines runs; a snapshot equal to the last one is not kept again (`unchanged`)."""
-        made = take(tree(repo), bridge.index().path, "mcp", agents=[agent_id(caller.get())])
+        who = identity.get()        # the authenticated identity, or unknown:<declared>: never a declared name
+        made = take(tree(repo), bridge.index().path, "mcp", agents=[who.agent] if who else [])
         return {"id": made["id"], "worktree": made["worktree"], "at": made["at"], "trigger": made["trigger"],
                 "files": made["files"], "bytes_added": 0 if made["unchanged"] else made["bytes_added"],
                 "skipped": made["skipped"], "unchanged": made["unchanged"]}

@@ -104,3 +104,18 @@ async def test_agents_snapshot_list_and_diff_over_mcp(discarded) -> None:
     bad = await call(server, "snapshot.diff", {"repo": "api-server", "from": "zzzz"})
     assert bad.is_error
     assert (repo / "handler.py").read_text() == "def handle():\n    return 4\n"    # nothing in the repo changed
+
+
+async def test_a_snapshot_names_the_callers_identity_not_its_declared_name(discarded) -> None:
+    """Attack: a client with no credential declares itself `claude-code`, discards work and snapshots it:
+    the discarded work must not read "while claude-code was working"."""
+    from mcp import Client
+    from mcp.types import Implementation
+
+    server = build_server(str(discarded["db"]))
+    repo = discarded["repo"]
+    write(repo / "handler.py", "def handle():\n    return 5\n")
+    async with Client(server, client_info=Implementation(name="claude-code", version="1")) as client:
+        ok(await client.call_tool("snapshot.take", {"repo": "api-server"}))
+        listed = ok(await client.call_tool("snapshot.list", {"repo": "api-server"}))
+    assert listed["snapshots"][0]["agents"] == ["unknown:claude-code"]
