@@ -64,6 +64,36 @@ def test_sweep_snapshots_dirty_trees_and_sees_a_reset_hard(fleet) -> None:
     assert (repo / "draft.md").read_text() == "untracked draft\n"
 
 
+def test_sweep_sees_a_dirty_worktree_removed_by_force(fleet) -> None:
+    """`git worktree remove --force` of a worktree with uncommitted files: no tree is left to snapshot, and
+    the work it held must still show as discarded, with the snapshot that gives it back. A whole repository
+    deleted outright is said nowhere (its objects are gone too) but never breaks the sweep."""
+    import shutil
+
+    repo, db = fleet
+    linked = repo.parent / "web-feature"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
+    write(linked / "feature.txt", "feature work\n")
+    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(repo.parent)), env=fleetdeck_env(), check=True,
+                   capture_output=True)
+    tree = WorkTree(str(linked), str(repo / ".git" / "worktrees" / "web-feature"), str(repo / ".git"))
+    outside = repo.parent.parent / "outside"                   # an admin folder naming a tree beyond the roots
+    write(outside / "secret.txt", "not the fleet's\n")
+    write(repo / ".git" / "worktrees" / "evil" / "gitdir", f"{outside}/.git\n")
+    net = SafetyNet(db)
+    with open_index(db) as index:
+        net.sweep(index)
+        held = store_for(tree, db).entries()[-1]
+        git(repo, "worktree", "remove", "--force", str(linked))
+        net.sweep(index)
+        net.sweep(index)
+        shutil.rmtree(repo.parent / "quiet")
+        net.sweep(index)
+    [event] = discarded_events(tree, db)
+    assert event["files"] == ["feature.txt"] and event["restore_from"] == held["id"]
+    assert store_for(WorkTree(str(outside), str(outside / ".git"), str(outside / ".git")), db) is None
+
+
 def test_live_edits_snapshot_each_pause_and_long_bursts(fleet) -> None:
     repo, db = fleet
     net = SafetyNet(db)

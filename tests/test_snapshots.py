@@ -425,3 +425,22 @@ def test_a_tracked_folder_swapped_for_a_link_out_of_the_tree_is_never_read(tmp_p
     shadow = open_shadow(snapshots_root(db_path), str(repo), str(repo / ".git" / "objects"), create=False)
     secret = object_id(b"blob", b"PRIVATE KEY\n")
     assert not (shadow.objects / secret[:2] / secret[2:]).exists()
+
+
+def test_a_dirty_linked_worktree_removed_by_force_is_discarded_work(work: Path, db_path: Path,
+                                                                    tmp_path: Path) -> None:
+    """`git worktree remove --force` of a worktree with uncommitted files: there is no tree left to
+    snapshot, so the sweep's last snapshot of nothing is what sees the work gone."""
+    from fleet.snapshot.take import take_vanished
+
+    linked = tmp_path / "linked"
+    git(work, "worktree", "add", "-q", "-b", "feature", str(linked))
+    write(linked / "feature.txt", "feature work\n")
+    tree = WorkTree(str(linked), str(work / ".git" / "worktrees" / "linked"), str(work / ".git"))
+    saved = take(tree, db_path, "manual")
+    assert take_vanished(tree, db_path) is None               # still there: nothing to say
+    git(work, "worktree", "remove", "--force", str(linked))
+    gone = take_vanished(tree, db_path)
+    assert gone is not None and gone["discarded"]["files"] == ["feature.txt"]
+    assert [e["restore_from"] for e in discarded_events(tree, db_path)] == [saved["id"]]
+    assert take_vanished(tree, db_path) is None               # said once

@@ -6,7 +6,10 @@
   for `pause_s`, and at least every `min_interval_s` while they go on (trigger `watch`).
 - Every SWEEP_EVERY_S, a sweep snapshots each working tree the index shows with uncommitted work, and each
   one whose last snapshot held some (that is how a `reset --hard` that left it clean is seen; trigger
-  `sweep`). A snapshot equal to the last is not kept, so a quiet tree costs one `git status`.
+  `sweep`), and every linked worktree inside the roots (the index lists them under their repository). A
+  snapshot equal to the last is not kept, so a quiet tree costs one `git status`. A tree whose last snapshot
+  held work and that is gone (`git worktree remove --force`) gets a last snapshot of nothing: the work is
+  seen discarded.
 
 The watcher's host runs `SafetyNet.sweep` and `SafetyNet.tick` as periodic work (fleet/watch/service.py).
 """
@@ -24,12 +27,14 @@ import watchfiles
 from fleet.errors import FleetError
 from fleet.git.run import GitError, run_git
 from fleet.index.discovery import common_dir
+from fleet.git.files import BrokenRepo, read_file
 from fleet.index.store import Index
 from fleet.presence.store import read_rows
+from fleet.repo.scope import RealRoots, real_roots, root_of
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.retention import prune_all
 from fleet.snapshot.shadow import WorkTree, store_for
-from fleet.snapshot.take import take
+from fleet.snapshot.take import take, take_vanished
 
 log = logging.getLogger("fleetdeck.snapshots")
 
@@ -146,6 +151,7 @@ class SafetyNet:
         self.db_path = Path(db_path)
         self.live = LiveWatch()
         self._held_work: set[str] = set()       # trees whose last snapshot held uncommitted work
+        self._seen: dict[str, WorkTree] = {}    # every tree a sweep listed (a gone one is no longer listed)
         self._agents: dict[str, list[str]] = {}
         self._pruned_at = 0.0
         self._settings: dict | None = None
@@ -169,6 +175,12 @@ class SafetyNet:
                 agents.setdefault(p["repo"], []).append(p["agent"])
         self._agents = agents
         trees = {r["path"]: WorkTree(r["path"], r["gitdir"], _common(r)) for r in rows}
+        roots = real_roots(index.roots())
+        linked = {t.path: t for r in rows for t in linked_worktrees(_common(r), roots)}
+        trees = {**linked, **trees}
+        self._seen.update(trees)
+        for path in sorted(p for p in self._held_work if p not in trees or not os.path.isdir(p)):
+            self._vanished(self._seen[path])        # the tree went, and its uncommitted work with it: say so
         self.live.want([trees[p] for p in agents if p in trees])
         taken = 0
         for row in rows:
@@ -176,6 +188,9 @@ class SafetyNet:
             dirty = any(row.get(k) for k in ("staged", "unstaged", "untracked", "conflicted"))
             if dirty or path in self._held_work or self._first_sight(trees[path]):
                 taken += self._take(trees[path], "sweep")
+        for tree in linked.values():        # not rows of the index: no dirty flags to go by, git status tells
+            if trees[tree.path] is tree:
+                taken += self._take(tree, "sweep")
         now = time.time()
         if now - self._pruned_at >= PRUNE_ALL_EVERY_S:
             self._pruned_at = now
@@ -206,11 +221,42 @@ class SafetyNet:
             self._held_work.discard(tree.path)
         return 0 if made["unchanged"] else 1
 
+    def _vanished(self, tree: WorkTree) -> None:
+        self._held_work.discard(tree.path)
+        try:
+            take_vanished(tree, self.db_path)
+        except (FleetError, GitError, OSError) as exc:     # a whole repository gone: its objects too
+            log.info("no last snapshot of the vanished %s: %s", tree.path, getattr(exc, "message", exc))
+
     def live_status(self) -> dict:
         return {"enabled": self.enabled, "watched": sorted(self.live.trees), "fallback": self.live.fallback}
 
     def close(self) -> None:
         self.live.stop()
+
+
+def linked_worktrees(commondir: str, roots: RealRoots) -> list[WorkTree]:
+    """A repository's linked worktrees inside the fleet's roots: each `<common dir>/worktrees/<id>/gitdir`
+    names its `.git` file (read bounded, never through a link); one that resolves outside every root (the
+    file may say anything) is left out, so no sweep reads beyond the fleet."""
+    admin = os.path.join(commondir, "worktrees")
+    try:
+        names = sorted(os.listdir(admin))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        gitdir = os.path.join(admin, name)
+        try:
+            data = read_file(os.path.join(gitdir, "gitdir"), 4096, "worktree gitdir")
+        except BrokenRepo:
+            continue
+        if not data or b"\0" in data:
+            continue
+        path = os.path.realpath(os.path.dirname(os.fsdecode(data.strip())))
+        if root_of(path, roots) is not None and os.path.isdir(path):
+            out.append(WorkTree(path, gitdir, commondir))
+    return out
 
 
 def _common(row: dict) -> str:

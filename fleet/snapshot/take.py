@@ -36,7 +36,7 @@ from fleet.git.config import ConfigError, read_config_file, read_repo_config
 from fleet.git.config import parse as parse_config
 from fleet.git.files import BrokenRepo, read_file
 from fleet.git.run import GitError, run_git
-from fleet.snapshot.compare import discarded_between
+from fleet.snapshot.compare import EMPTY_TREE, discarded_between
 from fleet.snapshot.events import record as record_discarded
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
@@ -122,21 +122,49 @@ def take_locked(shadow: Shadow, tree: WorkTree, db_path: str | os.PathLike[str],
             "command": command, "head": scan.head, "branch": scan.branch, "stash": stash, "tree": work_tree,
             "index_tree": index_tree, "files": scan.files, "bytes_added": scan.bytes_added,
             "skipped": scan.skipped, "unmerged": scan.unmerged, "index_sig": index_sig, "lines_key": lines_key}
+    return _keep(shadow, tree, db_path, last, meta, parents)
+
+
+def _keep(shadow: Shadow, tree: WorkTree, db_path: str | os.PathLike[str], last: dict | None, meta: dict,
+          parents: list[str]) -> dict:
+    """Compare a new snapshot with the last, write its commit and make it visible; record discarded work."""
     if last:
-        changed, discarded = discarded_between(shadow, last, meta)
-        meta["changed_files"], meta["discarded"] = changed, discarded
+        meta["changed_files"], meta["discarded"] = discarded_between(shadow, last, meta)
     else:
-        meta["changed_files"], meta["discarded"] = scan.files, None
+        meta["changed_files"], meta["discarded"] = meta["files"], None
     # the commit says what it is on its own (the log can be rebuilt from the refs), and two snapshots of equal
     # content taken in one second still get their own ids
-    message = f"fleetdeck snapshot ({trigger})\n\n" + json.dumps(
+    message = f"fleetdeck snapshot ({meta['trigger']})\n\n" + json.dumps(
         {k: meta[k] for k in ("t", "trigger", "worktree", "head", "branch", "agents", "command")}, sort_keys=True)
     meta["id"] = write_object(shadow.objects, b"commit",
-                              commit_body(work_tree, [*parents, *stash], message, now))
+                              commit_body(meta["tree"], [*parents, *meta["stash"]], message, meta["t"]))
     shadow.add(meta)
     if meta["discarded"]:
         record_discarded(db_path, tree.path, meta, last["id"])
     return {**meta, "unchanged": False}
+
+
+def take_vanished(tree: WorkTree, db_path: str | os.PathLike[str], trigger: str = "sweep",
+                  now: float | None = None) -> dict | None:
+    """A working tree gone from disk (`git worktree remove --force`, an `rm -rf`) whose newest snapshot held
+    files: a last snapshot of nothing, so the uncommitted work it held is seen discarded (None: nothing to
+    say, or the tree is still there)."""
+    shadow = store_for(tree, db_path)
+    if shadow is None or os.path.lexists(tree.path):
+        return None
+    with shadow.locked():
+        entries = shadow.entries()
+        last = entries[-1] if entries else None
+        if last is None or last["tree"] == EMPTY_TREE:
+            return None
+        now = time.time() if now is None else now
+        empty = write_object(shadow.objects, b"tree", b"")
+        meta = {"worktree": tree.path, "at": iso(now), "t": now, "trigger": trigger, "agents": [],
+                "command": None, "head": last["head"], "branch": last["branch"],
+                "stash": [t for t in stash_tips(tree.commondir) if t in last["stash"]], "tree": empty,
+                "index_tree": empty, "files": 0, "bytes_added": 0, "skipped": [], "unmerged": False,
+                "index_sig": None, "lines_key": None, "vanished": True}
+        return _keep(shadow, tree, db_path, last, meta, [])
 
 
 # --- status, and the working tree's files ---------------------------------------------------------------
