@@ -10,7 +10,7 @@ import pytest
 from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.ops import proposals, service
-from fleet.ops.policy import decide, load_policy, parse_policy
+from fleet.ops.policy import Subject, evaluate, load_policy, parse_policy
 from fleet.repo.changes import repo_status
 from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import propose, state
@@ -170,10 +170,11 @@ def test_default_policy_file_is_read(ops_fleet, tmp_path):
 def test_policy_first_match_and_explanations():
     policy = parse_policy({"rules": [{"agent": "codex", "op": "stage", "action": "auto"},
                                      {"op": "*", "action": "deny", "repo": "*/secret*"}]}, "test")
-    assert decide(policy, "codex", "stage", "/r/secret", None, [], ["a"], "low").action == "auto"
-    denied = decide(policy, "claude", "stage", "/r/secret", None, [], ["a"], "low")
+    secret, open_repo = Subject("stage", "/r/secret", paths=("a",)), Subject("stage", "/r/open", paths=("a",))
+    assert evaluate(policy, "codex", [secret]).action == "auto"
+    denied = evaluate(policy, "claude", [secret])
     assert (denied.action, denied.rule) == ("deny", 2) and "rule #2" in denied.why
-    default = decide(policy, "claude", "stage", "/r/open", None, [], ["a"], "low")
+    default = evaluate(policy, "claude", [open_repo])
     assert (default.action, default.rule) == ("approve", None)
 
 

@@ -276,9 +276,3 @@ def evaluate(policy: Policy, agent: str, subjects: list[Subject], deferred: str 
     if deferred:
         return Decision("approve", first.rule, f"{first.why}; but {deferred}, so a person approves it")
     return first
-
-
-def decide(policy: Policy, agent: str, op: str, repo_path: str, repo_name: str | None,
-           refs: list[str], paths: list[str], risk: str) -> Decision:
-    """One subject's decision (a proposal that touches one repository with everything listed)."""
-    return evaluate(policy, agent, [Subject(op, repo_path, repo_name, tuple(refs), tuple(paths), True, risk)])
