@@ -295,6 +295,18 @@ def register(kit: Toolkit) -> None:
         Refused (STALE) when the repository changed since that proposal ran."""
         return propose("restore", repo, reason, dry_run, idempotency_key, restore_point=restore_point)
 
+    @preview_tool("restore_snapshot", "Propose restoring files from a snapshot")
+    def restore_snapshot(repo: Repo, reason: Reason,
+                         snapshot: Annotated[str, Field(pattern=r"^[0-9a-f]{4,40}$", description=
+                                                        "snapshot id (or a unique prefix), from snapshot.list")],
+                         paths: Paths | None = None, index: bool = False, dry_run: DryRun = False,
+                         idempotency_key: Key = None) -> dict:
+        """Propose putting a safety-net snapshot's files back (all, or only `paths`; with `index` its staged
+        state too), e.g. the work a `discarded` event (repo.lost) names. The preview lists every file it would
+        overwrite, recreate or remove; the present is snapshotted first and the restore point keeps it."""
+        return propose("restore_snapshot", repo, reason, dry_run, idempotency_key, snapshot=snapshot,
+                       paths=paths, index=index)
+
     @kit.tool("operation.status", ProposalRow, "A proposal's state")
     def status(proposal_id: ProposalId) -> dict:
         """A proposal: status (pending, approved, executing, completed, failed, rejected, cancelled,

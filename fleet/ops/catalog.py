@@ -4,8 +4,8 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
   a new worktree);
 - medium: HEAD, a branch or the working tree moves, and the restore point brings it back (commit, checkout,
-  stash_pop, a soft, mixed or keep reset, merge, patch, patch_file_write, submodule_pointer, restore; a plan
-  takes its riskiest step's level) or, for a push, leaves the machine (it cannot be undone, and says so);
+  stash_pop, a soft, mixed or keep reset, merge, patch, patch_file_write, submodule_pointer, restore, restore_snapshot;
+  a plan takes its riskiest step's level) or, for a push, leaves the machine (it cannot be undone, and says so);
 - high: history is rewritten or work is thrown away (hard or merge reset, discard, amend, rebase,
   force-with-lease push, branch deletion), or the change's diff is longer than the page shows. A policy rule
   can never make a high-risk proposal run without a person (`auto` is refused).
@@ -58,6 +58,8 @@ OPS: dict[str, OpInfo] = {op.name: op for op in (
                                           "previewed after the ones before it, approved once, run in order, "
                                           "undone at once"),
     OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
+    OpInfo("restore_snapshot", "medium", True, True, "put a safety-net snapshot's files (all, or some paths; "
+                                                     "with index its staged state) back into the working tree"),
 )}
 
 HIGH = "high"

@@ -21,7 +21,7 @@ from fleet.agents.identity import PERSON, is_authenticated, quota_key
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, partsops, patchops, planop, proposals
-from fleet.ops import remote, repocode, restore
+from fleet.ops import remote, repocode, restore, snapshotop
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.landing import running_dashboard
@@ -29,11 +29,13 @@ from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
 from fleet.repo.target import resolve_target
+from fleet.snapshot.take import take
+from fleet.snapshot.timeline import work_tree_of
 
 log = logging.getLogger("fleetdeck.ops")
 
 OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **cleanup.OPS,
-                      **partsops.OPS, **planop.OPS, **undo_op.OPS}
+                      **partsops.OPS, **planop.OPS, **undo_op.OPS, **snapshotop.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
 ACTIVE = ("pending", "approved", "executing")
@@ -338,6 +340,7 @@ def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral:
         return _finish(index, proposal_id, "failed", error=f"{exc.code}: restore point not taken, nothing "
                                                            f"ran: {exc.message}", result={"touched": False})
     _set(index, proposal_id, restore_point=proposal_id)
+    _safety_net_snapshot(index, repo, proposal_id)
     seen = observe.before(repo)
     try:
         result = OPS[row["op"]].run(ctx, plan["args"])
@@ -354,6 +357,17 @@ def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral:
     except FleetError as exc:
         log.warning("state after %s not recorded: %s", proposal_id, exc.message)
     return _finish(index, proposal_id, status, error=error, result=result)
+
+
+def _safety_net_snapshot(index: Index, repo: str, proposal_id: str) -> None:
+    """The restore point as a safety-net snapshot too (trigger `proposal:<id>`: one store, one timeline), best
+    effort: a snapshot that cannot be taken (snapshots off, a bare repository) never blocks the op."""
+    try:
+        found = resolve_target(index, repo)
+        if not found.bare:
+            take(work_tree_of(found), index.path, f"proposal:{proposal_id}")
+    except (FleetError, OSError) as exc:
+        log.warning("no snapshot before %s: %s", proposal_id, getattr(exc, "message", exc))
 
 
 def _set(index: Index, proposal_id: str, **fields: object) -> None:
