@@ -119,3 +119,22 @@ async def test_a_snapshot_names_the_callers_identity_not_its_declared_name(disca
         ok(await client.call_tool("snapshot.take", {"repo": "api-server"}))
         listed = ok(await client.call_tool("snapshot.list", {"repo": "api-server"}))
     assert listed["snapshots"][0]["agents"] == ["unknown:claude-code"]
+
+
+async def test_an_agent_proposes_the_discarded_work_back_and_a_person_approves(discarded) -> None:
+    """`operation.preview.restore_snapshot` is a proposal like every write: nothing changes until a person
+    approves; then the bytes are back."""
+    server = build_server(str(discarded["db"]))
+    repo = discarded["repo"]
+    made = ok(await call(server, "operation.preview.restore_snapshot",
+                         {"repo": "api-server", "snapshot": discarded["before"]["id"][:12],
+                          "paths": ["handler.py"], "reason": "give back what the reset threw away"}))
+    assert made["status"] == "pending" and made["op"] == "restore_snapshot" and made["risk"] == "medium"
+    assert made["preview"]["files"] == [{"path": "handler.py", "kind": "restore"}]
+    assert (repo / "handler.py").read_text() == "def handle():\n    return 1\n"
+    from fleet.ops import service
+
+    with open_index(discarded["db"]) as index:
+        done = service.approve(index, made["proposal_id"], "cli")
+    assert done["status"] == "completed", done["error"]
+    assert (repo / "handler.py").read_text() == "def handle():\n    return 2\n    # three\n    # more lines\n"

@@ -21,7 +21,7 @@ from fleet.agents import credentials
 from fleet.index.store import open_index
 from fleet.ops import landing
 from fleet.ops.approver import is_approver
-from web import api, passkeys, proposals
+from web import api, passkeys, proposals, snapshots
 from web.guards import API_PREFIXES, guards
 from web.pages import PAGES, render, reverify_fragment
 from web.security import Guard, allowed_hosts_for
@@ -49,6 +49,7 @@ def routes() -> list[BaseRoute]:
         Route("/fragments/reverify", reverify_fragment, name="reverify_fragment"),
         *proposals.routes(),
         *passkeys.routes(),
+        *snapshots.routes(),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

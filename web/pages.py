@@ -27,6 +27,7 @@ from fleet.presence import collisions, presence
 from fleet.presence.bridge import fleet_wide_agents
 from fleet.presence.switches import switches_view
 from fleet.repo.detail import repo_detail
+from fleet.snapshot.view import repo_timeline
 from fleet.views.digest import report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.views.render import environment
@@ -92,6 +93,7 @@ def repo_context(request: Request, idx: Index) -> dict:
     if detail is None:
         raise HTTPException(404, f"no repository with id {request.path_params['repo_id']} in the index")
     detail["proposals"] = waiting_in(idx, detail["repo"]["path"])
+    detail["safety_net"] = repo_timeline(idx, detail["repo"])
     return detail
 
 

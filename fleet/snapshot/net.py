@@ -12,6 +12,8 @@
   seen discarded.
 
 The watcher's host runs `SafetyNet.sweep` and `SafetyNet.tick` as periodic work (fleet/watch/service.py).
+Each sweep writes `live_status()` to the index's meta (STATUS_KEY), so the dashboard, in another thread or
+process, can say which trees are watched live and which fall back to the sweeps.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from fleet.index.discovery import common_dir
 from fleet.git.files import BrokenRepo, read_file
 from fleet.index.store import Index
 from fleet.presence.store import read_rows
+from fleet.repo.record import iso
 from fleet.repo.scope import RealRoots, real_roots, root_of
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.retention import prune_all
 from fleet.snapshot.shadow import WorkTree, store_for
 from fleet.snapshot.take import take, take_vanished
+from fleet.snapshot.view import STATUS_KEY
 
 log = logging.getLogger("fleetdeck.snapshots")
 
@@ -167,6 +171,7 @@ class SafetyNet:
         self._settings, self.enabled = settings, settings["enabled"]
         if not self.enabled:
             self.live.stop()
+            index.set_meta(STATUS_KEY, self.live_status())
             return 0
         rows = index.rows("gone = 0 AND bare = 0")
         agents: dict[str, list[str]] = {}
@@ -182,6 +187,7 @@ class SafetyNet:
         for path in sorted(p for p in self._held_work if p not in trees or not os.path.isdir(p)):
             self._vanished(self._seen[path])        # the tree went, and its uncommitted work with it: say so
         self.live.want([trees[p] for p in agents if p in trees])
+        index.set_meta(STATUS_KEY, self.live_status())
         taken = 0
         for row in rows:
             path = row["path"]
@@ -229,7 +235,9 @@ class SafetyNet:
             log.info("no last snapshot of the vanished %s: %s", tree.path, getattr(exc, "message", exc))
 
     def live_status(self) -> dict:
-        return {"enabled": self.enabled, "watched": sorted(self.live.trees), "fallback": self.live.fallback}
+        """Whether the net is on, the trees watched live, those over the budget (left to the sweeps), when."""
+        return {"enabled": self.enabled, "watched": sorted(self.live.trees), "fallback": self.live.fallback,
+                "at": iso(time.time())}
 
     def close(self) -> None:
         self.live.stop()

@@ -31,13 +31,19 @@ def store_of(tree: WorkTree, db_path: str | os.PathLike[str]) -> Shadow:
 
 
 def restore(tree: WorkTree, db_path: str | os.PathLike[str], snapshot_id: str, *, paths: list[str] = (),
-            index: bool = False, dry_run: bool = False) -> dict:
-    """Put the snapshot's files (under `paths`, or all) back; with `index`, its staged state too."""
+            index: bool = False, dry_run: bool = False, expect: str | None = None) -> dict:
+    """Put the snapshot's files (under `paths`, or all) back; with `index`, its staged state too. `expect` is
+    the `snapshot_before` of the dry run a person confirmed: when the working tree (under `paths`) is no
+    longer as then, STALE, and nothing is written (the confirmation named other changes than it would
+    overwrite now)."""
     paths = [check_rel_path(p.rstrip("/"), "path") for p in paths]
     shadow = store_of(tree, db_path)
     with shadow.locked():
         snap = shadow.find(snapshot_id)
         before = take_locked(shadow, tree, db_path, snapshot_settings(), "restore")
+        if expect is not None and raw_diff(shadow, shadow.find(expect)["tree"], before["tree"], paths):
+            raise FleetError("STALE", "the working tree changed since the restore was confirmed: look at what "
+                                      "it would overwrite now, and confirm again")
         changes = [c for c in raw_diff(shadow, before["tree"], snap["tree"], paths) if c[4] != "160000"]
         _refuse_unkept(tree.path, before, [c[3] for c in changes])
         restored = sorted(c[3] for c in changes if c[0] != "D")
