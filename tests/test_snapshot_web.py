@@ -5,6 +5,8 @@ person's act with exactly the decision rules of approving a proposal."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -15,8 +17,8 @@ from fleet.snapshot.take import take
 from fleet.snapshot.view import STATUS_KEY
 from tests.fleets.gitbuild import git, write
 from tests.fleets.ops_fleet import build
+from tests.fleets.serving import sign_in
 from web.app import create_app
-from web.security import csrf_for
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 BASE = "http://127.0.0.1:8765"
@@ -51,8 +53,12 @@ def client(fleet):
 
 
 @pytest.fixture
-def browser(client):
-    assert client.get(f"/?token={TOKEN}").status_code == 303
+def login(client, fleet):
+    return sign_in(client, fleet["db"])
+
+
+@pytest.fixture
+def browser(client, login):
     return client
 
 
@@ -88,13 +94,13 @@ def test_the_diff_shows_every_hidden_character(browser, fleet):
     run, reordered, hidden or parsed."""
     text = browser.get(f"{_base(fleet, fleet['found']['id'])}/diff")
     assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
-    assert "-evil \\x1b]52;c;aGk=\\x07 \\u202efdp.sh \\u200bhidden <script>" in text.text
-    assert not any(c in text.text for c in "\x1b\x07\u202e\u200b")
+    assert "-evil \\x1b]52;c;aGk=\\x07 \\u202efdp.sh " in text.text and "hidden <script>" in text.text
+    assert not any(c in text.text for c in "\x1b\x07\u202e")
     page = browser.get(_base(fleet, fleet["found"]["id"]))
     assert page.status_code == 200
-    assert "\\x1b]52" in page.text and "\\u202e" in page.text and "\\u200b" in page.text
+    assert "\\x1b]52" in page.text and "\\u202e" in page.text
     assert "<script>alert" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
-    assert not any(c in page.text for c in "\x1b\x07\u202e\u200b")
+    assert not any(c in page.text for c in "\x1b\x07\u202e")
     now = browser.get(f"{_base(fleet, fleet['kept']['id'])}?against=now").text
     assert "From this snapshot to the working tree now" in now and "README.md" in now and "notes.txt" in now
     assert browser.get(f"{_base(fleet, 'zz')}").status_code == 400
@@ -116,67 +122,74 @@ def test_the_confirmation_names_what_it_would_overwrite_and_changes_nothing(brow
 
 
 def _form(page: str) -> dict:
-    import re
-
     return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page))
 
 
-def test_restore_all_brings_the_bytes_back(browser, fleet):
+def test_restore_all_brings_the_bytes_back(browser, login, fleet):
+    """As the page's script sends it (the shared decision form: the tab's decision key as a header), then
+    the page it goes to after (the form's data-done)."""
     work = fleet["work"]
     url = f"{_base(fleet, fleet['kept']['id'])}/restore"
-    fields = _form(browser.get(url).text)
-    r = browser.post(url, data=fields, headers=ORIGIN)
-    assert r.status_code == 303 and r.headers["location"].startswith(f"/repos/{fleet['repo_id']}?restored=")
+    page = browser.get(url).text
+    fields = _form(page)
+    r = browser.post(url, data=fields, headers=login.decide)
+    assert r.status_code == 200 and r.json()["snapshot"] == fleet["kept"]["id"], r.text
+    done = re.search(r'data-done="([^"]+)"', page).group(1).replace("&amp;", "&")
     assert (work / "README.md").read_bytes() == HOSTILE.encode()
     assert (work / "notes.txt").read_bytes() == b"untracked notes\n"
     assert git(work, "status", "--porcelain", "-uall") == " M README.md\n?? notes.txt\n"
-    page = browser.get(r.headers["location"]).text
+    page = browser.get(done).text
     assert "Restored from snapshot" in page     # the present was snapshotted first: the one that found the discard
     assert f'just before is snapshot <code class="sha">{fleet["found"]["id"][:10]}</code>' in page
 
 
-def test_restore_this_file_restores_only_it(browser, fleet):
+def test_restore_this_file_restores_only_it(browser, login, fleet):
     url = f"{_base(fleet, fleet['kept']['id'])}/restore"
     fields = _form(browser.get(url + "?path=notes.txt").text)
     assert fields["path"] == "notes.txt"
-    assert browser.post(url, data=fields, headers=ORIGIN).status_code == 303
+    assert browser.post(url, data=fields, headers=login.decide).status_code == 200
     assert (fleet["work"] / "notes.txt").exists() and git(fleet["work"], "diff", "--name-only") == ""
 
 
-def test_a_change_after_the_confirmation_is_never_overwritten(browser, fleet):
+def test_a_change_after_the_confirmation_is_never_overwritten(browser, login, fleet):
     """The confirmation named what would be overwritten; work written after it is not what the person agreed
     to lose: STALE, nothing written."""
     url = f"{_base(fleet, fleet['kept']['id'])}/restore"
     fields = _form(browser.get(url).text)
     write(fleet["work"] / "README.md", "written after the confirmation\n")
-    r = browser.post(url, data=fields, headers={**ORIGIN, "Accept": "application/json"})
+    r = browser.post(url, data=fields, headers=login.decide)
     assert r.status_code == 409 and r.json()["error"]["code"] == "STALE"
     assert (fleet["work"] / "README.md").read_bytes() == b"written after the confirmation\n"
     assert not (fleet["work"] / "notes.txt").exists()
 
 
-def test_restoring_takes_the_rules_of_approving(client, browser, fleet):
-    """The MCP bearer token alone, a post without the CSRF token, a post from another origin: refused, and the
-    working tree is untouched; the person's approver token (their scripts) may restore."""
+def test_restoring_takes_the_rules_of_approving(client, browser, login, fleet):
+    """Each refused the way an approval is, the working tree untouched: the MCP bearer token (even with the
+    session), the session without the tab's decision key (a plain form post, or a guessed key), no CSRF
+    token, another Origin. The person's approver token (their own scripts) may restore."""
     url = f"{_base(fleet, fleet['kept']['id'])}/restore"
     api = f"/api{url}"
     fields = _form(browser.get(url).text)
     untouched = lambda: not (fleet["work"] / "notes.txt").exists()   # noqa: E731
+    r = client.post(api, headers={**BEARER, "Accept": "application/json"}, json={})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "BEARER_CANNOT_DECIDE" and untouched()
+    for extra in ({}, {"X-Fleetdeck-Decision": "guess"}):
+        r = browser.post(url, data=fields, headers={**login.form, "Accept": "application/json", **extra})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "DECISION_KEY_REQUIRED" and untouched()
+    r = browser.post(url, data=fields, headers={**ORIGIN, "Accept": "text/html"})      # the page without its script
+    assert r.status_code == 403 and "decision key" in r.text and untouched()
+    no_csrf = {k: v for k, v in login.decide.items() if k != "X-CSRF-Token"}
+    assert browser.post(url, data={"expect": fields["expect"]}, headers=no_csrf).status_code == 403 and untouched()
+    evil = {**login.decide, "Origin": "http://evil.example"}
+    assert browser.post(url, data=fields, headers=evil).status_code == 403 and untouched()
     client.cookies.clear()
-    r = client.post(api, headers=BEARER, json={})
-    assert r.status_code == 403 and untouched()
-    assert client.get(f"/?token={TOKEN}").status_code == 303
-    assert browser.post(url, data={"expect": fields["expect"]}, headers=ORIGIN).status_code == 403 and untouched()
-    assert browser.post(url, data=fields, headers={"Origin": "http://evil.example"}).status_code == 403
-    assert browser.post(url, data=fields).status_code == 403 and untouched()        # no Origin at all
-    client.cookies.clear()
-    r = client.post(api, headers={**BEARER, "X-Fleetdeck-Approver": approver_token(fleet["db"])}, json={})
+    r = client.post(api, headers={"X-Fleetdeck-Approver": approver_token(fleet["db"])}, json={})
     assert r.status_code == 200 and r.json()["restored"] == ["README.md", "notes.txt"] and not untouched()
 
 
-def test_a_path_out_of_the_tree_is_refused(browser, fleet):
+def test_a_path_out_of_the_tree_is_refused(browser, login, fleet):
     url = f"{_base(fleet, fleet['kept']['id'])}/restore"
     for bad in ("../outside", ".git/config", "/etc/passwd"):
         fields = {**_form(browser.get(url).text), "path": bad}
-        r = browser.post(url, data=fields, headers={**ORIGIN, "Accept": "application/json"})
+        r = browser.post(url, data=fields, headers=login.decide)
         assert r.status_code == 400 and r.json()["error"]["code"] == "BAD_PATH", bad

@@ -21,6 +21,7 @@ from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.view import restore_plan, shown, snapshot_diff, tree_of
 from web import proposals
+from web.guards import decision_actor
 from web.pages import render, repo_id
 from web.state import index
 
@@ -50,7 +51,7 @@ async def snapshot_page(request: Request) -> Response:
                                        request.path_params["snapshot"], against, _path(request))
     except FleetError as exc:
         return proposals._error(request, exc)
-    return render(request, "snapshot.html", {"repo": repo, "s": data})
+    return render(request, "snapshot.html", {"repo": repo, "s": {**data, "diff": shown(data["diff"])}})
 
 
 async def snapshot_diff_text(request: Request) -> Response:
@@ -73,14 +74,14 @@ async def restore_confirm(request: Request) -> Response:
                                        request.path_params["snapshot"], _path(request))
     except FleetError as exc:
         return proposals._error(request, exc)
-    return render(request, "snapshot_restore.html", {"repo": repo, "plan": plan})
+    return render(request, "snapshot_restore.html", {"repo": repo, "plan": {**plan, "diff": shown(plan["diff"])}})
 
 
 async def restore_now(request: Request) -> Response:
     """The person restores the snapshot (one path or all): fleet.snapshot.restore.restore, which snapshots the
     present first."""
     try:
-        proposals._decider(request)
+        decision_actor(request)
         repo, tree = _repo(request)
         fields = await proposals._fields(request)
         path = _path(request, fields)
