@@ -46,7 +46,7 @@ async def snapshot_page(request: Request) -> Response:
     """One snapshot: its diff against its older neighbour (default) or the working tree now."""
     try:
         repo, tree = _repo(request)
-        against = request.query_params.get("against") or "previous"
+        against = request.query_params.get("against") or None
         data = await run_in_threadpool(snapshot_diff, tree, str(index(request).path),
                                        request.path_params["snapshot"], against, _path(request))
     except FleetError as exc:
@@ -60,7 +60,7 @@ async def snapshot_diff_text(request: Request) -> Response:
         _, tree = _repo(request)
         data = await run_in_threadpool(snapshot_diff, tree, str(index(request).path),
                                        request.path_params["snapshot"],
-                                       request.query_params.get("against") or "previous", _path(request))
+                                       request.query_params.get("against") or None, _path(request))
     except FleetError as exc:
         return proposals._error(request, exc)
     return PlainTextResponse(shown(data["diff"]))

@@ -75,14 +75,17 @@ def shown(text: str) -> str:
     return "".join(visible(line, keep="\t") + "\n" for line in text.split("\n")[:-1])
 
 
-def snapshot_diff(tree: WorkTree, db_path: str, snapshot_id: str, against: str, path: str | None = None) -> dict:
+def snapshot_diff(tree: WorkTree, db_path: str, snapshot_id: str, against: str | None = None,
+                  path: str | None = None) -> dict:
     """Snapshot `snapshot_id` against its older neighbour (`previous`: what changed when it was taken) or
-    against the working tree now (`now`: what restoring it would change back), as raw diff text."""
+    against the working tree now (`now`: what restoring it would change back), as raw diff text; by default
+    the neighbour, or now for the oldest snapshot."""
     shadow = store_of(tree, db_path)
     snap = shadow.find(snapshot_id)
     entries = shadow.entries()
     at = next(i for i, m in enumerate(entries) if m["id"] == snap["id"])
     previous = entries[at - 1]["id"] if at else None
+    against = against or ("previous" if previous else "now")
     if against == "previous":
         if previous is None:
             raise FleetError("NOT_FOUND", f"snapshot {snap['id'][:12]} is the oldest: there is nothing before it")
