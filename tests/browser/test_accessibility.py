@@ -26,6 +26,8 @@ from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, wait_for
 from tests.fleets.warm import scanned_fleet
 from fleet.ops import service
+from fleet.snapshot.shadow import WorkTree
+from fleet.snapshot.take import take
 from web.app import routes
 from web.guards import API_PREFIXES
 from web.pages import PAGES
@@ -63,11 +65,21 @@ VISITS: dict[str, dict[str, Visit]] = {
                  "pending-plan": lambda f: f"/proposals/{f[2]['proposals']['plan']}",
                  "pending-checkout": lambda f: f"/proposals/{f[2]['proposals']['checkout']}"},
     "proposal_patch": {},  # the whole patch as text/plain: no HTML to check
+    "snapshot": {"previous": lambda f: _snap(f, "found"), "now": lambda f: _snap(f, "found", "?against=now"),
+                 "oldest": lambda f: _snap(f, "kept")},
+    "snapshot_restore_confirm": {"all": lambda f: _snap(f, "kept", "/restore"),
+                                 "one-file": lambda f: _snap(f, "kept", "/restore?path=README.md")},
+    "snapshot_diff_text": {},  # the diff as text/plain: no HTML to check
     "digest": {"events": lambda f: "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00",  # gitbuild's clock
                "bad-form": lambda f: "/digest?since=custom"},
 }
 # Pages no route names: the error page and the refusal a browser without the cookie gets.
 EXTRA = {"error-404-repo": lambda f: "/repos/987654321", "error-404-path": lambda f: "/no/such/page"}
+
+
+def _snap(fleet: Fleet, which: str, rest: str = "") -> str:
+    """A page of one of the snapshots `_discarded` took of the `history` repo."""
+    return f"{repo_visit('history')(fleet)}/snapshots/{fleet[2]['snapshots'][which]}{rest}"
 
 
 def visits() -> list:
@@ -113,7 +125,8 @@ def fleet(tmp_path_factory):
         "plan": service.propose(index, "codex", "plan", dirty, {"steps": [
             {"op": "stage", "args": {"paths": ["tracked.txt"]}},
             {"op": "commit", "args": {"message": "a subject\n\nand a body"}}]}, "commit the edit")["proposal_id"],
-        "checkout": _over_ignored(index, repos["stashes"])}}
+        "checkout": _over_ignored(index, repos["stashes"])},
+        "snapshots": _discarded(base / "fleet.db", repos["history"])}
     yield server, index, repos
     index.close()
     server.stop()
@@ -145,6 +158,18 @@ def _over_ignored(index, repo) -> str:
     (repo / ".env").write_text("SECRET=mine\n")
     return service.propose(index, "claude-code", "checkout", str(repo), {"ref": "a11y-env"},
                            "switch to the branch that tracks .env")["proposal_id"]
+
+
+def _discarded(db, repo) -> dict:
+    """Work discarded in the `history` repo (an edit and an untracked file, then reset --hard and clean): its
+    Timeline shows the discard, and its snapshots have pages."""
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    (repo / "README.md").write_text("an unsaved edit\n")
+    (repo / "scratch.txt").write_text("untracked notes\n")
+    kept = take(tree, db, "hook:claude-code", agents=["claude-code"], command="git reset --hard")
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "clean", "-q", "-f")
+    return {"kept": kept["id"], "found": take(tree, db, "sweep")["id"]}
 
 
 def _undone(index, repo: str) -> str:
