@@ -193,3 +193,29 @@ def test_a_path_out_of_the_tree_is_refused(browser, login, fleet):
         fields = {**_form(browser.get(url).text), "path": bad}
         r = browser.post(url, data=fields, headers=login.decide)
         assert r.status_code == 400 and r.json()["error"]["code"] == "BAD_PATH", bad
+
+
+def test_a_restore_needs_the_passkey_an_approval_of_its_risk_needs(fleet, tmp_path, monkeypatch):
+    """With `[passkeys] require = "all"` and a passkey registered, approving a medium-risk proposal needs a
+    fresh assertion: so does a restore. Without one it is refused and nothing is written; the options the
+    page's script asks for are bound to this restore."""
+    settings = tmp_path / "settings.toml"
+    settings.write_text('[passkeys]\nrequire = "all"\n')
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
+    fleet["index"].set_meta("passkey:AAAA", {"id": "AAAA", "name": "a key", "public_key": "AA", "sign_count": 0,
+                                             "created_at": "2026-01-01T00:00:00Z"})
+    with TestClient(create_app(fleet["db"], TOKEN), base_url="http://localhost:8765", follow_redirects=False) as c:
+        login = sign_in(c, fleet["db"])
+        url = f"{_base(fleet, fleet['kept']['id'])}/restore"
+        page = c.get(url).text
+        passkey = re.search(r'data-passkey="([^"]+)"', page).group(1)
+        need = c.post(passkey, headers=login.decide)
+        assert need.status_code == 200 and need.json()["required"] is True, need.text
+        assert need.json()["options"]["allowCredentials"][0]["id"] == "AAAA"
+        r = c.post(url, data=_form(page), headers=login.decide)
+        assert r.status_code == 403 and r.json()["error"]["code"].startswith("PASSKEY_"), r.text
+        assert not (fleet["work"] / "notes.txt").exists()
+        c.cookies.clear()
+        r = c.post(f"/api{url}", headers={"X-Fleetdeck-Approver": approver_token(fleet["db"])}, json={})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "PASSKEY_REQUIRED"
+        assert not (fleet["work"] / "notes.txt").exists()

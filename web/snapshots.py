@@ -2,9 +2,11 @@
 with "Restore this file" / "Restore all"), the diff as text, the confirmation that names the newer changes a
 restore would overwrite, and the restore itself (the Timeline on the repo page is web/pages.py's context).
 
-Restoring is a person's act, decided exactly like approving a proposal: the same decider (web/proposals.py:
-the browser session behind the guards' Origin and CSRF checks, or the person's approver token; never the MCP
-bearer token), the same form partial and script. The logic is fleet/snapshot/ (view, restore).
+Restoring is a person's act, decided exactly like approving a proposal of the `restore_snapshot` op's risk:
+the same decider (`web.guards.decision_actor`: the person's tab with its decision key, behind the guards'
+Origin and CSRF checks, or the person's approver token; never the MCP bearer token), the same passkey rule
+(web/passkeys.py: a challenge bound to this one restore), the same form macro and script. The logic is
+fleet/snapshot/ (view, restore).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from fleet.errors import FleetError
+from fleet.ops import passkeys
+from fleet.ops.catalog import op_info
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.view import restore_plan, shown, snapshot_diff, tree_of
 from web import proposals
 from web.guards import decision_actor
+from web.passkeys import approve_challenge, confirm as passkey_confirm, rp_id
 from web.pages import render, repo_id
 from web.state import index
 
@@ -77,13 +82,38 @@ async def restore_confirm(request: Request) -> Response:
     return render(request, "snapshot_restore.html", {"repo": repo, "plan": {**plan, "diff": shown(plan["diff"])}})
 
 
+RISK = op_info("restore_snapshot").risk
+
+
+def _subject(request: Request) -> str:
+    """What a passkey assertion for a restore confirms: this repository and this snapshot (as the form names it)."""
+    return f"restore-snapshot:{repo_id(request)}:{request.path_params['snapshot']}"
+
+
+async def restore_passkey(request: Request) -> Response:
+    """What restoring needs: `{"required": false}`, or assertion options bound to this restore (the same rule
+    as approving a proposal of this risk)."""
+    try:
+        if decision_actor(request) != "dashboard":
+            raise FleetError("DECISION_KEY_REQUIRED", "passkeys confirm from the person's dashboard tab only")
+        if not await run_in_threadpool(passkeys.required, index(request), RISK):
+            return JSONResponse({"required": False})
+        options, challenge = await run_in_threadpool(passkeys.assertion_options, index(request), rp_id(request),
+                                                     _subject(request))
+    except FleetError as exc:
+        return proposals._error(request, exc)
+    request.user.session.challenges[approve_challenge(_subject(request))] = challenge
+    return Response('{"required": true, "options": ' + options + "}", media_type="application/json")
+
+
 async def restore_now(request: Request) -> Response:
     """The person restores the snapshot (one path or all): fleet.snapshot.restore.restore, which snapshots the
     present first."""
     try:
-        decision_actor(request)
+        by = decision_actor(request)
         repo, tree = _repo(request)
         fields = await proposals._fields(request)
+        await run_in_threadpool(passkey_confirm, request, _subject(request), RISK, by, fields.get("passkey"))
         path = _path(request, fields)
         done = await run_in_threadpool(lambda: restore(tree, str(index(request).path),
                                                        request.path_params["snapshot"],
@@ -106,4 +136,5 @@ def routes() -> list[Route]:
         Route(base + "/restore", restore_confirm, name="snapshot_restore_confirm"),
         Route(base + "/restore", restore_now, methods=["POST"], name="snapshot_restore"),
         Route("/api" + base + "/restore", restore_now, methods=["POST"], name="api_snapshot_restore"),
+        Route("/api" + base + "/passkey", restore_passkey, methods=["POST"], name="api_snapshot_passkey"),
     ]
