@@ -44,7 +44,7 @@ def _repo(request: Request) -> tuple[dict, WorkTree]:
 
 def _path(request: Request, fields: dict | None = None) -> str | None:
     value = (fields if fields is not None else request.query_params).get("path") or None
-    return check_rel_path(value.rstrip("/"), "path") if value else None
+    return check_rel_path(value.rstrip("/") if isinstance(value, str) else value, "path") if value else None
 
 
 async def snapshot_page(request: Request) -> Response:
