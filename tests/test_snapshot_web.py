@@ -94,13 +94,13 @@ def test_the_diff_shows_every_hidden_character(browser, fleet):
     run, reordered, hidden or parsed."""
     text = browser.get(f"{_base(fleet, fleet['found']['id'])}/diff")
     assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
-    assert "-evil \\x1b]52;c;aGk=\\x07 \\u202efdp.sh " in text.text and "hidden <script>" in text.text
-    assert not any(c in text.text for c in "\x1b\x07\u202e")
+    assert "-evil \\x1b]52;c;aGk=\\x07 \\u202efdp.sh \\u200bhidden <script>" in text.text
+    assert not any(c in text.text for c in "\x1b\x07\u202e\u200b")
     page = browser.get(_base(fleet, fleet["found"]["id"]))
     assert page.status_code == 200
-    assert "\\x1b]52" in page.text and "\\u202e" in page.text
+    assert "\\x1b]52" in page.text and "\\u202e" in page.text and "\\u200b" in page.text
     assert "<script>alert" not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
-    assert not any(c in page.text for c in "\x1b\x07\u202e")
+    assert not any(c in page.text for c in "\x1b\x07\u202e\u200b")
     now = browser.get(f"{_base(fleet, fleet['kept']['id'])}?against=now").text
     assert "From this snapshot to the working tree now" in now and "README.md" in now and "notes.txt" in now
     assert browser.get(f"{_base(fleet, 'zz')}").status_code == 400
