@@ -614,6 +614,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         from fleet.audit.commands import add_audit_parser
         from fleet.snapshot.commands import add_parsers as add_snapshot_parsers
         from fleet.agenthooks.commands import add_parsers as add_hook_parsers
+        from fleet.inbox.commands import add_parsers as add_inbox_parsers
 
         _add_patch_parser(sub)
         add_ops_parsers(sub)
@@ -621,6 +622,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         add_snapshot_parsers(sub)
         add_hook_parsers(sub)
         add_agents_parser(sub)
+        add_inbox_parsers(sub)
     return parser
 
 

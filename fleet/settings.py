@@ -97,6 +97,22 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "noninteractive": Key(bool, False, "let `proposals approve|reject|undo --yes` and `dashboard link` "
                                            "run without a terminal"),
     },
+    # read by fleet/notify/config.py: notifications of what needs the person (docs/needs-you.md). The URLs
+    # are secrets: a settings file holding one must be readable by its owner only (0600)
+    "notify": {
+        "include": Key(str, "names", "`names`: repo, op and agent names in messages; `counts`: only what kind"),
+        "proposal": Key(bool, True, "notify of pending proposals"),
+        "waiting": Key(bool, True, "notify of agents waiting on you"),
+        "discarded": Key(bool, True, "notify of discarded uncommitted work"),
+        "conflict": Key(bool, True, "notify of conflicts and operations in progress where an agent is"),
+        "quiet_hours": Key(str, "", "`22:00-07:00`: nothing is sent between these local times"),
+        "burst": Key(int, 5, "more messages than this in a minute become one summary", 1, 1000),
+        "ntfy": Key(str, "", "an ntfy topic URL (https://ntfy.sh/<topic> or your own server's)"),
+        "slack": Key(str, "", "a Slack incoming webhook URL"),
+        "discord": Key(str, "", "a Discord webhook URL"),
+        "webhook": Key(str, "", "a URL that gets a JSON POST signed with HMAC-SHA256 (X-Fleetdeck-Signature)"),
+        "webhook_secret": Key(str, "", "the HMAC key of `webhook` (required with it)"),
+    },
 }
 
 

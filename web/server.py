@@ -37,6 +37,7 @@ from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.store import open_index
+from fleet.notify.dispatch import notifying
 from fleet.ops import landing
 from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.service import watching
@@ -219,7 +220,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
     services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
-                behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path))]
+                behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path)),
+                behind(answering.wait, partial(notifying, db_path))]
     app = create_app(db_path, token, bind_host=host, services=services,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
