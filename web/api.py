@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness, watcher_state
 from fleet.index.scan import refresh_repo
+from fleet.inbox.items import counts_stamp, inbox
 from fleet.index.store import Index
 from fleet.ops.proposals import change_stamp
 from fleet.views.digest import digest
@@ -59,6 +60,12 @@ def api_refresh(request: Request) -> Response:
     return RedirectResponse(request.app.url_path_for("repo", repo_id=record["id"]), status_code=303)
 
 
+def _inbox_event(idx: Index) -> dict:
+    found = inbox(idx)
+    return {"counts": found["counts"], "total": sum(found["counts"].values()),
+            "items": [{k: i[k] for k in ("key", "kind", "summary", "url")} for i in found["items"]]}
+
+
 async def api_events(request: Request[AppState]) -> Response:
     return EventSourceResponse(changes(request.state["poll"]), ping=15)
 
@@ -72,6 +79,7 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
     """
     seen = idx.generation()
     stamp = change_stamp(idx)
+    needs = None
     progress = watcher_state(idx)["reverify"]
     yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
     ticks = 0
@@ -81,6 +89,10 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
         if change_stamp(idx) != stamp:  # a proposal arrived or was decided: pending count and pages
             stamp = change_stamp(idx)
             yield ServerSentEvent(event="proposals", data=json.dumps({"pending": stamp[0]}))
+        moved_needs = counts_stamp(idx)
+        if moved_needs != needs:     # the "Needs you" strip, the title badge and the tab's notifications
+            needs = moved_needs
+            yield ServerSentEvent(event="inbox", data=json.dumps(_inbox_event(idx)))
         current = idx.generation()
         if current != seen:
             changed = idx.changed_since(seen)

@@ -22,7 +22,9 @@ from fleet.audit.view import audit_banner, audit_view
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.freshness import freshness, watcher_state
+from fleet.inbox.items import KINDS as INBOX_KINDS, counts as inbox_counts, inbox
 from fleet.index.store import Index
+from fleet.notify.status import notifiers
 from fleet.presence import collisions, presence
 from fleet.presence.bridge import fleet_wide_agents
 from fleet.presence.switches import switches_view
@@ -45,7 +47,16 @@ def _paths(request: Request) -> dict:
     return {"url_for": lambda name, /, **params: request.app.url_path_for(name, **params)}
 
 
-templates = Jinja2Templates(env=environment(), context_processors=[_paths, pending_badge])
+def needs_you(request: Request) -> dict:
+    """The "Needs you" strip every page shows: the inbox's counts by kind."""
+    try:
+        counts = inbox_counts(index(request))
+    except (KeyError, AttributeError):  # an error page rendered outside the app's lifespan
+        counts = {kind: 0 for kind in INBOX_KINDS}
+    return {"needs_you": {"counts": counts, "total": sum(counts.values())}}
+
+
+templates = Jinja2Templates(env=environment(), context_processors=[_paths, pending_badge, needs_you])
 
 Context = Callable[[Request, Index], dict]
 
@@ -120,6 +131,11 @@ def digest_context(request: Request, idx: Index) -> dict:
     return dict(context, data=data, chart=chart_geometry(data["activity"]), recoverable=lost)
 
 
+def inbox_context(request: Request, idx: Index) -> dict:
+    """Exactly `fleetdeck inbox --json`."""
+    return {**inbox(idx), "notifiers": notifiers(idx.path)}
+
+
 def audit_context(request: Request, idx: Index) -> dict:
     return audit_view(idx, dict(request.query_params))
 
@@ -175,4 +191,5 @@ PAGES = (
     Page("proposal", "/proposals/{proposal_id}", "/fragments/proposals/{proposal_id}", proposal_context,
          "proposal.html", "_proposal.html", "/api/proposals/{proposal_id}"),
     Page("audit", "/audit", "/fragments/audit", audit_context, "audit.html", "_audit.html", "/api/audit"),
+    Page("inbox", "/inbox", "/fragments/inbox", inbox_context, "inbox.html", "_inbox.html", "/api/inbox"),
 )

@@ -125,6 +125,18 @@ def inbox(index: Index, now: float | None = None) -> dict:
     return {"items": items, "counts": counts, "at": iso(now)}
 
 
+def counts(index: Index, now: float | None = None) -> dict[str, int]:
+    """The inbox's counts by kind without building its items (every page's strip): read-only queries."""
+    now = time.time() if now is None else now
+    rows = read_rows(index)
+    discarded = index.conn.execute("SELECT count(*) FROM event_rows WHERE kind = 'discarded' AND at >= ?",
+                                   (int(now - DISCARDED_WINDOW_S),)).fetchone()[0]
+    names = {r["path"]: r for r in index.summaries()}
+    return {"proposal": proposals.change_stamp(index)[0] or 0,
+            "waiting": sum(1 for r in rows if r["state"] == "waiting"), "discarded": discarded,
+            "conflict": len(_conflict_items(rows, names))}
+
+
 def counts_stamp(index: Index) -> tuple:
     """A cheap stamp that moves when the inbox may have changed (the event stream polls it)."""
     a = proposals.change_stamp(index)

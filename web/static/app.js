@@ -172,8 +172,12 @@
       flash();
       const badge = document.getElementById("pending-count");
       if (badge) { badge.textContent = data.pending; badge.hidden = !data.pending; }
-      notify(data.pending);
       if (live === "proposals" || live === "proposal" || live === "queue") patch();
+    });
+    source.addEventListener("inbox", function (ev) {
+      needsYou(JSON.parse(ev.data));
+      const typing = document.activeElement && document.activeElement.matches("#inbox-live input");
+      if (live === "inbox" && !typing) patch();   // never wipe a reason being typed
     });
     source.addEventListener("status", function (ev) {
       const data = JSON.parse(ev.data);
@@ -193,22 +197,39 @@
       startPolling();
     });
   }
-  // ---- browser notifications for new proposals: off until the person turns them on ----------------------------
-  let pendingSeen = null;
+  // ---- "Needs you": the strip's counts, the title badge "(3) fleetdeck" and the tab's notifications ----------
+  // Notifications are off until the person clicks a "Notify me" button (permission is asked then, never on
+  // load); each new inbox item (by its key: one per item and state) notifies once; the first event only
+  // learns what is already there.
   const notifyKey = "fleetdeck.notify";
-  function notify(pending) {
-    const on = window.Notification && Notification.permission === "granted" && localStorage.getItem(notifyKey) === "on";
-    if (on && pendingSeen !== null && pending > pendingSeen) {
-      new Notification("fleetdeck", { body: pending + " proposal" + (pending === 1 ? "" : "s") + " waiting for you" });
-    }
-    pendingSeen = pending;
+  const baseTitle = document.title.replace(/^\(\d+\) /, "");
+  let inboxSeen = null;
+  function notifyOn() {
+    return window.Notification && Notification.permission === "granted" && localStorage.getItem(notifyKey) === "on";
   }
-  const toggle = document.getElementById("notify-toggle");
-  if (toggle && window.Notification) {
+  function needsYou(data) {
+    Object.keys(data.counts).forEach(function (kind) {
+      document.querySelectorAll('[data-count="' + kind + '"]').forEach(function (el) { el.textContent = data.counts[kind]; });
+    });
+    const strip = document.getElementById("needs-you");
+    if (strip) { strip.dataset.total = data.total; strip.classList.toggle("has-items", data.total > 0); }
+    document.title = (data.total ? "(" + data.total + ") " : "") + baseTitle;
+    const keys = new Set(data.items.map(function (i) { return i.key; }));
+    if (inboxSeen !== null && notifyOn()) {
+      data.items.forEach(function (item) {
+        if (inboxSeen.has(item.key)) return;
+        const shown = new Notification("fleetdeck: " + item.kind, { body: item.summary, tag: item.key });
+        shown.addEventListener("click", function () { window.focus(); window.location.href = item.url; });
+      });
+    }
+    inboxSeen = keys;
+  }
+  document.querySelectorAll("#notify-toggle, #inbox-notify").forEach(function (toggle) {
+    if (!window.Notification) return;
     const show = function () {
-      const on = Notification.permission === "granted" && localStorage.getItem(notifyKey) === "on";
+      const on = notifyOn();
       toggle.setAttribute("aria-pressed", on ? "true" : "false");
-      toggle.textContent = on ? "Notifications on (turn off)" : "Notify me of new proposals";
+      toggle.textContent = on ? "Notifications on (turn off)" : "Notify me";
     };
     toggle.hidden = false;
     show();
@@ -219,7 +240,7 @@
         show();
       });
     });
-  }
+  });
 
   connect();
 
@@ -330,7 +351,7 @@
       const at = links.indexOf(document.activeElement);
       const next = ev.key === "j" ? Math.min(links.length - 1, at + 1) : Math.max(0, at < 0 ? 0 : at - 1);
       links[next].focus();
-      links[next].closest("tr").scrollIntoView({ block: "nearest" });
+      links[next].closest("tr, li").scrollIntoView({ block: "nearest" });
       ev.preventDefault();
     } else if (ev.key === "g" && window.location.pathname !== urls.home) {
       window.location.href = urls.home;
