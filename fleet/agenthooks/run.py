@@ -16,17 +16,14 @@ import os
 import shlex
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from fleet.agenthooks.guard import Danger, dangers
 from fleet.index.store import default_db_path, open_index
 from fleet.presence.hooks import event_state, record_hook_event
-from fleet.repo.target import resolve_target
-from fleet.snapshot.compare import EMPTY_TREE, raw_diff
-from fleet.snapshot.config import snapshot_settings
-from fleet.snapshot.shadow import WorkTree, store_for
-from fleet.snapshot.take import take
-from fleet.snapshot.timeline import work_tree_of
+
+if TYPE_CHECKING:
+    from fleet.agenthooks.guard import Danger
+    from fleet.snapshot.shadow import WorkTree
 
 DEADLINE = 8.0
 MAX_INPUT = 1024 * 1024
@@ -48,6 +45,9 @@ def _command_of(payload: dict) -> str | None:
 
 def _uncommitted(tree: WorkTree, db_path: Path, snapshot: dict, danger: Danger) -> int:
     """How many files differ from HEAD (under the folder an `rm -r` names), from the snapshot just taken."""
+    from fleet.snapshot.compare import EMPTY_TREE, raw_diff
+    from fleet.snapshot.shadow import store_for
+
     base = snapshot["head"] or EMPTY_TREE
     rel = os.path.relpath(danger.target, tree.path) if danger.target else "."
     paths = [] if rel == "." or rel.startswith("..") else [rel]
@@ -67,7 +67,14 @@ def _always_asks(danger: Danger, snapshot: dict) -> str | None:
 
 
 def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
-    """("allow" | "ask", the reason, the snapshot) for one hook call; FleetError and OSError propagate."""
+    """("allow" | "ask", the reason, the snapshot) for one hook call; FleetError and OSError propagate.
+    The snapshot's modules load here: an event that only records presence starts none of them."""
+    from fleet.agenthooks.guard import dangers
+    from fleet.repo.target import resolve_target
+    from fleet.snapshot.config import snapshot_settings
+    from fleet.snapshot.take import take
+    from fleet.snapshot.timeline import work_tree_of
+
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         return "allow", None, None
