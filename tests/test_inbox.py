@@ -38,8 +38,9 @@ def _hook(env: dict, repo, event: str, session: str = "s1", **extra) -> None:
 
 def test_the_inbox_gathers_what_needs_the_person(ops_fleet, tmp_path) -> None:
     env = _env(ops_fleet, tmp_path)
-    assert _inbox(env) == {"items": [], "counts": {"proposal": 0, "waiting": 0, "discarded": 0, "conflict": 0},
-                           "notifiers": [], "at": _inbox(env)["at"]}
+    empty = _inbox(env)
+    assert empty == {"items": [], "counts": {"proposal": 0, "waiting": 0, "discarded": 0, "conflict": 0},
+                     "notifiers": [], "at": empty["at"]}
     first = propose(ops_fleet, "stage", {"paths": ["README.md"]})["proposal_id"]
     time.sleep(1.1)
     second = propose(ops_fleet, "stage", {"paths": ["notes.txt"]}, agent="codex")["proposal_id"]
