@@ -8,6 +8,7 @@ and type; an undo that would overwrite a file changed since the op (even one git
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -168,3 +169,28 @@ def test_previews_mark_the_untracked_and_ignored_files_git_would_overwrite(ops_f
     assert "files it writes: 3 (2 overwrite a file git does not track)" in shown
     assert "added        .env  OVERWRITES IGNORED FILE" in shown
     assert "added        u.txt  OVERWRITES UNTRACKED FILE" in shown
+
+
+def test_a_restore_point_never_reads_through_a_folder_swapped_for_a_link(ops_fleet, tmp_path):
+    """Attack: branch `keys` tracks `lib/id_rsa`; on main the agent makes `lib` a link to a folder outside
+    the fleet it may not read, then proposes the checkout. The restore point must save the link, never the
+    file behind it (it would land in the repository's objects, readable with `git cat-file`)."""
+    work = ops_fleet["work"]
+    outside = tmp_path / "dot-ssh"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("PRIVATE KEY\n")
+    git(work, "checkout", "-q", "-b", "keys")
+    write(work / "lib" / "id_rsa", "placeholder\n")
+    git(work, "add", "lib")
+    git(work, "commit", "-q", "-m", "keys")
+    git(work, "checkout", "-q", "main")
+    os.symlink(outside, work / "lib")
+    secret = git(work, "hash-object", "--no-filters", str(outside / "id_rsa")).strip()
+    done = run(ops_fleet, "checkout", {"ref": "keys"})
+    assert done["status"] in ("completed", "failed"), done["error"]
+    probe = subprocess.run(["git", "-C", str(work), "cat-file", "-e", secret])
+    assert probe.returncode != 0                      # the outside file never entered the repository
+    undone = service.undo(ops_fleet["index"], done["id"], "cli")
+    assert undone["status"] == "completed", undone["error"]
+    assert os.readlink(work / "lib") == str(outside)   # the link back, as it was
+    assert (outside / "id_rsa").read_text() == "PRIVATE KEY\n"

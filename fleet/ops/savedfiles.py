@@ -21,6 +21,7 @@ import tempfile
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError, GitResult, run_git, text
+from fleet.repo.scope import behind_link
 
 DIR = "040000"
 _IDENTITY = {"GIT_AUTHOR_NAME": "fleetdeck", "GIT_AUTHOR_EMAIL": "fleetdeck@localhost",
@@ -46,9 +47,12 @@ def save(repo: str, paths: list[str]) -> dict[str, list | None]:
     """{path: None | [mode, blob, perm]} for each path as it is now in the working tree."""
     saved: dict[str, list | None] = {}
     regular: list[tuple[str, int]] = []
+    folders: dict = {}
     for rel in paths:
         full = os.path.join(repo, rel)
-        st = _lstat(full)
+        # behind a folder swapped for a link, the path is gone as git sees it; what the link leads to (outside
+        # the repository, perhaps) must never be read into the repository's objects
+        st = None if behind_link(repo, rel, folders) else _lstat(full)
         if st is None:
             saved[rel] = None
         elif stat.S_ISLNK(st.st_mode):
@@ -114,6 +118,8 @@ def write_back(repo: str, entries: dict[str, list | None]) -> int:
     """Make each path exactly as saved: absent ones removed (deepest first), then folders and files created
     (shallowest first). Never through a symlinked folder out of the repository. Returns paths written."""
     for rel in sorted((p for p, v in entries.items() if v is None), key=lambda p: -p.count("/")):
+        if behind_link(repo, rel):
+            continue        # absent, as git sees it; what the link leads to is not the repository's
         full = _inside(repo, rel)
         st = _lstat(full)
         if st is not None and not stat.S_ISDIR(st.st_mode):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Sequence
 
 from dulwich.config import ConfigFile
@@ -149,6 +150,26 @@ def check_rel_path(path: object, field: str = "path") -> str:
         if part.lower() == ".git":
             raise FleetError("BAD_PATH", f"{field} {path!r} points into a .git directory")
     return path
+
+
+def behind_link(root: str | bytes, rel: str | bytes, folders: dict | None = None) -> bool:
+    """Whether a folder on the way to `rel` (repo-relative, `/`-separated) is a link or no folder: git then
+    sees the path as gone, and what the link leads to (outside the tree, perhaps) must never be read.
+    `folders` caches each folder's answer across many paths."""
+    folders = {} if folders is None else folders
+    sep = b"/" if isinstance(rel, bytes) else "/"
+    path = root
+    for part in rel.split(sep)[:-1]:
+        path = os.path.join(path, part)
+        real = folders.get(path)
+        if real is None:
+            try:
+                real = folders[path] = stat.S_ISDIR(os.lstat(path).st_mode)
+            except OSError:
+                real = folders[path] = False
+        if not real:
+            return True
+    return False
 
 
 def resolve_file_in_repo(repo_path: str, rel: str) -> str:

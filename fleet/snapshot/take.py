@@ -43,6 +43,7 @@ from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
 from fleet.snapshot.retention import due, prune_store
 from fleet.snapshot.shadow import Shadow, WorkTree, store_for
 from fleet.repo.record import iso
+from fleet.repo.scope import behind_link
 
 TRIGGERS = ("watch", "sweep", "manual", "mcp", "restore")
 MAX_SKIPPED = 200
@@ -227,7 +228,7 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
     path = os.path.join(os.fsencode(tree.path), rel)
     name = os.fsdecode(rel)
     try:
-        if _behind_link(os.fsencode(tree.path), rel, scan.folders):
+        if behind_link(os.fsencode(tree.path), rel, scan.folders):
             raise FileNotFoundError(path)
         st = os.lstat(path)
     except FileNotFoundError:
@@ -267,23 +268,6 @@ def _work_entry(shadow: Shadow, tree: WorkTree, rel: bytes, scan: _Scan, max_byt
     scan.bytes_added += before if written else 0
     scan.lines.append(mode + b" " + sha.encode() + b"\t" + rel)
     scan.files += 1
-
-
-def _behind_link(root: bytes, rel: bytes, folders: dict) -> bool:
-    """Whether a folder on the way to `rel` is a link or no folder: git sees the path as gone, and what the
-    link leads to (outside the tree, perhaps) is never read."""
-    path = root
-    for part in rel.split(b"/")[:-1]:
-        path = os.path.join(path, part)
-        real = folders.get(path)
-        if real is None:
-            try:
-                real = folders[path] = stat.S_ISDIR(os.lstat(path).st_mode)
-            except OSError:
-                real = folders[path] = False
-        if not real:
-            return True
-    return False
 
 
 def _read_regular(root: bytes, rel: bytes, max_bytes: int) -> bytes | None:
