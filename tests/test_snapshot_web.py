@@ -219,3 +219,4 @@ def test_a_restore_needs_the_passkey_an_approval_of_its_risk_needs(fleet, tmp_pa
         r = c.post(f"/api{url}", headers={"X-Fleetdeck-Approver": approver_token(fleet["db"])}, json={})
         assert r.status_code == 403 and r.json()["error"]["code"] == "PASSKEY_REQUIRED"
         assert not (fleet["work"] / "notes.txt").exists()
+

@@ -21,7 +21,7 @@ from fleet.errors import FleetError
 from fleet.ops import passkeys
 from fleet.ops.catalog import op_info
 from fleet.repo.scope import check_rel_path
-from fleet.snapshot.restore import restore
+from fleet.snapshot.restore import restore_by_person
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.view import restore_plan, shown, snapshot_diff, tree_of
 from web import proposals
@@ -115,10 +115,10 @@ async def restore_now(request: Request) -> Response:
         fields = await proposals._fields(request)
         await run_in_threadpool(passkey_confirm, request, _subject(request), RISK, by, fields.get("passkey"))
         path = _path(request, fields)
-        done = await run_in_threadpool(lambda: restore(tree, str(index(request).path),
-                                                       request.path_params["snapshot"],
-                                                       paths=[path] if path else [],
-                                                       expect=fields.get("expect") or None))
+        done = await run_in_threadpool(lambda: restore_by_person(tree, str(index(request).path),
+                                                                 request.path_params["snapshot"], by=by,
+                                                                 paths=[path] if path else [],
+                                                                 expect=fields.get("expect") or None))
     except FleetError as exc:
         return proposals._error(request, exc)
     if proposals._wants_json(request):

@@ -10,7 +10,7 @@ import sys
 from fleet.cli import emit_json, index_for
 from fleet.errors import FleetError
 from fleet.repo.target import resolve_target
-from fleet.snapshot.restore import restore
+from fleet.snapshot.restore import restore, restore_by_person
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, snapshots, work_tree_of
 from fleet.timespec import parse_since
@@ -81,8 +81,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
         if not args.dry_run and not args.yes:
             preview = restore(tree, index.path, args.snapshot, paths=args.path, index=args.index, dry_run=True)
             _confirm(preview)
-        result = restore(tree, index.path, args.snapshot, paths=args.path, index=args.index,
-                         dry_run=args.dry_run)
+        result = restore(tree, index.path, args.snapshot, paths=args.path, index=args.index, dry_run=True) \
+            if args.dry_run else restore_by_person(tree, index.path, args.snapshot, by="cli", paths=args.path,
+                                                   index=args.index)
     if args.json:
         emit_json(result)
         return 0

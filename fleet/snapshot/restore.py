@@ -13,6 +13,9 @@ import os
 import stat
 import tempfile
 
+from fleet import audit
+from fleet.audit.config import resolve as audit_config
+from fleet.audit.config import unavailable
 from fleet.errors import FleetError
 from fleet.git.run import run_git
 from fleet.repo.scope import check_rel_path
@@ -81,6 +84,25 @@ def _is_file(path: str) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def restore_by_person(tree: WorkTree, db_path: str | os.PathLike[str], snapshot_id: str, *, by: str,
+                      paths: list[str] = (), index: bool = False, expect: str | None = None) -> dict:
+    """A person's restore (the dashboard's button, `fleetdeck restore`), audited like a decision: its entry is
+    written first, and when it cannot be, nothing is restored (AUDIT_UNAVAILABLE) unless the person set
+    `[audit] allow_degraded_writes = true`."""
+    try:
+        log = audit.setup(db_path)
+    except FleetError as exc:
+        config = audit_config(db_path)
+        if not config.allow_degraded_writes:
+            raise unavailable(config.dir, exc.message) from None
+        log = None
+    if log is not None:
+        log.require("snapshot.restore", actor=by, repo_path=tree.path, risk="medium",
+                    args={"snapshot": snapshot_id, "paths": list(paths), "index": index},
+                    summary=f"{by} restored snapshot {snapshot_id[:12]}" + (f" ({len(paths)} path(s))" if paths else ""))
+    return restore(tree, db_path, snapshot_id, paths=paths, index=index, expect=expect)
 
 
 def _blobs(shadow: Shadow, shas: list[str]) -> dict[str, bytes]:
