@@ -12,12 +12,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 from fleet.errors import FleetError
+from fleet.fsio import replace_file
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 MARK = "fleet.agenthooks"
@@ -119,12 +119,7 @@ def _write(path: Path, data: bytes) -> None:
     repository's) stays one: the file it names is the one replaced."""
     path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = os.stat(path).st_mode & 0o777 if path.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    replace_file(path, data, os.stat(path).st_mode & 0o777 if path.exists() else 0o600)
 
 
 def _ours(entry: object) -> bool:

@@ -9,10 +9,10 @@ the SHA-1 of that header and body (sha1 repositories only; a sha256 repository i
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import zlib
 from pathlib import Path
+
+from fleet.fsio import replace_file
 
 ZERO = "0" * 40
 
@@ -31,21 +31,8 @@ def write_object(objects: Path, kind: bytes, body: bytes) -> str:
     if target.exists():
         return sha
     folder.mkdir(mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            compressor = zlib.compressobj(1)
-            fh.write(compressor.compress(header))
-            fh.write(compressor.compress(body))
-            fh.write(compressor.flush())
-        os.chmod(tmp, 0o400)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    compressor = zlib.compressobj(1)
+    replace_file(target, compressor.compress(header) + compressor.compress(body) + compressor.flush(), 0o400)
     return sha
 
 

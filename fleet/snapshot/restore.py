@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 
 from fleet import audit
 from fleet.audit.config import resolve as audit_config
 from fleet.audit.config import unavailable
 from fleet.errors import FleetError
+from fleet.fsio import replace_file
 from fleet.git.run import run_git
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.compare import raw_diff
@@ -155,20 +155,9 @@ def _write(worktree: str, rel: str, mode: str, body: bytes) -> None:
         os.symlink(body, tmp)
         os.replace(tmp, target)
         return
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fleetdeck-restore-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, (0o777 if mode == "100755" else 0o666) & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    umask = os.umask(0)
+    os.umask(umask)
+    replace_file(target, body, (0o777 if mode == "100755" else 0o666) & ~umask)
 
 
 def _remove(worktree: str, rel: str) -> None:
