@@ -124,8 +124,23 @@ def test_live_edits_snapshot_each_pause_and_long_bursts(fleet) -> None:
             net.close()
 
 
-def test_the_fleet_watcher_runs_the_safety_net(fleet, monkeypatch) -> None:
+DESTROY = {"reset_hard": [["git", "reset", "-q", "--hard"]], "checkout_dot": [["git", "checkout", "-q", "--", "."]],
+           "restore_dot": [["git", "restore", "."]], "clean_fd": [["git", "clean", "-fdq"]],
+           "rm_rf": [["rm", "-rf", "site"]], "stash_then_drop": [["git", "stash", "-q", "-u"], ["git", "stash", "drop", "-q"]]}
+LOST = {"reset_hard": {"page.html", "site/about.html"}, "checkout_dot": {"page.html", "site/about.html"},
+        "restore_dot": {"page.html", "site/about.html"}, "clean_fd": {"draft.md"}, "rm_rf": {"site/about.html"},
+        "stash_then_drop": set()}
+
+
+@pytest.mark.parametrize("how", sorted(DESTROY))
+def test_the_fleet_watcher_sees_each_destructive_command_and_it_is_restored(fleet, monkeypatch, how: str) -> None:
+    """A real fleet watcher (its periodic sweep every 0.5 s here) sees the loss; the files come back exactly."""
     repo, db = fleet
+    write(repo / "site" / "about.html", "<p>about</p>\n")
+    git(repo, "add", "site/about.html")
+    git(repo, "commit", "-q", "-m", "about")
+    write(repo / "site" / "about.html", "<p>about us, rewritten</p>\n")
+    before = {p: (repo / p).read_bytes() for p in ("page.html", "draft.md", "site/about.html")}
     monkeypatch.setattr(service, "SWEEP_EVERY_S", 0.5)
     index = open_index(db)
     watcher = service.fleet_watcher(index)
@@ -142,10 +157,17 @@ def test_the_fleet_watcher_runs_the_safety_net(fleet, monkeypatch) -> None:
     thread = threading.Thread(target=main, daemon=True)
     thread.start()
     try:
-        wait_for(lambda: store_for(_tree(repo), db) is not None, "the first sweep's snapshot", 30.0)
-        git(repo, "checkout", "-q", "--", ".")
-        wait_for(lambda: discarded_events(_tree(repo), db), "the discarded work seen by a sweep", 30.0)
-        assert discarded_events(_tree(repo), db)[0]["files"] == ["page.html"]
+        wait_for(lambda: snapshots(_tree(repo), db),
+                 "the first sweep's snapshot", 30.0)
+        for command in DESTROY[how]:
+            subprocess.run(command, cwd=repo, check=True, capture_output=True)
+        events = wait_for(lambda: discarded_events(_tree(repo), db), "the discarded work seen by a sweep", 30.0)
+        if LOST[how]:
+            assert set(events[0]["files"]) == LOST[how]
+        else:       # a sweep between the two commands sees a dropped stash; otherwise the files vanished
+            assert events[0]["stashes_dropped"] or set(events[0]["files"]) == {"page.html", "draft.md",
+                                                                               "site/about.html"}
+        restore_from = events[-1]["restore_from"]
     finally:
         wait_for(lambda: stop, "the loop", 5.0)
         loop.call_soon_threadsafe(stop[0].set)
@@ -153,3 +175,5 @@ def test_the_fleet_watcher_runs_the_safety_net(fleet, monkeypatch) -> None:
         loop.close()
         index.close()
     assert not thread.is_alive()
+    restore(_tree(repo), db, restore_from)
+    assert {p: (repo / p).read_bytes() for p in before} == before
