@@ -15,6 +15,8 @@ from fleet.cli import main as cli_main
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops.catalog import OPS as CATALOG
+from fleet.snapshot.shadow import WorkTree
+from fleet.snapshot.take import take
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_approver
 from tests.fleets.gitbuild import bare_remote, commit_file, git, init_repo
 from tests.fleets.mcp_fleet import error_of, ok
@@ -60,6 +62,15 @@ def _subjects(repo, n=1):
     return git(repo, "log", f"-{n}", "--format=%s").split("\n")[:n]
 
 
+def _snapshot_then_lose(fleet) -> None:
+    """Untracked notes the safety net keeps, then an agent's `rm`: the snapshot to propose back."""
+    work = fleet["work"]
+    (work / "notes.txt").write_text("notes worth keeping\n")
+    made = take(WorkTree(str(work), str(work / ".git"), str(work / ".git")), fleet["db"], "manual")
+    fleet["snapshot"] = made["id"]
+    (work / "notes.txt").unlink()
+
+
 def cases(fleet):
     work, root, sup = fleet["work"], fleet["root"], fleet["super"]
     staged = lambda: git(work, "diff", "--cached", "--name-only").split()  # noqa: E731
@@ -103,6 +114,8 @@ def cases(fleet):
         ("rebase", "work", {"onto": "topic"}, lambda: git(work, "stash", "-q", "-u"),
          lambda: git(work, "merge-base", "--is-ancestor", "topic", "main", check=False) == "",
          lambda: git(work, "stash", "pop", "-q")),
+        ("restore_snapshot", "work", {"snapshot": "FROM_SNAPSHOT"}, lambda: _snapshot_then_lose(fleet),
+         lambda: (work / "notes.txt").read_text() == "notes worth keeping\n"),
         ("push", "work", {}, lambda: commit_file(work, "pushed.txt", "p\n", "to push"),
          lambda: git(fleet["remote"], "rev-parse", "main") == git(work, "rev-parse", "main")),
     ]
@@ -117,6 +130,8 @@ async def test_every_op_propose_approve_undo(fleet, capsys):
             where = fleet["super"] if repo == "super" else fleet["work"]
             if prepare:
                 prepare()
+            if args.get("snapshot") == "FROM_SNAPSHOT":
+                args = {**args, "snapshot": fleet["snapshot"]}
             if args.get("hunks") == "FROM_CHANGES":
                 changes = ok(await client.call_tool("repo.changes", {"repo": "work", "path_filter": "README.md"}))
                 args = {**args, "hunks": [changes["changes"][0]["hunks"][0]["id"]]}

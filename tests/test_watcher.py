@@ -19,7 +19,7 @@ from fleet.watch.periodic import Periodic
 from fleet.watch.watchset import repo_watch
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets import serving
-from tests.fleets.gitbuild import commit_file, git, init_repo
+from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, write
 from tests.fleets.watching import RunningWatcher
 
 WAIT_S = 5.0
@@ -192,7 +192,11 @@ def test_reflog_expiry_keeps_indexed_events(fleet) -> None:
 
 def test_working_tree_edits_are_picked_up_by_the_sweep(fleet) -> None:
     index, app, _lib, _root, _running = fleet
-    commit_file(app, "x.txt", "x\n", "recent activity")
+    write(app / "x.txt", "x\n")                  # a commit made now: git's own time in the reflog is recent
+    now = f"@{int(time.time())} +0000"
+    subprocess.run(["git", "-C", str(app), "add", "x.txt"], check=True, capture_output=True, env=git_env())
+    subprocess.run(["git", "-C", str(app), "commit", "-q", "-m", "recent activity"], check=True, capture_output=True,
+                   env={**git_env(), "GIT_AUTHOR_DATE": now, "GIT_COMMITTER_DATE": now})
     wait_for(head_is(index, app), "commit")
     (app / "x.txt").write_text("edited, .git untouched\n")
     wait_for(lambda: record(index, app)["unstaged"] == 1, "the active-repo sweep sees a working-tree edit")
