@@ -15,7 +15,7 @@ from pathlib import Path
 from fleet.index.discovery import Found
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
-from fleet.index.store import Index, busy_timeout, default_db_path  # noqa: F401  (busy_timeout: server.py)
+from fleet.index.store import Index, default_db_path
 from fleet.repo.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)

@@ -7,13 +7,13 @@ A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.C
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from mcp.types import CallToolResult, TextContent
 from mcp_types import ErrorData, JSONRPCError
 from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError
+from fleet.index.store import is_busy
 from fleet.git.run import GitError
 from fleet.repo.shape import encode_answer as compact  # the text of every answer
 
@@ -67,7 +67,7 @@ def failure_from(exc: BaseException, tool: str) -> CallToolResult:
         return failure("BAD_ARGUMENT", str(exc))
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return failure("NOT_FOUND", f"{tool}: {exc.strerror or exc}")
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+    if is_busy(exc):
         return failure("INDEX_BUSY", f"{tool}: the index is write-locked by another process; retry shortly")
     log.exception("tool %s failed unexpectedly", tool)
     return failure("INTERNAL", f"{tool} failed unexpectedly ({exc.__class__.__name__}); see the server log")

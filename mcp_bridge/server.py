@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import threading
 import time
 from functools import partial
@@ -37,12 +36,13 @@ from pydantic import ValidationError
 
 from fleet import __version__
 from fleet.errors import FleetError
+from fleet.index.store import is_busy
 from fleet.presence import record_bridge_activity
 from fleet.presence.bridge import FLEET_WIDE
 from fleet.presence.switches import presence_switches
 from fleet.agents.credentials import ENV_VAR, authenticate
 from fleet.agents.identity import declared_name, is_authenticated, unknown
-from mcp_bridge.bridge import Bridge, Who, busy_timeout, caller, caller_session, identity, touched
+from mcp_bridge.bridge import Bridge, Who, caller, caller_session, identity, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure
 
 log = logging.getLogger("fleetdeck.mcp")
@@ -271,7 +271,7 @@ class FleetServer(MCPServer):
             return {"code": exc.code, "message": f"agent presence was not recorded: {exc.message}"}
         for n, path in enumerate(paths):
             try:
-                with busy_timeout(index, BOOKKEEPING_WAIT_MS):
+                with index.busy_timeout(BOOKKEEPING_WAIT_MS):
                     record_bridge_activity(index, client, path, tool, [f"{path}/{f}" for f in files],
                                            session=me.get("session") or "", client_version=me.get("version"),
                                            client_pid=(me.get("pids") or [None])[0],
@@ -279,7 +279,7 @@ class FleetServer(MCPServer):
             except FleetError as exc:  # e.g. a repo not indexed yet
                 log.debug("presence not recorded for %s: %s", path, exc.message)
             except Exception as exc:  # bookkeeping never costs the answer, whatever went wrong
-                busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                busy = is_busy(exc)
                 log.warning("presence not recorded for %s (%s): %s", path, tool, exc, exc_info=not busy)
                 for rest in paths[n:]:
                     self._recorded.pop((client, rest, tool, tuple(files)), None)

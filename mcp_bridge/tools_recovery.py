@@ -32,8 +32,8 @@ def register(kit: Toolkit) -> None:
         `recover` command that brings it back as a branch. From the index's reflog memory, checked with git
         now; a repo not yet indexed has no memory to search."""
         found = bridge.resolve(repo)
-        ids = [r[0] for r in bridge.index().conn.execute(
-            "select id from repos where path = ? and gone = 0", (found.path,))]
+        state = bridge.index().state_of(found.path)
+        ids = [state[0]] if state is not None and not state[2] else []
         return lost_view(bridge.index(), ids, since_of(since), limit)
 
     @kit.tool("fleet.lost", models.Lost, "Recoverable commits across the fleet")

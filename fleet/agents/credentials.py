@@ -18,7 +18,7 @@ import time
 from fleet.agents.identity import NAME_PATTERN, RESERVED
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
-from fleet.index.store import Index, busy_timeout
+from fleet.index.store import Index
 from fleet.repo.record import iso
 
 TOKEN_PREFIX = "fdk_"
@@ -85,7 +85,7 @@ def authenticate(index: Index, token: object, *, touch: bool = True) -> str | No
     now = time.time()
     if touch and (used is None or now - used >= TOUCH_EVERY):
         try:
-            with busy_timeout(index, TOUCH_WAIT_MS), index.write() as conn:
+            with index.busy_timeout(TOUCH_WAIT_MS), index.write() as conn:
                 conn.execute("UPDATE agents SET last_used_at = ? WHERE name = ?", (now, name))
         except sqlite3.OperationalError:  # another process holds the write lock: the next use records it
             pass

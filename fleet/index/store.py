@@ -46,16 +46,10 @@ _REPO_COLUMNS = (
 )
 
 
-@contextmanager
-def busy_timeout(index: "Index", ms: int) -> Iterator[None]:
-    """Wait at most `ms` for another process's write lock inside the block (the index's usual wait is
-    seconds: right for the scanner, wrong for bookkeeping beside an answer)."""
-    old = index.conn.execute("PRAGMA busy_timeout").fetchone()[0]
-    index.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
-    try:
-        yield
-    finally:
-        index.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
+def is_busy(exc: BaseException) -> bool:
+    """Whether `exc` is the engine saying another process holds the write lock too long (the surfaces answer
+    INDEX_BUSY): the one place that knows how SQLite words it."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
 def default_db_path() -> Path:
@@ -145,6 +139,17 @@ class Index:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    @contextmanager
+    def busy_timeout(self, ms: int) -> Iterator[None]:
+        """Wait at most `ms` for another process's write lock inside the block (the index's usual wait is
+        seconds: right for the scanner, wrong for bookkeeping beside an answer)."""
+        old = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        self.conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+        try:
+            yield
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
 
     # --- meta: small named settings and states (JSON values) ----------------------------------------
 
@@ -352,10 +357,10 @@ class Index:
         """One full record by id, fleet name, or path."""
         conn = self.conn
         if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
-            cur = conn.execute("select * from repos where id = ?", (int(key),))
+            repo_id: int | None = int(key)
         else:
-            cur = conn.execute("select * from repos where path = ? or name = ? order by gone, id limit 1",
-                               (os.path.realpath(key) if os.path.isabs(key) else key, key))
+            repo_id = self.repo_id(key, os.path.realpath(key) if os.path.isabs(key) else key)
+        cur = conn.execute("select * from repos where id = ?", (repo_id,))
         row = cur.fetchone()
         if row is None:
             return None
@@ -407,6 +412,24 @@ class Index:
         return [r[0] for r in self.conn.execute(
             "select path from repos where gone = 0 and last_activity >= ? order by last_activity desc limit ?",
             (since, limit))]
+
+    def repo_id(self, name_or_path: str, path: str | None = None) -> int | None:
+        """The id of the repo with fleet name `name_or_path` or at that path (`path`: the path as the caller
+        normalised it), a live one before a gone one; None when there is none."""
+        row = self.conn.execute("select id from repos where path = ? or name = ? order by gone, id limit 1",
+                                (name_or_path if path is None else path, name_or_path)).fetchone()
+        return None if row is None else row[0]
+
+    def live_path(self, name: str) -> str | None:
+        """The path of the live repo with fleet name `name` (the oldest when two share it), None if none."""
+        row = self.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
+                                (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def name_at(self, path: str) -> str | None:
+        """The fleet name of the repo at exactly `path`, None when the index has none there."""
+        row = self.conn.execute("select name from repos where path = ?", (path,)).fetchone()
+        return None if row is None else row[0]
 
     def state_of(self, path: str) -> tuple[int, str, bool] | None:
         """(id, git dir, gone) of the repo at `path`, None when the index has none there."""

@@ -79,11 +79,6 @@ def _other_agents(index: Index, repo: str, agent: str, paths: list[str], session
     return out
 
 
-def _repo_name(index: Index, path: str) -> str | None:
-    row = index.conn.execute("SELECT name FROM repos WHERE path = ?", (path,)).fetchone()
-    return row[0] if row else None
-
-
 def approve_url(index: Index, proposal_id: str) -> str | None:
     """The proposal's page on the running dashboard (no secret in it), or None when no `serve` runs."""
     base = running_dashboard(index)
@@ -233,9 +228,9 @@ def _without_repo_code(decision: Decision, op: str, args: dict, code: list[dict]
 def policy_subjects(index: Index, op: str, repo: str, plan: Plan, risk: str) -> list[Subject]:
     """What the policy judges: the proposal in its repository, then each step or other repository the op
     names (plan.subjects), each with its own final refs, paths and risk."""
-    main = Subject(op, repo, _repo_name(index, repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
+    main = Subject(op, repo, index.name_at(repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
                    plan.paths_listed, risk)
-    more = [Subject(x["op"], x["repo"], _repo_name(index, x["repo"]), tuple(x.get("refs", ())),
+    more = [Subject(x["op"], x["repo"], index.name_at(x["repo"]), tuple(x.get("refs", ())),
                     tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk),
                     x.get("label") or repo_label(index, x["repo"]))
             for x in plan.subjects]

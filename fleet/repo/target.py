@@ -24,9 +24,8 @@ def resolve_target(index: Index, repo: str) -> Found:
     if not roots:
         raise FleetError("REPO_NOT_IN_FLEET", "the fleet has no roots yet: run `fleetdeck scan PATH` first")
     roots = real_roots(roots)   # once for every check below
-    named = index.conn.execute("select path from repos where name = ? and gone = 0 order by id limit 1",
-                                  (repo,)).fetchone() if isinstance(repo, str) else None
-    real = resolve_repo_path(repo, roots, {repo: named[0]} if named else {})
+    named = index.live_path(repo) if isinstance(repo, str) else None
+    real = resolve_repo_path(repo, roots, {repo: named} if named else {})
     root = root_of(real, roots)
     folder = real
     while True:

@@ -118,8 +118,7 @@ def _confirm(preview: dict) -> None:
 
 
 def _repo_name(index, path: str) -> str:
-    row = index.conn.execute("SELECT name FROM repos WHERE path = ?", (path,)).fetchone()
-    return row[0] if row else os.path.basename(path)
+    return index.name_at(path) or os.path.basename(path)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

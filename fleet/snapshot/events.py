@@ -40,13 +40,13 @@ def record(db_path: str | os.PathLike[str], worktree: str, meta: dict, restore_f
                "stashes_dropped": lost["stashes_dropped"], "command": lost.get("command"),
                "summary": summary(lost, meta["t"]), "worktree": worktree}
     with open_index(db_path) as index:
-        row = index.conn.execute("SELECT id FROM repos WHERE path = ?", (worktree,)).fetchone()
-        if row is None:
+        state = index.state_of(worktree)
+        if state is None:
             return
         with index.write() as conn:
             conn.execute("INSERT INTO event_rows (repo_id, ref, kind, at, rewrote, reflog_id, old_sha, new_sha,"
                          " identity, message) VALUES (?, ?, ?, ?, 0, NULL, ?, ?, ?, ?)",
-                         (row[0], REF, KIND, int(meta["t"]), restore_from, meta["id"],
+                         (state[0], REF, KIND, int(meta["t"]), restore_from, meta["id"],
                           ", ".join(lost["agents"]) or None, json.dumps(details, sort_keys=True)))
 
 

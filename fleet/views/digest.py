@@ -84,11 +84,10 @@ def resolve_repos(index: "Index", repos: list[str] | None) -> list[int] | None:
         raise FleetError("BAD_ARGUMENT", "repos must be a list of fleet names or absolute paths")
     ids = []
     for key in repos:
-        row = index.conn.execute("select id from repos where path = ? or name = ? order by gone, id limit 1",
-                                    (key.rstrip("/") or key, key)).fetchone()
-        if row is None:
+        repo_id = index.repo_id(key, key.rstrip("/") or key)
+        if repo_id is None:
             raise FleetError("REPO_NOT_IN_FLEET", f"not a repository in the fleet: {key}")
-        ids.append(row[0])
+        ids.append(repo_id)
     return ids
 
 
