@@ -20,6 +20,8 @@ CODES = frozenset({
     "AGENT_EXISTS", "UNAUTHORIZED",
     # passkey confirmation of decisions (fleet/ops/passkeys.py)
     "PASSKEY_REQUIRED", "PASSKEY_REFUSED", "PASSKEY_NEEDS_LOCALHOST",
+    # a desktop notification the system's notification service did not take (fleet/notify/desktop.py)
+    "NOTIFY_FAILED",
 })
 
 

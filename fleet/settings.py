@@ -101,6 +101,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
     # are secrets: a settings file holding one must be readable by its owner only (0600)
     "notify": {
         "include": Key(str, "names", "`names`: repo, op and agent names in messages; `counts`: only what kind"),
+        "desktop": Key(bool, True, "native desktop notifications from `serve` while no dashboard tab is open"),
         "proposal": Key(bool, True, "notify of pending proposals"),
         "waiting": Key(bool, True, "notify of agents waiting on you"),
         "discarded": Key(bool, True, "notify of discarded uncommitted work"),

@@ -17,6 +17,8 @@ os.environ["XDG_DATA_HOME"] = str(_SESSION_HOME / ".local" / "share")
 os.environ["XDG_CACHE_HOME"] = str(_SESSION_HOME / ".cache")  # the MCP tool definitions' cache
 os.environ["FLEETDECK_CHECK_OUTPUTS"] = "1"  # every MCP answer validated against its tool's output model
 os.environ.pop("FLEETDECK_DB", None)
+# no test notifies the desktop of the person running the tests: the D-Bus tests start a bus of their own
+os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
 
 
 @pytest.fixture

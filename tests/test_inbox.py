@@ -40,7 +40,11 @@ def test_the_inbox_gathers_what_needs_the_person(ops_fleet, tmp_path) -> None:
     env = _env(ops_fleet, tmp_path)
     empty = _inbox(env)
     assert empty == {"items": [], "counts": {"proposal": 0, "waiting": 0, "discarded": 0, "conflict": 0},
-                     "notifiers": [], "at": empty["at"]}
+                     "notifiers": [{"name": "desktop", "kind": "desktop",     # on by default; no bus in tests
+                                    "target": "org.freedesktop.Notifications on the session D-Bus",
+                                    "last_ok_at": None,
+                                    "last_error": "no session D-Bus (DBUS_SESSION_BUS_ADDRESS is not set)"}],
+                     "at": empty["at"]}
     first = propose(ops_fleet, "stage", {"paths": ["README.md"]})["proposal_id"]
     time.sleep(1.1)
     second = propose(ops_fleet, "stage", {"paths": ["notes.txt"]}, agent="codex")["proposal_id"]

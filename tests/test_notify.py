@@ -194,7 +194,7 @@ def test_a_failing_receiver_is_retried_and_its_error_shown(fleet, tmp_path, monk
         shown = json.loads(subprocess.run(fleetdeck_argv("--db", str(db), "inbox", "--json"),
                                           env={**env, "FLEETDECK_SETTINGS": str(path)}, capture_output=True,
                                           text=True, check=True).stdout)
-        (slack,) = shown["notifiers"]
+        (slack,) = [n for n in shown["notifiers"] if n["kind"] != "desktop"]    # the desktop: its own test
         assert slack["name"] == "slack" and slack["last_error"].startswith("HTTP 500 (attempt 3 of 3)")
         assert "secretpart" not in json.dumps(shown) and slack["target"] == "http://127.0.0.1/…"
         failing.fail = 0                                           # it recovers: the next message gets through
@@ -203,7 +203,7 @@ def test_a_failing_receiver_is_retried_and_its_error_shown(fleet, tmp_path, monk
         assert len(failing.got) == 1
         (slack,) = json.loads(subprocess.run(fleetdeck_argv("--db", str(db), "inbox", "--json"),
                                              env={**env, "FLEETDECK_SETTINGS": str(path)}, capture_output=True,
-                                             text=True, check=True).stdout)["notifiers"]
+                                             text=True, check=True).stdout)["notifiers"][:1]
         assert slack["last_error"] is None and slack["last_ok_at"]
     finally:
         failing.close()

@@ -21,7 +21,7 @@ from fleet.views.digest import digest
 from fleet.views.repos import public_records
 from web.pages import repo_id
 from web.params import DEFAULT_SINCE, int_param, split_list
-from web.state import AppState, index
+from web.state import AppState, Tabs, index
 
 POLL_SECONDS = 0.2
 STATUS_EVERY = 25  # polls between index freshness / watcher state events (~5 s)
@@ -67,7 +67,14 @@ def _inbox_event(idx: Index) -> dict:
 
 
 async def api_events(request: Request[AppState]) -> Response:
-    return EventSourceResponse(changes(request.state["poll"]), ping=15)
+    return EventSourceResponse(held(request.state["tabs"], changes(request.state["poll"])), ping=15)
+
+
+async def held(tabs: Tabs, stream: AsyncIterator[ServerSentEvent]) -> AsyncIterator[ServerSentEvent]:
+    """`stream`, counted as an open tab until the client goes (sse-starlette then closes the generator)."""
+    with tabs.holding():
+        async for event in stream:
+            yield event
 
 
 async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:

@@ -44,7 +44,7 @@ from fleet.watch.service import watching
 from web.app import create_app
 from web.conn import ACCEPT_BURST, GuardedH11
 from web.security import allowed_hosts_for, is_loopback, new_token
-from web.state import behind
+from web.state import Tabs, behind
 
 log = logging.getLogger("fleetdeck.serve")
 
@@ -219,10 +219,11 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     base = base_url(host, sock.getsockname()[1])
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
+    tabs = Tabs()   # the open dashboard tabs: desktop notifications go out while there are none
     services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
                 behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path)),
-                behind(answering.wait, partial(notifying, db_path))]
-    app = create_app(db_path, token, bind_host=host, services=services,
+                behind(answering.wait, partial(notifying, db_path, tabs_open=tabs.any))]
+    app = create_app(db_path, token, bind_host=host, services=services, tabs=tabs,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
     app.user_middleware.insert(0, Middleware(answering.middleware))

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable, Sequence, TypedDict
+from typing import AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypedDict
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -63,9 +64,34 @@ def behind(after: Callable[[], Awaitable[object]], service: Service) -> Service:
     return run_behind
 
 
+class Tabs:
+    """The dashboard tabs open now, counted from the live connections: every page holds one event stream
+    (/api/events) while it is open, and the browser drops it when the tab closes. `serve`'s desktop
+    notifications ask `any()` (from another thread)."""
+
+    def __init__(self) -> None:
+        self._open = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """One stream, counted while it lasts."""
+        with self._lock:
+            self._open += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open -= 1
+
+    def any(self) -> bool:
+        return self._open > 0
+
+
 class AppState(TypedDict):
     indexes: IndexPool  # per-thread handles for the handlers (sync handlers run in a thread pool)
     poll: Index         # the SSE loop's handle: the event loop thread's own
+    tabs: Tabs          # the event streams open now
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,7 @@ class Lifespan:
 
     db_path: str | Path
     services: Sequence[Service] = ()
+    tabs: Tabs = field(default_factory=Tabs)
 
     @contextlib.asynccontextmanager
     async def __call__(self, _app: Starlette) -> AsyncIterator[AppState]:
@@ -83,7 +110,7 @@ class Lifespan:
             async with contextlib.AsyncExitStack() as running:
                 for service in self.services:
                     await running.enter_async_context(service())
-                yield {"indexes": indexes, "poll": poll}
+                yield {"indexes": indexes, "poll": poll, "tabs": self.tabs}
         finally:
             indexes.close()
 

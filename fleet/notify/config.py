@@ -34,6 +34,7 @@ class NotifyConfig:
     quiet: tuple[int, int] | None = None      # minutes of the day: start, end
     burst: int = 5
     error: str | None = None                  # why no notifier runs
+    desktop: bool = False                     # native notifications from `serve` (fleet.notify.desktop)
 
 
 def redact(url: str) -> str:
@@ -76,4 +77,4 @@ def load(path: Path | None = None) -> NotifyConfig:
         return NotifyConfig(error=f"{path} holds webhook URLs (secrets) but others may read it: chmod 600 it")
     return NotifyConfig(tuple(found), section["include"],
                         {k: section[k] for k in ("proposal", "waiting", "discarded", "conflict")},
-                        quiet, section["burst"])
+                        quiet, section["burst"], desktop=section["desktop"])

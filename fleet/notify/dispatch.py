@@ -10,6 +10,7 @@ last success and error go to the status file (fleet.notify.status), an error as 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import queue
@@ -21,10 +22,10 @@ from collections import deque
 from datetime import datetime
 from typing import AsyncIterator, Callable
 
+from fleet.errors import FleetError
 from fleet.notify import status
 from fleet.notify.config import Notifier, NotifyConfig
 from fleet.notify.payloads import Message, for_items, request
-from fleet.repo.record import iso
 
 log = logging.getLogger("fleetdeck.notify")
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
@@ -49,19 +50,36 @@ def _describe(exc: BaseException) -> str:
         return f"HTTP {exc.code}"
     if isinstance(exc, urllib.error.URLError):
         return f"cannot connect ({type(exc.reason).__name__})"
+    if isinstance(exc, FleetError):
+        return exc.message
     return type(exc).__name__
 
 
-class Delivery:
-    """One notifier's thread: posts its queue's messages in order, each retried with backoff."""
+def webhook(notifier: Notifier, include: str) -> Callable[[Message], None]:
+    """A webhook's sender: one POST of the service's documented shape (fleet.notify.payloads)."""
+    def send(message: Message) -> None:
+        url, headers, body = request(notifier, message, include, time.time())
+        post = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(post, timeout=TIMEOUT_S) as answer:
+            answer.read(64 * 1024)
 
-    def __init__(self, notifier: Notifier, include: str, db_path: str, backoff: tuple[float, ...] = BACKOFF_S):
-        self.notifier, self.include, self.db_path, self.backoff = notifier, include, db_path, backoff
+    return send
+
+
+class Delivery:
+    """One notifier's thread: sends its queue's messages in order, each retried with backoff. `wanted` is
+    asked when a message is handed over (the desktop's: no dashboard tab is open)."""
+
+    def __init__(self, name: str, send: Callable[[Message], None], db_path: str,
+                 backoff: tuple[float, ...] = BACKOFF_S, wanted: Callable[[], bool] = lambda: True):
+        self.name, self.send, self.db_path, self.backoff, self.wanted = name, send, db_path, backoff, wanted
         self.queue: queue.Queue[Message | None] = queue.Queue(maxsize=1000)
-        self.thread = threading.Thread(target=self._run, name=f"notify-{notifier.name}", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"notify-{name}", daemon=True)
         self.thread.start()
 
     def put(self, message: Message) -> None:
+        if not self.wanted():
+            return
         try:
             self.queue.put_nowait(message)
         except queue.Full:
@@ -71,13 +89,7 @@ class Delivery:
         self.queue.put(None)
 
     def _record(self, ok_at: float | None, error: str | None) -> None:
-        def change(value: dict) -> None:
-            entry = value.setdefault("notifiers", {}).setdefault(self.notifier.name, {})
-            if ok_at is not None:
-                entry["last_ok_at"] = iso(ok_at)
-            entry["last_error"] = error
-
-        status.update(self.db_path, change)
+        status.record(self.db_path, self.name, ok_at, error)
 
     def _run(self) -> None:
         while True:
@@ -87,15 +99,12 @@ class Delivery:
             for attempt, wait in enumerate((0.0, *self.backoff)):
                 time.sleep(wait)
                 try:
-                    url, headers, body = request(self.notifier, message, self.include, time.time())
-                    post = urllib.request.Request(url, data=body, headers=headers, method="POST")
-                    with urllib.request.urlopen(post, timeout=TIMEOUT_S) as answer:
-                        answer.read(64 * 1024)
+                    self.send(message)
                     self._record(time.time(), None)
                     break
                 except Exception as exc:          # recorded and retried; never raised into serve
                     error = f"{_describe(exc)} (attempt {attempt + 1} of {len(self.backoff) + 1})"
-                    log.warning("notifier %s failed: %s", self.notifier.name, error)
+                    log.warning("notifier %s failed: %s", self.name, error)
                     self._record(None, error)
 
 
@@ -103,11 +112,12 @@ class Dispatcher:
     """Decides what each tick sends and hands it to every notifier's delivery thread."""
 
     def __init__(self, db_path: str, config: NotifyConfig, clock: Callable[[], float] = time.time,
-                 backoff: tuple[float, ...] = BACKOFF_S) -> None:
+                 backoff: tuple[float, ...] = BACKOFF_S, extra: tuple[Delivery, ...] = ()) -> None:
         self.db_path, self.config, self.clock = db_path, config, clock
         self.sent: dict[str, float] = dict(status.read(db_path).get("sent", {}))
         self.window: deque[float] = deque()
-        self.deliveries = [Delivery(n, config.include, db_path, backoff) for n in config.notifiers]
+        self.deliveries = [Delivery(n.name, webhook(n, config.include), db_path, backoff)
+                           for n in config.notifiers] + list(extra)
 
     def tick(self, items: list[dict], base_url: str | None) -> list[Message]:
         """Send what is new in `items`; the messages handed to the notifiers."""
@@ -142,10 +152,26 @@ class Dispatcher:
             delivery.stop()
 
 
+async def _desktop(db_path: str, config: NotifyConfig, tabs_open: Callable[[], bool]) -> tuple[Delivery, ...]:
+    """The desktop notifier when it is on and this machine has a notification service (recorded either way)."""
+    if not config.desktop:
+        return ()
+    from fleet.notify import desktop
+
+    why = await asyncio.to_thread(desktop.unavailable)
+    status.record(db_path, desktop.NAME, None, why)
+    if why:
+        log.warning("desktop notifications off: %s", why)
+        return ()
+    return (Delivery(desktop.NAME, desktop.Desktop().send, db_path, wanted=lambda: not tabs_open()),)
+
+
 @contextlib.asynccontextmanager
-async def notifying(db_path: str, interval: float = TICK_S) -> AsyncIterator[None]:
+async def notifying(db_path: str, interval: float = TICK_S,
+                    tabs_open: Callable[[], bool] = lambda: False) -> AsyncIterator[None]:
     """`serve`'s notifications: a thread that reads the inbox every `interval` and ticks a Dispatcher (off,
-    and saying so in the log, when no notifier is configured)."""
+    and saying so in the log, when no notifier is configured). `tabs_open` says whether a dashboard tab is
+    connected now: the desktop's notifications are for when none is."""
     from fleet.inbox.items import inbox
     from fleet.index.store import open_index
     from fleet.notify.config import load
@@ -153,10 +179,11 @@ async def notifying(db_path: str, interval: float = TICK_S) -> AsyncIterator[Non
     config = load()
     if config.error:
         log.warning("notifications off: %s", config.error)
-    if not config.notifiers:
+    extra = await _desktop(str(db_path), config, tabs_open)
+    if not config.notifiers and not extra:
         yield
         return
-    dispatcher = Dispatcher(str(db_path), config)
+    dispatcher = Dispatcher(str(db_path), config, extra=extra)
     stop = threading.Event()
 
     def loop() -> None:

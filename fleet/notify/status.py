@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from fleet.notify.config import load, redact
+from fleet.repo.record import iso
 
 _LOCK = threading.Lock()
 
@@ -36,6 +37,17 @@ def update(db_path: str | os.PathLike[str], change: Callable[[dict], None]) -> N
         _write(db_path, value)
 
 
+def record(db_path: str | os.PathLike[str], name: str, ok_at: float | None, error: str | None) -> None:
+    """A notifier's last success (when `ok_at`) and its last error (None: it works)."""
+    def change(value: dict) -> None:
+        entry = value.setdefault("notifiers", {}).setdefault(name, {})
+        if ok_at is not None:
+            entry["last_ok_at"] = iso(ok_at)
+        entry["last_error"] = error
+
+    update(db_path, change)
+
+
 def _write(db_path: str | os.PathLike[str], value: dict) -> None:
     path = status_path(db_path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".notify-status.")
@@ -47,12 +59,21 @@ def _write(db_path: str | os.PathLike[str], value: dict) -> None:
 
 def notifiers(db_path: str | os.PathLike[str]) -> list[dict]:
     """`[{name, kind, target, last_ok_at, last_error}]` of the configured notifiers (a settings problem is one
-    row named `settings`)."""
+    row named `settings`). The desktop's row says what `serve` last found of the notification service, or,
+    before `serve` ever looked, what this process finds."""
     config = load()
     if config.error:
         return [{"name": "settings", "kind": "config", "target": None, "last_ok_at": None,
                  "last_error": config.error}]
     seen = read(db_path).get("notifiers", {})
-    return [{"name": n.name, "kind": n.kind, "target": redact(n.url),
+    rows = [{"name": n.name, "kind": n.kind, "target": redact(n.url),
              "last_ok_at": seen.get(n.name, {}).get("last_ok_at"),
              "last_error": seen.get(n.name, {}).get("last_error")} for n in config.notifiers]
+    if config.desktop:
+        from fleet.notify import desktop
+
+        entry = seen.get(desktop.NAME)
+        rows.append({"name": desktop.NAME, "kind": desktop.NAME, "target": desktop.target(),
+                     "last_ok_at": (entry or {}).get("last_ok_at"),
+                     "last_error": entry.get("last_error") if entry else desktop.unavailable_here()})
+    return rows

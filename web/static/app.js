@@ -155,8 +155,16 @@
     pollTimer = setInterval(function () { patch(); }, 5000);
   }
   function connect() {
-    if (!window.EventSource || !live) { setStatus(null, "static page"); return; }
+    // Every page holds the stream: the "Needs you" strip is live everywhere, and the server counts the open
+    // streams as the open tabs (desktop notifications are for when there are none). A page without `live`
+    // follows only the strip.
+    if (!window.EventSource || !urls.events) { setStatus(null, "static page"); return; }
     const source = new EventSource(urls.events);
+    if (!live) {
+      setStatus(null, "static page");
+      source.addEventListener("inbox", function (ev) { needsYou(JSON.parse(ev.data)); });
+      return;
+    }
     source.addEventListener("open", function () {
       setStatus("on", "live");
       if (pollTimer) { clearInterval(pollTimer); pollTimer = null; patch(); }
