@@ -92,7 +92,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "require": Key(str, "high", "`high`: approving a high-risk proposal needs your passkey; `all`: every "
                                     "decision does; `off`: none"),
     },
-    # read by fleet/ops/commands.py: whether the CLI's decisions may skip the terminal (docs/security.md)
+    # read by fleet/cli/terminal.py: whether the CLI's decisions may skip the terminal (docs/security.md)
     "approval": {
         "noninteractive": Key(bool, False, "let `proposals approve|reject|undo --yes` and `dashboard link` "
                                            "run without a terminal"),

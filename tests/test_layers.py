@@ -2,7 +2,8 @@
 
 Checked by parsing every module's imports (ast), at any depth (function-level imports included), plus
 `importlib.import_module("…")` / `__import__("…")` with a literal name. The one allowed exception is the
-CLI's composition root: `fleetdeck serve` and `fleetdeck mcp` import their adapter lazily in fleet/cli.py.
+CLI's composition root: `fleetdeck serve` and `fleetdeck mcp` import their adapter lazily in fleet/cli/serve.py.
+And the CLI is the top: no module outside fleet/cli/ imports it (no argparse in the domain packages).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ FLEET = Path(__file__).resolve().parent.parent / "fleet"
 FORBIDDEN = ("starlette", "uvicorn", "sse_starlette", "mcp", "web", "mcp_bridge")
 # (module file, enclosing function, imported module): the composition root's lazy imports.
 ALLOWED = {
-    ("cli.py", "cmd_serve", "web.server"),
-    ("cli.py", "cmd_mcp", "mcp_bridge.server"),
+    ("cli/serve.py", "cmd_serve", "web.server"),
+    ("cli/serve.py", "cmd_mcp", "mcp_bridge.server"),
 }
 
 
@@ -57,9 +58,9 @@ def test_fleet_imports_no_adapter_and_no_framework():
 
 def test_the_allowed_exceptions_exist_and_are_the_only_ones():
     """The composition root's lazy imports are where the allow-list says (a stale entry would hide a move)."""
-    seen = {("cli.py", func, module) for func, module in imports((FLEET / "cli.py").read_text())}
+    seen = {("cli/serve.py", func, module) for func, module in imports((FLEET / "cli/serve.py").read_text())}
     assert ALLOWED <= seen
-    assert {entry[0] for entry in ALLOWED} == {"cli.py"}
+    assert {entry[0] for entry in ALLOWED} == {"cli/serve.py"}
 
 
 def test_the_checker_sees_every_kind_of_import(tmp_path: Path):
@@ -71,8 +72,26 @@ def test_the_checker_sees_every_kind_of_import(tmp_path: Path):
         "def g():\n    import importlib\n    importlib.import_module('web.app')\n"
         "x = __import__('uvicorn')\n"
         "def cmd_serve():\n    from mcp_bridge.server import run_stdio\n")
-    (tmp_path / "cli.py").write_text("def cmd_serve():\n    from web.server import serve\n")
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "serve.py").write_text("def cmd_serve():\n    from web.server import serve\n")
     found = violations(tmp_path)
     assert found == ["fleet/sub/a.py: f imports starlette.responses", "fleet/sub/a.py: m imports mcp.types",
                      "fleet/sub/a.py: g imports web.app", "fleet/sub/a.py: <module> imports uvicorn",
                      "fleet/sub/a.py: cmd_serve imports mcp_bridge.server"]
+
+
+def cli_importers(root: Path) -> list[str]:
+    """Modules outside root/cli/ that import the CLI (fleet.cli or any of its modules)."""
+    return [f"fleet/{path.relative_to(root).as_posix()}: {func or '<module>'} imports {module}"
+            for path in sorted(root.rglob("*.py")) if path.relative_to(root).parts[0] not in ("cli", "__main__.py")
+            for func, module in imports(path.read_text(encoding="utf-8"))
+            if module == "fleet.cli" or module.startswith("fleet.cli.")]
+
+
+def test_no_domain_package_imports_the_cli(tmp_path: Path):
+    assert not cli_importers(FLEET)
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "output.py").write_text("import fleet.index\n")
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "commands.py").write_text("def _index(args):\n    from fleet.cli.args import index_for\n")
+    assert cli_importers(tmp_path) == ["fleet/ops/commands.py: _index imports fleet.cli.args"]

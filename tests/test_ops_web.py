@@ -244,7 +244,7 @@ def test_proposal_page_lists_the_files_a_checkout_writes_with_ignored_overwrites
 
 def test_gits_stderr_is_shown_as_its_lines(browser, fleet):
     """A failed commit's git output reads as git wrote it, a line each, on the page and in `proposals show`."""
-    from fleet.ops.commands import _describe
+    from fleet.cli.proposal_text import describe as _describe
     from tests.fleets.gitbuild import write
 
     work = fleet["work"]

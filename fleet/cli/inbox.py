@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from fleet.cli import emit_json, index_for, print_table
+from fleet.cli.args import index_for
+from fleet.cli.output import emit_json, print_table
 from fleet.inbox.items import inbox
 from fleet.notify.status import notifiers
 from fleet.views.safe import visible

@@ -7,7 +7,8 @@ import argparse
 import os
 import sys
 
-from fleet.cli import emit_json, index_for
+from fleet.cli.args import index_for
+from fleet.cli.output import emit_json
 from fleet.errors import FleetError
 from fleet.repo.target import resolve_target
 from fleet.snapshot.restore import restore, restore_by_person

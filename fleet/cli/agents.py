@@ -10,6 +10,8 @@ import argparse
 
 from fleet.agents import credentials
 from fleet.agents.credentials import ENV_VAR
+from fleet.cli.args import index_for
+from fleet.cli.output import emit_json, print_table
 
 
 def _added_text(made: dict) -> str:
@@ -23,7 +25,6 @@ def _added_text(made: dict) -> str:
 
 def cmd_agents(args: argparse.Namespace) -> int:
     from fleet import audit
-    from fleet.cli import emit_json, index_for, print_table
 
     action = args.agents_action
     with index_for(args, create=action == "add") as index:
@@ -58,7 +59,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_agents_parser(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("agents", help="agents' credentials: add (issue one), list, revoke")
     actions = p.add_subparsers(dest="agents_action", metavar="ACTION")
     p.set_defaults(func=cmd_agents, agents_action="list", json=False)

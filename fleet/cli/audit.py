@@ -20,7 +20,7 @@ EXIT_DEGRADED = 4
 EXIT_USAGE = 2
 
 
-def add_audit_parser(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     audit = sub.add_parser("audit", help="the tamper-evident audit log: verify, export, anchor, keygen, status")
     actions = audit.add_subparsers(dest="audit_command", metavar="{verify,export,anchor,keygen,status}")
     actions.required = True

@@ -7,7 +7,7 @@ import sys
 
 from fleet.agenthooks import install as installer
 from fleet.agenthooks.run import main as hook_main
-from fleet.cli import emit_json
+from fleet.cli.output import emit_json
 from fleet.index.store import default_db_path
 from fleet.views.safe import visible
 

@@ -1,0 +1,57 @@
+"""`fleetdeck serve` and `fleetdeck mcp`: the composition root, the only place fleet/ imports its adapters
+(lazily: the other commands never load a web or MCP framework)."""
+
+from __future__ import annotations
+
+import argparse
+
+from fleet.cli.args import bounded, index_for, require_dirs
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Add ROOTs to the saved roots and serve the dashboard at once, from the index as it is. The watcher in
+    the same process re-checks the fleet behind the first page (new repos first) and the pages fill in
+    live; with `--no-watch` it re-checks once and stops, and the pages say the index is not kept fresh."""
+    from web.server import serve
+
+    require_dirs(args.roots)
+    with index_for(args, create=True) as index:
+        for root in args.roots:
+            index.add_root(root)
+        db_path = index.path
+    serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
+          watch=not args.no_watch)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """MCP on stdio: stdout carries JSON-RPC only, so everything else (logs included) goes to stderr."""
+    from mcp_bridge.server import run_stdio
+
+    run_stdio(args.db)
+    return 0
+
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    """The options `serve` and `demo` share: where the dashboard listens and whether the watcher runs."""
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=bounded(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    p.add_argument("--open", action="store_true", help="open the dashboard in a browser")
+    p.add_argument("--no-watch", action="store_true",
+                   help="do not keep the index fresh: re-check the fleet once behind the first page, then "
+                        "stop (another `fleetdeck watch` may keep it fresh)")
+
+
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="the dashboard (and watcher) on http://127.0.0.1:8765")
+    p.add_argument("roots", nargs="*", metavar="ROOT",
+                   help="add these roots to the saved ones (every saved root is watched and shown)")
+    p.set_defaults(func=cmd_serve)
+    add_server_options(p)
+
+
+def add_mcp_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mcp", help="MCP server on stdio over the same index (for coding agents)")
+    p.set_defaults(func=cmd_mcp)
