@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sqlite_utils import Database
 
 from fleet.git import files as gitfiles
+from fleet.index import reflogs
 from fleet.index.events import DELETED_MESSAGE, prune_events, record_events
 from fleet.index.lost import lost_commits
 from fleet.index.scan import found_for, ingest, refresh_repo, scan
@@ -122,7 +123,7 @@ def test_a_rewritten_or_regrown_log_adds_no_line_twice(tmp_path: Path, db_path: 
     index.close()
 
 
-def test_a_repo_another_process_stores_between_prepare_and_write_is_held_once(tmp_path: Path) -> None:
+def test_a_repo_another_process_stores_between_prepare_and_write_is_held_once(tmp_path: Path, monkeypatch) -> None:
     """The scan reads and parses a new repo's lines, and decides its events, before taking the write lock. When
     another process stores that repo meanwhile, the write reads its lines again against what is held then:
     every line and every event once, as git has them."""
@@ -132,16 +133,17 @@ def test_a_repo_another_process_stores_between_prepare_and_write_is_held_once(tm
     first, second = open_index(db), open_index(db)
     found = found_for(str(repo), str(root))
     record = read_repo(found)
-    prepare = first.prepare
+    read = reflogs.read
 
-    def prepare_then_the_other_stores(items):
-        prepared = prepare(items)
+    def read_then_the_other_stores(prepared):
+        prepared = read(prepared)
+        monkeypatch.setattr(reflogs, "read", read)
         assert prepared[0].repo_id is None and prepared[0].logs  # prepared as new, its lines at hand
         git(repo, "commit", "--allow-empty", "-qm", "meanwhile")  # the logs grow, and the other reads them
         ingest(second, [(found, read_repo(found))])
         return prepared
 
-    first.prepare = prepare_then_the_other_stores
+    monkeypatch.setattr(reflogs, "read", read_then_the_other_stores)
     [repo_id] = ingest(first, [(found, record)])
     assert ingest(second, [(found, record)]) == [repo_id]
     for ref in ("HEAD", "refs/heads/main", "refs/heads/topic"):

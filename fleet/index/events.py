@@ -384,7 +384,7 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     """The events of a repo's lines as it is stored for the first time, decided before the write (git may be
     asked whether a move rewrote history): (position of the line among all of `logs`' lines, ref, kind, at,
     rewrote). What `record_events` would record for them: with nothing held before, a HEAD line is left out
-    only for its branch's twin among these same lines. `logs` are `fleet.index.store.read_new_lines`'s."""
+    only for its branch's twin among these same lines. `logs` are `fleet.index.reflogs.read_new_lines`'s."""
     groups: list[tuple[str, range | list[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
     moves: list[tuple] = []
     pos = 0

@@ -1,7 +1,7 @@
 """Index the fleet: discover repositories under the roots, read each one, store the records.
 
-Every write of repo records goes through `ingest`: score (the radar's reasons) -> store (one transaction)
--> record events (which asks git whether a move rewrote history, so it runs outside the transaction). The
+Every write of repo records goes through `ingest`: score (the radar's reasons) -> read the new reflog lines
+(`fleet.index.reflogs`) -> store with a new repo's events (one write transaction) -> record the other events (which asks git whether a move rewrote history, so it runs outside the transaction). The
 scan, `refresh_repo` and the watcher call it; storage itself never runs git.
 
 A cold scan spends its time in `git status` and in Python reading git's files and writing SQLite. Threads
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,8 @@ from typing import Callable, Iterable, Iterator
 
 from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
-from fleet.index.store import Index, Stored
+from fleet.index import reflogs
+from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
 from fleet.views.radar import attention
@@ -48,23 +48,26 @@ def set_skip_patterns(index: Index, patterns: list[str]) -> None:
 
 
 def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
-    """Score, store (one transaction) and turn new reflog lines into events; returns the repo ids.
+    """Score, store (one write transaction) and turn new reflog lines into events; returns the repo ids.
 
     Everything but the writes happens before the write lock is taken: reading and parsing the new reflog
     lines and, for a repo the index does not hold yet (a cold scan's every repo), deciding its events, which
-    are then written in the same transaction as its lines. The others' events are recorded after the store.
+    are then written in the same transaction as its lines. Under the lock the index is checked to stand as it
+    was read against (another process may have stored a repo meanwhile: its lines are read again, and its
+    events left to `record_events`). The others' events are recorded after the store, since deciding them
+    asks git.
     """
-    prepared = index.prepare([(found, record, attention(record)) for found, record in items])
+    prepared = reflogs.read(index.prepare([(found, record, attention(record)) for found, record in items]))
     cut = pruned_before(index)
     firsts = {n: first_events(p.found.path, p.logs, cut) for n, p in enumerate(prepared)
               if p.repo_id is None and p.logs is not None and "branches" in p.record}
     recorded: set[int] = set()
-
-    def within(conn: sqlite3.Connection, stored: list[Stored]) -> None:
+    with index.write() as tx:
+        prepared, reread = reflogs.recheck(index, prepared)
+        stored = index.store_prepared(prepared)
         if pruned_before(index) == cut:   # else events were pruned since they were decided: record_events
-            recorded.update(record_first_events(conn, stored, firsts))
-
-    ids = index.store_prepared(prepared, within)
+            recorded = record_first_events(tx, stored, {n: e for n, e in firsts.items() if n not in reread})
+    ids = [s.repo_id for s in stored]
     record_events(index, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
                           if "branches" in record and repo_id not in recorded])
     return ids

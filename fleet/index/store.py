@@ -4,8 +4,8 @@ Repo rows are updated in place on every re-read; reflog lines are appended once 
 them, so the index remembers what git forgot. Writes take `BEGIN IMMEDIATE` so a second process writing a
 small row (a proposal, a presence sighting) waits on the busy timeout instead of failing.
 
-This is storage only: it never runs git and never scores. `fleet.index.scan.ingest` orchestrates a write
-(read -> score -> store -> record events). The file holds paths, branch names and commit messages, so it is
+This is storage only: it never runs git, never reads git's files and never scores. `fleet.index.scan.ingest`
+orchestrates a write (read -> score -> read reflogs -> one write transaction -> record events). The file holds paths, branch names and commit messages, so it is
 created 0600 in a 0700 folder; a file fleetdeck cannot use (corrupt, truncated, a directory, read-only) is
 refused up front with one `FleetError` naming it and saying what to do.
 """
@@ -22,14 +22,14 @@ import time
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
-from fleet.git import files as gitfiles
+from fleet.index import reflogs
 from fleet.index.discovery import Found
 from fleet.index.events import REFLOG_IDS_KEY
-from fleet.repo.record import iso, reflog_stats
+from fleet.repo.record import iso
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -191,46 +191,39 @@ class Index:
         """Store many (found, record, reasons) in one transaction (a scan writes in batches: far fewer
         commits): the repo rows, their branches, worktrees, ..., and the reflog lines appended since the last
         read. `reasons` is the record's attention list, highest first (its score ranks the radar)."""
-        return self.store_prepared(self.prepare(items))
+        prepared = reflogs.read(self.prepare(items))
+        with self.write():
+            return [s.repo_id for s in self.store_prepared(reflogs.recheck(self, prepared)[0])]
 
     def prepare(self, items: list[tuple[Found, dict, list[dict]]]) -> list["Prepared"]:
-        """Everything `store_prepared` writes, built without the write lock: the rows, and the reflog lines
-        appended since the index's last read of each file (as the index stood just now; the write checks it
-        still stands so and reads again under the lock where it does not)."""
-        paths = [found.path for found, _, _ in items]
+        """The rows `store_prepared` writes, built without the write lock, with the reflog files the index
+        has read of each repo (as it stood just now); the ingest then reads the lines appended since
+        (`fleet.index.reflogs`)."""
+        state = self.reflog_state([found.path for found, _, _ in items])
+        return [Prepared(found, record, _repo_row(found, record, reasons), *state.get(found.path, (None, {})),
+                         None, None) for found, record, reasons in items]
+
+    def reflog_state(self, paths: list[str]) -> dict[str, tuple[int, dict[str, tuple[int, int]]]]:
+        """{path: (repo id, {ref: (inode, size read up to)})} of the repos the index holds at `paths`."""
         ids = dict(self.conn.execute(f"select path, id from repos where path in ({', '.join('?' * len(paths))})",
                                      paths).fetchall()) if paths else {}
         known = self.reflog_files(list(ids.values()))
-        out = []
-        for found, record, reasons in items:
-            repo_id = ids.get(found.path)
-            files = known.get(repo_id, {}) if repo_id is not None else {}
-            stats = None if record.get("vanished") else record.get("reflog_files")
-            if stats is None and not record.get("vanished"):
-                stats = reflog_stats(found.gitdir, found.commondir)
-            logs = None if stats is None else read_new_lines(stats, files, first=repo_id is None)
-            out.append(Prepared(found, record, _repo_row(found, record, reasons), repo_id, files, stats, logs))
-        return out
+        return {path: (repo_id, known.get(repo_id, {})) for path, repo_id in ids.items()}
 
-    def store_prepared(self, prepared: list["Prepared"],
-                       within: "Callable[[sqlite3.Connection, list[Stored]], None] | None" = None) -> list[int]:
-        """Write prepared repos in one transaction; `within(conn, stored)` runs inside it, last (the scan
-        records a new repo's events there). Returns the repo ids."""
+    def store_prepared(self, prepared: list["Prepared"]) -> list["Stored"]:
+        """Write prepared repos in one transaction (the caller's `write()`, or one of its own); `prepared` must
+        stand as the index does inside it (`fleet.index.reflogs.recheck` under the same write lock)."""
         with self.write() as conn:
             gen = _next_generation(conn)
             next_id: list[int | None] = [None]  # the next reflog line id, given here under the write lock
-            stored = [self._store(conn, p, gen, next_id) for p in prepared]
-            if within is not None:
-                within(conn, stored)
-        return [s.repo_id for s in stored]
+            return [self._store(conn, p, gen, next_id) for p in prepared]
 
     def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list[int | None]) -> "Stored":
         found, record = p.found, p.record
         row = dict(p.row, generation=gen)
-        existing = conn.execute("select id from repos where path = ?", (found.path,)).fetchone()
-        new = existing is None
-        if existing:
-            repo_id = existing[0]
+        new = p.repo_id is None
+        if not new:
+            repo_id = p.repo_id
             sets = ", ".join(f"{c} = ?" for c in row)
             conn.execute(f"update repos set {sets}, gone = 0, gone_at = null where id = ?", (*row.values(), repo_id))
         else:
@@ -244,20 +237,16 @@ class Index:
         _set_mark(conn, repo_id, record.get("watch_mark"))
         if p.logs is None:
             return Stored(p, repo_id, False, None, 0)
-        known = {} if new else _reflog_files(conn, [repo_id]).get(repo_id, {})
-        logs = p.logs
-        if p.repo_id != (None if new else repo_id) or known != p.known:
-            logs = read_new_lines(p.stats, known, first=new)  # another process stored it meanwhile: read again
-        first, count = _append_lines(conn, repo_id, logs, new, next_id)
-        files = [(repo_id, ref, inode, end) for ref, inode, end, _ in logs]
+        first, count = _append_lines(conn, repo_id, p.logs, new, next_id)
+        files = [(repo_id, ref, inode, end) for ref, inode, end, _ in p.logs]
         if files:
             conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
                              files)
-        vanished = set(known) - {s[0] for s in p.stats}
+        vanished = set(p.known) - {s[0] for s in p.stats}
         if vanished:
             conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
                              [(repo_id, ref) for ref in vanished])
-        return Stored(p, repo_id, new and logs is p.logs, first, count)
+        return Stored(p, repo_id, new, first, count)
 
     def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool) -> None:
         tables = {
@@ -369,7 +358,13 @@ class Index:
 
     def reflog_files(self, ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
         """{repo id: {ref: (inode, size read up to)}} of the reflog files the index has read for `ids`."""
-        return _reflog_files(self.conn, ids)
+        known: dict[int, dict[str, tuple[int, int]]] = {}
+        if ids:
+            for repo_id, ref, inode, size in self.conn.execute(
+                    "select repo_id, ref, inode, size from reflog_files where repo_id in"
+                    f" ({', '.join('?' * len(ids))})", ids):
+                known.setdefault(repo_id, {})[ref] = (inode, size)
+        return known
 
     def records(self, paths: list[str]) -> dict[str, dict]:
         """Full records of the repos at exactly `paths` (gone ones too), by path: one query per table for a
@@ -445,7 +440,7 @@ class Prepared(NamedTuple):
     row: dict                 # the repos row, but for `generation` and `first_seen` (given under the lock)
     repo_id: int | None       # its id in the index when prepared (None: the index did not hold it)
     known: dict[str, tuple[int, int]]  # ref -> (inode, size) of each reflog file as last read
-    stats: list[tuple] | None  # reflog_stats of the record (None: vanished, no history read)
+    stats: list[tuple] | None  # reflog_stats of the record (None: vanished or not read yet, no history read)
     logs: list[tuple[str, int, int, list[tuple]]] | None  # (ref, inode, end, new lines) of each file read
 
 
@@ -454,7 +449,7 @@ class Stored(NamedTuple):
 
     prepared: Prepared
     repo_id: int
-    first: bool               # stored for the first time, with the lines prepared (all its lines)
+    first: bool               # stored for the first time (with all its lines)
     first_line: int | None    # the id of its first line appended now; they run on without gaps
     lines: int                # how many lines were appended
 
@@ -473,51 +468,6 @@ def _repo_row(found: Found, record: dict, reasons: list[dict]) -> dict:
     return row
 
 
-def _reflog_files(conn: sqlite3.Connection, ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
-    """{repo id: {ref: (inode, size read up to)}} of the reflog files the index has read for `ids`."""
-    known: dict[int, dict[str, tuple[int, int]]] = {}
-    if ids:
-        for repo_id, ref, inode, size in conn.execute(
-                f"select repo_id, ref, inode, size from reflog_files where repo_id in ({', '.join('?' * len(ids))})",
-                ids):
-            known.setdefault(repo_id, {})[ref] = (inode, size)
-    return known
-
-
-def read_new_lines(stats: list[tuple], known: dict[str, tuple[int, int]],
-                   first: bool) -> list[tuple[str, int, int, list[tuple]]]:
-    """(ref, inode, end, lines) of each reflog file changed since `known`: only what was appended, or all of
-    it when git rewrote the file (`reflog expire`, a branch deleted and made again). For a repo stored the
-    `first` time a line repeated within its file is kept once; otherwise the write drops lines already held."""
-    out = []
-    for ref, path, inode, size, _mtime in stats:
-        old_inode, old_size = known.get(ref, (None, None))
-        if old_inode == inode and old_size == size:
-            continue
-        offset = old_size if old_inode == inode and old_size is not None and old_size < size else 0
-        try:
-            data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
-        except gitfiles.BrokenRepo:
-            continue
-        lines = gitfiles.reflog_fields(data)
-        if first and len({(ln[0], ln[1], ln[3], ln[5]) for ln in lines}) < len(lines):
-            lines = _once(lines, set())
-        out.append((ref, inode, end, lines))
-    return out
-
-
-def _once(lines: list[tuple], held: set) -> list[tuple]:
-    """`lines` without those whose (old, new, time, message) is in `held` or came before (git wrote a line
-    twice, or the index holds it already)."""
-    kept = []
-    for line in lines:
-        key = (line[0], line[1], line[3], line[5])
-        if key not in held:
-            held.add(key)
-            kept.append(line)
-    return kept
-
-
 def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,
                   next_id: list[int | None]) -> tuple[int | None, int]:
     """Insert the lines of `logs` (ids given here, past every id ever given); (first id, how many)."""
@@ -530,7 +480,7 @@ def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new
         if nid is None:
             nid = next_reflog_id(conn)
         if not new:  # a twin has the same time: only held lines within the new lines' span (the (repo_id, at) index)
-            lines = _once(lines, set(conn.execute(
+            lines = reflogs.once(lines, set(conn.execute(
                 "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
                 " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
         if first is None:
