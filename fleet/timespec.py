@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 
 from fleet.errors import FleetError
+
+def iso(ts: float | None) -> str | None:
+    """Unix seconds as the one ISO 8601 form every surface shows: UTC, whole seconds, a `Z` suffix."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")

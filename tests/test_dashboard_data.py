@@ -14,7 +14,7 @@ from fleet.demo import build_demo_fleet
 from fleet.index.freshness import REVERIFY_DONE_SHOWN_S, STALE_AFTER, freshness, reverify_progress, watcher_state
 from fleet.index.store import open_index
 from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.index.scan import refresh_repo, scan
 from fleet.repo.detail import timeline
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env

@@ -19,7 +19,7 @@ from fleet.agents.identity import NAME_PATTERN, RESERVED
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
 from fleet.index.store import Index
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 TOKEN_PREFIX = "fdk_"
 ENV_VAR = "FLEETDECK_AGENT_TOKEN"

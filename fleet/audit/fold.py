@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
+from fleet.timespec import iso
+
 WINDOW_S = 60.0
 EVENT = "calls_folded"
 
@@ -43,8 +45,6 @@ class Folds:
 
     def __init__(self, window_s: float = WINDOW_S, clock: Callable[[], float] = time.monotonic,
                  now_iso: Callable[[], str] | None = None) -> None:
-        from fleet.repo.record import iso
-
         self.window_s = window_s
         self.clock = clock
         self.now_iso = now_iso or (lambda: iso(time.time()))

@@ -37,7 +37,7 @@ from fleet.audit.degraded import DegradedState
 from fleet.audit.fold import Folds
 from fleet.audit.keys import Signer, load_signer
 from fleet.errors import FleetError
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 log = logging.getLogger("fleetdeck.audit")
 _ARGS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=plain)

@@ -157,7 +157,7 @@ def _load_anchor(source: str) -> dict:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from fleet.audit.read import export
-    from fleet.repo.record import iso
+    from fleet.timespec import iso
     from fleet.timespec import parse_since
 
     folder = _folder(args)

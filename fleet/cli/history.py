@@ -10,7 +10,7 @@ import sys
 from fleet.cli.args import bounded, index_for
 from fleet.cli.output import emit_json
 from fleet.errors import FleetError
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.views.safe import json_safe, visible
 
 

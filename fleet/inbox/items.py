@@ -17,7 +17,7 @@ from fleet.index.store import Index
 from fleet.ops import proposals
 from fleet.presence.merge import LIVE_STATES
 from fleet.presence.store import read_rows
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.snapshot.events import discarded_in_fleet
 from fleet.words import plural
 

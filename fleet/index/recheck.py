@@ -41,7 +41,8 @@ from typing import NamedTuple
 from fleet.index.discovery import Found
 from fleet.index.scan import found_for, ingest
 from fleet.index.store import Index, repo_name
-from fleet.repo.record import iso, read_repo, read_work_trees
+from fleet.repo.record import read_repo, read_work_trees
+from fleet.timespec import iso
 from fleet.views.radar import attention
 from fleet.watch.mark import watch_mark
 

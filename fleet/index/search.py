@@ -14,7 +14,7 @@ from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.history import MAX_PER_REPO, WINDOW_DAYS, sync_history
 from fleet.index.store import Index
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 KINDS = ("branch", "commit", "reflog")
 COMMIT_KINDS = ("commit", "amend", "merge")

@@ -29,7 +29,7 @@ from fleet.errors import FleetError
 from fleet.index import reflogs
 from fleet.index.discovery import Found
 from fleet.index.events import REFLOG_IDS_KEY
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -29,7 +29,7 @@ from fleet.audit.config import resolve as audit_config, unavailable
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops.model import MAX_PENDING_BYTES
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired", "undone")
 TERMINAL = ("completed", "failed", "rejected", "cancelled", "expired", "undone")

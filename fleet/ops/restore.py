@@ -27,7 +27,7 @@ from fleet.index.store import Index
 from fleet.ops import savedfiles, writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.state import head_state, read_status, ref_sha, revalidate
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 PREFIX = "refs/fleetdeck/restore"
 MAX_UNTRACKED = 10000

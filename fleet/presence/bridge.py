@@ -13,7 +13,7 @@ import time
 from typing import Iterable
 
 from fleet.errors import FleetError
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, RepoMap, Sighting, Thresholds, relative_files
 from fleet.presence.store import read_agent_rows, upsert_row
 

@@ -17,7 +17,7 @@ import time
 from fleet.presence.bridge import agent_id
 from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, Thresholds
 from fleet.presence.store import read_agent_rows, upsert_row
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 FLAP_S = 5.0
 WAITING_MAX_S = 12 * 3600.0

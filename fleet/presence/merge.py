@@ -19,7 +19,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from fleet.presence.model import DEFAULT_THRESHOLDS, MAX_FILES, Sighting, Thresholds
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 STATE_ORDER = {"waiting": 0, "working": 1, "open": 2, "recent": 3}
 LIVE_STATES = ("waiting", "working", "open")

@@ -19,7 +19,7 @@ from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
 from fleet.presence.store import read_rows, replace_rows
 from fleet.presence.switches import presence_switches
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 log = logging.getLogger(__name__)
 

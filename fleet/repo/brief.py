@@ -11,7 +11,8 @@ from fleet.index.discovery import Found
 from fleet.views.radar import attention
 from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
-from fleet.repo.record import iso, read_repo
+from fleet.repo.record import read_repo
+from fleet.timespec import iso
 from fleet.repo.shape import encode
 from fleet.repo.stack import default_branch
 

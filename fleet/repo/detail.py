@@ -8,7 +8,7 @@ from fleet.git.run import GitError
 from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
 from fleet.index.lost import lost_commits
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 
 FILES_SHOWN = 50  # per list (conflicted, staged, modified, untracked); the page gives the full counts

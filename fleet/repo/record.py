@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 from dulwich.config import ConfigFile, parse_submodules
@@ -23,17 +22,12 @@ from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
+from fleet.timespec import iso
 from fleet.watch.mark import watch_mark
 
 log = logging.getLogger(__name__)
 
 MAX_ACTIVITY_STATS = 64
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None, *,

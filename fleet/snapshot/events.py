@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fleet.index.store import Index, open_index
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 KIND = "discarded"
 REF = "(working tree)"

@@ -32,7 +32,7 @@ from fleet.index.discovery import common_dir
 from fleet.git.files import BrokenRepo, read_file
 from fleet.index.store import Index
 from fleet.presence.store import read_rows
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.repo.scope import RealRoots, real_roots, root_of
 from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.retention import prune_all

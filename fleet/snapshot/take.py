@@ -42,7 +42,7 @@ from fleet.snapshot.config import snapshot_settings
 from fleet.snapshot.objects import ZERO, commit_body, object_id, write_object
 from fleet.snapshot.retention import due, prune_store
 from fleet.snapshot.shadow import Shadow, WorkTree, store_for
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.repo.scope import behind_link
 
 TRIGGERS = ("watch", "sweep", "manual", "mcp", "restore")

@@ -20,7 +20,7 @@ from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.events import KINDS, as_stash, stash_times
 from fleet.index.lost import lost_commits
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.snapshot.events import KIND as DISCARDED
 from fleet.snapshot.events import details as discarded_details
 from fleet.timespec import parse_since

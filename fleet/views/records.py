@@ -13,7 +13,7 @@ import operator
 import time
 from typing import Any, NotRequired, TypedDict
 
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.repo.shape import Rows, Timeless
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.

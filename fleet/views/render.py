@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import jinja2
 import markupsafe
 
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.views.radar import REASONS
 from fleet.views.safe import diff_lines, json_safe, visible
 

@@ -13,7 +13,7 @@ import time
 from fleet.index.discovery import Found
 from fleet.index.scan import discover_all
 from fleet.index.store import Index
-from fleet.repo.record import iso
+from fleet.timespec import iso
 from fleet.repo.scope import inside
 
 

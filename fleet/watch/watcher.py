@@ -59,7 +59,8 @@ from fleet.index.pool import IndexPool
 from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
 from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
 from fleet.index.store import Index
-from fleet.repo.record import iso, read_repo
+from fleet.repo.record import read_repo
+from fleet.timespec import iso
 from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.periodic import Periodic, PeriodicSchedule
 from fleet.watch.schedule import RefreshQueue
