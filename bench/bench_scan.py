@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.fleetgen import generate  # noqa: E402
 from bench.realfleet import generate_realistic  # noqa: E402
-from fleet.index.discovery import Found  # noqa: E402
+from fleet.git.layout import Found  # noqa: E402
 from fleet.index.scan import ingest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from fleet.views.queue import REASON_SOURCES  # noqa: E402  (the radar as the surfaces ask for it)

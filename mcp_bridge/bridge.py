@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
 from fleet.index.store import Index, default_db_path

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fleet.index.discovery import Found, discover
+from fleet.index.discovery import discover
+from fleet.git.layout import Found
 from fleet.index.scan import ingest, scan
 from fleet.index.store import open_index
 from fleet.repo.record import read_repo

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from fleet.git import files as gitfiles
 from fleet.git.files import BrokenRepo
-from fleet.index.discovery import Found, common_dir, read_gitfile
+from fleet.git.layout import Found, common_dir, read_gitfile
 from fleet.repo.record import read_repo, read_submodules
 from fleet.repo.scope import work_tree_escape
 from tests.fleets.gitbuild import commit_file, git, init_repo

@@ -16,7 +16,8 @@ from fleet.git import files as gitfiles
 from fleet.index import reflogs
 from fleet.index.events import DELETED_MESSAGE, prune_events, record_events
 from fleet.index.lost import lost_commits
-from fleet.index.scan import found_for, ingest, refresh_repo, scan
+from fleet.index.scan import ingest, refresh_repo, scan
+from fleet.git.layout import found_at
 from fleet.index.schema import migrations
 from fleet.index.search import search
 from fleet.index.store import SCHEMA_VERSION, open_index
@@ -131,7 +132,7 @@ def test_a_repo_another_process_stores_between_prepare_and_write_is_held_once(tm
     repo = busy_repo(root)
     db = tmp_path / "fleet.db"
     first, second = open_index(db), open_index(db)
-    found = found_for(str(repo), str(root))
+    found = found_at(str(repo), str(root))
     record = read_repo(found)
     read = reflogs.read
 
@@ -169,7 +170,7 @@ def test_two_handles_recording_the_same_lines_record_each_event_once(tmp_path: P
     repo = busy_repo(root)
     db = tmp_path / "fleet.db"
     first, second = open_index(db), open_index(db)
-    found = found_for(str(repo), str(root))
+    found = found_at(str(repo), str(root))
     [repo_id] = first.store_repos([(found, read_repo(found), [])])
     added = record_events(second, [(repo_id, str(repo))])
     assert added > 0 and record_events(first, [(repo_id, str(repo))]) == 0

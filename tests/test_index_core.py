@@ -302,13 +302,14 @@ def test_a_remote_s_head_symref_log_is_not_an_event_source(tmp_path: Path):
 
 def test_storage_only_stores_and_ingest_scores_and_records_events(tmp_path: Path):
     """`store_repos` writes what it is given (no scoring, no events: those need git); `ingest` does the rest."""
-    from fleet.index.scan import found_for, ingest
+    from fleet.index.scan import ingest
+    from fleet.git.layout import found_at
     from fleet.repo.record import read_repo
     from fleet.views.radar import attention
 
     repo = init_repo(tmp_path / "root" / "r", commits=2)
     (repo / "dirty.txt").write_text("x\n")
-    found = found_for(os.path.realpath(repo), os.path.realpath(tmp_path / "root"))
+    found = found_at(os.path.realpath(repo), os.path.realpath(tmp_path / "root"))
     record = read_repo(found)
     with open_index(tmp_path / "f.db") as index:
         [rid] = index.store_repos([(found, record, [])])

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fleet.index.recheck import recheck_chunk
-from fleet.index.scan import found_for, scan
+from fleet.index.scan import scan
+from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import read_repo
 from fleet.watch.mark import watch_mark
@@ -110,7 +111,7 @@ def _rows(rows: list[dict], keys: list[str]) -> list[tuple]:
 
 def assert_as_a_full_read_and_git_say(index: Index, repo: Path, root: Path) -> None:
     stored = index.repo(str(repo))
-    fresh = read_repo(found_for(str(repo), str(root)))
+    fresh = read_repo(found_at(str(repo), str(root)))
     assert {k: stored[k] for k in FIELDS} == {k: fresh[k] for k in FIELDS}, repo.name
     for key in CHILDREN:
         keys = list(stored[key][0]) if stored[key] else []
@@ -181,7 +182,7 @@ def test_a_repo_stored_by_another_writer_after_the_comparison_keeps_that_writer_
     with open_index(fleet["db"]) as index:
         [stored] = index.rows("path = ?", (str(repo),))
         [marked] = index.watch_marks([stored["id"]]).values()
-        found = found_for(str(repo), stored["root"])
+        found = found_at(str(repo), stored["root"])
         from fleet.index.scan import ingest
         ingest(index, [(found, read_repo(found, mark=b"another writer's mark"))])   # stored meanwhile
         [again] = index.rows("path = ?", (str(repo),))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from fleet.index.scan import found_for
+from fleet.git.layout import found_at
 from fleet.repo.parts import stash_list, worktree_list
 from fleet.repo.record import read_repo, read_stashes
 from fleet.repo.refs import repo_refs
@@ -41,7 +41,7 @@ def _git_worktrees(repo: Path) -> list[dict]:
 
 
 def _ours(folder: Path, root: Path) -> list[dict]:
-    found = found_for(str(folder), str(root))
+    found = found_at(str(folder), str(root))
     return [{k: w[k] for k in FIELDS} for w in worktree_list(found)["worktrees"]]
 
 
@@ -59,7 +59,7 @@ def test_worktree_list_equals_git_from_every_worktree(tmp_path: Path):
     assert [w["prunable"] for w in expected].count(True) == 1  # the trap is set
     for where in (repo, root / "linked", root / "detached"):
         assert _ours(where, root) == expected, where
-    record = read_repo(found_for(str(repo), str(root)))
+    record = read_repo(found_at(str(repo), str(root)))
     assert [{k: w[k] for k in FIELDS} for w in record["worktrees"]] == expected[1:]
 
 
@@ -81,7 +81,7 @@ def test_one_stash_reader_for_every_surface(tmp_path: Path):
     for text in ("one\n", "two\n"):
         write(repo / "README.md", text)
         git(repo, "stash", "push", "-q", "-m", f"wip {text.strip()}")
-    found = found_for(str(repo), str(root))
+    found = found_at(str(repo), str(root))
     listed = stash_list(found)["stashes"]
     assert listed == read_stashes(found.commondir) == repo_refs(str(repo))["stashes"]
     assert read_repo(found)["stash_list"] == listed

@@ -13,7 +13,8 @@ import pytest
 from fleet.index.freshness import WATCHER_KEY
 from fleet.index.recheck import recheck_chunk
 from fleet.git.status import read_status
-from fleet.index.scan import CHUNK, found_for, refresh_repo, scan
+from fleet.index.scan import CHUNK, refresh_repo, scan
+from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import predict_merge, read_repo
 from fleet.watch.watcher import Watcher
@@ -150,7 +151,7 @@ def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_pa
     gitdir = str(repo / ".git")
     mark = watch_mark(gitdir)
     read_status(repo)
-    read_repo(found_for(str(repo), str(tmp_path)))
+    read_repo(found_at(str(repo), str(tmp_path)))
     write(repo / "edited.txt", "a working-tree edit: the sweeps' business, not an event\n")
     assert watch_mark(gitdir) == mark
     changes = {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from fleet.errors import FleetError
+from fleet.git.layout import found_at
 from fleet.git.run import out, run, text
 from fleet.repo.scope import check_rev
 
@@ -70,19 +70,11 @@ def git_dirs(repo: str) -> tuple[str, str]:
     """(per-worktree git dir, common git dir), absolute. Read from `.git` (a folder, or a `gitdir:` file)
     and `commondir` as git reads them, without a git process (one `rev-parse` cost as much as the
     `git status` a repo.status call is about); git answers only for a layout these reads do not know."""
-    from fleet.index.discovery import common_dir, is_bare_repo, read_gitfile
-
-    top = Path(os.path.abspath(repo))
-    dotgit = top / ".git"
-    git_dir: Path | None = None
-    if os.path.isdir(dotgit) and not os.path.islink(dotgit):
-        git_dir = dotgit
-    elif os.path.isfile(dotgit) and not os.path.islink(dotgit):
-        git_dir = read_gitfile(dotgit)
-    elif not os.path.lexists(dotgit) and is_bare_repo(top):
-        git_dir = top
-    if git_dir is not None:
-        return str(git_dir), str(common_dir(git_dir))
+    top = os.path.abspath(repo)
+    # A symlinked `.git` is left to git to follow (rev-parse below).
+    found = None if os.path.islink(os.path.join(top, ".git")) else found_at(top, top)
+    if found is not None:
+        return found.gitdir, found.commondir
     lines = text(out(repo, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]))
     first, common = lines.splitlines()[:2]
     return first, common

@@ -12,72 +12,16 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file
+from fleet.git.layout import Found, common_dir, is_bare_repo, read_gitfile
 from fleet.git.run import GitError, run_git
 
 DEFAULT_SKIP = (
     "node_modules", ".venv", "venv", ".tox", "vendor", "target", "dist", "build", ".cache",
     "__pycache__", ".mypy_cache", ".pytest_cache", ".gradle", ".terraform",
 )
-
-
-@dataclass(frozen=True)
-class Found:
-    """One repository: its working tree (or bare dir), its git dir and the dir holding shared refs."""
-
-    path: str
-    gitdir: str
-    commondir: str
-    bare: bool
-    root: str
-
-
-def _pointer(path: Path, what: str) -> str | None:
-    """The stripped text of a small pointer file, or None when it is missing, not a regular file or too big
-    (a FIFO or a link to /dev/zero must not stall or flood the walk)."""
-    try:
-        data = read_file(path, MAX_POINTER_BYTES, what)
-    except BrokenRepo:
-        return None
-    return None if data is None else data.decode("utf-8", "replace").strip()
-
-
-def read_gitfile(dotgit: Path) -> Path | None:
-    """The git dir a `.git` file points to (`gitdir: ...`), or None when it is not a valid gitfile or names
-    no directory.
-
-    Where it points is not checked here: scoping (fleet.repo.scope) decides whether that may be read."""
-    text = _pointer(dotgit, ".git file")
-    if not text or not text.startswith("gitdir:") or "\0" in text:
-        return None
-    target = Path(text[len("gitdir:"):].strip())
-    if not target.is_absolute():
-        target = dotgit.parent / target
-    target = Path(os.path.normpath(target))
-    return target if os.path.isdir(target) else None  # os.path: a name too long is False, not an error
-
-
-def common_dir(gitdir: Path) -> Path:
-    """The git dir holding shared refs/objects: `commondir` redirects linked worktrees to the main `.git`."""
-    text = _pointer(gitdir / "commondir", "commondir")
-    if not text or "\0" in text:
-        return gitdir
-    target = Path(text)
-    if not target.is_absolute():
-        target = gitdir / target
-    target = Path(os.path.normpath(target))
-    return target if os.path.isdir(target) else gitdir
-
-
-def is_bare_repo(path: str | os.PathLike[str]) -> bool:
-    """A directory that is itself a git dir: HEAD, objects/ and refs/ (or reftable/) side by side."""
-    isdir = os.path.isdir  # os.path: an unreadable folder is False, never an error that ends the walk
-    return (os.path.isfile(os.path.join(path, "HEAD")) and isdir(os.path.join(path, "objects"))
-            and (isdir(os.path.join(path, "refs")) or isdir(os.path.join(path, "reftable"))))
 
 
 def tracked_by(work_tree: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:

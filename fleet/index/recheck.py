@@ -38,8 +38,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from fleet.index.discovery import Found
-from fleet.index.scan import found_for, ingest
+from fleet.git.layout import Found, found_at
+from fleet.index.scan import ingest
 from fleet.index.store import Index, repo_name
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
@@ -86,7 +86,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
             found.append(entry)
             continue
         stored = stored_at.get(entry)
-        again = found_for(entry, stored["root"]) if stored is not None else None
+        again = found_at(entry, stored["root"]) if stored is not None else None
         if again is None:
             gone.append(entry)
         else:

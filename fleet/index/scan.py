@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from fleet.index.discovery import Found, common_dir, is_bare_repo, iter_discover, read_gitfile, tracked_fixture
+from fleet.git.layout import Found, found_at
+from fleet.index.discovery import iter_discover, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
 from fleet.index import reflogs
 from fleet.index.store import Index
@@ -185,29 +186,13 @@ def _errors(items: list[tuple[Found, dict]]) -> list[dict]:
     return [{"path": item.path, "error": record["error"]} for item, record in items if record.get("error")]
 
 
-def found_for(path: str, root: str) -> Found | None:
-    """Rebuild the discovery record for one known repository path (the watcher's entry point)."""
-    folder = Path(path)
-    dotgit = folder / ".git"
-    if dotgit.is_dir():
-        return Found(path, str(dotgit), str(common_dir(dotgit)), False, root)
-    if dotgit.is_file():
-        gitdir = read_gitfile(dotgit)
-        if gitdir is not None and gitdir.is_dir():
-            return Found(path, str(gitdir), str(common_dir(gitdir)), False, root)
-        return None
-    if is_bare_repo(folder):
-        return Found(path, path, path, True, root)
-    return None
-
-
 def refresh_repo(index: Index, path: str) -> dict | None:
     """Re-read one known repository into the index (its merge prediction kept while its two commits are the
     same); mark it gone if it vanished. Returns the new record."""
     known = index.rows("path = ?", (path,))
     if not known:
         return None
-    found = found_for(path, known[0]["root"])
+    found = found_at(path, known[0]["root"])
     if found is None:
         index.mark_gone([path])
         return None

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
+from fleet.git.layout import Found
 from fleet.index import reflogs
-from fleet.index.discovery import Found
 from fleet.index.events import REFLOG_IDS_KEY
 from fleet.timespec import iso
 

@@ -7,7 +7,7 @@ Hints reuse the radar's reasons, each pointing at the read tool that explains it
 
 from __future__ import annotations
 
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.views.radar import attention
 from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity

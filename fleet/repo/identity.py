@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TypedDict
 
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.index.store import repo_name
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fleet.caps import cap
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.repo.record import linked_worktrees, main_worktree, read_stashes, read_submodules, worktree_counts
 
 DEFAULT_LIMIT = 200

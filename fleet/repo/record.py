@@ -15,8 +15,8 @@ from pathlib import Path
 from dulwich.config import ConfigFile, parse_submodules
 
 from fleet.git import files as gitfiles
-from fleet.index.discovery import Found, common_dir, read_gitfile
 from fleet.git.files import BrokenRepo, StrPath, short_ref
+from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
@@ -468,13 +468,7 @@ def _valid_path(rel: str) -> bool:
 def _submodule_head(folder: Path, homes: tuple[str, str]) -> tuple[str | None, str | None]:
     """(checked-out commit, error) of a submodule folder. Its git dir must lie in the superproject (its work
     tree or `.git/modules/`, where git puts it): a `.git` link elsewhere is not followed."""
-    dotgit = folder / ".git"
-    if dotgit.is_file():
-        gitdir = read_gitfile(dotgit)
-    elif dotgit.is_dir():
-        gitdir = dotgit
-    else:
-        return None, None
+    gitdir = dotgit_dir(folder)
     if gitdir is None:
         return None, None
     if not any(inside(os.path.realpath(gitdir), os.path.realpath(home)) for home in homes):

@@ -12,16 +12,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from dulwich.config import ConfigFile
 
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
+from fleet.git.layout import Found
 from fleet.git.run import check_ref
-
-if TYPE_CHECKING:
-    from fleet.index.discovery import Found
 
 MAX_PATH_CHARS = 4096
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
-from fleet.index.discovery import Found
 from fleet.errors import FleetError
+from fleet.git.layout import Found, found_at
 from fleet.index.store import Index
-from fleet.index.scan import found_for
 from fleet.repo.scope import check_in_scope, real_roots, resolve_repo_path, root_of
 
 
@@ -29,7 +28,7 @@ def resolve_target(index: Index, repo: str) -> Found:
     root = root_of(real, roots)
     folder = real
     while True:
-        found = found_for(folder, root)
+        found = found_at(folder, root)
         if found is not None:
             return check_in_scope(found, roots)
         if folder == root:

@@ -28,7 +28,7 @@ import watchfiles
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError, run_git
-from fleet.index.discovery import common_dir
+from fleet.git.layout import common_dir
 from fleet.git.files import BrokenRepo, read_file
 from fleet.index.store import Index
 from fleet.presence.store import read_rows

@@ -7,7 +7,7 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.run import GitError
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.compare import EMPTY_TREE, raw_diff
 from fleet.snapshot.restore import store_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fleet.errors import FleetError
-from fleet.index.discovery import common_dir
+from fleet.git.layout import common_dir
 from fleet.index.store import Index
 from fleet.snapshot.compare import blobs_at, raw_diff
 from fleet.snapshot.config import snapshot_settings

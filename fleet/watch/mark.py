@@ -16,7 +16,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from fleet.index.discovery import common_dir
+from fleet.git.layout import common_dir
 
 # Entries of a git dir whose change may change the repo's record: the watch set routes their events, the
 # mark covers them (folders among them with everything under them: refs/, logs/, worktrees/<id>/,

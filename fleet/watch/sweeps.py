@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.index.scan import discover_all
 from fleet.index.store import Index
 from fleet.timespec import iso

@@ -53,7 +53,7 @@ from typing import Awaitable, Callable, Sequence
 import watchfiles
 
 from fleet.errors import FleetError
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
 from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
