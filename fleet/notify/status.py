@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from fleet.notify.config import load, redact
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 _LOCK = threading.Lock()
 
