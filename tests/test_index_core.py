@@ -305,7 +305,7 @@ def test_storage_only_stores_and_ingest_scores_and_records_events(tmp_path: Path
     from fleet.index.scan import ingest
     from fleet.git.layout import found_at
     from fleet.repo.record import read_repo
-    from fleet.views.radar import attention
+    from fleet.attention import attention
 
     repo = init_repo(tmp_path / "root" / "r", commits=2)
     (repo / "dirty.txt").write_text("x\n")

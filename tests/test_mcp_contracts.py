@@ -163,7 +163,7 @@ async def test_no_phantom_write_side(server):
     preview tool per catalogued op, status and cancel, and the radar's pending_proposal reason (raised by
     fleet.ops.attention; tests/test_ops_core.py checks a pending proposal tops the queue)."""
     from fleet.ops.catalog import OPS
-    from fleet.views.radar import SCORES
+    from fleet.attention import SCORES
     from mcp_bridge.server import INSTRUCTIONS
 
     tools = {t.name for t in await server.list_tools()}

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from fleet.index.store import open_index
-from fleet.views.radar import SCORES, attention, radar
+from fleet.views.radar import radar
+from fleet.attention import SCORES, attention
 from fleet.index.scan import scan
 from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, with_upstream, write
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fleet.views.radar import attention
+from fleet.attention import attention
 
 OLD = "2000-01-01T00:00:00Z"
 BAD = [re.compile(p) for p in (r"branchs|stashs|entrys", r"\b1 \w*(files|branches|commits|stashes|submodules)\b",

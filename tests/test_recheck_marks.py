@@ -20,7 +20,7 @@ from fleet.index.scan import scan
 from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import read_repo
-from fleet.watch.mark import watch_mark
+from fleet.git.mark import watch_mark
 from tests.fleets import oracle
 from tests.fleets.gitbuild import commit_file, git, with_upstream, write
 

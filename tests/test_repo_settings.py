@@ -11,7 +11,7 @@ import pytest
 from fleet.index.discovery import discover
 from fleet.repo.changes import repo_status
 from fleet.repo.record import read_repo
-from fleet.views.radar import attention
+from fleet.attention import attention
 from tests.fleets import oracle
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 

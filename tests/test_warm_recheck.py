@@ -18,7 +18,7 @@ from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import predict_merge, read_repo
 from fleet.watch.watcher import Watcher
-from fleet.watch.mark import watch_mark
+from fleet.git.mark import watch_mark
 from tests.fleets import oracle
 from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo, write

@@ -15,7 +15,7 @@ from fleet.index.store import open_index
 from fleet.repo.brief import repo_brief
 from fleet.repo.parts import worktree_list
 from fleet.repo.record import read_repo
-from fleet.views.radar import attention
+from fleet.attention import attention
 from tests.fleets import oracle
 from tests.fleets.gitbuild import commit_file, git, with_upstream, write
 

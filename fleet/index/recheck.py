@@ -7,7 +7,7 @@ path: chunks of `CHUNK` repos, each read and stored in a worker process in one t
 spawned, never forked: the host runs threads (the server, the notifiers) and a fork would copy their locks.
 
 Most repos of a quiet fleet are as the index left them. The index holds, with each record, the watch mark
-taken just before the read it came from (`fleet.watch.mark`: the stat state of everything in its git dirs
+taken just before the read it came from (`fleet.git.mark`: the stat state of everything in its git dirs
 the record is read from). A repo whose mark has not moved had nothing in its git dirs changed since: only
 its working trees may have, so only they are read again (`fleet.repo.record.read_work_trees`: its `git
 status`, and its linked worktrees' and submodules' when it has them, through the full read's own parts)
@@ -43,8 +43,8 @@ from fleet.index.scan import ingest
 from fleet.index.store import Index, repo_name
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
-from fleet.views.radar import attention
-from fleet.watch.mark import watch_mark
+from fleet.attention import attention
+from fleet.git.mark import watch_mark
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
 

@@ -1,6 +1,6 @@
 """Index the fleet: discover repositories under the roots, read each one, store the records.
 
-Every write of repo records goes through `ingest`: score (the radar's reasons) -> read the new reflog lines
+Every write of repo records goes through `ingest`: score (fleet.attention) -> read the new reflog lines
 (`fleet.index.reflogs`) -> store with a new repo's events (one write transaction) -> record the other events (which asks git whether a move rewrote history, so it runs outside the transaction). The
 scan, `refresh_repo` and the watcher call it; storage itself never runs git.
 
@@ -29,7 +29,7 @@ from fleet.index import reflogs
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
-from fleet.views.radar import attention
+from fleet.attention import attention
 
 Progress = Callable[[int, int, str], None]
 CHUNK = 24  # repos a worker reads, then stores in one transaction

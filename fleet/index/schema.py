@@ -200,7 +200,7 @@ def m009_lean_history(db: Database) -> None:
 
 @migrations()
 def m010_watch_marks(db: Database) -> None:
-    """Each repo's watch mark (fleet.watch.mark), taken just before the read its stored record came from:
+    """Each repo's watch mark (fleet.git.mark), taken just before the read its stored record came from:
     the start-up re-check of a repo whose mark has not moved reads only its working trees again. A repo
     without one (stored by an older fleetdeck) is read in full, which stores it."""
     db["repo_marks"].create({"repo_id": int, "mark": bytes}, pk="repo_id")

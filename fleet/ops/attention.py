@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from fleet.views.radar import reason
+from fleet.attention import reason
 
 
 def pending_reasons(index) -> dict[str, list[dict]]:

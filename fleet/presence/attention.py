@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.presence.collide import collisions
 from fleet.presence.store import read_rows
-from fleet.views.radar import reason
+from fleet.attention import reason
 
 
 def collision_reasons(index) -> dict[str, list[dict]]:

@@ -2,13 +2,13 @@
 
 The brief is read live (the index may lag behind the working tree by a sweep) and kept under
 BUDGET characters of JSON however long the branch names and subjects are, so it is always cheap to ask for.
-Hints reuse the radar's reasons, each pointing at the read tool that explains it further.
+Hints reuse the attention reasons (fleet.attention), each pointing at the read tool that explains it further.
 """
 
 from __future__ import annotations
 
 from fleet.git.layout import Found
-from fleet.views.radar import attention
+from fleet.attention import attention
 from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import read_repo

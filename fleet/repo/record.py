@@ -23,7 +23,7 @@ from fleet.git.status import Status, read_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
 from fleet.timespec import iso
-from fleet.watch.mark import watch_mark
+from fleet.git.mark import watch_mark
 
 log = logging.getLogger(__name__)
 

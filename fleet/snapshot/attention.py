@@ -7,7 +7,7 @@ import time
 
 from fleet.index.store import Index
 from fleet.snapshot.events import KIND, discarded_in_fleet
-from fleet.views.radar import reason
+from fleet.attention import reason
 
 RAISED_FOR_S = 24 * 3600
 

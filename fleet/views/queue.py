@@ -14,7 +14,8 @@ from fleet.errors import FleetError
 from fleet.ops.attention import pending_reasons
 from fleet.presence.attention import collision_reasons
 from fleet.snapshot.attention import discarded_reasons
-from fleet.views.radar import SCORES, radar
+from fleet.views.radar import radar
+from fleet.attention import SCORES
 from fleet.views.records import RadarEntry, RadarView
 
 PER_PAGE = 100

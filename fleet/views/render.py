@@ -22,7 +22,7 @@ import jinja2
 import markupsafe
 
 from fleet.timespec import iso
-from fleet.views.radar import REASONS
+from fleet.attention import REASONS
 from fleet.views.safe import diff_lines, json_safe, visible
 
 SHORT = 10

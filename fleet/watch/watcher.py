@@ -25,7 +25,7 @@ line), the ones it finds vanished are marked gone. The watch set is built once e
 beside the re-check it cost the re-check more than it saved (its build holds this process's interpreter lock
 for half a second at 1,000 repos, and every file the re-check's git opens under a watched dir is an event to
 read). Every repo read before the watch set was up carries the mark taken before its read
-(`fleet.watch.mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
+(`fleet.git.mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
 between is not lost, and only then is the watcher live (`live_at`). The re-check is finished when every repo
 was read. Its progress is part of the record (`reverify`: {total, done, figures_from, started_at,
 finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
@@ -65,7 +65,7 @@ from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.periodic import Periodic, PeriodicSchedule
 from fleet.watch.schedule import RefreshQueue
 from fleet.watch.sweeps import active_repos, discover_changes, known_repos
-from fleet.watch.mark import moved
+from fleet.git.mark import moved
 from fleet.watch.watchset import RepoWatch, WatchSet, repo_watch
 
 log = logging.getLogger("fleetdeck.watcher")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.git.layout import common_dir
-from fleet.watch.mark import IGNORED_SUFFIXES, INTERESTING, MAX_DEPTH
+from fleet.git.mark import IGNORED_SUFFIXES, INTERESTING, MAX_DEPTH
 from fleet.watch.notifier import POLL_DELAY_MS, Deliver, Notifier, open_notifier, out_of_watches
 
 log = logging.getLogger("fleetdeck.watcher")

@@ -7,7 +7,7 @@ new size), so a mark equal to the stored one means nothing in those git dirs cha
 read: only the working trees may have (`fleet.index.recheck`). The watcher uses the same marks to tell
 whether a repo read before its watch was up changed in between.
 
-Kept apart from the watch set (no watchfiles import): every read takes a mark.
+Kept apart from the watch set (no watchfiles import) and below the readers: every read takes a mark.
 """
 
 from __future__ import annotations
