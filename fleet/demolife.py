@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from fleet.demo import DemoBuilder
-from fleet.presence.procs import process_start
+from fleet.procinfo import process_start
 
 log = logging.getLogger("fleetdeck.demo")
 

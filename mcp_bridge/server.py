@@ -345,7 +345,7 @@ def run_stdio(db_path: str | None = None) -> None:
     before it answers anything (fail closed).
     """
     from fleet import audit
-    from fleet.presence.procs import ancestors
+    from fleet.procinfo import ancestors
     from mcp_bridge.stdio import serve_stdio
 
     # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.

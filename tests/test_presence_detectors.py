@@ -12,7 +12,7 @@ import pytest
 
 from fleet.presence import (amp, claude, cline, codex, continuedev, copilot, cursor, editors, gemini, goose,
                             opencode, qwen, traces)
-from fleet.presence.procs import process_start
+from fleet.procinfo import process_start
 from tests.fleets import presence as fx
 from tests.fleets.gitbuild import git, init_repo
 

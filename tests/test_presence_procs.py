@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet import procinfo
 from fleet.presence import procs
 from tests.fleets.gitbuild import init_repo
 
@@ -54,7 +55,7 @@ def test_mcp_servers_recognised_by_program(argv, is_mcp):
 
 def test_parse_stat_survives_odd_command_names():
     text = "4242 (my (weird) name) S 17 4242 4242 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"
-    assert procs.parse_stat(text) == (17, 98765)
+    assert procinfo.parse_stat(text) == (17, 98765)
 
 
 def _wait_for(predicate, timeout=10.0):

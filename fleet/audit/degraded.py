@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fleet.procinfo import process_identity, worker_alive
+
 FOLDER = "audit-degraded"
 log = logging.getLogger("fleetdeck.audit")
 
 
 def identity() -> str:
     """This process as `pid:start-time` (a recycled pid is not mistaken for it)."""
-    from fleet.ops.proposals import process_identity
-
     return process_identity() or f"{os.getpid()}:0"
 
 
@@ -42,8 +42,6 @@ def role() -> str:
 
 
 def alive(process: str) -> bool:
-    from fleet.ops.proposals import worker_alive
-
     return worker_alive(process)
 
 

@@ -15,7 +15,7 @@ import time
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import proposals
+from fleet.procinfo import worker_alive
 
 LANDING_TTL_S = 600
 PREFIX = "landing:"
@@ -48,7 +48,7 @@ def running_dashboard(index: Index) -> str | None:
     """The base URL of the `serve` that is running over this index, or None."""
     row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
     worker = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_worker'").fetchone()
-    if not row or not worker or not proposals.worker_alive(worker[0]):
+    if not row or not worker or not worker_alive(worker[0]):
         return None
     return row[0].rstrip("/")
 

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import secrets
 import sqlite3
@@ -29,6 +28,7 @@ from fleet.audit.config import resolve as audit_config, unavailable
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops.model import MAX_PENDING_BYTES
+from fleet.procinfo import worker_alive
 from fleet.timespec import iso
 
 STATES = ("pending", "approved", "executing", "completed", "failed", "rejected", "cancelled", "expired", "undone")
@@ -53,25 +53,6 @@ def fingerprint(value: object) -> str:
     """sha256 of canonical JSON: how a retried idempotency key is checked against the first call's args."""
     canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
-
-
-def process_identity(pid: int | None = None) -> str | None:
-    """`pid:start-time` of a process (from /proc), so a recycled pid is not mistaken for the same process."""
-    pid = os.getpid() if pid is None else pid
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return f"{pid}:{fields[19]}" if len(fields) > 19 else None
-
-
-def worker_alive(worker: str | None) -> bool:
-    if not worker:
-        return False
-    pid = int(worker.split(":", 1)[0])
-    return process_identity(pid) == worker
 
 
 def expire_due(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:

@@ -28,6 +28,7 @@ from fleet.ops.landing import running_dashboard
 from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
+from fleet.procinfo import process_identity
 from fleet.repo.target import resolve_target
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import work_tree_of
@@ -93,7 +94,7 @@ def announce_dashboard(index: Index, base_url: str | None) -> None:
             conn.execute("DELETE FROM meta WHERE key IN ('serve_url', 'serve_worker')")
             return
         conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                         [("serve_url", base_url), ("serve_worker", proposals.process_identity())])
+                         [("serve_url", base_url), ("serve_worker", process_identity())])
 
 
 def summary(index: Index, row: dict, replayed: bool = False) -> dict:
@@ -259,7 +260,7 @@ def approve(index: Index, proposal_id: str, by: str, *, run: bool = True) -> dic
     if by not in proposals.DECIDERS:
         raise FleetError("BAD_ARGUMENT", f"decided_by must be one of {', '.join(proposals.DECIDERS)}")
     proposals.transition(index, proposal_id, ("pending",), "approved", decided_at=time.time(), decided_by=by,
-                         worker_start=proposals.process_identity())
+                         worker_start=process_identity())
     return execute(index, proposal_id) if run else show(index, proposal_id)
 
 
@@ -305,7 +306,7 @@ def reconcile(index: Index, proposal_id: str, as_status: str, by: str) -> dict:
 def execute(index: Index, proposal_id: str) -> dict:
     """Run one approved proposal: claim, re-validate, restore point, run, record, refresh the index."""
     row = proposals.transition(index, proposal_id, ("approved",), "executing", started_at=time.time(),
-                               worker_start=proposals.process_identity())
+                               worker_start=process_identity())
     internal = row["preview"]
     plan, pins, repo = internal["_plan"], internal["_pins"], row["repo"]
     ctx = Ctx(repo, row["agent"], index, proposal_id)

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 from fleet.presence.files import json_lines_reversed, parse_time, read_json, read_tail, recent_files
 from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
                                    session_sightings)
-from fleet.presence.procs import classify, process_start, read_proc
+from fleet.presence.procs import classify
+from fleet.procinfo import process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
 _FIRST_TRY = 64 * 1024

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting
+from fleet.procinfo import Proc, boot_time, process_table
 
 MAX_ANCESTRY = 16
 
@@ -113,89 +113,6 @@ def looks_like_mcp_server(argv: list[str]) -> bool:
         if "mcp" in re.split(r"[^a-z0-9]+", name.lower()):
             return True
     return False
-
-
-@dataclass
-class Proc:
-    pid: int
-    ppid: int
-    start_ticks: int
-    argv: list[str]
-
-
-def parse_stat(text: str) -> tuple[int, int] | None:
-    """(ppid, starttime) from `/proc/<pid>/stat`; the comm field may hold spaces and parentheses."""
-    close = text.rfind(")")
-    if close < 0:
-        return None
-    fields = text[close + 2:].split()
-    try:
-        return int(fields[1]), int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def read_proc(pid: int, proc_root: Path = Path("/proc")) -> Proc | None:
-    base = proc_root / str(pid)
-    try:
-        stat = parse_stat((base / "stat").read_text("utf-8", "replace"))
-        raw = (base / "cmdline").read_bytes()
-    except OSError:
-        return None
-    if stat is None or not raw:
-        return None
-    argv = raw.rstrip(b"\x00").decode("utf-8", "replace").split("\x00")
-    return Proc(pid, stat[0], stat[1], argv)
-
-
-def ancestors(pid: int, depth: int = 8, proc_root: Path = Path("/proc")) -> list[int]:
-    """`pid`'s parent, grandparent, ... (at most `depth`, stopping before init): on stdio, the MCP client
-    that launched fleetdeck is one of them, possibly behind a shell or launcher."""
-    chain: list[int] = []
-    current = pid
-    while len(chain) < depth:
-        try:
-            stat = parse_stat((proc_root / str(current) / "stat").read_text("utf-8", "replace"))
-        except OSError:
-            break
-        if stat is None or stat[0] <= 1:
-            break
-        current = stat[0]
-        chain.append(current)
-    return chain
-
-
-def process_start(pid: int, proc_root: Path = Path("/proc")) -> int | None:
-    """The process's start time in clock ticks since boot (stat field 22), the pid-reuse guard."""
-    try:
-        stat = parse_stat((proc_root / str(pid) / "stat").read_text("utf-8", "replace"))
-    except OSError:
-        return None
-    return stat[1] if stat else None
-
-
-def boot_time(proc_root: Path = Path("/proc")) -> float:
-    try:
-        for line in (proc_root / "stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
-def process_table(proc_root: Path = Path("/proc")) -> dict[int, Proc]:
-    table = {}
-    try:
-        names = os.listdir(proc_root)
-    except OSError:
-        return {}
-    for name in names:
-        if name.isdigit():
-            proc = read_proc(int(name), proc_root)
-            if proc is not None:
-                table[proc.pid] = proc
-    return table
 
 
 def _cwd(pid: int, proc_root: Path) -> str | None:
