@@ -34,6 +34,7 @@ from typing import Any, Mapping
 
 from fleet.errors import FleetError
 from fleet.git.files import BrokenRepo, read_file
+from fleet.xdg import config_home
 
 MAX_SETTINGS_BYTES = 256 * 1024
 
@@ -122,8 +123,7 @@ def settings_path(environ: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if environ is None else environ
     if environ.get("FLEETDECK_SETTINGS"):
         return Path(environ["FLEETDECK_SETTINGS"])
-    config_home = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
-    return Path(config_home) / "fleetdeck" / "settings.toml"
+    return config_home(environ) / "fleetdeck" / "settings.toml"
 
 
 def read_toml(path: Path, limit: int, code: str, what: str) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ from mcp.types import Tool
 
 import fleet
 import mcp_bridge
+from fleet.xdg import cache_home
 
 log = logging.getLogger("fleetdeck.mcp")
 FORMAT = 1
@@ -37,8 +38,7 @@ FORMAT = 1
 
 def cache_path() -> Path:
     """`$XDG_CACHE_HOME/fleetdeck/mcp-tools.json` (`~/.cache/...` without it)."""
-    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache_home) / "fleetdeck" / "mcp-tools.json"
+    return cache_home() / "fleetdeck" / "mcp-tools.json"
 
 
 SOURCES = (Path(fleet.__file__).parent, Path(mcp_bridge.__file__).parent)

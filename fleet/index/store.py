@@ -30,6 +30,7 @@ from fleet.git.layout import Found
 from fleet.index import reflogs
 from fleet.index.events import REFLOG_IDS_KEY
 from fleet.timespec import iso
+from fleet.xdg import data_home
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -56,8 +57,7 @@ def default_db_path() -> Path:
     env = os.environ.get("FLEETDECK_DB")
     if env:
         return Path(env)
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data_home) / "fleetdeck" / "fleet.db"
+    return data_home() / "fleetdeck" / "fleet.db"
 
 
 def open_index(db_path: str | os.PathLike[str] | None = None) -> "Index":
@@ -505,7 +505,7 @@ def _prepare_file(path: Path) -> None:
     folder = path.parent
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if folder == _default_folder():
+        if folder == data_home() / "fleetdeck":
             _tighten(folder, 0o700)
         st = os.stat(path)
     except FileNotFoundError:
@@ -537,11 +537,6 @@ def _tighten(path: Path, mode: int) -> None:
             os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
     except OSError:
         pass
-
-
-def _default_folder() -> Path:
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data_home) / "fleetdeck"
 
 
 def _header_problem(path: Path, size: int) -> str | None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from fleet.errors import FleetError
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch, short_ref
+from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch
+from fleet.git.files import short_ref
 from fleet.ops.restore import restore_ref
 from fleet.ops.state import ref_sha
 from fleet.repo.parts import worktree_list

@@ -11,12 +11,13 @@ from fleet.words import plural
 import os
 
 from fleet.errors import FleetError
+from fleet.git.files import short_ref
 from fleet.git.revs import index_base
 from fleet.git.run import run, text
 from fleet.ops import writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commit_paths, commits_between,
-                             flag, inside, is_ancestor, known_args, local_branch, repo_paths, short_ref, string,
+                             flag, inside, is_ancestor, known_args, local_branch, repo_paths, string,
                              tree_paths)
 from fleet.ops.state import head_state, read_status, ref_sha
 

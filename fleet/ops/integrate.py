@@ -14,6 +14,7 @@ from fleet.words import plural
 import os
 
 from fleet.errors import FleetError
+from fleet.git.files import short_ref
 from fleet.git.mergetree import scratch_repo
 from fleet.git.revs import git_dirs
 from fleet.git.run import GitError, run, run_git, text
@@ -21,7 +22,7 @@ from fleet.ops import writeset
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commit_paths, commits_between, is_ancestor,
-                             known_args, short_ref, string, tree_paths)
+                             known_args, string, tree_paths)
 from fleet.ops.repocode import driver_paths
 from fleet.ops.state import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight

@@ -125,13 +125,6 @@ def local_branch(repo: str, name: str, field: str) -> str:
     return "refs/heads/" + short
 
 
-def short_ref(ref: str) -> str:
-    for prefix in ("refs/heads/", "refs/remotes/", "refs/tags/"):
-        if ref.startswith(prefix):
-            return ref[len(prefix):]
-    return ref
-
-
 def capped_diff(repo: str, command: list[str]) -> dict:
     """A patch from diff plumbing (`diff-files`, `diff-index`, `diff-tree`: porcelain `git diff` would refresh
     and rewrite .git/index), as text cut at DIFF_CAP bytes on a line boundary, saying so, with every file's

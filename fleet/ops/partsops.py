@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 
 from fleet.errors import FleetError
+from fleet.git.files import short_ref
 from fleet.git.run import run, text
 from fleet.ops.anchor import new_folder
 from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, short_ref, string)
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, string)
 from fleet.ops.state import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
 

@@ -47,6 +47,7 @@ from fleet.agents.identity import UNKNOWN_PREFIX, is_authenticated, rule_matches
 from fleet.errors import FleetError
 from fleet.ops.catalog import HIGH, OPS, always_high
 from fleet.settings import read_toml
+from fleet.xdg import config_home
 
 ACTIONS = ("deny", "approve", "auto")
 RULE_KEYS = {"agent", "op", "repo", "ref", "path", "action", "note"}
@@ -109,8 +110,7 @@ def policy_path() -> tuple[Path, bool]:
     explicit = os.environ.get("FLEETDECK_POLICY")
     if explicit:
         return Path(explicit), True
-    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config_home) / "fleetdeck" / "policy.toml", False
+    return config_home() / "fleetdeck" / "policy.toml", False
 
 
 _CACHE: dict[tuple, Policy] = {}

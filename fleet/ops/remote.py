@@ -23,7 +23,8 @@ from fleet.errors import FleetError
 from fleet.git.files import redact_url
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Op, Plan, commit_paths, commits_between, flag, is_ancestor, known_args, local_branch, short_ref, string
+from fleet.ops.model import Ctx, Op, Plan, commit_paths, commits_between, flag, is_ancestor, known_args, local_branch, string
+from fleet.git.files import short_ref
 from fleet.ops.state import head_state, ref_sha
 from fleet.repo.scope import check_rev
 

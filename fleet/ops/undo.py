@@ -15,7 +15,8 @@ from fleet.ops import restore
 from fleet.ops.catalog import op_info
 from fleet.ops.cleanup import undo_branch_delete
 from fleet.git.run import run, text
-from fleet.ops.model import Ctx, Op, Plan, known_args, short_ref, string, tree_paths
+from fleet.ops.model import Ctx, Op, Plan, known_args, string, tree_paths
+from fleet.git.files import short_ref
 from fleet.ops.state import head_state, ref_sha
 
 

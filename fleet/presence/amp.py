@@ -7,7 +7,8 @@ from typing import Mapping
 
 from fleet.presence.files import CACHE, recent_files
 from fleet.presence.jsonscan import head_and_tail, string_values
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, path_from_uri, xdg_dir
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, path_from_uri
+from fleet.xdg import data_home
 
 
 def _trees(path: Path) -> tuple[str, ...]:
@@ -26,7 +27,7 @@ def _trees(path: Path) -> tuple[str, ...]:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    threads = xdg_dir(environ, "XDG_DATA_HOME", home, ".local/share") / "amp" / "threads"
+    threads = data_home(environ, home) / "amp" / "threads"
     repo_map = RepoMap.of(repos)
     out = []
     for path, st in recent_files(threads, "T-*.json", now - thresholds.recent):

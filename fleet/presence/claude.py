@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fleet.presence.files import json_lines_reversed, parse_time, read_json, read_tail, recent_files
-from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
+from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting,
                                    session_sightings)
 from fleet.presence.procs import classify
+from fleet.xdg import env_dir
 from fleet.procinfo import process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
@@ -107,7 +108,7 @@ def _status_sighting(path: Path, repo_map: RepoMap, now: float, proc_root: Path)
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS, proc_root: Path = Path("/proc")) -> list[Sighting]:
-    root = home_dir(environ, "CLAUDE_CONFIG_DIR", home, ".claude")
+    root = env_dir("CLAUDE_CONFIG_DIR", ".claude", environ, home)
     repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = transcript_sightings("claude-code", recent_files(root / "projects", "*/*.jsonl", cutoff),

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting, home_dir,
+from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting,
                                    session_sightings)
+from fleet.xdg import env_dir
 
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 _DONE = {"task_complete", "turn_complete", "turn_aborted"}
@@ -84,7 +85,7 @@ def parse_rollout(path: Path) -> Activity:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    root = home_dir(environ, "CODEX_HOME", home, ".codex")
+    root = env_dir("CODEX_HOME", ".codex", environ, home)
     repo_map = RepoMap.of(repos)
     files = recent_files(root / "sessions", "*/*/*/rollout-*.jsonl", now - thresholds.recent)
     return session_sightings("codex", files, parse_rollout, repo_map, now)

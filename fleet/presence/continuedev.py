@@ -9,7 +9,8 @@ from typing import Mapping
 
 from fleet.presence.files import CACHE, recent_files
 from fleet.presence.jsonscan import first_value
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, home_dir, path_from_uri
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, path_from_uri
+from fleet.xdg import env_dir
 
 
 def _workspace(path: Path) -> str | None:
@@ -18,7 +19,7 @@ def _workspace(path: Path) -> str | None:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    sessions = home_dir(environ, "CONTINUE_GLOBAL_DIR", home, ".continue") / "sessions"
+    sessions = env_dir("CONTINUE_GLOBAL_DIR", ".continue", environ, home) / "sessions"
     repo_map = RepoMap.of(repos)
     out = []
     for path, st in recent_files(sessions, "*.json", now - thresholds.recent):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, home_dir, session_sightings
+from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, session_sightings
+from fleet.xdg import env_dir
 
 _ENDS = {"assistant.turn_end", "session.idle", "session.shutdown"}
 _STARTS = {"assistant.turn_start", "user.message", "tool.execution_start", "assistant.message"}
@@ -54,7 +55,7 @@ def _parse_by_events(path: Path) -> Activity:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    root = home_dir(environ, "COPILOT_HOME", home, ".copilot") / "session-state"
+    root = env_dir("COPILOT_HOME", ".copilot", environ, home) / "session-state"
     repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     newest: dict[Path, tuple[Path, object]] = {}

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import mtime, read_json, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, home_dir
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting
 from fleet.presence.sqlite_ro import store_mtime
+from fleet.xdg import env_dir
 
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    chats = home_dir(environ, "CURSOR_CONFIG_DIR", home, ".cursor") / "chats"
+    chats = env_dir("CURSOR_CONFIG_DIR", ".cursor", environ, home) / "chats"
     repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     folders = {path.parent for pattern in ("*/*/meta.json", "*/*/store.db", "*/*/store.db-wal")

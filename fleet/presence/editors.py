@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import mtime, read_json
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, path_from_uri, xdg_dir
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, path_from_uri
 from fleet.presence.sqlite_ro import store_mtime
+from fleet.xdg import config_home
 
 APPS = {"Cursor": "cursor", "Windsurf": "windsurf", "Code": "vscode", "Code - Insiders": "vscode",
         "VSCodium": "vscode"}
@@ -36,7 +37,7 @@ def _newest_chat(folder: Path) -> float | None:
 
 def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str], *,
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
-    config = xdg_dir(environ, "XDG_CONFIG_HOME", home, ".config")
+    config = config_home(environ, home)
     repo_map = RepoMap.of(repos)
     cutoff = now - thresholds.recent
     out = []

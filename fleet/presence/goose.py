@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import CACHE, first_json_line, parse_time, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, xdg_dir
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting
 from fleet.presence.sqlite_ro import open_readonly, query
+from fleet.xdg import data_home
 
 
 def _data_dir(home: Path, environ: Mapping[str, str]) -> Path:
     root = environ.get("GOOSE_PATH_ROOT")
     if root and os.path.isabs(root):
         return Path(root) / "data"
-    return xdg_dir(environ, "XDG_DATA_HOME", home, ".local/share") / "goose"
+    return data_home(environ, home) / "goose"
 
 
 def _working_dir(path: Path) -> str | None:

@@ -190,16 +190,3 @@ def path_from_uri(value: str) -> str | None:
         return None
     path = unquote(parsed.path)
     return path if path.startswith("/") else None
-
-
-def home_dir(environ: Mapping[str, str], env_var: str | None, home: Path, default: str) -> Path:
-    """An agent's home: its override variable when set to an absolute path, else `home/default`."""
-    value = environ.get(env_var) if env_var else None
-    if value and os.path.isabs(value):
-        return Path(value)
-    return home / default
-
-
-def xdg_dir(environ: Mapping[str, str], var: str, home: Path, default: str) -> Path:
-    value = environ.get(var)
-    return Path(value) if value and os.path.isabs(value) else home / default

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Mapping
 
 from fleet.presence.files import CACHE, parse_time, read_json, recent_files
-from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, relative_files, xdg_dir
+from fleet.presence.model import DEFAULT_THRESHOLDS, RepoMap, Sighting, relative_files
 from fleet.presence.sqlite_ro import columns, open_readonly, query
+from fleet.xdg import data_home
 
 _TOOL_SQL = """
 SELECT session_id, json_extract(data, '$.tool'), json_extract(data, '$.state.status'),
@@ -25,7 +26,7 @@ ORDER BY {order} DESC LIMIT 256
 
 
 def _stores(agent: str, home: Path, environ: Mapping[str, str]) -> list[Path]:
-    data = xdg_dir(environ, "XDG_DATA_HOME", home, ".local/share")
+    data = data_home(environ, home)
     override = environ.get("OPENCODE_DB") if agent == "opencode" else None
     if override and os.path.isabs(override):
         return [Path(override)]
@@ -88,7 +89,7 @@ def _detect_agent(agent: str, repos: list[str], now: float, home: Path, environ:
     for db in _stores(agent, home, environ):
         out += _from_db(agent, db, repo_map, now, cutoff)
     if agent == "opencode":
-        storage = xdg_dir(environ, "XDG_DATA_HOME", home, ".local/share") / "opencode" / "storage" / "session"
+        storage = data_home(environ, home) / "opencode" / "storage" / "session"
         for path, st in recent_files(storage, "*/*.json", cutoff):
             directory, updated, archived = CACHE.get(path, st, _legacy_session)
             repo = repo_map.find(directory)
