@@ -1,0 +1,121 @@
+"""Benchmark agents' end-to-end latency: per-repo tools called by the official MCP Python client over stdio
+against the bare git commands they run, on bench_large.py's large repository, in the same run.
+
+    python bench/bench_client.py [--commits 50000] [--files 3000] [--runs 15] [--workdir DIR]
+
+`fleetdeck mcp` is spawned by the official client (`mcp.Client` over `StdioServerParameters`, as an agent's
+client does); the tools are listed first (the client keeps their output schemas and validates every
+structured answer against its tool's schema, as it does for any agent). Each tool is first called in-process
+once to record the git commands it starts (bench_mcp.GitRecorder); then client calls and bare replays of
+those commands alternate, so machine noise hits both alike. Per tool: `client_ms` (call sent → answer
+validated, the whole round trip an agent waits), `bare_git_ms`, their ratio and difference, the answer's
+size (`structured_bytes`: the structured answer as compact JSON; `frame_bytes`: the whole JSON-RPC result
+as sent) and `validate_ms`, the client's own check of the answer against the schema, timed again alone on the
+answer it got. The load average (os.getloadavg) is recorded before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_large import _git, build  # noqa: E402
+from bench.bench_mcp import GitRecorder, median_ms, replay  # noqa: E402
+from fleet.index.scan import scan  # noqa: E402
+from fleet.index.store import open_index  # noqa: E402
+from mcp_bridge.server import build_server  # noqa: E402
+
+TARGETS = {"commit.details": ("ratio", 1.5), "repo.status": ("delta_ms", 5.0), "repo.history": ("delta_ms", 5.0)}
+
+
+def calls(repo: Path) -> list[tuple[str, dict]]:
+    wide = _git(repo, "log", "-1", "--format=%H", "--grep=touch many files", "main").strip()
+    return [("commit.details", {"repo": str(repo), "rev": wide}),
+            ("repo.status", {"repo": str(repo)}),
+            ("repo.history", {"repo": str(repo), "limit": 20})]
+
+
+async def recorded(db: Path, todo: list[tuple[str, dict]]) -> list[list]:
+    """The git commands each call starts, recorded from an in-process call of the same tool."""
+    server = build_server(str(db))
+    out = []
+    for name, args in todo:
+        with GitRecorder() as rec:
+            result = await server.call_tool(name, args)
+        assert not result.is_error, result.content[0].text
+        out.append(rec.calls)
+    return out
+
+
+async def through_client(db: Path, cache: Path, todo: list[tuple[str, dict]], gits: list[list],
+                         runs: int) -> list[dict]:
+    from mcp import Client, StdioServerParameters
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLEETDECK_DB": str(db), "XDG_CACHE_HOME": str(cache)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "fleet", "mcp"], env=env)
+    rows = []
+    async with Client(params) as client:
+        await client.list_tools()
+        for (name, args), git in zip(todo, gits):
+            first = await client.call_tool(name, args)
+            assert not first.is_error, first.content[0].text
+            took, bare, checks = [], [], []
+            for _ in range(runs):
+                start = time.perf_counter()
+                result = await client.call_tool(name, args)
+                took.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                replay(git)
+                bare.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                await client.session.validate_tool_result(name, result)
+                checks.append(time.perf_counter() - start)
+            client_ms, git_ms = median_ms(took), median_ms(bare)
+            frame = first.model_dump_json(by_alias=True, exclude_none=True)
+            rows.append({"tool": name, "git_commands": len(git), "client_ms": client_ms, "bare_git_ms": git_ms,
+                         "ratio": round(client_ms / git_ms, 2), "delta_ms": round(client_ms - git_ms, 2),
+                         "validate_ms": median_ms(checks),
+                         "structured_bytes": len(json.dumps(first.structured_content, separators=(",", ":"))),
+                         "frame_bytes": len(frame.encode()), "text_bytes": sum(len(c.text) for c in first.content)})
+    for row in rows:
+        kind, bound = TARGETS[row["tool"]]
+        row["target"] = f"{kind} <= {bound}"
+        row["met"] = row[kind] <= bound
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=50_000)
+    parser.add_argument("--files", type=int, default=3_000)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args()
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="fleetdeck-bench-client-"))
+    repo = build(base, args.commits, args.files)
+    db = base / "client.db"
+    for stale in base.glob("client.db*"):
+        stale.unlink()
+    with open_index(db) as index:
+        scan(index, [str(repo)])
+    todo = calls(repo)
+    gits = asyncio.run(recorded(db, todo))
+    load_before = os.getloadavg()[0]
+    rows = asyncio.run(through_client(db, base / "client-cache", todo, gits, args.runs))
+    print(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+                      "commits": args.commits, "files": args.files, "runs": args.runs,
+                      "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                      "per_call": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
