@@ -11,7 +11,9 @@ those commands alternate, so machine noise hits both alike. Per tool: `client_ms
 validated, the whole round trip an agent waits), `bare_git_ms`, their ratio and difference, the answer's
 size (`structured_bytes`: the structured answer as compact JSON; `frame_bytes`: the whole JSON-RPC result
 as sent) and `validate_ms`, the client's own check of the answer against the schema, timed again alone on the
-answer it got. The load average (os.getloadavg) is recorded before and after.
+answer it got. The load average (os.getloadavg) is recorded before and after. A second pass declares Claude
+Code's client name (`per_call_declared_claude-code`): the answer it gets carries no text mirror of a large
+answer (mcp_bridge/envelope.py), so its frame is about half.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
 
+# The same client declaring Claude Code's name and version: what a client that reads structuredContent alone
+# receives (mcp_bridge/envelope.py: a large answer travels once).
+CLAUDE_CODE = ("claude-code", "2.1.280")
 TARGETS = {"commit.details": ("ratio", 1.5), "repo.status": ("delta_ms", 5.0), "repo.history": ("delta_ms", 5.0)}
 
 
@@ -57,13 +62,15 @@ async def recorded(db: Path, todo: list[tuple[str, dict]]) -> list[list]:
 
 
 async def through_client(db: Path, cache: Path, todo: list[tuple[str, dict]], gits: list[list],
-                         runs: int) -> list[dict]:
+                         runs: int, declared: tuple[str, str] | None = None) -> list[dict]:
     from mcp import Client, StdioServerParameters
+    from mcp.types import Implementation
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FLEETDECK_DB": str(db), "XDG_CACHE_HOME": str(cache)}
     params = StdioServerParameters(command=sys.executable, args=["-m", "fleet", "mcp"], env=env)
     rows = []
-    async with Client(params) as client:
+    me = Implementation(name=declared[0], version=declared[1]) if declared else None
+    async with Client(params, client_info=me) as client:
         await client.list_tools()
         for (name, args), git in zip(todo, gits):
             first = await client.call_tool(name, args)
@@ -111,10 +118,11 @@ def main() -> None:
     gits = asyncio.run(recorded(db, todo))
     load_before = os.getloadavg()[0]
     rows = asyncio.run(through_client(db, base / "client-cache", todo, gits, args.runs))
+    as_claude = asyncio.run(through_client(db, base / "client-cache", todo, gits, args.runs, CLAUDE_CODE))
     print(json.dumps({"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
                       "commits": args.commits, "files": args.files, "runs": args.runs,
                       "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-                      "per_call": rows}, indent=2))
+                      "per_call": rows, f"per_call_declared_{CLAUDE_CODE[0]}": as_claude}, indent=2))
 
 
 if __name__ == "__main__":

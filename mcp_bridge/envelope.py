@@ -2,6 +2,10 @@
 
 A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.CODES plus the bridge's own
 `UNKNOWN_TOOL`, `INDEX_BUSY` and `INTERNAL`), built here rather than by the SDK so clients can branch on the code.
+
+A client whose published source hands its model the structured content alone whenever a successful result
+has one (STRUCTURED_READERS) gets a large answer once: its text block says where the answer is instead of
+mirroring it (`for_client`). Every other client, and every failure, keeps the full mirror.
 """
 
 from __future__ import annotations
@@ -38,6 +42,46 @@ class ErrorBody(BaseModel):
 
 class ErrorResult(BaseModel):
     error: ErrorBody
+
+
+# Clients (declared name -> first version) that read `structuredContent` alone when a result carries it:
+# Claude Code forwards JSON.stringify(structuredContent) to the model and drops the text (since 2.0.21:
+# anthropics/claude-code#9962, #79944 on 2.1.280); Codex serialises `structured_content` when it is not null
+# and never reads `content` then (openai/codex, codex-rs/protocol/src/models.rs,
+# `From<&CallToolResult> for FunctionCallOutputPayload`; its MCP client declares `codex-mcp-client`).
+# Gemini CLI reads `content` only and the official Python client hands both to its caller: they get both.
+STRUCTURED_READERS = {"claude-code": (2, 0, 21), "codex-mcp-client": (0,)}
+# Answers below this size are mirrored for every client (the copy costs nothing that matters).
+MIRROR_MIN_BYTES = 16 * 1024
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    """`2.1.280` as (2, 1, 280); the numeric prefix of each part, () when there is none."""
+    parts = []
+    for part in (text or "").split("."):
+        digits = part[:len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def reads_structured_only(client: str | None, version: str | None) -> bool:
+    """Whether the declared client hands its model `structuredContent` and never the text beside it."""
+    first = STRUCTURED_READERS.get((client or "").strip().lower())
+    return first is not None and _version(version) >= first
+
+
+def for_client(result: CallToolResult, client: str | None, version: str | None) -> CallToolResult:
+    """The result as this client should get it: a large successful answer's text mirror replaced by a line
+    saying the answer is the structured content, for a client that reads nothing else; otherwise unchanged."""
+    if result.is_error or result.structured_content is None or not reads_structured_only(client, version):
+        return result
+    size = sum(len(c.text) for c in result.content if isinstance(c, TextContent))
+    if size < MIRROR_MIN_BYTES:
+        return result
+    note = compact({"answer": "structuredContent", "text_mirror": "omitted for this client", "bytes": size})
+    return result.model_copy(update={"content": [TextContent(type="text", text=note)]})
 
 
 def success(data: dict) -> CallToolResult:

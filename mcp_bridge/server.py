@@ -43,7 +43,7 @@ from fleet.presence.switches import presence_switches
 from fleet.agents.credentials import ENV_VAR, authenticate
 from fleet.agents.identity import declared_name, is_authenticated, unknown
 from mcp_bridge.bridge import Bridge, Who, caller, caller_session, identity, touched
-from mcp_bridge.envelope import DEGRADED_KEY, failure
+from mcp_bridge.envelope import DEGRADED_KEY, failure, for_client
 
 log = logging.getLogger("fleetdeck.mcp")
 
@@ -224,7 +224,7 @@ class FleetServer(MCPServer):
                 if problem is not None:
                     meta = result.meta or {}
                     result.meta = {**meta, DEGRADED_KEY: [*meta.get(DEGRADED_KEY, []), problem]}
-        return result
+        return for_client(result, client, version)
 
     def who(self, declared: str | None, session_key: str, http_agent: str | None = None) -> Who:
         """The caller's identity: the agent whose credential came with this request (HTTP, checked by the
