@@ -20,6 +20,7 @@ from mcp_bridge import catalog
 from mcp_bridge.catalog import Catalog, cache_path, source_key
 from mcp_bridge.envelope import Out
 from mcp_bridge.server import TOOL_MODULES, build_server
+from mcp_bridge.toolkit import shallow_lists
 from tests.fleets.dashboard_fleet import indexed_fleet
 from tests.fleets.mcp_fleet import error_of, ok
 
@@ -45,7 +46,8 @@ def wire(tools) -> str:
 
 async def sdk_published(server) -> str:
     """What the SDK publishes for every tool of `server` added the pre-cache way: with its output model as
-    the return annotation, so the SDK derives both schemas itself (plus our additionalProperties: false)."""
+    the return annotation, so the SDK derives both schemas itself (plus our additionalProperties: false, and
+    lists of records published as lists of objects: mcp_bridge.toolkit.shallow_lists)."""
     plain = MCPServer("plain")
     kit = server.kit
     for name, spec in kit.specs.items():
@@ -56,6 +58,8 @@ async def sdk_published(server) -> str:
     tools = await MCPServer.list_tools(plain)
     for tool in tools:
         tool.input_schema["additionalProperties"] = False
+        if tool.output_schema is not None:
+            tool.output_schema = shallow_lists(tool.output_schema)
     return wire(tools)
 
 

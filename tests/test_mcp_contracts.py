@@ -115,8 +115,11 @@ def _time_types(schema: dict, defs: dict, path: str, out: dict[str, set]) -> Non
 async def test_every_time_in_every_output_schema_is_an_iso_string(server):
     tools = await server.list_tools()
     found: dict[str, set] = {}
-    for tool in tools:
-        _time_types(tool.output_schema, tool.output_schema.get("$defs", {}), tool.name, found)
+    for tool in tools:  # the root, and every record in $defs (lists of records point there in words only)
+        defs = tool.output_schema.get("$defs", {})
+        _time_types(tool.output_schema, defs, tool.name, found)
+        for name, record in defs.items():
+            _time_types(record, defs, f"{tool.name}.{name}", found)
     assert len(found) >= 10
     wrong = {where: types for where, types in found.items() if not types <= {"string", "null"}}
     assert not wrong
