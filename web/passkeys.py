@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from fleet.errors import FleetError
 from fleet.ops import passkeys
+from fleet.ops.confirm import decision_risk
 from web.guards import decision_actor, own_origin
 from web.security import host_name
 from web.state import index
@@ -83,7 +84,8 @@ async def decision_options(request: Request) -> Response:
     try:
         session = _session(request)
         row = await run_in_threadpool(service.show, index(request), proposal_id)
-        risk = None if request.query_params.get("action") == "reject" else row["risk"]
+        decision = "reject" if request.query_params.get("action") == "reject" else "approve"
+        risk = decision_risk(decision, row["risk"])
         if not await run_in_threadpool(passkeys.required, index(request), risk):
             return JSONResponse({"required": False})
         options, challenge = await run_in_threadpool(passkeys.assertion_options, index(request), rp_id(request),

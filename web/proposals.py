@@ -4,8 +4,8 @@ person's decisions (approve, reject) as JSON for the page's script and for the p
 Deciding is a person's act: `web.guards.decision_actor` says who decides — the person's tab (its session
 plus the decision key only that tab's script holds) or the approver token of the person's own scripts
 (`X-Fleetdeck-Approver`, see fleet/ops/approver.py); the MCP bearer token is refused outright. A high-risk
-proposal needs a second, explicit confirmation (`confirm_high_risk`). Approving runs the proposal here and
-now (fleet.ops.service.approve).
+proposal needs a second, explicit confirmation (`confirm_high_risk`; the rule, the CLI's too: fleet/ops/confirm.py).
+Approving runs the proposal here and now (fleet.ops.service.approve).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from fleet.audit.view import proposal_trail
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import proposals, service
+from fleet.ops.confirm import decision_risk, require_explicit
 from fleet.ops.patchops import full_patch
 from web.guards import decision_actor
 from web.passkeys import confirm as passkey_confirm
@@ -134,11 +135,9 @@ async def approve(request: Request) -> Response:
         by = decision_actor(request)
         fields = await _fields(request)
         row = await run_in_threadpool(service.show, index(request), proposal_id)
-        confirmed = fields.get("confirm_high_risk") in (True, "yes", "on", "true", "1")
-        if row["risk"] == "high" and not confirmed:
-            raise FleetError("CONFIRM_REQUIRED", f"{row['op']} is high-risk: confirm it explicitly "
-                                                 "(confirm_high_risk)")
-        await run_in_threadpool(passkey_confirm, request, proposal_id, row["risk"], by, fields.get("passkey"))
+        require_explicit(row, fields.get("confirm_high_risk") in (True, "yes", "on", "true", "1"))
+        await run_in_threadpool(passkey_confirm, request, proposal_id, decision_risk("approve", row["risk"]),
+                                by, fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.approve(index(request), proposal_id, by))
     except FleetError as exc:
         return _error(request, exc)
@@ -151,7 +150,8 @@ async def reject(request: Request) -> Response:
         by = decision_actor(request)
         fields = await _fields(request)
         reason = fields.get("reason") or ""
-        await run_in_threadpool(passkey_confirm, request, proposal_id, None, by, fields.get("passkey"))
+        await run_in_threadpool(passkey_confirm, request, proposal_id, decision_risk("reject", None), by,
+                                fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.reject(index(request), proposal_id, by, reason))
     except FleetError as exc:
         return _error(request, exc)

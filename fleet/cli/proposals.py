@@ -19,7 +19,7 @@ from fleet.cli.proposal_text import describe, line
 from fleet.cli.terminal import NONINTERACTIVE, hint, noninteractive, terminal
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import proposals
+from fleet.ops import confirm, proposals
 from fleet.settings import settings_path
 from fleet.words import plural
 
@@ -31,7 +31,7 @@ def _confirm(args: argparse.Namespace, index: Index, row: dict, verb: str) -> No
     decision that needs the person's passkey (fleet/ops/passkeys.py) is refused here: a terminal has none."""
     from fleet.ops import passkeys
 
-    if passkeys.required(index, row.get("risk") if verb == "approve" else None):
+    if passkeys.required(index, confirm.decision_risk(verb, row.get("risk"))):
         raise FleetError("PASSKEY_REQUIRED", f"{verb} this on the dashboard: it needs your passkey ([passkeys] "
                                              f"require = {passkeys.mode()!r} in {settings_path()})")
     if args.yes and noninteractive():
@@ -39,7 +39,7 @@ def _confirm(args: argparse.Namespace, index: Index, row: dict, verb: str) -> No
     with terminal(f"{verb} (it asks on /dev/tty)", hint("--yes")) as tty:
         if args.yes:
             tty.write(f"(--yes is ignored unless {NONINTERACTIVE} is set)\n")
-        word = "yes" if row.get("risk") == "high" else "y"
+        word = confirm.typed_word(row.get("risk"))
         tty.write(shown(describe(row)) + "\n"
                   + shown(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: "))
         tty.flush()
