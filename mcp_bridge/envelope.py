@@ -1,7 +1,8 @@
 """How every tool answers: structured content mirrored as compact JSON text, failures as `isError` results.
 
-A failure is `{"error": {"code", "message"}}` with a stable code (fleet.errors.CODES plus the bridge's own
-`UNKNOWN_TOOL`, `INDEX_BUSY` and `INTERNAL`), built here rather than by the SDK so clients can branch on the code.
+A failure is fleet.errors.envelope, `{"error": {"code", "message"}}`, with a stable code (a fleet.errors.Code, the
+bridge's own `UNKNOWN_TOOL`, `INDEX_BUSY` and `INTERNAL` among them), built here rather than by the SDK so
+clients can branch on the code.
 
 A client whose published source hands its model the structured content alone whenever a successful result
 has one (STRUCTURED_READERS) gets a large answer once: its text block says where the answer is instead of
@@ -16,9 +17,8 @@ from mcp.types import CallToolResult, TextContent
 from mcp_types import ErrorData, JSONRPCError
 from pydantic import BaseModel, ConfigDict
 
-from fleet.errors import FleetError
+from fleet.errors import FleetError, envelope
 from fleet.index.store import is_busy
-from fleet.git.run import GitError
 from fleet.repo.shape import encode_answer as compact  # the text of every answer
 
 log = logging.getLogger("fleetdeck.mcp")
@@ -89,7 +89,7 @@ def success(data: dict) -> CallToolResult:
 
 
 def failure(code: str, message: str) -> CallToolResult:
-    body = {"error": {"code": code, "message": message}}
+    body = envelope(code, message)
     return CallToolResult(content=[TextContent(type="text", text=compact(body))], structured_content=body,
                           is_error=True)
 
@@ -103,9 +103,7 @@ def frame_limit_error(request_id: int | str | None) -> JSONRPCError:
 
 def failure_from(exc: BaseException, tool: str) -> CallToolResult:
     """The error result for an exception raised by a tool body; unexpected ones are logged, not echoed."""
-    if isinstance(exc, FleetError):
-        return failure(exc.code, exc.message)
-    if isinstance(exc, GitError):
+    if isinstance(exc, FleetError):  # fleet.git's GitError included
         return failure(exc.code, exc.message)
     if isinstance(exc, ValueError):
         return failure("BAD_ARGUMENT", str(exc))

@@ -19,16 +19,13 @@ from fleet.index.store import Index
 from fleet.ops.proposals import change_stamp
 from fleet.views.digest import digest
 from fleet.views.repos import public_records
+from web.errors import json_error
 from web.pages import repo_id
 from web.params import DEFAULT_SINCE, int_param, split_list
 from web.state import AppState, Tabs, index
 
 POLL_SECONDS = 0.2
 STATUS_EVERY = 25  # polls between index freshness / watcher state events (~5 s)
-
-
-def api_error(exc: FleetError, status: int = 400) -> Response:
-    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
 
 
 def api_digest(request: Request) -> Response:
@@ -39,7 +36,7 @@ def api_digest(request: Request) -> Response:
                       repos=params.getlist("repos") or None, kinds=split_list(params.getlist("kinds")) or None,
                       max_events=int_param(params.get("max_events"), "max_events", 200))
     except FleetError as exc:
-        return api_error(exc)
+        return json_error(exc.code, exc.message)
     return JSONResponse(body)
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -22,6 +22,7 @@ from fleet.index.store import open_index
 from fleet.ops import landing
 from fleet.ops.approver import is_approver
 from web import api, passkeys, proposals, snapshots
+from web.errors import json_error
 from web.guards import API_PREFIXES, guards
 from web.pages import PAGES, render, reverify_fragment
 from web.security import Guard, allowed_hosts_for
@@ -33,8 +34,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 async def http_error(request: Request, exc: HTTPException) -> Response:
     """404s and friends: structured JSON under /api/, the site's error page elsewhere."""
     if request.url.path.startswith(API_PREFIXES):
-        return JSONResponse({"error": {"code": "NOT_FOUND" if exc.status_code == 404 else "HTTP_ERROR",
-                                       "message": exc.detail}}, status_code=exc.status_code)
+        return json_error("NOT_FOUND" if exc.status_code == 404 else "HTTP_ERROR", exc.detail, exc.status_code)
     return render(request, "error.html", {"status": exc.status_code, "message": exc.detail}, exc.status_code)
 
 

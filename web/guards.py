@@ -32,7 +32,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import NoMatchFound
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fleet.errors import FleetError
+from fleet.errors import Code, FleetError
+from web.errors import json_error
 from web.security import Guard, Session, cookie_name, host_name
 
 CSRF_HEADER = "x-csrf-token"
@@ -69,12 +70,14 @@ def server_port(scope: Scope) -> int | None:
     return server[1] if server else None
 
 
-def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
-    """A refusal as JSON for API clients, as a small readable page for a person in a browser."""
+def refusal(scope: Scope, code: str, message: str) -> Response:
+    """A refusal as JSON for API clients, as a small readable page for a person in a browser (the status is
+    the code's, fleet.errors.Code)."""
+    status = Code(code).status
     headers = {"www-authenticate": 'Bearer realm="fleetdeck"'} if status == 401 else None
     path = scope.get("path", "")
     if path.startswith(API_PREFIXES) or "text/html" not in Headers(scope=scope).get("accept", ""):
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+        return json_error(code, message, headers=headers)
     page = _page(scope, status, str(status), f"<h1>{status}</h1><p>{escape(message)}.</p>")
     page.headers.update(headers or {})
     return page
@@ -122,7 +125,7 @@ class HostCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and host_name(Headers(scope=scope).get("host", "")) not in self.allowed:
-            response = refusal(scope, 421, "HOST_REFUSED", "this Host is not the address fleetdeck is bound to")
+            response = refusal(scope, "HOST_REFUSED", "this Host is not the address fleetdeck is bound to")
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -185,10 +188,10 @@ class Landing:
     async def exchange(self, scope: Scope, receive: Receive) -> Response:
         headers = Headers(scope=scope)
         if headers.get("origin") != own_origin(scope):
-            return refusal(scope, 403, "ORIGIN_REFUSED", "a dashboard link is opened from this origin only")
+            return refusal(scope, "ORIGIN_REFUSED", "a dashboard link is opened from this origin only")
         fields = await _read_fields(receive, headers)
         if fields is None or not await run_in_threadpool(self.guard.redeem, fields.get("code")):
-            return refusal(scope, 401, "LANDING_REFUSED", LANDING_REFUSED)
+            return refusal(scope, "LANDING_REFUSED", LANDING_REFUSED)
         session = self.guard.sessions.create()
         target = _next_target(fields.get("next"))
         response: Response
@@ -257,7 +260,7 @@ class TokenAuth(AuthenticationBackend):
 
     @staticmethod
     def refuse(conn: HTTPConnection, exc: AuthenticationError) -> Response:
-        return refusal(conn.scope, 401, "UNAUTHORIZED", str(exc))
+        return refusal(conn.scope, "UNAUTHORIZED", str(exc))
 
 
 def decision_actor(conn: HTTPConnection) -> str:
@@ -299,14 +302,14 @@ class OriginCsrfCheck:
         by_header = auth is not None and not {"bearer", "approver"}.isdisjoint(auth.scopes)
         origin = headers.get("origin")
         if (origin is not None and origin != own_origin(scope)) or (origin is None and not by_header):
-            response = refusal(scope, 403, "ORIGIN_REFUSED", "state-changing requests must come from this origin")
+            response = refusal(scope, "ORIGIN_REFUSED", "state-changing requests must come from this origin")
             await response(scope, receive, send)
             return
         session: Session | None = getattr(scope.get("user"), "session", None)
         if not by_header and not (session and session.valid_csrf(headers.get(CSRF_HEADER))):
             receive, form_csrf = await _read_form_csrf(receive, headers)
             if not (session and session.valid_csrf(form_csrf)):
-                await refusal(scope, 403, "CSRF_REFUSED", "missing or wrong CSRF token")(scope, receive, send)
+                await refusal(scope, "CSRF_REFUSED", "missing or wrong CSRF token")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

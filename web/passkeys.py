@@ -13,6 +13,7 @@ from starlette.routing import Route
 from fleet.errors import FleetError
 from fleet.ops import passkeys
 from fleet.ops.confirm import decision_risk
+from web.errors import json_error
 from web.guards import decision_actor, own_origin
 from web.security import host_name
 from web.state import index
@@ -36,7 +37,8 @@ def _session(request: Request):
 
 
 def _json_error(exc: FleetError) -> Response:
-    return JSONResponse({"error": exc.as_dict()}, status_code=403 if exc.code != "BAD_ARGUMENT" else 400)
+    """A ceremony's refusal is a 403 whatever its code (an unknown proposal too), a malformed request a 400."""
+    return json_error(exc.code, exc.message, 403 if exc.code != "BAD_ARGUMENT" else 400)
 
 
 def page(request: Request) -> Response:

@@ -24,16 +24,13 @@ from fleet.index.store import Index
 from fleet.ops import proposals, service
 from fleet.ops.confirm import decision_risk, require_explicit
 from fleet.ops.patchops import full_patch
+from web.errors import json_error
 from web.guards import decision_actor
 from web.passkeys import confirm as passkey_confirm
 from web.params import int_param
 from web.state import index
 
 MAX_BODY = 64 * 1024
-STATUS_CODES = {"NOT_FOUND": 404, "NOT_PENDING": 409, "STALE": 409, "BAD_ARGUMENT": 400, "FORBIDDEN": 403,
-                "CONFIRM_REQUIRED": 400, "AUDIT_UNAVAILABLE": 503, "BEARER_CANNOT_DECIDE": 403,
-                "DECISION_KEY_REQUIRED": 403, "PASSKEY_REQUIRED": 403, "PASSKEY_REFUSED": 403,
-                "PASSKEY_NEEDS_LOCALHOST": 403}
 
 
 def list_context(request: Request, idx: Index) -> dict:
@@ -114,12 +111,11 @@ def _wants_json(request: Request) -> bool:
 
 
 def _error(request: Request, exc: FleetError) -> Response:
-    status = STATUS_CODES.get(exc.code, 400)
     if _wants_json(request):
-        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
+        return json_error(exc.code, exc.message)
     from web.pages import render  # web.pages registers this module's pages: imported late, no cycle
 
-    return render(request, "error.html", {"status": status, "message": exc.message}, status)
+    return render(request, "error.html", {"status": exc.status, "message": exc.message}, exc.status)
 
 
 def _done(request: Request, row: dict, what: str) -> Response:

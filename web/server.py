@@ -29,7 +29,6 @@ from typing import AsyncIterator, Callable
 
 import uvicorn
 from starlette.middleware import Middleware
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,6 +42,7 @@ from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.service import watching
 from web.app import create_app
 from web.conn import ACCEPT_BURST, GuardedH11
+from web.errors import json_error
 from web.security import allowed_hosts_for, is_loopback, new_token
 from web.state import Tabs, behind
 
@@ -154,8 +154,8 @@ class LateMCP:
         self.want()
         await self._ready.wait()
         if self._endpoint is None:
-            await JSONResponse({"error": {"code": "UNAVAILABLE", "message": "the MCP bridge could not start; "
-                                          "see the server's log"}}, status_code=503)(scope, receive, send)
+            await json_error("UNAVAILABLE", "the MCP bridge could not start; see the server's log")(scope, receive,
+                                                                                                    send)
             return
         await self._endpoint.app(scope, receive, send)
 

@@ -27,6 +27,7 @@ from fleet.audit import segments as seg
 from fleet.audit.canon import GENESIS, MAX_ENTRY_BYTES, entry_hash
 from fleet.audit.keys import check
 from fleet.audit.sigpool import POOL_MIN_BYTES, Pending, SignaturePool, default_workers
+from fleet.errors import FleetError
 
 RECENT = 4096   # (seq -> hash) remembered to tell a duplicate from a reordered line
 
@@ -80,7 +81,7 @@ def verify_log(folder: str | Path, pubkeys: dict[str, Ed25519PublicKey] | None =
     report = Report(keys=sorted(pubkeys or {}), signatures_checked=bool(pubkeys))
     if anchor is not None:
         if not isinstance(anchor.get("seq"), int) or not isinstance(anchor.get("hash"), str):
-            raise ValueError("an anchor needs an integer seq and a hash")
+            raise FleetError("BAD_ARGUMENT", "an anchor needs an integer seq and a hash")
     checkpoint, files = _snapshot(folder)
     workers = default_workers() if workers is None else workers
     pool = SignaturePool(pubkeys, workers) if pubkeys and workers > 1 and \

@@ -88,8 +88,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return _usage("--require-signed needs a public key: pass --pubkey PEM or configure audit.key")
     try:
         report = verify_log(folder, keys, require_signed=args.require_signed, anchor=anchor, workers=args.workers)
-    except ValueError as exc:
-        return _usage(str(exc))
+    except FleetError as exc:
+        return _usage(exc.message)
     spells = _degraded(args)
     if args.json:
         json.dump({"folder": str(folder), **report.as_dict(), "degraded": spells}, sys.stdout, indent=2)

@@ -11,23 +11,21 @@ import signal
 import time
 from dataclasses import dataclass
 
+from fleet.errors import FleetError
+
 STDERR_CAP = 64 * 1024
 
 
-class GitError(Exception):
+class GitError(FleetError):
     """A git command failed, timed out, or produced more output than allowed.
 
-    `code` is a stable string (`GIT_FAILED`, `TIMEOUT`, `LIMIT`, `NO_GIT`) that adapters pass on as-is.
+    A FleetError whose `code` is `GIT_FAILED`, `TIMEOUT`, `LIMIT` or `NO_GIT` (adapters pass it on as-is) and
+    whose `details` hold git's arguments, exit status and stderr.
     """
 
     def __init__(self, code: str, message: str, *, args: list[str] | None = None,
                  returncode: int | None = None, stderr: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.git_args = args or []
-        self.returncode = returncode
-        self.stderr = stderr
+        super().__init__(code, message, {"args": args or [], "returncode": returncode, "stderr": stderr})
 
 
 @dataclass(frozen=True)

@@ -121,8 +121,6 @@ def exec_git(cwd: str, args: list[str], *, timeout: float = EXEC_TIMEOUT, check:
         first = next((ln for ln in result.stderr.strip().splitlines() if ln.strip()),
                      f"exit status {result.returncode}")
         shown = " ".join(args)
-        failed = FleetError("GIT_FAILED", f"git {shown if len(shown) <= 120 else shown[:117] + '...'}: {first}")
-        failed.stderr = result.stderr
-        failed.stdout = result.stdout.decode("utf-8", "replace")
-        raise failed
+        raise FleetError("GIT_FAILED", f"git {shown if len(shown) <= 120 else shown[:117] + '...'}: {first}",
+                         {"stderr": result.stderr, "stdout": result.stdout.decode("utf-8", "replace")})
     return result

@@ -164,10 +164,9 @@ def run_plan(ctx: Ctx, args: dict) -> dict:
             result = ops[step["op"]].run(ctx, plan.args)
         except FleetError as exc:
             done.append({"step": n, "op": step["op"], "status": "failed", "error": f"{exc.code}: {exc.message}"})
-            failed = FleetError(exc.code, f"step {n} ({step['op']}) failed: {exc.message}")
-            failed.partial = {"steps": done, "failed_step": n, "undo": undo}
-            failed.stderr = getattr(exc, "stderr", "")
-            raise failed from None
+            raise FleetError(exc.code, f"step {n} ({step['op']}) failed: {exc.message}",
+                             {"partial": {"steps": done, "failed_step": n, "undo": undo},
+                              "stderr": exc.details.get("stderr", "")}) from None
         undo.update(result.pop("undo", {}) if isinstance(result, dict) else {})
         done.append({"step": n, "op": step["op"], "status": "completed", "result": result})
     return {"steps": done, "undo": undo}

@@ -122,7 +122,7 @@ def run_push(ctx: Ctx, args: dict) -> dict:
         if _digest(destination(ctx.repo, args["remote"])) != args["destination"]:
             raise FleetError("STALE", f"{args['remote']}'s push URL changed since the preview: nothing was pushed")
     except FleetError as exc:  # checked before git runs: nothing left the machine
-        exc.partial = {"touched": False}
+        exc.details["partial"] = {"touched": False}
         raise
     cmd = [*NO_COMMAND_TRANSPORTS, "push", "--porcelain"]
     if args["set_upstream"]:

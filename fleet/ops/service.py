@@ -342,8 +342,8 @@ def _execute(index: Index, row: dict, ctx: Ctx, plan: dict, pins: dict, neutral:
         result = OPS[row["op"]].run(ctx, plan["args"])
         status, error = "completed", None
     except FleetError as exc:
-        result = {"touched": True, "stderr": getattr(exc, "stderr", "")[-2000:],
-                  "stdout": getattr(exc, "stdout", "")[-2000:], **getattr(exc, "partial", {})}
+        result = {"touched": True, "stderr": exc.details.get("stderr", "")[-2000:],
+                  "stdout": exc.details.get("stdout", "")[-2000:], **exc.details.get("partial", {})}
         status, error = "failed", f"{exc.code}: {exc.message}"
     if isinstance(result, dict):
         result.update(observe.report(repo, seen, public_preview(row) or {}, neutral))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fleet.errors import FleetError
 from fleet.index.events import repo_events
-from fleet.git.run import GitError
 from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
 from fleet.index.lost import lost_commits
@@ -27,12 +26,12 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
     if not record.get("gone"):
         try:
             history = repo_history(record["path"], limit=commits, count_omitted=True)  # the page says how many
-        except (FleetError, GitError) as exc:
+        except FleetError as exc:  # a GitError too
             history_error = exc.message
         if not record.get("bare"):
             try:
                 files = repo_status(record["path"], FILES_SHOWN)
-            except (FleetError, GitError) as exc:
+            except FleetError as exc:  # a GitError too
                 files = {"error": exc.message}
     return {
         "repo": record,

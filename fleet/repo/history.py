@@ -227,7 +227,7 @@ def _frontier_page(path: str, state: Cursor, limit: int) -> list[dict[str, Any]]
         return []
     try:
         commits = _log(path, [f"--max-count={limit + 1}", "--no-follow", *state.frontier, "--"], False)
-    except (GitError, FleetError):   # e.g. a queued commit pruned since: let the exact path say what is wrong
+    except FleetError:   # GitError too (e.g. a queued commit pruned since): let the exact path say what is wrong
         return None
     if state.oldest is not None:
         ties = set(state.ties)
