@@ -16,7 +16,7 @@ from fleet.git.layout import Found
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
 from fleet.index.store import Index, default_db_path
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 
 touched: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("fleetdeck_touched", default=None)
 caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("fleetdeck_caller", default=None)

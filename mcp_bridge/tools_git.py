@@ -15,7 +15,7 @@ from fleet.repo.changes import repo_changes, repo_status
 from fleet.repo.conflicts import conflict_preflight, conflict_read
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.repo.history import CURSOR_MAX, DEFAULT_DIFF_BYTES, commit_details, repo_history
-from fleet.repo.recovery import annotate_reflog
+from fleet.views.recovery import annotate_reflog
 from fleet.repo.refs import repo_refs, repo_reflog
 from mcp_bridge import models
 from mcp_bridge.toolkit import Toolkit

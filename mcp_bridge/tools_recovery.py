@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from fleet.repo.recovery import lost_view
+from fleet.views.recovery import lost_view
 from fleet.timespec import parse_since
 from fleet.views.digest import resolve_repos
 from mcp_bridge import models

@@ -16,7 +16,7 @@ from fleet.index.store import open_index
 from fleet.views.queue import MAX_PER_PAGE, QueueFilter, attention_queue
 from fleet.timespec import iso
 from fleet.index.scan import refresh_repo, scan
-from fleet.repo.detail import timeline
+from fleet.views.detail import timeline
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import git, init_repo
 from tests.fleets.repo_states import amend_and_reset

@@ -233,7 +233,7 @@ def test_a_repo_gone_from_disk_is_marked_gone_and_the_header_says_so(tmp_path: P
 
 def test_a_stash_is_shown_as_a_stash(tmp_path: Path, db_path: Path) -> None:
     """`git stash` writes `reset: moving to HEAD` in HEAD's reflog; the digest and the timeline say stash."""
-    from fleet.repo.detail import timeline
+    from fleet.views.detail import timeline
 
     root = tmp_path / "src"
     repo = init_repo(root / "stasher", commits=1)

@@ -19,7 +19,8 @@ from fleet.repo import history
 
 from fleet.repo import refs
 from fleet.errors import FleetError
-from fleet.repo.scope import check_rev, resolve_file_in_repo, resolve_repo_path
+from fleet.repo.scope import resolve_file_in_repo, resolve_repo_path
+from fleet.git.revs import check_rev
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
 

@@ -222,7 +222,7 @@ def test_undo_writes_reflog_messages_the_timeline_reads(ops_fleet):
     """An undo's ref moves carry `fleetdeck: undo <id>` in the reflogs (git is the oracle), so the timeline
     shows a named reset, never a blank `other` row."""
     from fleet.index.scan import refresh_repo
-    from fleet.repo.detail import timeline
+    from fleet.views.detail import timeline
 
     index, work = ops_fleet["index"], ops_fleet["work"]
     git(work, "add", "README.md")

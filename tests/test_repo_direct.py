@@ -13,7 +13,7 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.brief import repo_brief
 from fleet.repo.paths import resolve_in_repo, work_tree_root
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 from tests.fleets import oracle
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fleet.index.scan import scan
 from fleet.index.store import open_index
-from fleet.repo.detail import FILES_SHOWN, repo_detail
+from fleet.views.detail import FILES_SHOWN, repo_detail
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 

@@ -1,4 +1,4 @@
-"""The one display rule (fleet/views/safe.py), checked against Python's Unicode database, and the CLI using it
+"""The one display rule (fleet/safetext.py), checked against Python's Unicode database, and the CLI using it
 for a proposal: a CR, a bidi override and a zero-width space in a patch are shown as escapes, and the push
 URL git will use and the commits it sends are printed outside any JSON."""
 
@@ -11,7 +11,7 @@ import unicodedata
 import pytest
 
 from fleet.cli import main as cli_main
-from fleet.views.safe import diff_lines, json_safe, visible
+from fleet.safetext import diff_lines, json_safe, visible
 from tests.fleets.gitbuild import bare_remote, commit_file, git
 from tests.fleets.ops_fleet import propose
 

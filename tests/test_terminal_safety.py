@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.views.safe import md_code, md_text, visible
+from fleet.safetext import md_code, md_text, visible
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 

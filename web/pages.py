@@ -28,7 +28,7 @@ from fleet.notify.status import notifiers
 from fleet.presence import collisions, presence
 from fleet.presence.bridge import fleet_wide_agents
 from fleet.presence.switches import switches_view
-from fleet.repo.detail import repo_detail
+from fleet.views.detail import repo_detail
 from fleet.snapshot.view import repo_timeline
 from fleet.views.digest import report
 from fleet.views.queue import QueueFilter, attention_queue

@@ -70,7 +70,7 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
     """("allow" | "ask", the reason, the snapshot) for one hook call; FleetError and OSError propagate.
     The snapshot's modules load here: an event that only records presence starts none of them."""
     from fleet.agenthooks.guard import dangers
-    from fleet.repo.target import resolve_target
+    from fleet.index.target import resolve_target
     from fleet.snapshot.config import snapshot_settings
     from fleet.snapshot.take import take
     from fleet.snapshot.timeline import work_tree_of

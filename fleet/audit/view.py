@@ -10,7 +10,7 @@ from fleet.audit.monitor import chain_status
 from fleet.audit.read import newest
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 
 FILTERS = ("agent", "repo", "event", "result")
 PAGE_ENTRIES = 100

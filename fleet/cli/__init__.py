@@ -3,7 +3,7 @@
 Exit codes: 0 ok, 1 failure, 2 usage error. Each command is one small function over `fleet/`, in the module
 of its group here (fleet/cli/repos.py, proposals.py, audit.py, ...); what they print goes through
 fleet/cli/output.py. Text from repositories (names, branches, paths, messages) is printed through
-fleet.views.safe: as text, never as rich markup, with control characters made visible.
+fleet.safetext: as text, never as rich markup, with control characters made visible.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from fleet import __version__
 from fleet.cli import demo, history, repos, roots, serve
 from fleet.errors import FleetError
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 __all__ = ["main", "build_parser"]
 

@@ -11,7 +11,7 @@ from fleet.cli.args import bounded, index_for
 from fleet.cli.output import emit_json
 from fleet.errors import FleetError
 from fleet.timespec import iso
-from fleet.views.safe import json_safe, visible
+from fleet.safetext import json_safe, visible
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
 def cmd_lost(args: argparse.Namespace) -> int:
     from fleet.views.digest import resolve_repos
     from fleet.index.lost import lost_commits
-    from fleet.repo.recovery import recover_command
+    from fleet.views.recovery import recover_command
     from fleet.snapshot.events import discarded_in_fleet
     from fleet.timespec import parse_since
 

@@ -9,7 +9,7 @@ from fleet.agenthooks import install as installer
 from fleet.agenthooks.run import main as hook_main
 from fleet.cli.output import emit_json
 from fleet.index.store import default_db_path
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 
 def cmd_hooks(args: argparse.Namespace) -> int:

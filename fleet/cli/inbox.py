@@ -10,7 +10,7 @@ from fleet.cli.args import index_for
 from fleet.cli.output import emit_json, print_table
 from fleet.inbox.items import inbox
 from fleet.notify.status import notifiers
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 WAIT_POLL_S = 0.25
 

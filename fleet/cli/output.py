@@ -1,5 +1,5 @@
 """What every command prints through: JSON on stdout, and tables of plain text cells. Text from repositories
-(names, branches, paths, messages) goes through fleet.views.safe: as text, never as rich markup, with control
+(names, branches, paths, messages) goes through fleet.safetext: as text, never as rich markup, with control
 characters made visible."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Iterable
 
-from fleet.views.safe import json_safe, visible
+from fleet.safetext import json_safe, visible
 
 
 def emit_json(value: object) -> None:
@@ -63,7 +63,7 @@ def print_table(columns: Iterable[str], rows: Iterable[Iterable[object]], right:
 
 
 def shown(text: str) -> str:
-    """Repository and agent text for a terminal: every unsafe character made visible (fleet.views.safe),
+    """Repository and agent text for a terminal: every unsafe character made visible (fleet.safetext),
     line by line."""
     return visible(text, keep="\n")
 

@@ -96,7 +96,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
 
 def cmd_restore_points(args: argparse.Namespace) -> int:
     from fleet.ops import restore
-    from fleet.repo.target import resolve_target
+    from fleet.index.target import resolve_target
 
     with index_for(args) as index:
         path = resolve_target(index, args.repo).path

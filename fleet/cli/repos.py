@@ -10,7 +10,7 @@ from fleet.cli.args import bounded, index_for, require_dirs
 from fleet.cli.output import console, emit_json, print_table
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.views.safe import visible
+from fleet.safetext import visible
 from fleet.words import plural
 
 

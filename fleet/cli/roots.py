@@ -8,7 +8,7 @@ import logging
 from fleet.cli.args import index_for, require_dirs
 from fleet.cli.output import emit_json
 from fleet.errors import FleetError
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 
 def cmd_roots(args: argparse.Namespace) -> int:

@@ -10,12 +10,12 @@ import sys
 from fleet.cli.args import index_for
 from fleet.cli.output import emit_json
 from fleet.errors import FleetError
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore, restore_by_person
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, snapshots, work_tree_of
 from fleet.timespec import parse_since
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 
 def _trees(index, repos: list[str]):

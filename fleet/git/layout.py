@@ -24,6 +24,12 @@ class Found:
     root: str
 
 
+def repo_name(path: str, root: str) -> str:
+    """A repo's fleet name: its path relative to its root (the root's own name when it is the root)."""
+    rel = os.path.relpath(path, root)
+    return os.path.basename(root.rstrip("/")) if rel == "." else rel
+
+
 def _pointer(path: Path, what: str) -> str | None:
     """The stripped text of a small pointer file, or None when it is missing, not a regular file or too big
     (a FIFO or a link to /dev/zero must not stall or flood the walk)."""

@@ -6,8 +6,15 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.layout import found_at
-from fleet.git.run import out, run, text
-from fleet.repo.scope import check_rev
+from fleet.git.run import check_ref, out, run, text
+
+
+def check_rev(value: str, field: str = "ref") -> str:
+    """A revision (or range) safe to hand to git; BAD_REF when it could be read as an option."""
+    try:
+        return check_ref(value, field)
+    except ValueError as exc:
+        raise FleetError("BAD_REF", str(exc)) from exc
 
 
 def resolve_commit(repo: str, rev: str, field: str = "ref") -> str:

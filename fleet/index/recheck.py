@@ -38,9 +38,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from fleet.git.layout import Found, found_at
+from fleet.git.layout import Found, found_at, repo_name
 from fleet.index.scan import ingest
-from fleet.index.store import Index, repo_name
+from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
 from fleet.attention import attention

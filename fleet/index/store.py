@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
-from fleet.git.layout import Found
+from fleet.git.layout import Found, repo_name
 from fleet.index import reflogs
 from fleet.index.events import REFLOG_IDS_KEY
 from fleet.timespec import iso
@@ -601,12 +601,6 @@ def next_reflog_id(conn: sqlite3.Connection) -> int:
     return conn.execute(
         "select max(ifnull((select max(id) from reflog), 0),"
         " ifnull((select cast(value as integer) from meta where key = ?), 0)) + 1", (REFLOG_IDS_KEY,)).fetchone()[0]
-
-
-def repo_name(path: str, root: str) -> str:
-    """A repo's fleet name: its path relative to its root (the root's own name when it is the root)."""
-    rel = os.path.relpath(path, root)
-    return os.path.basename(root.rstrip("/")) if rel == "." else rel
 
 
 def _decode(row: dict) -> dict:

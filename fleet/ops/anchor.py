@@ -3,7 +3,7 @@
 Between a proposal and its approval a folder can be renamed, a symlink swapped or a repository moved out
 of the roots with a symlink left at its old path. So the preview pins the repository's canonical path and
 the identity (device, inode) of its work tree, git dir and common dir; the executor resolves them again,
-symlinks followed, re-runs the fleet's scope check (fleet.repo.target) and refuses with STALE when
+symlinks followed, re-runs the fleet's scope check (fleet.index.target) and refuses with STALE when
 anything left the roots or is another folder now. A path outside the repository that an op creates (a
 worktree) follows one rule at both moments, `new_folder`: inside a root, resolved; never inside any git
 dir (a worktree at `victim/.git/hooks` would make its branch's files that repository's hooks).
@@ -36,7 +36,7 @@ def identity(repo: str) -> dict:
 def check(index, repo: str, pinned: dict | None, paths: list[str] | None = None) -> None:
     """STALE when the repository left the roots or is not the one the preview pinned, or when one of the
     repo-relative `paths` the op targets now leads out of it through a symlink (all re-resolved now)."""
-    from fleet.repo.target import resolve_target
+    from fleet.index.target import resolve_target
 
     if pinned is None:
         raise FleetError("STALE", "this proposal pins no repository identity (made by an older fleetdeck); "

@@ -17,7 +17,7 @@ from fleet.git.files import short_ref
 from fleet.ops.restore import restore_ref
 from fleet.ops.state import ref_sha
 from fleet.repo.parts import worktree_list
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 
 MAX_REPOS, MAX_PER_REPO, MAX_TOTAL = 20, 20, 100
 

@@ -14,7 +14,8 @@ from typing import Callable
 from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
-from fleet.repo.scope import check_rev, resolve_file_in_repo
+from fleet.repo.scope import resolve_file_in_repo
+from fleet.git.revs import check_rev
 
 MAX_PATHS = 1000
 DIFF_CAP = 64 * 1024

@@ -27,7 +27,7 @@ from fleet.patch.generate import generate_patch
 from fleet.repo import hunkids
 from fleet.repo.changes import DIFF_FLAGS
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 MAX_HUNKS = 500
 
@@ -72,7 +72,7 @@ def preview_patch(ctx: Ctx, args: dict) -> Plan:
 
 def full_patch(index: object, proposal_id: str) -> str:
     """The whole patch a `patch` proposal applies (the preview shows its first DIFF_CAP bytes), every line
-    through the display rule (fleet.views.safe: a CR, bidi or zero-width character shown as an escape)."""
+    through the display rule (fleet.safetext: a CR, bidi or zero-width character shown as an escape)."""
     row = proposals.get(index, proposal_id)
     patch = ((row.get("preview") or {}).get("_plan") or {}).get("args", {}).get("patch")
     if row["op"] not in ("patch", "patch_file_write") or not isinstance(patch, str):

@@ -29,7 +29,7 @@ from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
 from fleet.procinfo import process_identity
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import work_tree_of
 

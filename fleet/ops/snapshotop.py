@@ -14,7 +14,7 @@ import re
 from fleet.errors import FleetError
 from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Op, Plan, flag, known_args, string
 from fleet.repo.scope import check_rel_path
-from fleet.repo.target import resolve_target
+from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.timeline import diff, work_tree_of

@@ -17,7 +17,8 @@ from fleet.git.revs import git_dirs, merge_base_of, resolve_commit
 from fleet.git.run import out, run, text
 from fleet.git.run import GitError
 from fleet.git.mergetree import merge_tree
-from fleet.repo.scope import check_rev, resolve_file_in_repo
+from fleet.repo.scope import resolve_file_in_repo
+from fleet.git.revs import check_rev
 
 BINARY_SNIFF = 8000
 BLOB_READ_LIMIT = 8 * 1024 * 1024

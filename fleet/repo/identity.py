@@ -1,7 +1,7 @@
 """Which repository answered: the record every per-repo answer carries, so an agent that passed a fleet
 name, a linked worktree or a subfolder can confirm what was read.
 
-The fleet name is computed the way the index names repos (`fleet.index.store.repo_name`), so it matches
+The fleet name is computed the way the index names repos (`fleet.git.layout.repo_name`), so it matches
 `fleet.repos` without a lookup. The absolute path is included because the repository was resolved inside a
 fleet root (scoping is always on: nothing outside the roots ever gets this far).
 """
@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from typing import TypedDict
 
-from fleet.git.layout import Found
-from fleet.index.store import repo_name
+from fleet.git.layout import Found, repo_name
 
 
 class RepoIdentity(TypedDict):

@@ -16,7 +16,8 @@ from fleet.git import files as gitfiles
 from fleet.git.revs import git_dirs
 from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
-from fleet.repo.scope import check_rev, inside
+from fleet.repo.scope import inside
+from fleet.git.revs import check_rev
 
 
 def _reflog_file(path: str, ref: str) -> tuple[str, str]:

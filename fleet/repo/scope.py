@@ -1,8 +1,8 @@
-"""Which repositories and files a caller may name, and which revisions may reach git.
+"""Which repositories and files a caller may name.
 
 Everything an agent passes is untrusted: a repo argument must resolve (symlinks included) to a directory
-inside a fleet root, a file argument must stay inside its repo, and a revision must never be readable by
-git as an option (`--output=...` turns a read into a write). A repository is in scope only when everything
+inside a fleet root and a file argument must stay inside its repo (a revision is checked by
+`fleet.git.revs.check_rev`: never readable by git as an option). A repository is in scope only when everything
 git would read for it lies inside the roots too: its git dir, its common dir (a `.git` file or a linked
 worktree may point anywhere) and the work tree `core.worktree` makes git use.
 """
@@ -19,7 +19,6 @@ from dulwich.config import ConfigFile
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.layout import Found
-from fleet.git.run import check_ref
 
 MAX_PATH_CHARS = 4096
 
@@ -180,11 +179,3 @@ def resolve_file_in_repo(repo_path: str, rel: str) -> str:
     if not inside(os.path.realpath(os.path.join(root, clean)), root):
         raise FleetError("BAD_PATH", f"{rel!r} leaves the repo through a symlink")
     return clean
-
-
-def check_rev(value: str, field: str = "ref") -> str:
-    """A revision (or range) safe to hand to git; BAD_REF when it could be read as an option."""
-    try:
-        return check_ref(value, field)
-    except ValueError as exc:
-        raise FleetError("BAD_REF", str(exc)) from exc

@@ -20,7 +20,7 @@ from fleet.snapshot.restore import restore, store_of
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, discarded_events, snapshots
-from fleet.views.safe import visible
+from fleet.safetext import visible
 
 MAX_SHOWN = 30
 MAX_PAGE_DIFF = 256 * 1024
@@ -71,7 +71,7 @@ def repo_timeline(index: Index, repo: dict, limit: int = MAX_SHOWN) -> dict:
 
 def shown(text: str) -> str:
     """A diff as text with every control, bidi and zero-width character written as an escape, line by line
-    (the display rule, fleet.views.safe), so the text route shows what the page shows."""
+    (the display rule, fleet.safetext), so the text route shows what the page shows."""
     return "".join(visible(line, keep="\t") + "\n" for line in text.split("\n")[:-1])
 
 

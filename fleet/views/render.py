@@ -4,7 +4,7 @@
 Presentation only: nothing here reads the index or git. Templates load from the installed `templates`
 package, so a wheel install renders too.
 
-Every value a template prints passes the one display rule (fleet/views/safe.py) on its way out (`finalize`):
+Every value a template prints passes the one display rule (fleet/safetext.py) on its way out (`finalize`):
 control, bidi and zero-width characters become visible escapes, newlines and tabs stay (a message keeps its
 lines); `| visible` escapes those too (a path, a branch name), `| diff_lines` cuts a diff as git reads it,
 and `tojson` escapes the same characters as `\\u` sequences.
@@ -23,7 +23,7 @@ import markupsafe
 
 from fleet.timespec import iso
 from fleet.attention import REASONS
-from fleet.views.safe import diff_lines, json_safe, visible
+from fleet.safetext import diff_lines, json_safe, visible
 
 SHORT = 10
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import shlex
 
 from fleet.views.render import environment, one_line, short
-from fleet.views.safe import md_code, md_text
+from fleet.safetext import md_code, md_text
 
 
 def render_markdown(data: dict) -> str:
-    """The digest as Markdown; every value that comes from a repository is inert (fleet.views.safe)."""
+    """The digest as Markdown; every value that comes from a repository is inert (fleet.safetext)."""
     body, fleet, bulk = data["digest"], data["fleet"], data["bulk"]
     out = [f"# Fleet digest since {body['since']}", "",
            f"Generated {data['generated_at']} · {body['repos_scanned']} repositories watched"
