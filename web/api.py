@@ -16,6 +16,7 @@ from fleet.index.freshness import freshness, watcher_state
 from fleet.index.scan import refresh_repo
 from fleet.inbox.items import counts_stamp, inbox
 from fleet.index.store import Index
+from fleet.index.wake import Bell
 from fleet.ops.proposals import change_stamp
 from fleet.views.digest import digest
 from fleet.views.repos import public_records
@@ -64,7 +65,8 @@ def _inbox_event(idx: Index) -> dict:
 
 
 async def api_events(request: Request[AppState]) -> Response:
-    return EventSourceResponse(held(request.state["tabs"], changes(request.state["poll"])), ping=15)
+    return EventSourceResponse(held(request.state["tabs"], changes(request.state["poll"], request.state["bell"])),
+                               ping=15)
 
 
 async def held(tabs: Tabs, stream: AsyncIterator[ServerSentEvent]) -> AsyncIterator[ServerSentEvent]:
@@ -74,12 +76,13 @@ async def held(tabs: Tabs, stream: AsyncIterator[ServerSentEvent]) -> AsyncItera
             yield event
 
 
-async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
+async def changes(idx: Index, bell: Bell | None = None) -> AsyncIterator[ServerSentEvent]:
     """Push the ids of repos whose rows changed, by polling the index's change counter.
 
     Polling the counter works whether the watcher runs in this process or another one, and costs one
-    indexed `max()` per tick. The status (freshness, the watcher) goes out every STATUS_EVERY ticks, and at
-    once when the watcher's start-up re-check moves, so its progress is live.
+    indexed `max()` per tick; the `bell` (rung by an agent's hook, fleet/index/wake.py) starts a tick at once.
+    The status (freshness, the watcher) goes out every STATUS_EVERY ticks, and at once when the watcher's
+    start-up re-check moves, so its progress is live.
     """
     seen = idx.generation()
     stamp = change_stamp(idx)
@@ -88,7 +91,7 @@ async def changes(idx: Index) -> AsyncIterator[ServerSentEvent]:
     yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
     ticks = 0
     while True:
-        await anyio.sleep(POLL_SECONDS)
+        await (bell.wait_async(POLL_SECONDS) if bell else anyio.sleep(POLL_SECONDS))
         ticks += 1
         if change_stamp(idx) != stamp:  # a proposal arrived or was decided: pending count and pages
             stamp = change_stamp(idx)

@@ -26,6 +26,7 @@ from web.errors import json_error
 from web.guards import API_PREFIXES, guards
 from web.pages import PAGES, render, reverify_fragment
 from web.security import Guard, allowed_hosts_for
+from fleet.index.wake import Bell
 from web.state import Lifespan, Service, Tabs
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -62,16 +63,17 @@ def _redeem(db_path: str | Path, code: str | None) -> bool:
 
 def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
                services: Sequence[Service] = (), mounts: Sequence[BaseRoute] = (),
-               tabs: Tabs | None = None) -> Starlette:
+               tabs: Tabs | None = None, bell: Bell | None = None) -> Starlette:
     """The whole dashboard as one ASGI app, every route behind the guards.
 
     The two extension points, so `fleetdeck serve` can host more than the dashboard in one process:
     `services` are async context managers entered (in order) for the app's lifetime — the watcher, or an MCP
     session manager (mounted apps' own lifespans never run); `mounts` are extra routes placed after the
     dashboard's own, behind the same guards — e.g. `Route("/mcp", mcp_app)`. `tabs` counts the open event
-    streams (`serve` hands the same counter to its desktop notifications).
+    streams (`serve` hands the same counter to its desktop notifications); `bell`, rung by the agents' hooks,
+    wakes the event streams at once.
     """
     guard = Guard(token, allowed_hosts_for(bind_host), redeem=partial(_redeem, db_path),
                   approver=partial(is_approver, db_path), agent_of=credentials.Lookup(db_path))
-    return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, services, tabs or Tabs()),
+    return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, services, tabs or Tabs(), bell),
                      exception_handlers={HTTPException: http_error}, middleware=guards(guard))

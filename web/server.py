@@ -36,6 +36,7 @@ from fleet import audit
 from fleet.errors import FleetError
 from fleet.index.freshness import freshness
 from fleet.index.store import open_index
+from fleet.index.wake import Bell
 from fleet.notify.dispatch import notifying
 from fleet.ops import landing
 from fleet.ops.service import announce_dashboard, resume_orphans, sweep
@@ -220,10 +221,11 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     answering = Answering()
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
     tabs = Tabs()   # the open dashboard tabs: desktop notifications go out while there are none
+    bell = Bell(db_path).open()   # rung by the agents' hooks: the strip and the notifications look at once
     services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
                 behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path)),
-                behind(answering.wait, partial(notifying, db_path, tabs_open=tabs.any))]
-    app = create_app(db_path, token, bind_host=host, services=services, tabs=tabs,
+                behind(answering.wait, partial(notifying, db_path, tabs_open=tabs.any, bell=bell))]
+    app = create_app(db_path, token, bind_host=host, services=services, tabs=tabs, bell=bell,
                      mounts=[Route("/mcp", mcp)])  # only /mcp: other paths get the site's 404 page
     app.user_middleware.insert(0, Middleware(mcp.refusals))  # outside the guards: a refused tool call is audited too
     app.user_middleware.insert(0, Middleware(answering.middleware))
@@ -257,5 +259,6 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
+        bell.close()
         with open_index(db_path) as idx:
             announce_dashboard(idx, None)

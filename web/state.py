@@ -23,6 +23,7 @@ from starlette.requests import Request
 
 from fleet.index.pool import IndexPool
 from fleet.index.store import Index
+from fleet.index.wake import Bell
 
 # Something to run for the app's whole life (the watcher, an MCP session manager): entered in the lifespan.
 Service = Callable[[], contextlib.AbstractAsyncContextManager]
@@ -92,6 +93,7 @@ class AppState(TypedDict):
     indexes: IndexPool  # per-thread handles for the handlers (sync handlers run in a thread pool)
     poll: Index         # the SSE loop's handle: the event loop thread's own
     tabs: Tabs          # the event streams open now
+    bell: Bell | None   # rung beside the index when a hook recorded something (serve's; None: look on a timer)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Lifespan:
     db_path: str | Path
     services: Sequence[Service] = ()
     tabs: Tabs = field(default_factory=Tabs)
+    bell: Bell | None = None
 
     @contextlib.asynccontextmanager
     async def __call__(self, _app: Starlette) -> AsyncIterator[AppState]:
@@ -110,7 +113,7 @@ class Lifespan:
             async with contextlib.AsyncExitStack() as running:
                 for service in self.services:
                     await running.enter_async_context(service())
-                yield {"indexes": indexes, "poll": poll, "tabs": self.tabs}
+                yield {"indexes": indexes, "poll": poll, "tabs": self.tabs, "bell": self.bell}
         finally:
             indexes.close()
 

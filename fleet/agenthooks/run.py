@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from fleet.index.store import default_db_path, open_index
+from fleet.index.wake import ring
 from fleet.presence.hooks import event_state, record_hook_event
 
 if TYPE_CHECKING:
@@ -111,7 +112,9 @@ def handle(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
     cwd = payload.get("cwd")
     if event_state(agent, payload) is not None and db_path.exists() and isinstance(cwd, str) and os.path.isabs(cwd):
         with open_index(db_path) as index:
-            record_hook_event(index, agent, payload)
+            recorded = record_hook_event(index, agent, payload)
+        if recorded is not None:
+            ring(db_path)           # a `serve` on this index shows it now, not at its next look
     if event not in TOOL_EVENTS or payload.get("tool_name") in QUESTION_TOOLS:
         return "allow", None, None
     return decide(agent, payload, db_path)

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import AsyncIterator, Callable
 
 from fleet.errors import FleetError
+from fleet.index.wake import Bell
 from fleet.notify import status
 from fleet.notify.config import Notifier, NotifyConfig
 from fleet.notify.payloads import Message, for_items, request
@@ -167,12 +168,13 @@ async def _desktop(db_path: str, config: NotifyConfig, tabs_open: Callable[[], b
 
 
 @contextlib.asynccontextmanager
-async def notifying(db_path: str, interval: float = TICK_S,
-                    tabs_open: Callable[[], bool] = lambda: False) -> AsyncIterator[None]:
-    """`serve`'s notifications: a thread that reads the inbox every `interval` and ticks a Dispatcher (off,
+async def notifying(db_path: str, interval: float = TICK_S, tabs_open: Callable[[], bool] = lambda: False,
+                    bell: Bell | None = None) -> AsyncIterator[None]:
+    """`serve`'s notifications: a thread that looks at the inbox when the `bell` rings (an agent's hook
+    recorded something) and every `interval`, and ticks a Dispatcher whenever the inbox's stamp moved (off,
     and saying so in the log, when no notifier is configured). `tabs_open` says whether a dashboard tab is
     connected now: the desktop's notifications are for when none is."""
-    from fleet.inbox.items import inbox
+    from fleet.inbox.items import counts_stamp, inbox
     from fleet.index.store import open_index
     from fleet.notify.config import load
 
@@ -187,9 +189,18 @@ async def notifying(db_path: str, interval: float = TICK_S,
     stop = threading.Event()
 
     def loop() -> None:
+        rung, looked = 0, None
         with open_index(db_path) as index:
-            while not stop.wait(interval):
+            while not stop.is_set():
+                if bell:
+                    rung = bell.wait(rung, interval)
+                else:
+                    stop.wait(interval)
                 try:
+                    stamp = counts_stamp(index)
+                    if stamp == looked or stop.is_set():
+                        continue
+                    looked = stamp
                     row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
                     dispatcher.tick(inbox(index)["items"], row[0] if row else None)
                 except Exception:             # a tick that fails is logged; the next one tries again
