@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fleet.index.store import open_index
+from fleet.index.wake import Bell
 from fleet.ops.service import _other_agents
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import git, init_repo, write
@@ -139,3 +140,31 @@ def test_a_hook_outside_the_fleet_records_nothing(fleet, tmp_path: Path) -> None
     elsewhere = init_repo(tmp_path / "elsewhere")
     hook("claude-code", db, env, elsewhere, "PermissionRequest", tool_name="Bash")
     assert presence(db, env) == []
+
+
+# What recording a state must not load: the git readers, the snapshot machinery, every presence detector,
+# the settings parser, asyncio. Each costs the agent's wait on every hook call (the bound: p95 <= 300 ms with
+# process start, bench/bench_needs_you.py).
+NOT_FOR_RECORDING = {"asyncio", "dulwich", "fleet.repo.record", "fleet.git.mergetree", "fleet.index.reflogs",
+                     "fleet.index.discovery", "fleet.presence.refresh", "fleet.snapshot.take", "fleet.settings",
+                     "sqlite_utils", "subprocess"}
+
+
+def test_the_hook_rings_serves_bell_and_loads_only_what_recording_needs(fleet) -> None:
+    repo, db, env = fleet
+    bell = Bell(db).open()
+    try:
+        payload = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Notification",
+                   "notification_type": "permission_prompt", "message": SECRET}
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "fleet.agenthooks", "claude-code",
+                               "--db", str(db)], input=json.dumps(payload), capture_output=True, text=True,
+                              env=env, timeout=30)
+        assert done.returncode == 0
+        assert bell.wait(0, 5) == 1                                # serve is told at once
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}
+        assert {"fleet.presence.hooks", "fleet.index.store"} <= loaded   # it did record, and we see its imports
+        assert sorted(m for m in loaded if any(m == x or m.startswith(x + ".") for x in NOT_FOR_RECORDING)) == []
+        hook("claude-code", db, env, init_repo(db.parent / "elsewhere"), "PermissionRequest", tool_name="Bash")
+        assert bell.wait(1, 0.5) == 1                              # nothing recorded, nothing rung
+    finally:
+        bell.close()

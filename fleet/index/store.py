@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
-from fleet.git.layout import Found, repo_name
-from fleet.index import reflogs
-from fleet.index.events import REFLOG_IDS_KEY
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+    from fleet.git.layout import Found      # a type only: an agent's hook opens the index and loads no git reader
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
@@ -191,6 +190,8 @@ class Index:
         """Store many (found, record, reasons) in one transaction (a scan writes in batches: far fewer
         commits): the repo rows, their branches, worktrees, ..., and the reflog lines appended since the last
         read. `reasons` is the record's attention list, highest first (its score ranks the radar)."""
+        from fleet.index import reflogs     # git's files: an agent's hook opens the index and reads none
+
         prepared = reflogs.read(self.prepare(items))
         with self.write():
             return [s.repo_id for s in self.store_prepared(reflogs.recheck(self, prepared)[0])]
@@ -455,6 +456,8 @@ class Stored(NamedTuple):
 
 
 def _repo_row(found: Found, record: dict, reasons: list[dict]) -> dict:
+    from fleet.git.layout import repo_name      # a scan's: an agent's hook opens the index and loads no git reader
+
     row = {col: record.get(col) for col in _REPO_COLUMNS}
     row["name"] = repo_name(found.path, found.root)
     for col in JSON_COLUMNS:
@@ -480,6 +483,8 @@ def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new
         if nid is None:
             nid = next_reflog_id(conn)
         if not new:  # a twin has the same time: only held lines within the new lines' span (the (repo_id, at) index)
+            from fleet.index import reflogs
+
             lines = reflogs.once(lines, set(conn.execute(
                 "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
                 " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
@@ -598,6 +603,8 @@ def next_reflog_id(conn: sqlite3.Connection) -> int:
     """The id of the next reflog line (the write lock is held): past every line held and every line
     `prune_events` deleted. A reused id would sit at or below what events (`event_cursor`) and the search
     index (`reflog_search_upto`) have already passed, and the new line would never reach either."""
+    from fleet.index.events import REFLOG_IDS_KEY
+
     return conn.execute(
         "select max(ifnull((select max(id) from reflog), 0),"
         " ifnull((select cast(value as integer) from meta where key = ?), 0)) + 1", (REFLOG_IDS_KEY,)).fetchone()[0]

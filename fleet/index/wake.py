@@ -11,12 +11,15 @@ and a reader that misses one (two `serve`s on one index share the bytes) finds t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import select
 import stat
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:            # the hook imports this module to ring: asyncio stays out of its start-up
+    import asyncio
 
 log = logging.getLogger("fleetdeck.wake")
 MAX_READ = 4096
@@ -96,6 +99,8 @@ class Bell:
 
     async def wait_async(self, timeout: float) -> None:
         """Until the next ring, or `timeout` seconds."""
+        import asyncio
+
         waiter = (asyncio.get_running_loop(), asyncio.Event())
         with self._cond:
             self._waiters.add(waiter)
