@@ -147,7 +147,7 @@ def test_a_hook_outside_the_fleet_records_nothing(fleet, tmp_path: Path) -> None
 # process start, bench/bench_needs_you.py).
 NOT_FOR_RECORDING = {"asyncio", "dulwich", "fleet.repo.record", "fleet.git.mergetree", "fleet.index.reflogs",
                      "fleet.index.discovery", "fleet.presence.refresh", "fleet.snapshot.take", "fleet.settings",
-                     "sqlite_utils", "subprocess"}
+                     "sqlite_utils", "subprocess", "logging"}
 
 
 def test_the_hook_rings_serves_bell_and_loads_only_what_recording_needs(fleet) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -40,6 +39,8 @@ def _command_of(payload: dict) -> str | None:
         return None
     command = tool_input.get("command")
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        import shlex
+
         command = shlex.join(command)
     return command if isinstance(command, str) else None
 

@@ -11,7 +11,6 @@ and a reader that misses one (two `serve`s on one index share the bytes) finds t
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import stat
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:            # the hook imports this module to ring: asyncio stays out of its start-up
     import asyncio
 
-log = logging.getLogger("fleetdeck.wake")
 MAX_READ = 4096
 
 
@@ -68,7 +66,9 @@ class Bell:
                 raise OSError(f"{self.path} is not a FIFO")
             keeper = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)   # no end-of-file when a ringer closes
         except OSError as exc:
-            log.warning("no doorbell beside the index (%s): changes are seen at the next look", exc)
+            import logging
+
+            logging.getLogger("fleetdeck.wake").warning("no doorbell beside the index (%s): changes are seen at the next look", exc)
             return self
         self._fds = (reader, keeper)
         self._thread = threading.Thread(target=self._listen, name="index-wake", daemon=True)
