@@ -25,6 +25,7 @@ from fleet.index.freshness import freshness, watcher_state
 from fleet.inbox.items import KINDS as INBOX_KINDS, counts as inbox_counts, inbox
 from fleet.index.store import Index
 from fleet.notify.status import notifiers
+from fleet.ops.confirm import needs_explicit
 from fleet.presence import collisions, presence
 from fleet.presence.bridge import fleet_wide_agents
 from fleet.presence.switches import switches_view
@@ -57,6 +58,7 @@ def needs_you(request: Request) -> dict:
 
 
 templates = Jinja2Templates(env=environment(), context_processors=[_paths, pending_badge, needs_you])
+templates.env.globals["needs_explicit"] = needs_explicit  # _decide.html asks for the confirmation the route requires
 
 Context = Callable[[Request, Index], dict]
 

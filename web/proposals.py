@@ -64,10 +64,7 @@ def api_list(request: Request) -> Response:
 
 def waiting_in(idx: Index, repo_path: str) -> list[dict]:
     """The proposals waiting for a person in one repository, oldest first (the repo page decides them)."""
-    rows = proposals.list_proposals(idx, status="pending", repo=repo_path, limit=50)["proposals"]
-    for row in rows:
-        row["preview"] = service.public_preview(row)
-    return rows
+    return service.list_public(idx, status="pending", repo=repo_path, limit=50)["proposals"]
 
 
 def proposal_context(request: Request, idx: Index) -> dict:

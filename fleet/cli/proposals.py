@@ -60,9 +60,7 @@ def cmd_proposals(args: argparse.Namespace) -> int:
         return 0
     with index_for(args) as index:
         if action == "list":
-            found = proposals.list_proposals(index, args.status, limit=args.limit)
-            for row in found["proposals"]:
-                row["preview"] = service.public_preview(row)
+            found = service.list_public(index, args.status, limit=args.limit)
             emit(args, found, "\n".join(line(r) for r in found["proposals"]) or "no proposals")
             return 0
         if action == "show":

@@ -124,6 +124,15 @@ def public_preview(row: dict) -> dict | None:
     return {k: v for k, v in preview.items() if not k.startswith("_")} if preview else None
 
 
+def list_public(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:
+    """`proposals.list_proposals` with each preview as the person is shown it (`public_preview`): the CLI's
+    list and a repository page's waiting proposals."""
+    found = proposals.list_proposals(index, status, repo=repo, limit=limit)
+    for row in found["proposals"]:
+        row["preview"] = public_preview(row)
+    return found
+
+
 def repo_label(index: Index, path: str) -> str:
     """A repository as the person knows it in the fleet: its root's name, then its path under that root
     (two repositories both called `api` under different roots never look alike); the path itself outside."""

@@ -88,7 +88,8 @@ def _dumps(value: object, **kwargs: object) -> str:
 
 @functools.cache
 def environment() -> jinja2.Environment:
-    """The environment, built once per process. The dashboard adds only Starlette's `url_for` to it."""
+    """The environment, built once per process. The dashboard adds Starlette's `url_for` to it, and the
+    decisions' confirmation rule (`needs_explicit`, fleet/ops/confirm.py)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("templates", "."),
                              autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True,
                              lstrip_blocks=True, finalize=_finalize)
