@@ -10,8 +10,9 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.index.scan import scan
+from fleet.repo import libstatus
 from tests.fleets import oracle
-from tests.fleets.every_state import build_fleet
+from tests.fleets.every_state import IN_PROCESS, build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
 NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty",
@@ -19,15 +20,36 @@ NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branche
             "outer", "nested", "locked"]
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict:
+@pytest.fixture(scope="module", params=["libgit2", "git"])
+def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Scanned twice: with the in-process status on (every eligible repo read through libgit2, the others
+    through git: tests/test_libstatus.py pins which is which) and switched off (git for every repo)."""
     base = tmp_path_factory.mktemp("fleet")
     repos = build_fleet(base / "root", base / "side")
     index = open_index(base / "fleet.db")
-    summary = scan(index, [str(base / "root")])
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "git":
+            patch.setenv(libstatus.SWITCH, "git")
+        else:
+            patch.delenv(libstatus.SWITCH, raising=False)
+        summary = scan(index, [str(base / "root")])
+        sources = {state: libstatus.repo_status(*_dirs(path)).source for state, path in repos.items()
+                   if state in NON_BARE}
     records = {r["path"]: r for r in index.repos()}
-    yield {"repos": repos, "index": index, "summary": summary, "records": records, "root": base / "root"}
+    yield {"repos": repos, "index": index, "summary": summary, "records": records, "root": base / "root",
+           "status": request.param, "sources": sources}
     index.close()
+
+
+def _dirs(repo: Path) -> tuple[str, str, str]:
+    path = os.path.realpath(repo)
+    return path, os.path.join(path, ".git"), os.path.join(path, ".git")
+
+
+def test_the_status_source_is_the_one_asked_for(fleet):
+    """On: every eligible fixture in-process, the rest git. Off: git everywhere."""
+    expected = {s: "libgit2" if fleet["status"] == "libgit2" and s in IN_PROCESS else "git" for s in NON_BARE}
+    assert fleet["sources"] == expected
 
 
 def record_of(fleet: dict, state: str) -> dict:

@@ -33,6 +33,7 @@ class Status:
     behind: int | None = None
     stash: int = 0
     entries: list[StatusEntry] = field(default_factory=list)
+    source: str = "git"   # or "libgit2": fleet/repo/libstatus.py read it in-process
 
     @property
     def staged(self) -> int:

@@ -1,7 +1,8 @@
 """Read one repository's whole state: the record the index stores and every surface shows.
 
 File reads (fleet.git.files) give refs, HEAD, upstream config, reflogs, worktrees and in-progress markers;
-the git CLI gives what only git computes exactly: working-tree status, ahead/behind, merge prediction.
+the git CLI gives what only git computes exactly: working-tree status (read in-process through libgit2 where
+that is exactly git's: fleet/repo/libstatus.py), ahead/behind, merge prediction.
 Nothing here writes to the repository (no optional locks, merge-tree objects go to a throwaway dir).
 """
 
@@ -20,6 +21,7 @@ from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
+from fleet.repo.libstatus import repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
 from fleet.timespec import iso
@@ -72,7 +74,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
     cfg = gitfiles.read_config(commondir)
     _check_work_tree(found, cfg)
     stashes = read_stashes(commondir)  # before git status, which reads the stash log too
-    status = None if found.bare else read_status(found.path)
+    status = None if found.bare else repo_status(found.path, gitdir, commondir)
     if status is not None:
         head_sha = status.oid
         branch_name = status.head
@@ -162,7 +164,7 @@ def read_work_trees(found: Found, stored: dict) -> dict | None:
             return None
         if b"worktree" in config.lower():
             _check_work_tree(found, gitfiles.read_config(commondir))
-        status = None if found.bare else read_status(found.path)
+        status = None if found.bare else repo_status(found.path, gitdir, commondir)
         fields = {**_counts(status), "last_activity": _activity(found, status, reflog_stats(gitdir, commondir))}
         if status is not None:
             fields.update(head=status.oid, branch=status.head)

@@ -12,6 +12,13 @@ from pathlib import Path
 from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, with_upstream, write
 from tests.fleets.repo_states import forked_edits
 
+# How the in-process status (fleet/repo/libstatus.py) reads each state: these through libgit2, the others
+# through git for the reason given.
+IN_PROCESS = ["clean", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty", "stashes",
+              "worktrees", "bisecting", "history", "outer", "nested", "locked"]
+TO_GIT = {"dirty": "renames", "super": "submodules", "merging": "conflicts", "rebasing": "conflicts",
+          "picking": "conflicts", "broken": "libgit2_error"}
+
 
 def _conflicting_branches(repo: Path) -> None:
     """main and `topic` both change `shared.txt` line 1, differently."""

@@ -1,0 +1,314 @@
+"""A working tree's status read in-process through libgit2 (pygit2), only where its answer is exactly git's.
+
+`git status` is one process per working tree, and starting it is most of its cost on a small repository.
+libgit2 answers in-process, but not like git everywhere (staged renames, intent-to-add, conflict kinds,
+submodules, sparse checkouts, attributes and filters, split indexes, sha256, ...). So `repo_status` first
+runs a strict eligibility check (`ineligible`, before libgit2 is asked, then `_after` on its answer) and
+gives every repository that fails any part of it to `git status` (fleet/git/status.py); docs/performance.md
+lists the reasons. The answer is the same `Status` git's porcelain v2 parses into, entries in git's order.
+
+Hostile repositories: libgit2 runs nothing (no hooks, no fsmonitor, no filter other than its built-in
+text/ident ones, which only attributes select, and a repository with attributes goes to git) and this
+reader writes nothing (no index refresh is asked for; tests/test_libstatus.py checks `.git` byte for byte).
+A FIFO named `.gitignore` would block libgit2 as it blocks git: the read runs under a SIGALRM deadline, so
+only in a process's main thread (the scan's worker processes), and any other caller gets git and its timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import struct
+import threading
+
+import pygit2
+
+from fleet.git import files as gitfiles
+from fleet.git.status import Status, StatusEntry, read_status
+
+MAX_ENTRIES = 2000           # index entries: above this libgit2 is slower than git (docs/performance.md)
+MAX_INDEX_BYTES = 1 << 20
+TIMEOUT = 30.0               # git's own default read timeout (fleet/git/run.py)
+SWITCH = "FLEETDECK_STATUS"  # `git` turns the in-process status off (benchmarks, tests); anything else: on
+
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0", ""}
+# Config keys that change what a status reports, with the only values under which libgit2 and git agree
+# (an empty set: any value at all goes to git). Booleans are compared normalised.
+_STATUS_KEYS: dict[str, set[str]] = {
+    "core.autocrlf": {"false"}, "core.eol": set(), "core.attributesfile": set(),
+    "core.ignorecase": {"false"}, "core.precomposeunicode": {"false"}, "core.symlinks": {"true"},
+    "core.filemode": {"true"}, "core.trustctime": {"true"}, "core.checkstat": {"default"},
+    "core.ignorestat": {"false"}, "core.sparsecheckout": {"false"}, "core.sparsecheckoutcone": set(),
+    "core.splitindex": {"false"}, "core.worktree": set(), "core.bare": {"false"}, "index.sparse": {"false"},
+    "status.showuntrackedfiles": {"normal"}, "status.renames": {"true", "false"},
+    "diff.renames": {"true", "false"}, "core.repositoryformatversion": {"0", "1"},
+}
+_BOOLEANS = {"core.autocrlf", "core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.filemode",
+             "core.trustctime", "core.ignorestat", "core.sparsecheckout", "core.splitindex", "core.bare",
+             "index.sparse", "status.renames", "diff.renames"}
+_GITLINK = struct.pack(">I", 0o160000)
+
+_F = pygit2.enums.FileStatus
+_INDEX_XY = ((_F.INDEX_NEW, "A"), (_F.INDEX_MODIFIED, "M"), (_F.INDEX_DELETED, "D"), (_F.INDEX_TYPECHANGE, "T"))
+_WT_XY = ((_F.WT_MODIFIED, "M"), (_F.WT_DELETED, "D"), (_F.WT_TYPECHANGE, "T"))
+_NOT_OURS = _F.CONFLICTED | _F.WT_UNREADABLE | _F.INDEX_RENAMED | _F.WT_RENAMED | _F.IGNORED
+
+
+class Ineligible(Exception):
+    """This repository's status goes to git; `reason` is one of the codes docs/performance.md lists."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Timeout(Exception):
+    pass
+
+
+def repo_status(path: str, gitdir: str, commondir: str) -> Status:
+    """The status of the working tree `path` (git dir `gitdir`, common dir `commondir`): in-process when the
+    repository is eligible, else `git status`. `Status.source` says which ("libgit2" or "git")."""
+    try:
+        return inprocess_status(path, gitdir, commondir)
+    except Ineligible:
+        return read_status(path)
+
+
+def inprocess_status(path: str, gitdir: str, commondir: str) -> Status:
+    """libgit2's status as git's porcelain v2 would give it; raises Ineligible where it might not be."""
+    reason = ineligible(path, gitdir, commondir)
+    if reason:
+        raise Ineligible(reason)
+    return _bounded(lambda: _read(path, gitdir))
+
+
+def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
+    """Why this repository's status must come from git (checked before libgit2 reads anything), or None."""
+    if os.environ.get(SWITCH) == "git":
+        return "switched_off"
+    if threading.current_thread() is not threading.main_thread():
+        return "not_main_thread"
+    if gitdir != commondir or os.path.normpath(gitdir) != os.path.join(os.path.normpath(path), ".git") \
+            or not os.path.isdir(gitdir):
+        return "layout"
+    try:
+        if os.path.lexists(os.path.join(commondir, "info", "sparse-checkout")):
+            return "sparse_checkout"
+        config = gitfiles.read_file(os.path.join(commondir, "config"), gitfiles.MAX_CONFIG_BYTES, "config") or b""
+        if b"[extensions" in config.lower():
+            return "extensions"   # sha256, partial clone, worktree config, ...
+        for name in ("shallow", "info/grafts"):
+            if os.path.lexists(os.path.join(commondir, name)):
+                return "shallow"
+        if os.path.lexists(os.path.join(path, ".gitmodules")):
+            return "submodules"
+        for name in (os.path.join(commondir, "info", "attributes"), "/etc/gitattributes", _global_attributes()):
+            if os.path.lexists(name):
+                return "attributes"
+        return _index_reason(path, os.path.join(gitdir, "index"))
+    except (gitfiles.BrokenRepo, OSError):
+        return "unreadable"
+
+
+def _global_attributes() -> str:
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", ""), ".config")
+    return os.path.join(xdg, "git", "attributes")
+
+
+def _index_reason(path: str, index_path: str) -> str | None:
+    """What in the index file makes it git's: its version, size, gitlinks, attributes, odd `.gitignore`s."""
+    try:
+        data = gitfiles.read_file(index_path, MAX_INDEX_BYTES, "index")
+    except gitfiles.BrokenRepo:
+        return "too_large"
+    if data is None:
+        return None   # no index yet (a new repository): libgit2 reads it as empty, as git does
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return "unreadable"
+    version, entries = struct.unpack(">II", data[4:12])
+    if version != 2:
+        return "index_version"   # 3: intent-to-add or skip-worktree entries; 4: not read here
+    if entries > MAX_ENTRIES:
+        return "too_large"
+    # Byte searches, not a parse: a false hit (a file of exactly 57,344 bytes) only sends the repo to git.
+    if _GITLINK in data:
+        return "submodules"
+    if b".gitattributes\0" in data:
+        return "attributes"
+    for rel in _paths_ending(data, b".gitignore"):
+        if not _regular(os.path.join(path, rel)):
+            return "ignore_file"   # git reads no symlinked .gitignore in the tree; libgit2 follows it
+    return None
+
+
+def _paths_ending(data: bytes, name: bytes):
+    """Index v2 entry paths that end in `/name` or are `name` (an entry: 62 bytes, then its path, NUL)."""
+    at = data.find(name + b"\0", 12)
+    while at >= 0:
+        end = at + len(name)
+        for start in range(at, max(12 + 62, end - 4096) - 1, -1):
+            if (struct.unpack_from(">H", data, start - 2)[0] & 0xFFF) == end - start and \
+                    (start == at or data[at - 1:at] == b"/"):
+                yield os.fsdecode(data[start:end])
+                break
+        at = data.find(name + b"\0", end)
+
+
+def _regular(full: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(full).st_mode)
+    except FileNotFoundError:
+        return True   # not there: neither reads it
+    except OSError:
+        return False
+
+
+def _on_alarm(signum, frame) -> None:
+    raise _Timeout()
+
+
+def _bounded(read):
+    """`read()` under a SIGALRM deadline (a blocking open in libgit2 fails with EINTR and returns)."""
+    if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None) or \
+            signal.getitimer(signal.ITIMER_REAL)[0]:
+        raise Ineligible("alarm_in_use")
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
+        try:
+            return read()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Timeout:
+        raise Ineligible("timeout") from None
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+_SEARCH: list[tuple[str, str]] = []
+
+
+def _follow_home() -> None:
+    """Point libgit2 at the global config and XDG folder git would read now: libgit2 fixes them when it is
+    loaded, git looks at HOME and XDG_CONFIG_HOME each time (fleet/git/run.py passes both on)."""
+    home = os.environ.get("HOME", "")
+    xdg = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "git")
+    if _SEARCH != [(home, xdg)]:
+        pygit2.settings.search_path[pygit2.enums.ConfigLevel.GLOBAL] = home
+        pygit2.settings.search_path[pygit2.enums.ConfigLevel.XDG] = xdg
+        _SEARCH[:] = [(home, xdg)]
+
+
+def _read(path: str, gitdir: str) -> Status:
+    _follow_home()
+    try:
+        repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+    except (pygit2.GitError, KeyError, ValueError):
+        raise Ineligible("libgit2_error") from None
+    try:
+        if os.path.normpath(repo.path) != os.path.normpath(gitdir) or repo.is_bare:
+            raise Ineligible("layout")
+        reason = _config_reason(repo.config)
+        if reason:
+            raise Ineligible(reason)
+        status = _head(repo)
+        status.entries = _entries(repo.status(untracked_files="normal"), path)
+    except pygit2.GitError as exc:   # a split or sparse index: "unsupported mandatory extension"
+        raise Ineligible("index_extension" if "extension" in str(exc) else "libgit2_error") from None
+    except (KeyError, ValueError, OSError):
+        raise Ineligible("libgit2_error") from None
+    finally:
+        repo.free()
+    status.stash = _stash_count(gitdir)
+    status.source = "libgit2"
+    return status
+
+
+def _config_reason(config: pygit2.Config) -> str | None:
+    """`config:<key>` for the first key (from any config file libgit2 and git read) that is git's to apply."""
+    seen: dict[str, str] = {}
+    for entry in config:
+        name = entry.name.lower()
+        if name in _STATUS_KEYS:
+            value = (entry.value if entry.value is not None else "true").strip().lower()
+            if name in _BOOLEANS:
+                value = "true" if value in _TRUE else "false" if value in _FALSE else value
+            seen[name] = value   # later files win, as in git
+    for name, value in seen.items():
+        if value not in _STATUS_KEYS[name]:
+            return f"config:{name}"
+    return None
+
+
+def _head(repo: pygit2.Repository) -> Status:
+    """branch.oid / branch.head / upstream / ahead-behind as `git status --branch` gives them."""
+    head = repo.references.get("HEAD")
+    if head is None:
+        raise Ineligible("head")
+    status = Status()
+    if head.type == pygit2.enums.ReferenceType.SYMBOLIC:
+        target = head.target
+        if not target.startswith("refs/heads/"):
+            raise Ineligible("head")
+        status.head = target[len("refs/heads/"):]
+        if repo.head_is_unborn:
+            return status
+    status.oid = str(repo.head.target)
+    if status.head is None:
+        return status
+    branch = repo.branches.local.get(status.head)
+    if branch is None:
+        return status
+    try:
+        upstream = branch.upstream_name
+    except KeyError:
+        return status   # no upstream configured
+    status.upstream = upstream.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+    theirs = repo.references.get(upstream)
+    if theirs is not None:
+        status.ahead, status.behind = repo.ahead_behind(repo.head.target, theirs.resolve().target)
+    return status
+
+
+def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
+    """Porcelain v2's entries from libgit2's flags: changed paths in path order, then untracked ones."""
+    changed, untracked, added, deleted = [], [], False, False
+    for rel, flags in found.items():
+        if flags & _NOT_OURS:
+            raise Ineligible("conflicts" if flags & _F.CONFLICTED else "libgit2_flags")
+        if not rel.isascii() and not _utf8(rel):
+            raise Ineligible("path_encoding")   # git's parse turns such bytes into U+FFFD
+        if flags == _F.WT_NEW:
+            base = rel.rstrip("/").rsplit("/", 1)[-1]
+            if base == ".gitattributes":
+                raise Ineligible("attributes")
+            if base == ".gitignore" and not _regular(os.path.join(path, rel)):
+                raise Ineligible("ignore_file")
+            untracked.append(StatusEntry("?", "??", rel))
+            continue
+        x = next((c for flag, c in _INDEX_XY if flags & flag), ".")
+        y = next((c for flag, c in _WT_XY if flags & flag), ".")
+        added |= x == "A"
+        deleted |= x == "D"
+        changed.append(StatusEntry("1", x + y, rel))
+    if added and deleted:
+        raise Ineligible("renames")   # git may pair them as a staged rename
+    key = lambda e: e.path.encode("utf-8", "surrogateescape")  # noqa: E731  (git's byte order)
+    return sorted(changed, key=key) + sorted(untracked, key=key)
+
+
+def _utf8(text: str) -> bool:
+    """False for a path pygit2 decoded with surrogate escapes (bytes that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _stash_count(gitdir: str) -> int:
+    data, _, _ = gitfiles.read_reflog(os.path.join(gitdir, "logs", "refs", "stash"))
+    return len(gitfiles.parse_reflog(data))
+

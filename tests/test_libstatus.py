@@ -1,0 +1,377 @@
+"""The in-process status (fleet/repo/libstatus.py) is git's, field for field, where it is used, and every
+repository it cannot answer exactly goes to `git status`: one test per reason. Nothing runs, nothing is written.
+
+The oracle tests of the whole record (tests/test_index_core.py) run with it on and off; here the Status
+itself is compared with git's porcelain v2, entries in git's order."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from fleet.git.status import read_status
+from fleet.index.discovery import Found
+from fleet.repo import libstatus
+from fleet.repo.libstatus import Ineligible, ineligible, inprocess_status, repo_status
+from fleet.repo.record import read_repo
+from tests.fleets import oracle
+from tests.fleets.every_state import IN_PROCESS, TO_GIT, build_fleet
+from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.hostile import age_git_dir, dirty_work_tree, fired, hostile_config, snapshot, snapshot_diff
+
+def _dirs(repo: Path) -> tuple[str, str, str]:
+    path = os.path.realpath(repo)
+    return path, os.path.join(path, ".git"), os.path.join(path, ".git")
+
+
+def _fields(status) -> tuple:
+    return (status.oid, status.head, status.ahead, status.behind, status.stash,
+            [(e.kind, e.xy, e.path) for e in status.entries])
+
+
+def _goes_to_git(repo: Path, reason: str) -> None:
+    """`reason` is why, the status used is git's, and the record's counts are what git says."""
+    path, gitdir, common = _dirs(repo)
+    with pytest.raises(Ineligible) as caught:
+        inprocess_status(path, gitdir, common)
+    assert caught.value.reason == reason
+    status = repo_status(path, gitdir, common)
+    assert status.source == "git"
+    assert _fields(status) == _fields(read_status(path))
+    record = read_repo(Found(path, gitdir, common, False, os.path.dirname(path)), stored=False)
+    expected = oracle.counts(repo)
+    assert {k: record[k] for k in expected} == expected
+
+
+def _raw_libgit2_counts(repo: Path) -> dict:
+    """What libgit2 alone would count (no eligibility check): shows where it is not git's."""
+    flags = list(pygit2.Repository(str(repo)).status(untracked_files="normal").values())
+    F = pygit2.enums.FileStatus
+    index = F.INDEX_NEW | F.INDEX_MODIFIED | F.INDEX_DELETED | F.INDEX_TYPECHANGE | F.INDEX_RENAMED
+    work = F.WT_MODIFIED | F.WT_DELETED | F.WT_TYPECHANGE | F.WT_RENAMED
+    return {"staged": sum(1 for f in flags if f & index and not f & F.CONFLICTED),
+            "unstaged": sum(1 for f in flags if f & work and not f & F.CONFLICTED),
+            "untracked": sum(1 for f in flags if f == F.WT_NEW),
+            "conflicted": sum(1 for f in flags if f & F.CONFLICTED)}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("libstatus")
+    return build_fleet(base / "root", base / "side")
+
+
+@pytest.mark.parametrize("state", IN_PROCESS)
+def test_an_eligible_repo_is_read_in_process_exactly_as_git_reads_it(fleet, state):
+    path, gitdir, common = _dirs(fleet[state])
+    ours = repo_status(path, gitdir, common)
+    assert ours.source == "libgit2"
+    assert _fields(ours) == _fields(read_status(path))
+
+
+@pytest.mark.parametrize("state", sorted(TO_GIT))
+def test_an_ineligible_fixture_goes_to_git(fleet, state):
+    if state == "broken":   # git cannot read it either: the record says so, as before
+        path, gitdir, common = _dirs(fleet[state])
+        with pytest.raises(Ineligible, match="libgit2_error"):
+            inprocess_status(path, gitdir, common)
+        return
+    _goes_to_git(fleet[state], TO_GIT[state])
+
+
+def test_entries_come_in_git_s_order_past_the_activity_window(tmp_path: Path):
+    """Changed paths by byte order, then untracked ones: the record dates activity by the first 64."""
+    repo = init_repo(tmp_path / "many", commits=1)
+    for n in range(40):
+        write(repo / f"t{n:02d}" / "Z.txt", "z\n")
+        write(repo / f"t{n:02d}-x.txt", "x\n")
+        write(repo / f"t{n:02d}.txt", ".\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+    for n in range(0, 40, 2):
+        write(repo / f"t{n:02d}" / "Z.txt", "changed\n")
+        write(repo / f"t{n:02d}-x.txt", "changed\n")
+        write(repo / f"u{n:02d}" / "new.txt", "new\n")
+        write(repo / f"U{n:02d}.txt", "new\n")
+    git(repo, "add", "t00-x.txt")
+    path, gitdir, common = _dirs(repo)
+    ours = inprocess_status(path, gitdir, common)
+    assert len(ours.entries) > 64
+    assert _fields(ours) == _fields(read_status(path))
+
+
+def test_ignore_rules_and_untracked_folders_match_git(tmp_path: Path):
+    """.gitignore at two levels with negation, info/exclude, the person's global excludes, an untracked
+    folder holding only ignored files, an empty one, a typechange, a staged deletion, a mode change."""
+    repo = init_repo(tmp_path / "ign", commits=1)
+    write(repo / ".gitignore", "*.log\nbuild/\n!keep.log\n")
+    write(repo / "sub" / ".gitignore", "*.tmp\n")
+    write(repo / "sub" / "a.txt", "a\n")
+    write(repo / "tool.sh", "echo\n")
+    write(repo / "gone.txt", "bye\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "ignores")
+    write(repo / ".git" / "info" / "exclude", "secret*\n")
+    home_ignore = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
+    write(home_ignore, "*.swp\n")
+    try:
+        for name in ("x.log", "keep.log", "build/out.o", "sub/b.tmp", "sub/c.txt", "secret.txt", "a.swp",
+                     "only-ignored/z.log", "deep/er/file.txt"):
+            write(repo / name, "u\n")
+        (repo / "empty-dir").mkdir()
+        os.chmod(repo / "tool.sh", 0o755)
+        (repo / "README.md").unlink()
+        os.symlink("tool.sh", repo / "README.md")
+        git(repo, "rm", "-q", "--cached", "gone.txt")
+        (repo / "gone.txt").unlink()
+        path, gitdir, common = _dirs(repo)
+        ours = inprocess_status(path, gitdir, common)
+        assert _fields(ours) == _fields(read_status(path))
+        assert ours.untracked == oracle.counts(repo)["untracked"] == 3  # deep/, keep.log, sub/c.txt
+    finally:
+        home_ignore.unlink()
+
+
+def test_upstream_ahead_behind_through_a_second_remote_and_a_local_upstream(tmp_path: Path):
+    repo = init_repo(tmp_path / "up", commits=3)
+    git(repo, "branch", "base", "HEAD~2")
+    git(repo, "branch", "--set-upstream-to=base")   # remote "." : a local branch upstream
+    path, gitdir, common = _dirs(repo)
+    ours = inprocess_status(path, gitdir, common)
+    assert (ours.ahead, ours.behind) == (2, 0) and ours.upstream == "base"
+    assert _fields(ours) == _fields(read_status(path))
+
+
+# --- every reason a repository goes to git, each with a repository that has it -----------------------
+
+
+def _plain(tmp_path: Path, name: str = "r") -> Path:
+    repo = init_repo(tmp_path / name, commits=2)
+    write(repo / "README.md", "edited\n")
+    write(repo / "new.txt", "new\n")
+    return repo
+
+
+def test_switched_off(tmp_path: Path, monkeypatch):
+    repo = _plain(tmp_path)
+    monkeypatch.setenv(libstatus.SWITCH, "git")
+    _goes_to_git(repo, "switched_off")
+
+
+def test_another_thread_than_the_main_one_gets_git(tmp_path: Path):
+    """The deadline is a SIGALRM, which only the main thread receives."""
+    repo = _plain(tmp_path)
+    path, gitdir, common = _dirs(repo)
+    seen = {}
+
+    def run() -> None:
+        seen["reason"] = ineligible(path, gitdir, common)
+        seen["source"] = repo_status(path, gitdir, common).source
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == {"reason": "not_main_thread", "source": "git"}
+
+
+def test_a_linked_worktree_or_a_gitfile_repo_is_layout(tmp_path: Path):
+    repo = _plain(tmp_path)
+    git(repo, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "linked"))
+    linked = os.path.realpath(tmp_path / "linked")
+    gitdir = os.path.join(os.path.realpath(repo), ".git", "worktrees", "linked")
+    assert ineligible(linked, gitdir, os.path.join(os.path.realpath(repo), ".git")) == "layout"
+    git(tmp_path, "init", "-q", "--separate-git-dir", str(tmp_path / "sep.git"), str(tmp_path / "sep"))
+    sep = os.path.realpath(tmp_path / "sep")
+    assert ineligible(sep, os.path.realpath(tmp_path / "sep.git"), os.path.realpath(tmp_path / "sep.git")) == "layout"
+
+
+def test_sha256_and_other_extensions(tmp_path: Path):
+    repo = tmp_path / "sha"
+    git(tmp_path, "init", "-q", "--object-format=sha256", "-b", "main", str(repo))
+    commit_file(repo, "a.txt", "a\n")
+    write(repo / "a.txt", "b\n")
+    with pytest.raises(Exception, match="sha256"):
+        pygit2.Repository(str(repo)).status()   # libgit2 cannot read it at all
+    _goes_to_git(repo, "extensions")
+
+
+def test_shallow_clone(tmp_path: Path):
+    origin = init_repo(tmp_path / "origin", commits=3)
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(tmp_path / "shallow"))
+    _goes_to_git(tmp_path / "shallow", "shallow")
+
+
+def test_submodules_with_or_without_gitmodules(tmp_path: Path):
+    repo = _plain(tmp_path)
+    lib = init_repo(tmp_path / "lib", commits=1)
+    sha = git(lib, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{sha},vendored")   # a gitlink, no .gitmodules
+    _goes_to_git(repo, "submodules")
+
+
+def test_attributes_tracked_in_info_global_or_untracked(tmp_path: Path):
+    """Attributes select filters (a trusted global git-lfs included), text/eol and ident conversions: git's."""
+    tracked = _plain(tmp_path, "tracked")
+    commit_file(tracked, "sub/.gitattributes", "*.txt text eol=crlf\n")
+    _goes_to_git(tracked, "attributes")
+    info = _plain(tmp_path, "info")
+    write(info / ".git" / "info" / "attributes", "*.txt -text\n")
+    _goes_to_git(info, "attributes")
+    untracked = _plain(tmp_path, "untracked")
+    write(untracked / ".gitattributes", "*.md filter=lfs\n")
+    _goes_to_git(untracked, "attributes")
+    home = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "attributes"
+    write(home, "*.md filter=lfs\n")
+    try:
+        _goes_to_git(_plain(tmp_path, "global"), "attributes")
+    finally:
+        home.unlink()
+
+
+def test_intent_to_add_and_skip_worktree_entries_are_index_version(tmp_path: Path):
+    ita = _plain(tmp_path, "ita")
+    git(ita, "add", "-N", "new.txt")
+    assert _raw_libgit2_counts(ita) != oracle.counts(ita)   # libgit2 alone: staged where git says not
+    _goes_to_git(ita, "index_version")
+    skip = _plain(tmp_path, "skip")
+    git(skip, "update-index", "--skip-worktree", "README.md")
+    (skip / "README.md").unlink()
+    assert _raw_libgit2_counts(skip) != oracle.counts(skip)  # libgit2 alone: a deletion git hides
+    _goes_to_git(skip, "index_version")
+
+
+def test_sparse_checkout_is_git_s(tmp_path: Path):
+    repo = _plain(tmp_path)
+    commit_file(repo, "far/away.txt", "x\n")
+    git(repo, "sparse-checkout", "set", "--no-cone", "/README.md", "/new.txt")
+    assert _raw_libgit2_counts(repo) != oracle.counts(repo)
+    _goes_to_git(repo, "sparse_checkout")
+
+
+def test_split_index(tmp_path: Path):
+    repo = _plain(tmp_path)
+    git(repo, "update-index", "--split-index")
+    _goes_to_git(repo, "index_extension")
+
+
+def test_a_large_index_goes_to_git(tmp_path: Path, monkeypatch):
+    repo = _plain(tmp_path)
+    monkeypatch.setattr(libstatus, "MAX_ENTRIES", 0)
+    _goes_to_git(repo, "too_large")
+
+
+def test_a_symlinked_gitignore_is_git_s(tmp_path: Path):
+    """git does not follow a .gitignore symlink inside the work tree; libgit2 would."""
+    repo = _plain(tmp_path)
+    write(tmp_path / "elsewhere", "*.txt\n")
+    os.symlink(str(tmp_path / "elsewhere"), repo / ".gitignore")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "a symlinked ignore file")
+    assert _raw_libgit2_counts(repo) != oracle.counts(repo)
+    _goes_to_git(repo, "ignore_file")
+
+
+@pytest.mark.parametrize(("key", "value", "where"), [
+    ("status.showUntrackedFiles", "no", "repo"), ("status.showUntrackedFiles", "all", "global"),
+    ("core.autocrlf", "true", "global"), ("core.sparseCheckout", "true", "repo"), ("core.ignoreCase", "true", "repo"), ("core.fileMode", "false", "repo"),
+    ("status.renames", "copies", "repo"), ("core.worktree", "..", "repo")])
+def test_a_setting_that_changes_the_status_is_git_s(tmp_path: Path, key: str, value: str, where: str):
+    repo = _plain(tmp_path)
+    if where == "global":
+        git(repo, "config", "--global", key, value)
+    else:
+        git(repo, "config", key, value)
+    try:
+        _goes_to_git(repo, f"config:{key.lower()}")
+    finally:
+        if where == "global":
+            git(repo, "config", "--global", "--unset", key)
+
+
+def test_show_untracked_no_really_differs(tmp_path: Path):
+    repo = _plain(tmp_path)
+    git(repo, "config", "status.showUntrackedFiles", "no")
+    assert _raw_libgit2_counts(repo)["untracked"] == 1 and oracle.counts(repo)["untracked"] == 0
+
+
+def test_conflicts_and_staged_renames(tmp_path: Path):
+    renamed = _plain(tmp_path, "renamed")
+    git(renamed, "mv", "README.md", "READ.md")
+    _goes_to_git(renamed, "renames")
+
+
+def test_a_path_that_is_not_utf8(tmp_path: Path):
+    repo = _plain(tmp_path)
+    (repo / os.fsdecode(b"caf\xe9.txt")).write_text("x\n")
+    _goes_to_git(repo, "path_encoding")
+
+
+def test_head_on_a_ref_that_is_no_branch(tmp_path: Path):
+    repo = _plain(tmp_path)
+    git(repo, "update-ref", "refs/other/x", "HEAD")
+    git(repo, "symbolic-ref", "HEAD", "refs/other/x")
+    _goes_to_git(repo, "head")
+
+
+def test_a_fifo_gitignore_times_out_into_git(tmp_path: Path, monkeypatch):
+    """libgit2 blocks opening it as git does; the deadline frees this process (git then has its own)."""
+    repo = _plain(tmp_path)
+    (repo / "d").mkdir()
+    os.mkfifo(repo / "d" / ".gitignore")
+    monkeypatch.setattr(libstatus, "TIMEOUT", 0.5)
+    path, gitdir, common = _dirs(repo)
+    with pytest.raises(Ineligible, match="timeout"):
+        inprocess_status(path, gitdir, common)
+
+
+def test_someone_else_s_alarm_is_left_alone(tmp_path: Path):
+    import signal
+
+    repo = _plain(tmp_path)
+    path, gitdir, common = _dirs(repo)
+    previous = signal.signal(signal.SIGALRM, lambda *a: None)
+    try:
+        with pytest.raises(Ineligible, match="alarm_in_use"):
+            inprocess_status(path, gitdir, common)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- hostile repositories: nothing runs, nothing is written ---------------------------------------------
+
+
+def test_a_hostile_config_runs_nothing_and_the_repository_is_not_written(tmp_path: Path):
+    """Every command key git could run (fsmonitor, hooks, filters, pager, ...) in the repo's config, a
+    stat-dirty work tree a locking `git status` would rewrite the index for: the in-process read runs none
+    and changes no byte or mtime under the repository. Plain `git status` on a copy does both."""
+    repo = init_repo(tmp_path / "hostile", commits=2)
+    for name in ("shared.txt", "data.txt", "proc.p"):
+        commit_file(repo, name, f"{name}\n")
+    marker = tmp_path / "marker"
+    marker.mkdir()
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(hostile_config(repo, marker))
+    dirty_work_tree(repo)
+    os.utime(repo / "README.md", (1, 1))
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    age_git_dir(repo)
+    before = snapshot(repo)
+    path, gitdir, common = _dirs(repo)
+    status = repo_status(path, gitdir, common)
+    assert status.source == "libgit2"
+    assert fired(marker) == []
+    assert snapshot_diff(before, snapshot(repo)) == []
+    assert _fields(status) == _fields(read_status(path))
+    # the attack, on plain git: its fsmonitor runs and the index is rewritten
+    age_git_dir(copy)
+    index_before = (copy / ".git" / "index").stat().st_mtime_ns
+    subprocess.run(["git", "-C", str(copy), "status", "--porcelain"], capture_output=True, check=False)
+    assert "fsmonitor" in fired(marker)
+    assert (copy / ".git" / "index").stat().st_mtime_ns != index_before
