@@ -8,7 +8,8 @@ a re-scan of the unchanged fleet, and in-process query time of `repos`/`radar` a
 Profiles: `realistic` (bench/realfleet.py: long reflogs, branches on two remotes, diverged/behind/stashed/
 mid-operation/worktree/submodule repos, bare mirrors under the root; the loop runs `git status` in every
 working tree, the scan indexes the whole root) and `simple` (bench/fleetgen.py: four small templates).
-Prints one JSON object: medians of --runs runs, wall and CPU seconds (the scan's CPU includes its worker
+Each run also scans cold with the in-process status switched off (`scan_git_status_*`: `git status` for
+every repo, as before fleet/repo/libstatus.py). Prints one JSON object: medians of --runs runs, wall and CPU seconds (the scan's CPU includes its worker
 processes and every git it ran; the loop's includes every git), scan and loop alternating so noise hits
 both alike; also the peak RSS of the scan (the largest process of its tree, over the runs). Generated fleets
 are kept under --workdir (default bench/out/); a 10,000-repo simple fleet takes a few minutes to copy out.
@@ -36,6 +37,7 @@ from fleet.index.scan import ingest  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
 from fleet.views.queue import REASON_SOURCES  # noqa: E402  (the radar as the surfaces ask for it)
 from fleet.views.radar import radar  # noqa: E402
+from fleet.repo.libstatus import SWITCH  # noqa: E402
 from fleet.repo.record import read_repo  # noqa: E402
 
 
@@ -71,13 +73,14 @@ def scan_cmd(fleet: Path, db: Path) -> list[str]:
     return [sys.executable, "-m", "fleet", "--db", str(db), "scan", str(fleet), "--json"]
 
 
-def time_scan(fleet: Path, tmp: Path) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    """A cold scan into a new index, then a re-scan of the unchanged fleet into the same index:
-    (wall, CPU, peak RSS MB) each."""
+def time_scan(fleet: Path, tmp: Path, status: str = "auto", rescan: bool = True) \
+        -> tuple[tuple[float, float, float], tuple[float, float, float] | None]:
+    """A cold scan into a new index, then (`rescan`) a re-scan of the unchanged fleet into the same index:
+    (wall, CPU, peak RSS MB) each. `status`: `git` switches the in-process status off (fleet/repo/libstatus.py)."""
     db = tmp / f"scan-{time.monotonic_ns()}.db"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), SWITCH: status}
     cold = timed_rss(scan_cmd(fleet, db), env)
-    again = timed_rss(scan_cmd(fleet, db), env)
+    again = timed_rss(scan_cmd(fleet, db), env) if rescan else None
     for suffix in ("", "-wal", "-shm", ".migrate.lock"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     return cold, again
@@ -111,13 +114,14 @@ def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
     started = time.perf_counter()
     root, trees, shape = make_fleet(profile, size, workdir)
     generated_s = time.perf_counter() - started
-    colds, agains, loops = [], [], []
+    colds, agains, loops, offs = [], [], [], []
     load_before = os.getloadavg()[0]
     time_loop(trees)  # warm the page cache for both sides
     for _ in range(runs):
         cold, again = time_scan(root, workdir)
         colds.append(cold)
         agains.append(again)
+        offs.append(time_scan(root, workdir, "git", rescan=False)[0])   # the in-process status off
         loops.append(time_loop(trees))
     scan_wall, scan_cpu = _med([c[0] for c in colds]), _med([c[1] for c in colds])
     loop_wall, loop_cpu = _med([c[0] for c in loops]), _med([c[1] for c in loops])
@@ -126,6 +130,9 @@ def bench_scan(profile: str, size: int, runs: int, workdir: Path) -> dict:
             "scan_s": scan_wall, "scan_cpu_s": scan_cpu,
             "git_status_loop_s": loop_wall, "git_status_loop_cpu_s": loop_cpu,
             "ratio": round(scan_wall / loop_wall, 2), "ratio_cpu": round(scan_cpu / loop_cpu, 2),
+            "scan_git_status_s": _med([c[0] for c in offs]), "scan_git_status_cpu_s": _med([c[1] for c in offs]),
+            "ratio_git_status": round(_med([c[0] for c in offs]) / loop_wall, 2),
+            "ratio_cpu_git_status": round(_med([c[1] for c in offs]) / loop_cpu, 2),
             "scan_cpu_ms_per_repo": round(scan_cpu * 1000 / size, 2),  # flat across sizes = linear
             "rescan_unchanged_s": again_wall, "rescan_unchanged_cpu_s": again_cpu,
             "rescan_vs_cold": round(again_wall / scan_wall, 2),

@@ -42,6 +42,7 @@ SCRIPTS = {
     "snapshot_watch": (["bench_snapshot_watch.py"], ["--repos", "50", "--present", "5", "--seconds", "10"]),
     "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "31"],
               ["--commits", "5000", "--files", "600", "--runs", "3"]),
+    "libstatus": (["bench_libstatus.py", "--runs", "21"], ["--runs", "3", "--sizes", "100,1000"]),
     "audit": (["bench_audit.py", "--verify-entries", "1000000"], ["--verify-entries", "20000", "--no-signed-verify"]),
 }
 

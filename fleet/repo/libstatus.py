@@ -27,7 +27,7 @@ import pygit2
 from fleet.git import files as gitfiles
 from fleet.git.status import Status, StatusEntry, read_status
 
-MAX_ENTRIES = 2000           # index entries: above this libgit2 is slower than git (docs/performance.md)
+MAX_ENTRIES = 800            # index entries: above about this many, libgit2 costs more CPU than git (bench/bench_libstatus.py)
 MAX_INDEX_BYTES = 1 << 20
 TIMEOUT = 30.0               # git's own default read timeout (fleet/git/run.py)
 SWITCH = "FLEETDECK_STATUS"  # `git` turns the in-process status off (benchmarks, tests); anything else: on
