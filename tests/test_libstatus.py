@@ -16,7 +16,7 @@ import pygit2
 import pytest
 
 from fleet.git.status import read_status
-from fleet.index.discovery import Found
+from fleet.git.layout import Found
 from fleet.repo import libstatus
 from fleet.repo.libstatus import Ineligible, ineligible, inprocess_status, repo_status
 from fleet.repo.record import read_repo
