@@ -24,7 +24,7 @@ from fleet.index.store import Index
 from fleet.ops import proposals, service
 from fleet.ops.confirm import decision_risk, require_explicit
 from fleet.ops.patchops import full_patch
-from web.errors import json_error
+from web.errors import error_response, wants_json
 from web.guards import decision_actor
 from web.passkeys import confirm as passkey_confirm
 from web.params import int_param
@@ -56,7 +56,7 @@ def api_list(request: Request) -> Response:
             raise FleetError("BAD_ARGUMENT", f"limit must be 1..{proposals.PAGE_MAX}")
         found = proposals.page(index(request), limit, params.get("cursor"), params.get("status") or None)
     except FleetError as exc:
-        return _error(request, exc)
+        return error_response(request, exc)
     for row in found["proposals"]:
         row["href"] = request.app.url_path_for("api_proposal", proposal_id=row["id"])
     return JSONResponse(found)
@@ -103,20 +103,8 @@ async def _fields(request: Request) -> dict:
     return {k: v for k, v in form.items() if isinstance(v, str)}
 
 
-def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
-
-
-def _error(request: Request, exc: FleetError) -> Response:
-    if _wants_json(request):
-        return json_error(exc.code, exc.message)
-    from web.pages import render  # web.pages registers this module's pages: imported late, no cycle
-
-    return render(request, "error.html", {"status": exc.status, "message": exc.message}, exc.status)
-
-
 def _done(request: Request, row: dict, what: str) -> Response:
-    if _wants_json(request):
+    if wants_json(request):
         return JSONResponse(row)
     url = request.app.url_path_for("proposal", proposal_id=row["id"])
     return RedirectResponse(f"{url}?decided={what}", status_code=303)
@@ -133,7 +121,7 @@ async def approve(request: Request) -> Response:
                                 by, fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.approve(index(request), proposal_id, by))
     except FleetError as exc:
-        return _error(request, exc)
+        return error_response(request, exc)
     return _done(request, done, "approved")
 
 
@@ -147,7 +135,7 @@ async def reject(request: Request) -> Response:
                                 fields.get("passkey"))
         done = await run_in_threadpool(lambda: service.reject(index(request), proposal_id, by, reason))
     except FleetError as exc:
-        return _error(request, exc)
+        return error_response(request, exc)
     return _done(request, done, "rejected")
 
 
@@ -157,7 +145,7 @@ async def patch_text(request: Request) -> Response:
     try:
         body = await run_in_threadpool(full_patch, index(request), request.path_params["proposal_id"])
     except FleetError as exc:
-        return _error(request, exc)
+        return error_response(request, exc)
     return PlainTextResponse(body)
 
 

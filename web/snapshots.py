@@ -25,6 +25,7 @@ from fleet.snapshot.restore import restore_by_person
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.view import restore_plan, shown, snapshot_diff, tree_of
 from web import proposals
+from web.errors import error_response, wants_json
 from web.guards import decision_actor
 from web.passkeys import approve_challenge, confirm as passkey_confirm, rp_id
 from web.pages import render, repo_id
@@ -55,7 +56,7 @@ async def snapshot_page(request: Request) -> Response:
         data = await run_in_threadpool(snapshot_diff, tree, str(index(request).path),
                                        request.path_params["snapshot"], against, _path(request))
     except FleetError as exc:
-        return proposals._error(request, exc)
+        return error_response(request, exc)
     return render(request, "snapshot.html", {"repo": repo, "s": {**data, "diff": shown(data["diff"])}})
 
 
@@ -67,7 +68,7 @@ async def snapshot_diff_text(request: Request) -> Response:
                                        request.path_params["snapshot"],
                                        request.query_params.get("against") or None, _path(request))
     except FleetError as exc:
-        return proposals._error(request, exc)
+        return error_response(request, exc)
     return PlainTextResponse(shown(data["diff"]))
 
 
@@ -78,7 +79,7 @@ async def restore_confirm(request: Request) -> Response:
         plan = await run_in_threadpool(restore_plan, tree, str(index(request).path),
                                        request.path_params["snapshot"], _path(request))
     except FleetError as exc:
-        return proposals._error(request, exc)
+        return error_response(request, exc)
     return render(request, "snapshot_restore.html", {"repo": repo, "plan": {**plan, "diff": shown(plan["diff"])}})
 
 
@@ -101,7 +102,7 @@ async def restore_passkey(request: Request) -> Response:
         options, challenge = await run_in_threadpool(passkeys.assertion_options, index(request), rp_id(request),
                                                      _subject(request))
     except FleetError as exc:
-        return proposals._error(request, exc)
+        return error_response(request, exc)
     request.user.session.challenges[approve_challenge(_subject(request))] = challenge
     return Response('{"required": true, "options": ' + options + "}", media_type="application/json")
 
@@ -120,8 +121,8 @@ async def restore_now(request: Request) -> Response:
                                                                  paths=[path] if path else [],
                                                                  expect=fields.get("expect") or None))
     except FleetError as exc:
-        return proposals._error(request, exc)
-    if proposals._wants_json(request):
+        return error_response(request, exc)
+    if wants_json(request):
         return JSONResponse(done)
     url = request.app.url_path_for("repo", repo_id=repo["id"])
     return RedirectResponse(f"{url}?restored={done['snapshot'][:12]}&before={done['snapshot_before'][:12]}"
