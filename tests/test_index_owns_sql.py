@@ -61,6 +61,26 @@ def test_adapters_hold_no_sql():
     assert violations(ROOT) == []
 
 
+# Modules of fleet/ outside fleet/index that still hold SQL: each a store not moved yet, or another program's
+# database read (never the index). A new module with SQL fails; a module cleaned must leave the list.
+NOT_MOVED_YET = {
+    "presence/bridge.py", "presence/hooks.py", "presence/store.py",   # presence rows: the next store to move
+}
+OTHER_DATABASES = {  # agents' own session stores, read-only (fleet/presence/sqlite_ro.py)
+    "presence/sqlite_ro.py", "presence/cline.py", "presence/goose.py", "presence/opencode.py",
+}
+ENGINE_ERRORS = {"cli/__init__.py"}  # maps sqlite3's errors on opening the index to the index's FleetError
+
+
+def fleet_sql(root: Path) -> set[str]:
+    return {path.relative_to(root).as_posix() for path in sorted(root.rglob("*.py"))
+            if path.relative_to(root).parts[0] != "index" and sql_in(path.read_text(encoding="utf-8"))}
+
+
+def test_sql_in_fleet_lives_in_the_index_but_for_the_listed_modules():
+    assert fleet_sql(ROOT / "fleet") == NOT_MOVED_YET | OTHER_DATABASES | ENGINE_ERRORS
+
+
 def test_the_check_catches_sql_in_an_adapter(tmp_path):
     """Each form the check knows, planted in a fake adapter tree: every one is caught, prose is not."""
     (tmp_path / "web").mkdir()

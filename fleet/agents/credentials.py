@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import sqlite3
 import threading
 import time
 
@@ -47,11 +46,7 @@ def add(index: Index, name: str) -> dict:
     name = check_name(name)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     now = time.time()
-    try:
-        with index.write() as conn:
-            conn.execute("INSERT INTO agents (name, token_hash, created_at) VALUES (?, ?, ?)",
-                         (name, _digest(token), now))
-    except sqlite3.IntegrityError:
+    if not index.agents.add(name, _digest(token), now):
         raise FleetError("AGENT_EXISTS", f"agent {name!r} already has a credential; `fleetdeck agents revoke "
                                          f"{name}` first to issue a new one") from None
     return {"name": name, "token": token, "created_at": iso(now)}
@@ -59,16 +54,13 @@ def add(index: Index, name: str) -> dict:
 
 def list_agents(index: Index) -> list[dict]:
     """Every agent with a credential: name, created_at, last_used_at (None: never used). Never the secret."""
-    rows = index.conn.execute("SELECT name, created_at, last_used_at FROM agents ORDER BY name").fetchall()
     return [{"name": n, "created_at": iso(c), "last_used_at": iso(u) if u is not None else None}
-            for n, c, u in rows]
+            for n, c, u in index.agents.listed()]
 
 
 def revoke(index: Index, name: str) -> dict:
     """Delete `name`'s credential: it stops working at the next lookup in every process."""
-    with index.write() as conn:
-        gone = conn.execute("DELETE FROM agents WHERE name = ?", (name,)).rowcount
-    if not gone:
+    if not index.agents.revoke(name):
         raise FleetError("NOT_FOUND", f"no agent {str(name)[:80]!r} has a credential (see `fleetdeck agents list`)")
     return {"name": name, "revoked": True}
 
@@ -77,18 +69,13 @@ def authenticate(index: Index, token: object, *, touch: bool = True) -> str | No
     """The agent name a presented secret belongs to, or None. Records the use (best-effort, throttled)."""
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 256:
         return None
-    found = index.conn.execute("SELECT name, last_used_at FROM agents WHERE token_hash = ?",
-                               (_digest(token),)).fetchone()
+    found = index.agents.by_hash(_digest(token))
     if found is None:
         return None
     name, used = found
     now = time.time()
     if touch and (used is None or now - used >= TOUCH_EVERY):
-        try:
-            with index.busy_timeout(TOUCH_WAIT_MS), index.write() as conn:
-                conn.execute("UPDATE agents SET last_used_at = ? WHERE name = ?", (now, name))
-        except sqlite3.OperationalError:  # another process holds the write lock: the next use records it
-            pass
+        index.agents.touch(name, now, TOUCH_WAIT_MS)  # lock held elsewhere: the next use records it
     return name
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from fleet.index.events import count_of_kind, newest_of_kind
 from fleet.index.store import Index
 from fleet.ops import proposals
 from fleet.presence.merge import LIVE_STATES
-from fleet.presence.store import read_rows
+from fleet.presence.store import presence_stamp, read_rows
+from fleet.snapshot.events import KIND as DISCARDED
 from fleet.timespec import iso
 from fleet.snapshot.events import discarded_in_fleet
 from fleet.words import plural
@@ -129,8 +131,7 @@ def counts(index: Index, now: float | None = None) -> dict[str, int]:
     """The inbox's counts by kind without building its items (every page's strip): read-only queries."""
     now = time.time() if now is None else now
     rows = read_rows(index)
-    discarded = index.conn.execute("SELECT count(*) FROM event_rows WHERE kind = 'discarded' AND at >= ?",
-                                   (int(now - DISCARDED_WINDOW_S),)).fetchone()[0]
+    discarded = count_of_kind(index, DISCARDED, int(now - DISCARDED_WINDOW_S))
     names = {r["path"]: r for r in index.summaries()}
     return {"proposal": proposals.change_stamp(index)[0] or 0,
             "waiting": sum(1 for r in rows if r["state"] == "waiting"), "discarded": discarded,
@@ -140,7 +141,4 @@ def counts(index: Index, now: float | None = None) -> dict[str, int]:
 def counts_stamp(index: Index) -> tuple:
     """A cheap stamp that moves when the inbox may have changed (the event stream polls it)."""
     a = proposals.change_stamp(index)
-    b = index.conn.execute("SELECT count(*), max(at) FROM presence_hooks").fetchone()
-    c = index.conn.execute("SELECT count(*), max(refreshed_at), sum(state = 'waiting') FROM presence").fetchone()
-    d = index.conn.execute("SELECT max(id) FROM event_rows WHERE kind = 'discarded'").fetchone()
-    return (*a, *b, *c, *d, index.generation())
+    return (*a, *presence_stamp(index), newest_of_kind(index, DISCARDED), index.generation())

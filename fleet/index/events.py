@@ -541,3 +541,37 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
         if lines:  # new lines must not take the ids of deleted ones (see fleet.index.store.next_reflog_id)
             index.set_meta(REFLOG_IDS_KEY, upto)
     return {"cutoff": cutoff, "events_deleted": events, "reflog_lines_deleted": lines}
+
+
+def add_seen_event(index: "Index", repo_id: int, ref: str, kind: str, at: int, old_sha: str | None,
+                   new_sha: str | None, identity: str | None, message: str | None) -> None:
+    """Store an event fleetdeck saw itself, with no reflog line behind it (discarded work)."""
+    with index.write() as conn:
+        conn.execute("INSERT INTO event_rows (repo_id, ref, kind, at, rewrote, reflog_id, old_sha, new_sha,"
+                     " identity, message) VALUES (?, ?, ?, ?, 0, NULL, ?, ?, ?, ?)",
+                     (repo_id, ref, kind, at, old_sha, new_sha, identity, message))
+
+
+def events_of_kind(index: "Index", kind: str, since: float | None = None,
+                   repo_ids: list[int] | None = None) -> list[tuple]:
+    """(repo name, repo path, at, old, new, identity, message) of every `kind` event, newest first."""
+    where, args = ["e.kind = ?"], [kind]
+    if since is not None:
+        where.append("e.at >= ?")
+        args.append(int(since))
+    if repo_ids is not None:
+        where.append(f"e.repo_id IN ({', '.join('?' * len(repo_ids))})")
+        args.extend(repo_ids)
+    return index.conn.execute(
+        "SELECT r.name, r.path, e.at, e.old_sha, e.new_sha, e.identity, e.message FROM event_rows e "
+        f"JOIN repos r ON r.id = e.repo_id WHERE {' AND '.join(where)} ORDER BY e.at DESC", args).fetchall()
+
+
+def count_of_kind(index: "Index", kind: str, since: int) -> int:
+    """How many `kind` events happened at or after `since`."""
+    return index.conn.execute("SELECT count(*) FROM event_rows WHERE kind = ? AND at >= ?", (kind, since)).fetchone()[0]
+
+
+def newest_of_kind(index: "Index", kind: str) -> int | None:
+    """The id of the newest `kind` event (None: there is none): it moves when one is added."""
+    return index.conn.execute("SELECT max(id) FROM event_rows WHERE kind = ?", (kind,)).fetchone()[0]

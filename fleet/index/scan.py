@@ -189,13 +189,13 @@ def _errors(items: list[tuple[Found, dict]]) -> list[dict]:
 def refresh_repo(index: Index, path: str) -> dict | None:
     """Re-read one known repository into the index (its merge prediction kept while its two commits are the
     same); mark it gone if it vanished. Returns the new record."""
-    known = index.rows("path = ?", (path,))
-    if not known:
+    known = index.row_at(path)
+    if known is None:
         return None
-    found = found_at(path, known[0]["root"])
+    found = found_at(path, known["root"])
     if found is None:
         index.mark_gone([path])
         return None
-    record = read_repo(found, known[0]["predicted_conflicts"])
+    record = read_repo(found, known["predicted_conflicts"])
     ingest(index, [(found, record)])
     return record

@@ -26,6 +26,10 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 
 from fleet.errors import FleetError
+from fleet.index.agents import AgentRows
+from fleet.index.digestq import DigestQueries
+from fleet.index.proposals import ProposalRows
+from fleet.index.restore_points import RestorePointRows
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
@@ -99,6 +103,26 @@ class Index:
 
         return Database(self.conn)
 
+    @cached_property
+    def agents(self) -> AgentRows:
+        """The agents' credentials (`fleet.index.agents`)."""
+        return AgentRows(self)
+
+    @cached_property
+    def digest(self) -> DigestQueries:
+        """The digest's named queries (`fleet.index.digestq`)."""
+        return DigestQueries(self)
+
+    @cached_property
+    def proposals(self) -> ProposalRows:
+        """The proposals table's named queries (`fleet.index.proposals`)."""
+        return ProposalRows(self)
+
+    @cached_property
+    def restore_points(self) -> RestorePointRows:
+        """The restore points' named queries (`fleet.index.restore_points`)."""
+        return RestorePointRows(self)
+
     def _migrate(self) -> None:
         from fleet.index.schema import migrations
 
@@ -150,6 +174,21 @@ class Index:
         finally:
             self.conn.execute(f"PRAGMA busy_timeout = {int(old)}")
 
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction (BEGIN DEFERRED: one consistent view across its statements, and no write lock,
+        so it never waits on a writer); inside another `read()` or `write()` of this handle, it joins that."""
+        with self.lock:
+            conn = self.conn
+            if conn.in_transaction:
+                yield conn
+                return
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
     # --- meta: small named settings and states (JSON values) ----------------------------------------
 
     def meta(self, key: str, default: object = None) -> object:
@@ -166,6 +205,36 @@ class Index:
         """Store `value` (JSON) under `key`, replacing what was there."""
         with self.write() as conn:
             conn.execute("insert or replace into meta (key, value) values (?, ?)", (key, json.dumps(value)))
+
+    def meta_text(self, key: str) -> str | None:
+        """The value stored under `key` as it is (text a caller wrote with `set_meta_texts`), or None."""
+        row = self.conn.execute("select value from meta where key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def meta_like(self, prefix: str) -> list[tuple[str, str]]:
+        """(key, value as stored) of every key starting with `prefix` (a LIKE pattern), by key."""
+        return self.conn.execute("select key, value from meta where key like ? order by key",
+                                 (prefix + "%",)).fetchall()
+
+    def set_meta_texts(self, values: dict[str, str | None]) -> None:
+        """Store each value as it is under its key, in one transaction; None deletes the key."""
+        with self.write() as conn:
+            conn.executemany("delete from meta where key = ?", [(k,) for k, v in values.items() if v is None])
+            conn.executemany("insert or replace into meta (key, value) values (?, ?)",
+                             [(k, v) for k, v in values.items() if v is not None])
+
+    def take_meta(self, key: str) -> str | None:
+        """Delete `key` and return the value it held (None: there was none): a one-use value used up once."""
+        with self.write() as conn:
+            row = conn.execute("delete from meta where key = ? returning value", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def add_meta_expiring(self, prefix: str, key: str, until: float, now: float) -> None:
+        """Store `key` valid until `until` (unix seconds, its value), dropping the keys under `prefix` that
+        expired before `now` in the same transaction."""
+        with self.write() as conn:
+            conn.execute("delete from meta where key like ? and cast(value as real) < ?", (prefix + "%", now))
+            conn.execute("insert into meta (key, value) values (?, ?)", (key, repr(until)))
 
     # --- roots ---------------------------------------------------------------------------------
 
@@ -322,6 +391,15 @@ class Index:
         """Flat repo rows (no nested lists): the fast path for listings."""
         return self.rows(where="" if include_gone else "gone = 0")
 
+    def changed_rows(self, gen: int) -> list[dict]:
+        """Flat rows of the repos written after change counter `gen`, gone ones too."""
+        return self.rows(where="generation > ?", args=(gen,))
+
+    def row_at(self, path: str) -> dict | None:
+        """The flat row of the repo at exactly `path` (gone or not), None when there is none."""
+        found = self.rows(where="path = ?", args=(path,))
+        return found[0] if found else None
+
     def rows(self, where: str = "", args: tuple | list = (), order: str = "path", limit: int | None = None,
              offset: int = 0) -> list[dict]:
         """Flat repo rows matching a trusted SQL `where` (values always bound through `args`)."""
@@ -426,6 +504,10 @@ class Index:
         """The fleet name of the repo at exactly `path`, None when the index has none there."""
         row = self.conn.execute("select name from repos where path = ?", (path,)).fetchone()
         return None if row is None else row[0]
+
+    def live_names(self) -> dict[str, str]:
+        """{path: fleet name} of every repo not gone."""
+        return dict(self.conn.execute("select path, name from repos where gone = 0").fetchall())
 
     def state_of(self, path: str) -> tuple[int, str, bool] | None:
         """(id, git dir, gone) of the repo at `path`, None when the index has none there."""

@@ -175,6 +175,7 @@ async def notifying(db_path: str, interval: float = TICK_S, tabs_open: Callable[
     and saying so in the log, when no notifier is configured). `tabs_open` says whether a dashboard tab is
     connected now: the desktop's notifications are for when none is."""
     from fleet.inbox.items import counts_stamp, inbox
+    from fleet.ops.landing import SERVE_URL
     from fleet.index.store import open_index
     from fleet.notify.config import load
 
@@ -201,8 +202,7 @@ async def notifying(db_path: str, interval: float = TICK_S, tabs_open: Callable[
                     if stamp == looked or stop.is_set():
                         continue
                     looked = stamp
-                    row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
-                    dispatcher.tick(inbox(index)["items"], row[0] if row else None)
+                    dispatcher.tick(inbox(index)["items"], index.meta_text(SERVE_URL))
                 except Exception:             # a tick that fails is logged; the next one tries again
                     log.exception("notify tick failed")
 

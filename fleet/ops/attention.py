@@ -10,10 +10,8 @@ from fleet.attention import reason
 
 def pending_reasons(index) -> dict[str, list[dict]]:
     """{repo path: [pending_proposal reason]} for proposals still pending (not yet expired)."""
-    rows = index.conn.execute("SELECT repo, id, op, agent FROM proposals WHERE status = 'pending' "
-                              "AND expires_at > ? ORDER BY created_at", (time.time(),)).fetchall()
     grouped: dict[str, list[tuple]] = {}
-    for repo, pid, op, agent in rows:
+    for repo, pid, op, agent in index.proposals.pending_by_repo(time.time()):
         grouped.setdefault(repo, []).append((pid, op, agent))
     out = {}
     for repo, items in grouped.items():

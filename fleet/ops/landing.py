@@ -19,6 +19,7 @@ from fleet.procinfo import worker_alive
 
 LANDING_TTL_S = 600
 PREFIX = "landing:"
+SERVE_URL, SERVE_WORKER = "serve_url", "serve_worker"  # where the running `serve` says it is, and which one
 
 
 def _key(code: str) -> str:
@@ -29,9 +30,7 @@ def issue(index: Index, ttl_s: float = LANDING_TTL_S) -> str:
     """A fresh code, valid for `ttl_s` seconds and one use; expired ones are swept as it is stored."""
     code = secrets.token_urlsafe(24)
     now = time.time()
-    with index.write() as conn:
-        conn.execute("DELETE FROM meta WHERE key LIKE ? AND CAST(value AS REAL) < ?", (PREFIX + "%", now))
-        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (_key(code), repr(now + ttl_s)))
+    index.add_meta_expiring(PREFIX, _key(code), now + ttl_s, now)
     return code
 
 
@@ -39,18 +38,16 @@ def redeem(index: Index, code: str | None) -> bool:
     """Whether `code` was a live code; it is gone afterwards either way (used up, or expired)."""
     if not code:
         return False
-    with index.write() as conn:
-        row = conn.execute("DELETE FROM meta WHERE key = ? RETURNING value", (_key(code),)).fetchone()
-    return row is not None and float(row[0]) >= time.time()
+    until = index.take_meta(_key(code))
+    return until is not None and float(until) >= time.time()
 
 
 def running_dashboard(index: Index) -> str | None:
     """The base URL of the `serve` that is running over this index, or None."""
-    row = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_url'").fetchone()
-    worker = index.conn.execute("SELECT value FROM meta WHERE key = 'serve_worker'").fetchone()
-    if not row or not worker or not worker_alive(worker[0]):
+    url, worker = index.meta_text(SERVE_URL), index.meta_text(SERVE_WORKER)
+    if not url or not worker or not worker_alive(worker):
         return None
-    return row[0].rstrip("/")
+    return url.rstrip("/")
 
 
 def link(base_url: str, code: str) -> str:

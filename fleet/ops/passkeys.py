@@ -49,8 +49,7 @@ def rp_id_for(host: str) -> str:
 
 def registered(index: Index) -> list[dict]:
     """Every registered passkey: id, name, created_at, sign_count (the public key stays in the index)."""
-    rows = index.conn.execute("SELECT value FROM meta WHERE key LIKE ? ORDER BY key", (PREFIX + "%",)).fetchall()
-    return [{k: v for k, v in json.loads(r[0]).items() if k != "public_key"} for r in rows]
+    return [{k: v for k, v in json.loads(value).items() if k != "public_key"} for _, value in index.meta_like(PREFIX)]
 
 
 def mode() -> str:
@@ -92,9 +91,7 @@ def register(index: Index, credential: dict, challenge: bytes | None, origin: st
     record = {"id": bytes_to_base64url(verified.credential_id), "name": name[:80] or "passkey",
               "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rp_id": rp_id,
               "public_key": bytes_to_base64url(verified.credential_public_key), "sign_count": verified.sign_count}
-    with index.write() as conn:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                     (PREFIX + record["id"], json.dumps(record)))
+    index.set_meta_texts({PREFIX + record["id"]: json.dumps(record)})
     return {k: v for k, v in record.items() if k != "public_key"}
 
 
@@ -115,11 +112,10 @@ def confirm(index: Index, credential: object, challenge: bytes | None, origin: s
     if not isinstance(credential, dict) or challenge is None:
         raise FleetError("PASSKEY_REQUIRED", "this decision needs your passkey: confirm it on the dashboard "
                                              "(on localhost) when asked")
-    row = index.conn.execute("SELECT value FROM meta WHERE key = ?",
-                             (PREFIX + str(credential.get("id", "")),)).fetchone()
-    if row is None:
+    stored = index.meta_text(PREFIX + str(credential.get("id", "")))
+    if stored is None:
         raise FleetError("PASSKEY_REFUSED", "that passkey is not registered with this fleetdeck")
-    record = json.loads(row[0])
+    record = json.loads(stored)
     try:
         verified = webauthn.verify_authentication_response(
             credential=credential, expected_challenge=challenge, expected_origin=origin, expected_rp_id=rp_id,
@@ -128,5 +124,4 @@ def confirm(index: Index, credential: object, challenge: bytes | None, origin: s
     except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
         raise FleetError("PASSKEY_REFUSED", f"the passkey did not confirm this decision: {exc}") from None
     record["sign_count"] = verified.new_sign_count
-    with index.write() as conn:
-        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (json.dumps(record), PREFIX + record["id"]))
+    index.set_meta_texts({PREFIX + record["id"]: json.dumps(record)})

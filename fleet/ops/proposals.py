@@ -8,6 +8,10 @@
 Every move is a compare-and-set (`UPDATE ... WHERE status IN (...)` inside BEGIN IMMEDIATE), so two
 processes (the CLI and `serve`) racing to approve or execute one proposal cannot both win. A proposal left
 `executing` by a process that died is never re-run: it shows as `interrupted` until a person reconciles it.
+
+Reads take no write lock (a dashboard polls them): what is due to expire is expired first by one sweep, a
+write transaction taken only when a read-only look finds something due (`expire`); every move expires what
+is due inside its own transaction too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import json
 import logging
 import re
 import secrets
-import sqlite3
 import time
 from typing import Iterator
 
@@ -55,39 +58,57 @@ def fingerprint(value: object) -> str:
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
 
 
-def expire_due(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
+def expire_due(index: Index, now: float | None = None) -> list[dict]:
     """Pending proposals past their expiry become `expired`; so do approved ones whose approver died.
 
     Returns the rows this call moved (RETURNING, inside the caller's write transaction): the compare-and-set
     hands each expiry to exactly one caller, in whichever process, and that caller writes its audit entry
-    once the transaction commits (`_expiring`).
+    once the transaction commits (`expire`, `_expiring`).
     """
     now = time.time() if now is None else now
-    cur = conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
-                       "WHERE status = 'pending' AND expires_at <= ? RETURNING *", (now, now))
-    moved = _rows(cur)
-    for pid, worker in conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved' "
-                                    "AND expires_at <= ?", (now,)).fetchall():
-        if not worker_alive(worker):
-            moved += _rows(conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
-                                        "WHERE id = ? AND status = 'approved' RETURNING *", (now, pid)))
-    return moved
+    rows = index.proposals
+    moved = rows.expire_pending(now)
+    for pid, status, worker in rows.due(now):
+        if status == "approved" and not worker_alive(worker):
+            moved += rows.expire_approved(pid, now)
+    return [decode(row) for row in moved]
+
+
+def _due(index: Index, now: float) -> bool:
+    """Whether `expire_due` would move anything now, asked without a write lock."""
+    return any(status == "pending" or not worker_alive(worker) for _, status, worker in index.proposals.due(now))
+
+
+def expire(index: Index) -> list[dict]:
+    """The expiry sweep: one write transaction, taken only when something is due; each expiry's audit entry
+    follows its commit. Returns the rows this call moved."""
+    if not _due(index, time.time()):
+        return []
+    with index.write():
+        expired = expire_due(index)
+    for row in expired:
+        audit_state(index, row)
+    return expired
 
 
 @contextlib.contextmanager
-def _expiring(index: Index) -> Iterator[sqlite3.Connection]:
+def _expiring(index: Index) -> Iterator[None]:
     """A write transaction that first expires what is due; the expiries' audit entries follow its commit
     (none when the block fails and the transaction, expiries included, rolls back)."""
-    with index.write() as conn:
-        expired = expire_due(conn)
-        yield conn
+    with index.write():
+        expired = expire_due(index)
+        yield
     for row in expired:
         audit_state(index, row)
 
 
-def _rows(cur: sqlite3.Cursor) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [decode(dict(zip(names, found))) for found in cur.fetchall()]
+@contextlib.contextmanager
+def _reading(index: Index) -> Iterator[None]:
+    """A read of proposals: what is due expired first (`expire`), then one read transaction (a consistent
+    view across its statements, no write lock)."""
+    expire(index)
+    with index.read():
+        yield
 
 
 def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
@@ -96,18 +117,13 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
     Over `max_pending` pending proposals from this agent: LIMIT. The same key with other arguments:
     BAD_ARGUMENT (a retry must be the same request).
     """
-    with _expiring(index) as conn:
+    with _expiring(index):
         key = row.get("idempotency_key")
         if key is not None:
-            found = conn.execute("SELECT id, args_fingerprint FROM proposals WHERE agent = ? AND op = ? "
-                                 "AND idempotency_key = ?", (row["agent"], row["op"], key)).fetchone()
+            found = made_by_key(index, row["agent"], row["op"], key, row["args_fingerprint"])
             if found is not None:
-                if found[1] != row["args_fingerprint"]:
-                    raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different "
-                                                     f"{row['op']} request (proposal {found[0]})")
-                return _read(conn, found[0]), True
-        pending = conn.execute("SELECT count(*) FROM proposals WHERE identity = ? AND status = 'pending'",
-                               (row["identity"],)).fetchone()[0]
+                return _read(index, found), True
+        pending, held = index.proposals.pending_of(row["identity"])
         if row["status"] == "pending" and pending >= max_pending:
             who = (f"agent {row['agent']!r}" if row["identity"] != UNKNOWN else
                    "the unauthenticated clients (all of them together, whatever names they declare)")
@@ -118,14 +134,22 @@ def insert(index: Index, row: dict, max_pending: int) -> tuple[dict, bool]:
                                          "; an agent credential (`fleetdeck agents add`) gives a quota of its own"))
         stored = {k: (stored_json(v) if k in JSON_FIELDS and v is not None else v) for k, v in row.items()}
         if row["status"] == "pending":
-            _check_pending_bytes(conn, row["identity"], len(stored.get("args") or "")
+            _check_pending_bytes(row["identity"], held, len(stored.get("args") or "")
                                  + len(stored.get("preview") or ""))
-        cols = ", ".join(stored)
-        conn.execute(f"INSERT INTO proposals ({cols}) VALUES ({', '.join('?' * len(stored))})",
-                     tuple(stored.values()))
-        made = _read(conn, row["id"])
+        index.proposals.insert(stored)
+        made = _read(index, row["id"])
     audit_state(index, made)
     return made, False
+
+
+def made_by_key(index: Index, agent: str, op: str, key: str, args_fingerprint: str) -> str | None:
+    """The id of the proposal idempotency key `key` already made for `agent`'s `op` (None: none yet);
+    BAD_ARGUMENT when it was made with other arguments (a retry must be the same request)."""
+    found = index.proposals.by_key(agent, op, key)
+    if found is not None and found[1] != args_fingerprint:
+        raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different {op} request "
+                                         f"(proposal {found[0]})")
+    return None if found is None else found[0]
 
 
 def stored_json(value: object) -> str:
@@ -133,11 +157,9 @@ def stored_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _check_pending_bytes(conn: sqlite3.Connection, identity: str, size: int) -> None:
+def _check_pending_bytes(identity: str, held: int, size: int) -> None:
     """LIMIT when this proposal would take what `identity` (the quota key: every unauthenticated client
-    shares `unknown`) has pending past MAX_PENDING_BYTES."""
-    held = conn.execute("SELECT coalesce(sum(length(CAST(args AS BLOB)) + length(CAST(preview AS BLOB))), 0) "
-                        "FROM proposals WHERE identity = ? AND status = 'pending'", (identity,)).fetchone()[0]
+    shares `unknown`) has pending (`held` bytes) past MAX_PENDING_BYTES."""
     if held + size > MAX_PENDING_BYTES:
         raise FleetError("LIMIT", f"agent {identity!r} has {held} bytes of proposals pending and this one holds "
                                   f"{size}: the most allowed is {MAX_PENDING_BYTES}; wait for decisions or "
@@ -148,11 +170,8 @@ def prune_decided(index: Index, older_than_s: float, now: float | None = None) -
     """Delete the proposals that ended (TERMINAL) more than `older_than_s` ago, except those whose restore
     point is kept (undoing them needs the row); their audit entries stay. Returns how many went."""
     cutoff = (time.time() if now is None else now) - older_than_s
-    marks = ", ".join("?" * len(TERMINAL))
-    with index.write() as conn:
-        gone = conn.execute(f"DELETE FROM proposals WHERE status IN ({marks}) AND coalesce(finished_at, "
-                            "decided_at, created_at) < ? AND id NOT IN (SELECT id FROM restore_points WHERE "
-                            "pruned = 0)", (*TERMINAL, cutoff)).rowcount
+    with index.write():
+        gone = index.proposals.prune(TERMINAL, cutoff)
     if gone:
         audit.record("proposals.pruned", actor="fleetdeck", summary=f"{gone} proposals that ended more than "
                      f"{older_than_s / 86400:g} days ago removed from the index (their entries stay here)")
@@ -189,16 +208,15 @@ def audit_state(index: Index, row: dict, required: bool = False) -> None:
 def get(index: Index, proposal_id: str) -> dict:
     if not isinstance(proposal_id, str) or not proposal_id:
         raise FleetError("BAD_ARGUMENT", "proposal_id must be a non-empty string")
-    with _expiring(index) as conn:  # expiry is applied before anyone reads a status
-        return _read(conn, proposal_id)
+    with _reading(index):  # expiry is applied before anyone reads a status
+        return _read(index, proposal_id)
 
 
-def _read(conn: sqlite3.Connection, proposal_id: str) -> dict:
-    cur = conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,))
-    found = cur.fetchone()
+def _read(index: Index, proposal_id: str) -> dict:
+    found = index.proposals.get(proposal_id)
     if found is None:
         raise FleetError("NOT_FOUND", f"no proposal {proposal_id[:80]!r}")
-    return decode(dict(zip([d[0] for d in cur.description], found)))
+    return decode(found)
 
 
 def decode(row: dict) -> dict:
@@ -219,44 +237,27 @@ def decode(row: dict) -> dict:
 
 def same_session(index: Index, row: dict, session: str) -> bool:
     """Whether proposal `row` was made in MCP session `session` (its session is never in a shown row)."""
-    found = index.conn.execute("SELECT agent_session FROM proposals WHERE id = ?", (row["id"],)).fetchone()
-    return found is not None and found[0] is not None and secrets.compare_digest(found[0], session)
+    found = index.proposals.session_of(row["id"])
+    return found is not None and secrets.compare_digest(found, session)
 
 
 def list_proposals(index: Index, status: str | None = None, repo: str | None = None, limit: int = 200) -> dict:
     """Proposals, pending first (oldest first: the queue), then the rest by their last move (undone, finished
     or decided), newest first; capped honestly."""
-    where, params = _filters(status, repo)
-    clause = ("WHERE " + " AND ".join(where)) if where else ""
-    with _expiring(index) as conn:
-        total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
-        cur = conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
-                           "CASE WHEN status = 'pending' THEN created_at "
-                           "ELSE -coalesce(undone_at, finished_at, decided_at, created_at) END LIMIT ?",
-                           (*params, limit))
-        names = [d[0] for d in cur.description]
-        rows = [decode(dict(zip(names, r))) for r in cur.fetchall()]
+    _check_status(status)
+    with _reading(index):
+        total, found = index.proposals.listed(status, repo, limit)
+    rows = [decode(r) for r in found]
     return {"proposals": rows, "total": total, "truncated": total > len(rows),
             "omitted_count": max(0, total - len(rows))}
 
 
-def _filters(status: str | None, repo: str | None) -> tuple[list[str], list[str]]:
-    """The WHERE terms (and their parameters) of a list by status and repo."""
+def _check_status(status: str | None) -> None:
     if status is not None and status not in STATES:
         raise FleetError("BAD_ARGUMENT", f"status must be one of {', '.join(STATES)}")
-    where, params = [], []
-    if status:
-        where.append("status = ?")
-        params.append(status)
-    if repo:
-        where.append("repo = ?")
-        params.append(repo)
-    return where, params
 
 
 PAGE_MAX = 200
-HEAVY = ("args", "preview", "result", "policy", "args_fingerprint")   # not in a summary row
-ORDER = ("status != 'pending'", "CASE WHEN status = 'pending' THEN created_at ELSE -created_at END", "id")
 CURSOR = re.compile(r"([01]):(-?[0-9][0-9.e+-]*):([A-Za-z0-9_-]{1,64})")
 
 
@@ -268,30 +269,19 @@ def page(index: Index, limit: int = 50, cursor: str | None = None, status: str |
     continues after the last row (None: this was the last page)."""
     if not isinstance(limit, int) or not 1 <= limit:
         raise FleetError("BAD_ARGUMENT", "limit must be a positive integer")
-    where, params = _filters(status, repo)
-    after, params_after = [], []
+    _check_status(status)
+    after = None
     if cursor is not None:
         found = CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
         if found is None:
             raise FleetError("BAD_ARGUMENT", "cursor must be a next_cursor this list returned")
-        after = [f"({', '.join(ORDER)}) > (?, ?, ?)"]
-        params_after = [int(found.group(1)), float(found.group(2)), found.group(3)]
-    clause = ("WHERE " + " AND ".join(where)) if where else ""
-    paged = ("WHERE " + " AND ".join(where + after)) if where or after else ""
-    with _expiring(index) as conn:
-        columns = [c[1] for c in conn.execute("PRAGMA table_info(proposals)") if c[1] not in HEAVY]
-        total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
-        cur = conn.execute(f"SELECT {', '.join(columns)}, json_extract(preview, '$.summary') AS summary, "
-                           "EXISTS (SELECT 1 FROM json_each(preview, '$.other_agents') AS o WHERE "
-                           "json_array_length(o.value, '$.overlapping_paths') > 0) AS other_agents_on_paths, "
-                           f"{', '.join(ORDER[:2])} FROM proposals {paged} ORDER BY {', '.join(ORDER)} LIMIT ?",
-                           (*params, *params_after, limit + 1))
-        names = [d[0] for d in cur.description]
-        found_rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        after = (int(found.group(1)), float(found.group(2)), found.group(3))
+    with _reading(index):
+        total, found_rows = index.proposals.summaries(status, repo, after, limit + 1)
     more = len(found_rows) > limit
     rows = []
     for raw in found_rows[:limit]:
-        group, key = raw.pop(names[-2]), raw.pop(names[-1])
+        group, key = raw.pop("_group"), raw.pop("_key")
         row = decode(raw)
         row["other_agents_on_paths"] = bool(row["other_agents_on_paths"])
         rows.append(row)
@@ -303,10 +293,7 @@ def page(index: Index, limit: int = 50, cursor: str | None = None, status: str |
 def change_stamp(index: Index) -> tuple[int, float]:
     """(pending count, the latest change to any proposal): what a live page polls to know it must refresh.
     Read-only, so expiry shows up on the next write or list."""
-    row = index.conn.execute("SELECT sum(status = 'pending' AND expires_at > ?), max(max(created_at, "
-                             "ifnull(decided_at, 0), ifnull(started_at, 0), ifnull(finished_at, 0))) "
-                             "FROM proposals", (time.time(),)).fetchone()
-    return int(row[0] or 0), float(row[1] or 0)
+    return index.proposals.change_stamp(time.time())
 
 
 def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str, *, decision: bool | None = None,
@@ -320,13 +307,9 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
     decision = to in AUDITED_FIRST if decision is None else decision
     sets = {"status": to, **{k: (stored_json(v) if k in JSON_FIELDS and v is not None else v)
                              for k, v in fields.items()}}
-    assignments = ", ".join(f"{k} = ?" for k in sets)
-    marks = ", ".join("?" * len(allowed))
-    with _expiring(index) as conn:
-        cur = conn.execute(f"UPDATE proposals SET {assignments} WHERE id = ? AND status IN ({marks})",
-                           (*sets.values(), proposal_id, *allowed))
-        moved = _read(conn, proposal_id) if cur.rowcount == 1 else None
-        current = moved or _read(conn, proposal_id)  # NOT_FOUND when there is no such proposal
+    with _expiring(index):
+        moved = _read(index, proposal_id) if index.proposals.move(proposal_id, allowed, sets) else None
+        current = moved or _read(index, proposal_id)  # NOT_FOUND when there is no such proposal
         if moved is not None and decision:
             audit_state(index, moved, required=True)   # raising here rolls the move back
     if moved is not None:
@@ -340,6 +323,6 @@ def transition(index: Index, proposal_id: str, allowed: tuple[str, ...], to: str
 def orphaned_approved(index: Index) -> list[str]:
     """Approved proposals whose approving process died before it started them (the next executor claims
     them after re-validating)."""
-    with _expiring(index) as conn:
-        rows = conn.execute("SELECT id, worker_start FROM proposals WHERE status = 'approved'").fetchall()
+    with _reading(index):
+        rows = index.proposals.approved()
     return [pid for pid, worker in rows if not worker_alive(worker)]

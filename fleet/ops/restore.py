@@ -65,26 +65,22 @@ def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_cont
            "refs": json.dumps(saved_refs), "index_tree": index_tree, "stash_snapshot": snapshot,
            "files_commit": files_commit, "files": json.dumps({"saved": files, "untracked": untracked,
                                                               "undo": undo or {}})}
-    with index.write() as conn:
-        conn.execute(f"INSERT OR REPLACE INTO restore_points ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                     tuple(row.values()))
+    index.restore_points.put(row)
     return details(index, point_id)
 
 
 def extend(index: Index, repo: str, point_id: str, writes: list[str]) -> None:
     """Save more paths into a restore point before a later step of the same proposal writes them (a plan's
     step previewed only when it runs). Paths already saved keep the content they had before step 1."""
-    with index.write() as conn:
-        found = conn.execute("SELECT files FROM restore_points WHERE id = ?", (point_id,)).fetchone()
-        files = json.loads(found[0])
+    with index.write():
+        files = json.loads(index.restore_points.get(point_id)["files"])
         new = [p for p in writeset.expand(repo, writes) if p not in files["saved"]]
         if not new:
             return
         files["saved"].update(savedfiles.save(repo, new))
         commit = savedfiles.files_commit(repo, point_id, files["saved"])
         exec_git(repo, ["update-ref", restore_ref(point_id, "files"), commit])
-        conn.execute("UPDATE restore_points SET files = ?, files_commit = ? WHERE id = ?",
-                     (json.dumps(files), commit, point_id))
+        index.restore_points.set(point_id, {"files": json.dumps(files), "files_commit": commit})
 
 
 def _watched(repo: str, index_tree: str, saved: dict) -> list[str]:
@@ -97,29 +93,25 @@ def _watched(repo: str, index_tree: str, saved: dict) -> list[str]:
 def record_after(index: Index, point_id: str, after: dict, undo: dict) -> None:
     """The state the proposal left (an undo checks it is still so: refs, HEAD, git status, and the exact
     state of every path the undo would write) and the undo steps its run reported."""
-    with index.write() as conn:
-        row = conn.execute("SELECT files, repo, index_tree FROM restore_points WHERE id = ?",
-                           (point_id,)).fetchone()
-        files = json.loads(row[0])
+    with index.write():
+        row = index.restore_points.get(point_id)
+        files = json.loads(row["files"])
         files["undo"] = {**files.get("undo", {}), **undo}
-        after = {**after, "paths": {p: savedfiles.state_of(row[1], p)
-                                    for p in _watched(row[1], row[2], files["saved"])}}
-        conn.execute("UPDATE restore_points SET after = ?, files = ? WHERE id = ?",
-                     (json.dumps(after), json.dumps(files), point_id))
+        after = {**after, "paths": {p: savedfiles.state_of(row["repo"], p)
+                                    for p in _watched(row["repo"], row["index_tree"], files["saved"])}}
+        index.restore_points.set(point_id, {"after": json.dumps(after), "files": json.dumps(files)})
 
 
 def details(index: Index, point_id: str) -> dict:
-    cur = index.conn.execute("SELECT * FROM restore_points WHERE id = ?", (point_id,))
-    found = cur.fetchone()
-    if found is None:
+    row = index.restore_points.get(point_id)
+    if row is None:
         raise FleetError("NOT_FOUND", f"no restore point {str(point_id)[:80]!r}")
-    row = dict(zip([d[0] for d in cur.description], found))
     files = json.loads(row["files"])
-    op = index.conn.execute("SELECT op, status FROM proposals WHERE id = ?", (point_id,)).fetchone()
+    proposal = index.proposals.get(point_id)
     saved = files["saved"]
     return {
         "restore_point": row["id"], "repo": row["repo"], "created_at": iso(row["created_at"]),
-        "op": op[0] if op else None, "proposal_status": op[1] if op else None,
+        "op": proposal["op"] if proposal else None, "proposal_status": proposal["status"] if proposal else None,
         "head_ref": row["head_ref"], "head": row["head"], "refs": json.loads(row["refs"]),
         "index_tree": row["index_tree"], "stash_snapshot": row["stash_snapshot"],
         "files_commit": row["files_commit"],
@@ -139,9 +131,8 @@ def public(point: dict) -> dict:
 
 
 def list_points(index: Index, repo: str, limit: int = 200) -> dict:
-    rows = index.conn.execute("SELECT id FROM restore_points WHERE repo = ? AND pruned = 0 "
-                              "ORDER BY created_at DESC", (repo,)).fetchall()
-    points = [public(details(index, r[0])) for r in rows[:limit]]
+    rows = index.restore_points.kept_of(repo)
+    points = [public(details(index, point_id)) for point_id in rows[:limit]]
     for p in points:
         p.pop("files", None)
     return {"repo": repo, "restore_points": points, "truncated": len(rows) > limit,
@@ -157,8 +148,7 @@ def prune(index: Index, point_id: str) -> dict:
     refs = text(run(point["repo"], ["for-each-ref", "--format=%(refname)", f"{PREFIX}/{point_id}/"]).stdout).split()
     if refs:
         exec_git(point["repo"], ["update-ref", "--stdin"], input_bytes="".join(f"delete {r}\n" for r in refs).encode())
-    with index.write() as conn:
-        conn.execute("UPDATE restore_points SET pruned = 1 WHERE id = ?", (point_id,))
+    index.restore_points.set(point_id, {"pruned": 1})
     return {"restore_point": point_id, "repo": point["repo"], "refs_deleted": len(refs)}
 
 

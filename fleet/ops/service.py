@@ -24,7 +24,7 @@ from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, par
 from fleet.ops import remote, repocode, restore, snapshotop
 from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
-from fleet.ops.landing import running_dashboard
+from fleet.ops.landing import SERVE_URL, SERVE_WORKER, running_dashboard
 from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy
 from fleet.ops.state import pin, revalidate
@@ -89,12 +89,8 @@ def approve_url(index: Index, proposal_id: str) -> str | None:
 def announce_dashboard(index: Index, base_url: str | None) -> None:
     """`serve` says where its dashboard is (the proposals' approve_url), tied to this process's life;
     None withdraws it."""
-    with index.write() as conn:
-        if base_url is None:
-            conn.execute("DELETE FROM meta WHERE key IN ('serve_url', 'serve_worker')")
-            return
-        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                         [("serve_url", base_url), ("serve_worker", process_identity())])
+    index.set_meta_texts({SERVE_URL: base_url, SERVE_WORKER: None if base_url is None
+                          else process_identity()})
 
 
 def summary(index: Index, row: dict, replayed: bool = False) -> dict:
@@ -180,13 +176,9 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
     found = resolve_target(index, repo)
     request = {"repo": found.path, "args": args}
     if key is not None and not dry_run:
-        existing = index.conn.execute("SELECT id, args_fingerprint FROM proposals WHERE agent = ? AND op = ? "
-                                      "AND idempotency_key = ?", (agent, op, key)).fetchone()
+        existing = proposals.made_by_key(index, agent, op, key, proposals.fingerprint(request))
         if existing is not None:
-            if existing[1] != proposals.fingerprint(request):
-                raise FleetError("BAD_ARGUMENT", f"idempotency_key {key!r} was used for a different {op} "
-                                                 f"request (proposal {existing[0]})")
-            return summary(index, proposals.get(index, existing[0]), replayed=True)
+            return summary(index, proposals.get(index, existing), replayed=True)
     ctx = Ctx(found.path, agent, index)
     plan: Plan = OPS[op].preview(ctx, args)
     risk = risk_of(op, plan.args, plan.preview)
@@ -376,9 +368,8 @@ def _safety_net_snapshot(index: Index, repo: str, proposal_id: str) -> None:
 
 
 def _set(index: Index, proposal_id: str, **fields: object) -> None:
-    sets = ", ".join(f"{k} = ?" for k in fields)
-    with index.write() as conn:
-        conn.execute(f"UPDATE proposals SET {sets} WHERE id = ?", (*fields.values(), proposal_id))
+    with index.write():
+        index.proposals.set(proposal_id, fields)
 
 
 def _finish(index: Index, proposal_id: str, status: str, *, error: str | None, result: dict) -> dict:

@@ -30,12 +30,10 @@ def undoable(row: dict) -> None:
 
 
 def _proposal(ctx: Ctx, point_id: str) -> dict | None:
-    cur = ctx.index.conn.execute("SELECT id, op, status, restore_point, result FROM proposals WHERE id = ?",
-                                 (point_id,))
-    found = cur.fetchone()
+    found = ctx.index.proposals.get(point_id)
     if found is None:
         return None
-    row = dict(zip([d[0] for d in cur.description], found))
+    row = {k: found[k] for k in ("id", "op", "status", "restore_point", "result")}
     row["result"] = json.loads(row["result"]) if row["result"] else {}
     undoable(row)
     return row

@@ -59,6 +59,14 @@ def read_rows(index, repo: str | None = None) -> list[dict]:
     return rows
 
 
+def presence_stamp(index) -> tuple:
+    """What moves when an agent's presence may have changed: (hook sightings, the newest one, presence rows,
+    the newest refresh, how many wait)."""
+    hooks = index.conn.execute("SELECT count(*), max(at) FROM presence_hooks").fetchone()
+    rows = index.conn.execute("SELECT count(*), max(refreshed_at), sum(state = 'waiting') FROM presence").fetchone()
+    return (*hooks, *rows)
+
+
 def read_agent_rows(conn: sqlite3.Connection, agent: str, repo: str) -> list[dict]:
     """The rows of one agent in one repo (one per session), newest first."""
     cur = conn.execute("SELECT * FROM presence WHERE agent = ? AND repo = ? ORDER BY last_activity DESC",

@@ -13,6 +13,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fleet.index.events import add_seen_event, events_of_kind
 from fleet.index.store import Index, open_index
 from fleet.timespec import iso
 
@@ -43,11 +44,8 @@ def record(db_path: str | os.PathLike[str], worktree: str, meta: dict, restore_f
         state = index.state_of(worktree)
         if state is None:
             return
-        with index.write() as conn:
-            conn.execute("INSERT INTO event_rows (repo_id, ref, kind, at, rewrote, reflog_id, old_sha, new_sha,"
-                         " identity, message) VALUES (?, ?, ?, ?, 0, NULL, ?, ?, ?, ?)",
-                         (state[0], REF, KIND, int(meta["t"]), restore_from, meta["id"],
-                          ", ".join(lost["agents"]) or None, json.dumps(details, sort_keys=True)))
+        add_seen_event(index, state[0], REF, KIND, int(meta["t"]), restore_from, meta["id"],
+                       ", ".join(lost["agents"]) or None, json.dumps(details, sort_keys=True))
 
 
 def details(message: str | None) -> dict:
@@ -61,18 +59,8 @@ def details(message: str | None) -> dict:
 
 def discarded_in_fleet(index: Index, since: float | None = None, repo_ids: list[int] | None = None) -> list[dict]:
     """Every discarded event, newest first: repo, when, what, who, and the restore command."""
-    where, args = ["e.kind = ?"], [KIND]
-    if since is not None:
-        where.append("e.at >= ?")
-        args.append(int(since))
-    if repo_ids is not None:
-        where.append(f"e.repo_id IN ({', '.join('?' * len(repo_ids))})")
-        args.extend(repo_ids)
-    rows = index.conn.execute(
-        "SELECT r.name, r.path, e.at, e.old_sha, e.new_sha, e.identity, e.message FROM event_rows e "
-        f"JOIN repos r ON r.id = e.repo_id WHERE {' AND '.join(where)} ORDER BY e.at DESC", args).fetchall()
     out = []
-    for name, path, at, restore_from, snapshot, agents, message in rows:
+    for name, path, at, restore_from, snapshot, agents, message in events_of_kind(index, KIND, since, repo_ids):
         info = details(message)
         out.append({"repo": name, "path": path, "at": iso(at), "restore_from": restore_from, "snapshot": snapshot,
                     "agents": agents.split(", ") if agents else [], "files": info.get("files", []),

@@ -173,7 +173,7 @@ class SafetyNet:
             self.live.stop()
             index.set_meta(STATUS_KEY, self.live_status())
             return 0
-        rows = index.rows("gone = 0 AND bare = 0")
+        rows = [r for r in index.summaries() if r["bare"] is False]  # bare = 0, as stored
         agents: dict[str, list[str]] = {}
         for p in read_rows(index):
             if p["state"] in PRESENT:

@@ -42,7 +42,7 @@ def net_status(index: Index) -> dict:
     except FleetError as exc:
         enabled, error = False, exc.message
     record = index.meta(STATUS_KEY) or {}
-    names = dict(index.conn.execute("SELECT path, name FROM repos WHERE gone = 0").fetchall())
+    names = index.live_names()
     return {"enabled": enabled, "error": error, "as_of": record.get("at"),
             "watched": record.get("watched", []),
             "fallback": [{"path": p, "name": names.get(p, p)} for p in record.get("fallback", [])]}

@@ -10,7 +10,6 @@ listed, so real work is not crowded out of the list; asking for such a kind by n
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 from datetime import date, datetime, timedelta
@@ -53,21 +52,16 @@ def _arguments(index: "Index", since: str | int | float, repos: list[str] | None
 
 def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[str] | None,
             max_events: int) -> Digest:
-    where, args = _where(start, scope, kinds)
-    conn = index.conn
-    total = conn.execute(f"select count(*) from event_rows e where {where}", args).fetchone()[0]
-    rows = conn.execute(
-        "select e.repo_id, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.identity, e.message, e.rewrote"
-        f" from events e where {where} order by e.at desc, e.id desc limit ?", (*args, max_events)).fetchall()
-    names = _names(index)
+    total, rows = index.digest.events(start, scope, kinds, max_events)
+    names = index.digest.names()
     stashes = stash_times(index, sorted({r[0] for r in rows}))
     events = [as_stash({
         "repo": names.get(r[0], str(r[0])), "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4],
         "at": iso(r[5]), "identity": r[6], "rewrote": None if r[8] is None else bool(r[8]),
         "message": discarded_details(r[7]).get("summary", r[7]) if r[2] == DISCARDED else r[7],
     }, stashes.get((r[0], r[5]))) for r in rows]
-    scanned = _scanned(index, scope)
-    gone = {name for (name,) in index.conn.execute("select name from repos where gone = 1")}
+    scanned = index.digest.scanned(scope)
+    gone = index.digest.gone_names()
     return {
         "since": iso(start), "events": events, "event_count": total, "truncated": total > len(events),
         "omitted_count": total - len(events),
@@ -97,30 +91,6 @@ def _check_kinds(kinds: list[str] | None) -> list[str] | None:
     if isinstance(kinds, str) or any(k not in KINDS for k in kinds):
         raise FleetError("BAD_ARGUMENT", f"kinds must be a list drawn from: {', '.join(KINDS)}")
     return list(kinds)
-
-
-def _where(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:
-    """Filters on what `event_rows` holds itself (a query needing no shas or message skips the `events` view's
-    join with the reflog lines)."""
-    clauses, args = ["e.at >= ?"], [math.ceil(start)]
-    if scope is not None:
-        clauses.append(f"e.repo_id in ({', '.join('?' * len(scope))})")
-        args.extend(scope)
-    if kinds is not None:
-        clauses.append(f"e.kind in ({', '.join('?' * len(kinds))})")
-        args.extend(kinds)
-    return " and ".join(clauses), args
-
-
-def _names(index: "Index") -> dict[int, str]:
-    return dict(index.conn.execute("select id, name from repos"))
-
-
-def _scanned(index: "Index", scope: list[int] | None) -> list[tuple[str, str | None]]:
-    if scope is None:
-        return index.conn.execute("select name, error from repos where gone = 0").fetchall()
-    marks = ", ".join("?" * len(scope))
-    return index.conn.execute(f"select name, error from repos where id in ({marks})", scope).fetchall()
 
 
 def activity_by_repo_day(events: Iterable[dict], start: float | None = None, end: float | None = None,
@@ -170,10 +140,9 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     if now - start > CHART_MAX_DAYS * 86400 and body["events"]:
         chart_end = min(now, datetime.fromisoformat(body["events"][0]["at"]).timestamp())  # the newest event
     chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
-    where, args = _where(chart_start, scope, listed)
-    names = _names(index)
-    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in index.conn.execute(
-        f"select e.repo_id, e.at from event_rows e where {where} and e.at <= ?", (*args, math.ceil(chart_end)))]
+    names = index.digest.names()
+    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)}
+             for rid, at in index.digest.event_times(chart_start, scope, listed, chart_end)]
     return {
         "generated_at": iso(now), "digest": body,
         "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
@@ -185,16 +154,13 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
 def bulk_groups(index: "Index", start: float, scope: list[int] | None) -> dict:
     """Bulk events since `start` grouped per (repo, kind), busiest first: `{groups: [{repo, kind, count,
     ref_count, refs (the first few, by name), first_at, last_at}], event_count, summary}`."""
-    where, args = _where(start, scope, list(BULK_KINDS))
-    names = _names(index)
+    names = index.digest.names()
+    ref_rows, group_rows = index.digest.groups(start, scope, list(BULK_KINDS))
     refs: dict[tuple[int, str], list[str]] = {}
-    for repo_id, kind, ref in index.conn.execute(
-            f"select distinct e.repo_id, e.kind, e.ref from event_rows e where {where} order by e.ref", args):
+    for repo_id, kind, ref in ref_rows:
         refs.setdefault((repo_id, kind), []).append(ref)
     groups = []
-    for repo_id, kind, count, first, last in index.conn.execute(
-            f"select e.repo_id, e.kind, count(*), min(e.at), max(e.at) from event_rows e where {where}"
-            " group by e.repo_id, e.kind order by count(*) desc, max(e.at) desc", args):
+    for repo_id, kind, count, first, last in group_rows:
         names_ = refs.get((repo_id, kind), [])
         groups.append({"repo": names.get(repo_id, str(repo_id)), "kind": kind, "count": count,
                        "ref_count": len(names_), "refs": names_[:BULK_REFS_SHOWN],
@@ -208,28 +174,15 @@ def bulk_groups(index: "Index", start: float, scope: list[int] | None) -> dict:
 
 def fleet_state(index: "Index", start: float, scope: list[int] | None, now: float) -> dict:
     """The fleet at the end of the window: what a person should still act on."""
-    conn = index.conn
-    in_scope = "" if scope is None else f" and r.id in ({', '.join('?' * len(scope))})"
-    args = [] if scope is None else list(scope)
+    queries = index.digest
     # ahead of its upstream, or with no upstream at all (never pushed: `ahead` and `upstream` are None)
-    unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in conn.execute(
-        "select r.name, b.name, b.ahead, b.upstream from branches b join repos r on r.id = b.repo_id"
-        " where r.gone = 0 and r.bare = 0 and (b.ahead > 0 or (b.upstream is null and b.head is not null))"
-        f"{in_scope} order by b.upstream is null, b.ahead desc, r.name, b.name", args)]
+    unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in queries.unpushed(scope)]
     dirty = [{"repo": r[0], "staged": r[1], "unstaged": r[2], "untracked": r[3], "conflicted": r[4]}
-             for r in conn.execute(
-        "select r.name, r.staged, r.unstaged, r.untracked, r.conflicted from repos r where r.gone = 0 and"
-        " (ifnull(r.staged, 0) + ifnull(r.unstaged, 0) + ifnull(r.untracked, 0) + ifnull(r.conflicted, 0)) > 0"
-        f"{in_scope} order by r.name", args)]
-    stale = iso(now - STALE_STASH_S)
-    stashes = [{"repo": r[0], "index": r[1], "message": r[2], "at": r[3]} for r in conn.execute(
-        "select r.name, s.idx, s.message, s.at from stashes s join repos r on r.id = s.repo_id"
-        f" where r.gone = 0 and s.at < ?{in_scope} order by s.at", [stale, *args])]
+             for r in queries.dirty(scope)]
+    stashes = [{"repo": r[0], "index": r[1], "message": r[2], "at": r[3]}
+               for r in queries.stashes_before(iso(now - STALE_STASH_S), scope)]
     rewrites = [{"repo": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": iso(r[5]),
-                 "message": r[6]} for r in conn.execute(
-        "select r.name, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.message from events e"
-        f" join repos r on r.id = e.repo_id where e.rewrote = 1 and e.at >= ?{in_scope}"
-        " order by e.at desc, e.id desc", [math.ceil(start), *args])]
+                 "message": r[6]} for r in queries.rewrites(start, scope)]
     lost = lost_commits(index, since=start, repo_ids=scope)
     return {
         "unpushed": unpushed[:SUMMARY_CAP], "unpushed_count": len(unpushed),

@@ -40,8 +40,7 @@ class RankedRows:
             generation = index.generation()  # read before the rows: a write in between is re-read next time
             if generation != self._generation:
                 first = self._generation < 0
-                rows = index.rows(where="gone = 0") if first else \
-                    index.rows(where="generation > ?", args=(self._generation,))
+                rows = index.summaries() if first else index.changed_rows(self._generation)
                 for row in rows:
                     if row.get("gone"):
                         self._by_id.pop(row["id"], None)
