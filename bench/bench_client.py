@@ -11,7 +11,10 @@ those commands alternate, so machine noise hits both alike. Per tool: `client_ms
 validated, the whole round trip an agent waits), `bare_git_ms`, their ratio and difference, the answer's
 size (`structured_bytes`: the structured answer as compact JSON; `frame_bytes`: the whole JSON-RPC result
 as sent) and `validate_ms`, the client's own check of the answer against the schema, timed again alone on the
-answer it got. The load average (os.getloadavg) is recorded before and after. A second pass declares Claude
+answer it got. `cpu_ms` is the same comparison in CPU time, which a loaded machine moves far less than wall
+time: the client's and the server's CPU per call (the server's includes the git it ran, from /proc at clock-tick
+resolution, so over many runs) against the bare git commands' own CPU. The load average (os.getloadavg) is
+recorded before and after. A second pass declares Claude
 Code's client name (`per_call_declared_claude-code`): the answer it gets carries no text mirror of a large
 answer (mcp_bridge/envelope.py), so its frame is about half.
 """
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -72,25 +76,37 @@ async def through_client(db: Path, cache: Path, todo: list[tuple[str, dict]], gi
     me = Implementation(name=declared[0], version=declared[1]) if declared else None
     async with Client(params, client_info=me) as client:
         await client.list_tools()
+        server = server_pid()
         for (name, args), git in zip(todo, gits):
             first = await client.call_tool(name, args)
             assert not first.is_error, first.content[0].text
             took, bare, checks = [], [], []
+            cpu = {"client": 0.0, "server": 0.0, "git": 0.0}
             for _ in range(runs):
+                server_before, client_before = process_cpu(server), time.process_time()
                 start = time.perf_counter()
                 result = await client.call_tool(name, args)
                 took.append(time.perf_counter() - start)
+                cpu["client"] += time.process_time() - client_before
+                cpu["server"] += process_cpu(server) - server_before
+                git_before = children_cpu()
                 start = time.perf_counter()
                 replay(git)
                 bare.append(time.perf_counter() - start)
+                cpu["git"] += children_cpu() - git_before
                 start = time.perf_counter()
                 await client.session.validate_tool_result(name, result)
                 checks.append(time.perf_counter() - start)
             client_ms, git_ms = median_ms(took), median_ms(bare)
+            whole = (cpu["client"] + cpu["server"]) / runs * 1000
             frame = first.model_dump_json(by_alias=True, exclude_none=True)
             rows.append({"tool": name, "git_commands": len(git), "client_ms": client_ms, "bare_git_ms": git_ms,
                          "ratio": round(client_ms / git_ms, 2), "delta_ms": round(client_ms - git_ms, 2),
                          "validate_ms": median_ms(checks),
+                         "cpu_ms": {"client": round(cpu["client"] / runs * 1000, 2),
+                                    "server_with_its_git": round(cpu["server"] / runs * 1000, 2),
+                                    "bare_git": round(cpu["git"] / runs * 1000, 2),
+                                    "ratio": round(whole / (cpu["git"] / runs * 1000), 2) if cpu["git"] else None},
                          "structured_bytes": len(json.dumps(first.structured_content, separators=(",", ":"))),
                          "frame_bytes": len(frame.encode()), "text_bytes": sum(len(c.text) for c in first.content)})
     for row in rows:
@@ -98,6 +114,31 @@ async def through_client(db: Path, cache: Path, todo: list[tuple[str, dict]], gi
         row["target"] = f"{kind} <= {bound}"
         row["met"] = row[kind] <= bound
     return rows
+
+
+def server_pid() -> int:
+    """The `fleetdeck mcp` process the client started (this process's one child running `-m fleet mcp`)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if int(stat[1]) == os.getpid() and b"fleet" in cmd and b"mcp" in cmd:
+                return int(entry)
+    raise SystemExit("the client's fleetdeck mcp process was not found")
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of a process and of the children it has waited for (the git it ran), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:

@@ -122,9 +122,12 @@ def connect_times(db: Path, runs: int) -> dict:
     """`fleetdeck mcp` spawned by the official stdio client: until the handshake is done (connect), and until
     the first tool call is answered (connect + first answer; the client lists the tools first). The tool
     definitions' cache (mcp_bridge/catalog.py) lives in a folder of this run: the first connect finds none
-    (`stdio_first_answer_cold_cache_ms`, as after an upgrade), the medians are over warm connects."""
+    (`stdio_first_answer_cold_cache_ms`, as after an upgrade), the medians are over warm connects. The 1-minute
+    load average is recorded before and after (`load_average_1m`): on this shared 2-core machine the wall
+    figures move with it, the CPU ones (`stdio_session_cpu_ms`, `import_ms`) much less."""
     from mcp import Client, StdioServerParameters
 
+    load_before = os.getloadavg()[0]
     cache = db.parent / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FLEETDECK_DB": str(db), "XDG_CACHE_HOME": str(cache)}
@@ -159,7 +162,7 @@ def connect_times(db: Path, runs: int) -> dict:
                               env={**env, "PYTHONPATH": str(ROOT)})
         imports.append(float(proc.stdout))
     result["import_ms"] = median_ms(imports)
-    result["load_average_1m"] = os.getloadavg()[0]
+    result["load_average_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # before, after
     return result
 
 
