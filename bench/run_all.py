@@ -43,6 +43,8 @@ SCRIPTS = {
     "large": (["bench_large.py", "--commits", "50000", "--files", "3000", "--runs", "31"],
               ["--commits", "5000", "--files", "600", "--runs", "3"]),
     "libstatus": (["bench_libstatus.py", "--runs", "21"], ["--runs", "3", "--sizes", "100,1000"]),
+    "client": (["bench_client.py", "--commits", "50000", "--files", "3000", "--runs", "21"],
+               ["--commits", "5000", "--files", "600", "--runs", "3"]),
     "audit": (["bench_audit.py", "--verify-entries", "1000000"], ["--verify-entries", "20000", "--no-signed-verify"]),
 }
 
