@@ -1,12 +1,13 @@
 """Every error code raised anywhere in fleet/, web/ and mcp_bridge/ is a row of fleet.errors.Code (the table
-that carries its HTTP status), and every row is raised somewhere (a stale row would hide a removed code).
+that carries its HTTP status), every row is raised somewhere (a stale row would hide a removed code), and the
+failure envelope is written out only in fleet/errors.py (every surface calls `envelope`).
 
 Checked by parsing every module (ast). A code is the literal given as the code of: `FleetError(...)`, any
 class derived from it (GitError, ...) and `super().__init__(...)` inside one; the bridge's `failure(code, ...)`,
 the dashboard's `refusal(scope, code, ...)` and `json_error(code, ...)`, `envelope(code, ...)`; and a
 function's parameter named `code` that it passes on as one of these (its default, a `code=` keyword, or the
-positional argument in its place). Both sides
-of a conditional count. The tmp_path cases plant each form and see the check fire.
+positional argument in its place). Both sides of a conditional count. The tmp_path cases plant each form
+and see the check fire.
 """
 
 from __future__ import annotations
@@ -124,3 +125,27 @@ def test_the_check_sees_every_way_a_code_is_given(tmp_path: Path):
         "P_SUPER", "P_LITERAL", "P_DERIVED", "P_REFUSAL", "P_DEFAULT", "P_POSITIONAL", "P_KEYWORD", "P_FAILURE",
         "P_JSON", "P_ENVELOPE"}
     assert found["P_LITERAL"] == ["pkg/a.py:8"] and "BAD_ARGUMENT" in found
+
+
+def inline_envelopes(roots: list[Path]) -> list[str]:
+    """`{"error": {"code": ...}}` written out anywhere but fleet/errors.py (every surface calls envelope())."""
+    out = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path == ROOT / "fleet" / "errors.py":
+                continue
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(n, ast.Dict) and any(
+                        isinstance(k, ast.Constant) and k.value == "error" and isinstance(v, ast.Dict)
+                        and any(isinstance(kk, ast.Constant) and kk.value == "code" for kk in v.keys)
+                        for k, v in zip(n.keys, n.values)):
+                    out.append(f"{path.relative_to(root.parent).as_posix()}:{n.lineno}")
+    return out
+
+
+def test_one_envelope_everywhere(tmp_path: Path):
+    assert inline_envelopes([ROOT / t for t in TREES]) == []
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "api.py").write_text("def refuse(exc):\n"
+                                             "    return {'error': {'code': exc.code, 'message': 'x'}}\n")
+    assert inline_envelopes([tmp_path / "web"]) == ["web/api.py:2"]
