@@ -115,6 +115,17 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "webhook": Key(str, "", "a URL that gets a JSON POST signed with HMAC-SHA256 (X-Fleetdeck-Signature)"),
         "webhook_secret": Key(str, "", "the HMAC key of `webhook` (required with it)"),
     },
+    # read by fleet/team/config.py: team mode's hub (docs/team.md). `fleetdeck team join` writes this section;
+    # the password is never here but in `team-password` beside this file (0600)
+    "team": {
+        "hub": Key(str, "", "the hub's PostgreSQL connection string, without its password"),
+        "machine": Key(str, "", "this machine's name on the hub (its enrolled role)"),
+        "share": Key(str, "paths", "`paths`: rows as the index holds them; `names`: repo names and states, "
+                                   "no absolute path"),
+        "push_interval_ms": Key(int, 500, "how often serve and watch look for rows to push", 50, 600_000),
+        "accept_remote_approvals": Key(bool, False, "act on decisions made on the hub (signed by a pinned key)"),
+        "approver_keys": Key(list, [], "public keys (PEM files) of the people whose hub decisions count"),
+    },
 }
 
 

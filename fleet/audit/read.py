@@ -33,6 +33,26 @@ def entries(folder: Path) -> Iterator[dict]:
                     yield entry
 
 
+def entries_after(folder: Path, seq: int) -> Iterator[tuple[dict, bytes]]:
+    """(entry, its exact line) for every parseable entry with a seq above `seq`, oldest first; segments that
+    end before it are not read (team mode pushes the log from where the hub's copy ends)."""
+    files = seg.segment_files(folder)
+    start = 0
+    for i, (first, _) in enumerate(files):
+        if first is not None and first <= seq + 1:
+            start = i
+    for _, path in files[start:]:
+        try:
+            fh = seg.open_regular(path)
+        except OSError:
+            continue
+        with fh:
+            while line := fh.readline(MAX_ENTRY_BYTES + 2):
+                entry = _parse(line)
+                if entry is not None and entry.get("seq", 0) > seq:
+                    yield entry, line.rstrip(b"\n")
+
+
 def newest(folder: Path, limit: int, **match: Any) -> tuple[list[dict], int]:
     """Up to `limit` entries, newest first, whose fields equal `match` (None = any; agent matches the
     declared name); and how many older entries matched too (counted, never silently cut)."""

@@ -246,3 +246,12 @@ def m013_presence_sessions(db: Database) -> None:
         "agent": str, "repo": str, "session": str, "state": str, "waiting_kind": str, "waiting_since": float,
         "left_waiting_at": float, "tool": str, "at": float,
     }, pk=("agent", "repo", "session"), not_null={"agent", "repo", "session", "state", "at"})
+
+
+@migrations()
+def m014_team_outbox(db: Database) -> None:
+    """Team mode's outbox (fleet/index/outbox.py): how far each kind of row has reached the hub — a cursor
+    (the repos' change counter, the event id, the audit seq) or, for sets replaced whole (presence,
+    proposals, lost commits), a digest per row the hub holds. Advanced only after the hub committed."""
+    db["team_cursors"].create({"kind": str, "value": int}, pk="kind", not_null={"value"})
+    db["team_sent"].create({"kind": str, "key": str, "digest": str}, pk=("kind", "key"), not_null={"digest"})

@@ -1,0 +1,171 @@
+"""The hub's schema, roles and row-level security, as ordered migrations (never edit one that shipped).
+
+One schema, `fleetdeck`. Every table a machine writes carries `machine_id` (the machine's name) and a
+primary key of `(machine_id, the local natural key)`. Three kinds of role:
+- the admin (whoever runs `team init` / `team enroll`) owns the tables;
+- `fleetdeck_hub` (NOLOGIN; grant it to the dashboards' login roles) reads everything and writes decisions;
+- one LOGIN role per enrolled machine, member of `fleetdeck_machines`, which row-level security lets insert,
+  update and delete only rows whose `machine_id` is its own (`fleetdeck.current_machine()`, from the
+  session's user), and read only its own rows and the decisions addressed to it.
+Audit entries are append-only on the hub whoever asks (a trigger refuses UPDATE and DELETE; only the admin
+may prune, by disabling it explicitly).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from fleet.errors import FleetError
+
+HUB_ROLE = "fleetdeck_hub"
+MACHINES_ROLE = "fleetdeck_machines"
+MACHINE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+# Tables each machine writes (its rows only), with their natural keys after machine_id.
+MACHINE_TABLES: dict[str, tuple[str, ...]] = {
+    "repos": ("repo_id",), "branches": ("repo_id", "name"), "worktrees": ("repo_id", "path"),
+    "submodules": ("repo_id", "path"), "events": ("id",), "lost": ("repo_id", "sha"),
+    "presence": ("agent", "repo", "session"), "proposals": ("id",), "audit": ("seq",),
+}
+
+_M1 = f"""
+CREATE SCHEMA IF NOT EXISTS fleetdeck;
+CREATE TABLE fleetdeck.machines (
+    name text PRIMARY KEY, role text UNIQUE NOT NULL, enrolled_at timestamptz NOT NULL DEFAULT now(),
+    last_push_at timestamptz, share text, left_at timestamptz);
+CREATE FUNCTION fleetdeck.current_machine() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT name FROM fleetdeck.machines WHERE role = session_user $$;
+CREATE FUNCTION fleetdeck.pushed(share_mode text) RETURNS void LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ UPDATE fleetdeck.machines SET last_push_at = now(), share = share_mode, left_at = NULL
+          WHERE role = session_user; SELECT pg_notify('fleetdeck', fleetdeck.current_machine()) $$;
+CREATE TABLE fleetdeck.repos (
+    machine_id text NOT NULL REFERENCES fleetdeck.machines(name), repo_id bigint NOT NULL,
+    name text NOT NULL, path text, generation bigint NOT NULL, score integer NOT NULL DEFAULT 0,
+    gone boolean NOT NULL DEFAULT false, record jsonb NOT NULL, pushed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (machine_id, repo_id));
+CREATE INDEX repos_queue ON fleetdeck.repos (gone, score DESC);
+CREATE TABLE fleetdeck.branches (machine_id text NOT NULL, repo_id bigint NOT NULL, name text NOT NULL,
+    row jsonb NOT NULL, PRIMARY KEY (machine_id, repo_id, name),
+    FOREIGN KEY (machine_id, repo_id) REFERENCES fleetdeck.repos ON DELETE CASCADE);
+CREATE TABLE fleetdeck.worktrees (machine_id text NOT NULL, repo_id bigint NOT NULL, path text NOT NULL,
+    row jsonb NOT NULL, PRIMARY KEY (machine_id, repo_id, path),
+    FOREIGN KEY (machine_id, repo_id) REFERENCES fleetdeck.repos ON DELETE CASCADE);
+CREATE TABLE fleetdeck.submodules (machine_id text NOT NULL, repo_id bigint NOT NULL, path text NOT NULL,
+    row jsonb NOT NULL, PRIMARY KEY (machine_id, repo_id, path),
+    FOREIGN KEY (machine_id, repo_id) REFERENCES fleetdeck.repos ON DELETE CASCADE);
+CREATE TABLE fleetdeck.events (machine_id text NOT NULL REFERENCES fleetdeck.machines(name), id bigint NOT NULL,
+    repo_id bigint NOT NULL, ref text NOT NULL, kind text NOT NULL, at bigint NOT NULL, row jsonb NOT NULL,
+    PRIMARY KEY (machine_id, id));
+CREATE INDEX events_at ON fleetdeck.events (at);
+CREATE INDEX events_repo_at ON fleetdeck.events (machine_id, repo_id, at);
+CREATE TABLE fleetdeck.lost (machine_id text NOT NULL REFERENCES fleetdeck.machines(name), repo_id bigint NOT NULL,
+    sha text NOT NULL, dropped_at bigint NOT NULL, row jsonb NOT NULL, PRIMARY KEY (machine_id, repo_id, sha));
+CREATE TABLE fleetdeck.presence (machine_id text NOT NULL REFERENCES fleetdeck.machines(name),
+    agent text NOT NULL, repo text NOT NULL, session text NOT NULL, state text NOT NULL, row jsonb NOT NULL,
+    expires_at timestamptz NOT NULL, PRIMARY KEY (machine_id, agent, repo, session));
+CREATE INDEX presence_expires ON fleetdeck.presence (expires_at);
+CREATE TABLE fleetdeck.proposals (machine_id text NOT NULL REFERENCES fleetdeck.machines(name),
+    id text NOT NULL, status text NOT NULL, created_at double precision NOT NULL,
+    expires_at double precision NOT NULL, row jsonb NOT NULL, PRIMARY KEY (machine_id, id));
+CREATE INDEX proposals_status ON fleetdeck.proposals (status, expires_at);
+CREATE TABLE fleetdeck.audit (machine_id text NOT NULL REFERENCES fleetdeck.machines(name), seq bigint NOT NULL,
+    hash text NOT NULL, entry jsonb NOT NULL, line text, PRIMARY KEY (machine_id, seq));
+CREATE FUNCTION fleetdeck.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'fleetdeck.audit is append-only (% refused)', TG_OP; END $$;
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON fleetdeck.audit
+    FOR EACH ROW EXECUTE FUNCTION fleetdeck.append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON fleetdeck.audit
+    FOR EACH STATEMENT EXECUTE FUNCTION fleetdeck.append_only();
+"""
+
+
+def _m2_roles() -> str:
+    """Roles, grants and the row-level security policies (idempotent role creation)."""
+    sql = [f"""
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{HUB_ROLE}') THEN CREATE ROLE {HUB_ROLE} NOLOGIN; END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{MACHINES_ROLE}') THEN
+        CREATE ROLE {MACHINES_ROLE} NOLOGIN; END IF;
+END $$;
+GRANT USAGE ON SCHEMA fleetdeck TO {HUB_ROLE}, {MACHINES_ROLE};
+GRANT SELECT ON ALL TABLES IN SCHEMA fleetdeck TO {HUB_ROLE};
+GRANT SELECT ON fleetdeck.machines TO {MACHINES_ROLE};
+GRANT EXECUTE ON FUNCTION fleetdeck.current_machine(), fleetdeck.pushed(text) TO {MACHINES_ROLE};
+REVOKE EXECUTE ON FUNCTION fleetdeck.pushed(text) FROM PUBLIC;
+ALTER TABLE fleetdeck.machines ENABLE ROW LEVEL SECURITY;
+CREATE POLICY machines_own ON fleetdeck.machines FOR SELECT TO {MACHINES_ROLE} USING (role = session_user);
+CREATE POLICY machines_hub ON fleetdeck.machines FOR SELECT TO {HUB_ROLE} USING (true);
+"""]
+    for table in MACHINE_TABLES:
+        verbs = "SELECT, INSERT" if table == "audit" else "SELECT, INSERT, UPDATE, DELETE"
+        sql.append(f"""
+GRANT {verbs} ON fleetdeck.{table} TO {MACHINES_ROLE};
+ALTER TABLE fleetdeck.{table} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY {table}_own ON fleetdeck.{table} TO {MACHINES_ROLE}
+    USING (machine_id = fleetdeck.current_machine()) WITH CHECK (machine_id = fleetdeck.current_machine());
+CREATE POLICY {table}_hub ON fleetdeck.{table} FOR SELECT TO {HUB_ROLE} USING (true);
+""")
+    return "".join(sql)
+
+
+MIGRATIONS: tuple[tuple[str, Any], ...] = (
+    ("0001 tables", _M1),
+    ("0002 roles and row-level security", _m2_roles()),
+)
+
+
+def migrate(conn: Any) -> list[str]:
+    """Apply the migrations the hub lacks, each in its own transaction; the names applied (none: up to date).
+    Safe to run again, and from two admins at once (an advisory lock serializes them)."""
+    applied: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('fleetdeck.migrate'))")
+        conn.execute("CREATE SCHEMA IF NOT EXISTS fleetdeck")
+        conn.execute("CREATE TABLE IF NOT EXISTS fleetdeck.migrations (name text PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        done = {row[0] for row in conn.execute("SELECT name FROM fleetdeck.migrations")}
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            conn.execute(sql)
+            conn.execute("INSERT INTO fleetdeck.migrations (name) VALUES (%s)", (name,))
+            applied.append(name)
+    return applied
+
+
+def machine_role(name: str) -> str:
+    return f"fleetdeck_machine_{name.replace('-', '_')}"
+
+
+def check_machine_name(name: str) -> str:
+    if not MACHINE_NAME.fullmatch(name):
+        raise FleetError("BAD_ARGUMENT", f"machine name {name!r}: use 1-40 of a-z, 0-9, '-' and '_', "
+                                         "starting with a letter or digit")
+    return name
+
+
+def enroll(conn: Any, name: str) -> tuple[str, str]:
+    """Create machine `name`'s login role with a fresh password (returned once, stored nowhere on the hub
+    but as PostgreSQL's own SCRAM verifier). A name already enrolled is refused (AGENT_EXISTS-like CONFLICT)."""
+    check_machine_name(name)
+    role = machine_role(name)
+    password = secrets.token_urlsafe(24)
+    with conn.transaction():
+        if conn.execute("SELECT 1 FROM fleetdeck.machines WHERE name = %s", (name,)).fetchone():
+            raise FleetError("CONFLICT", f"machine {name} is already enrolled on this hub")
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+        verb = "ALTER" if exists else "CREATE"
+        conn.execute(f'{verb} ROLE "{role}" LOGIN PASSWORD %s'.replace("%s", _literal(conn, password)))
+        conn.execute(f'GRANT {MACHINES_ROLE} TO "{role}"')
+        conn.execute("INSERT INTO fleetdeck.machines (name, role) VALUES (%s, %s)", (name, role))
+    return role, password
+
+
+def _literal(conn: Any, value: str) -> str:
+    """`value` as an SQL string literal (ROLE … PASSWORD takes no bind parameter)."""
+    from psycopg import sql
+    return sql.Literal(value).as_string(conn)
