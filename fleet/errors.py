@@ -67,6 +67,9 @@ class Code(StrEnum):
     PASSKEY_NEEDS_LOCALHOST = "PASSKEY_NEEDS_LOCALHOST", 403
     # a desktop notification the system's notification service did not take (fleet/notify/desktop.py)
     NOTIFY_FAILED = "NOTIFY_FAILED"
+    # team mode (fleet/team): the hub cannot be reached, or refused a statement (UNAVAILABLE: no psycopg)
+    HUB_UNREACHABLE = "HUB_UNREACHABLE", 503
+    HUB_REFUSED = "HUB_REFUSED", 502
     # the MCP bridge's own (mcp_bridge/envelope.py, mcp_bridge/server.py)
     UNKNOWN_TOOL = "UNKNOWN_TOOL"
     INDEX_BUSY = "INDEX_BUSY", 503

@@ -66,11 +66,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     # The global options that take a value, as argparse knows them (the subparsers' action has no option).
     valued = [s for a in parser._actions if a.nargs != 0 for s in a.option_strings if s.startswith("--")]
     if _command_of(sys.argv[1:] if argv is None else argv, valued) not in sub.choices:
-        from fleet.cli import agents, audit, dashboard, hooks, inbox, patch, policy, proposals, snapshot
+        from fleet.cli import agents, audit, dashboard, hooks, inbox, patch, policy, proposals, snapshot, team
 
         for add in (patch.add_parsers, proposals.add_parsers, dashboard.add_parsers, policy.add_parsers,
                     proposals.add_restore_points_parser, audit.add_parsers, snapshot.add_parsers,
-                    hooks.add_parsers, agents.add_parsers, inbox.add_parsers):
+                    hooks.add_parsers, agents.add_parsers, inbox.add_parsers, team.add_parsers):
             add(sub)
     return parser
 

@@ -86,10 +86,14 @@ def connect(dsn: str, password: str | None = None, *, autocommit: bool = False,
 
 
 def unreachable(dsn: str, exc: BaseException, password: str | None = None) -> FleetError:
-    """One line: the hub and psycopg's first line of reason, with any password scrubbed out of it."""
+    """One line: the hub and psycopg's first line of reason, with any password scrubbed out of it. A lost
+    or refused connection is HUB_UNREACHABLE; the hub refusing a statement (a permission, a schema it lacks)
+    is HUB_REFUSED."""
     reason = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
                    dsn, password)
-    return FleetError("HUB_UNREACHABLE", f"cannot reach the hub at {hub_label(dsn)}: {reason}")
+    if isinstance(exc, psycopg().OperationalError):
+        return FleetError("HUB_UNREACHABLE", f"cannot reach the hub at {hub_label(dsn)}: {reason}")
+    return FleetError("HUB_REFUSED", f"the hub at {hub_label(dsn)} refused: {reason}")
 
 
 def scrub(text: str, dsn: str = "", password: str | None = None) -> str:

@@ -194,7 +194,7 @@ class Push:
             with self.conn.transaction():
                 cur = self.conn.cursor()
                 for table in COLUMNS:
-                    if batch.tables.get(table) or (table == "presence" and batch.replace_presence):
+                    if table in batch.tables:
                         self._copy(cur, table, batch.tables.get(table, []))
                 if "repos" in batch.tables:
                     cur.execute(f"INSERT INTO fleetdeck.repos ({_cols('repos')}) SELECT {_cols('repos')} "
@@ -235,26 +235,26 @@ def _cols(table: str) -> str:
     return ", ".join(COLUMNS[table])
 
 
-def hub_connection(config: TeamConfig) -> Any:
-    """A connection to the hub as this machine, checked to be the machine the settings name."""
-    conn = pg.connect(config.hub, config.password())
+def hub_connection(dsn: str, machine: str, password: str | None) -> Any:
+    """A connection to the hub as `machine`, checked to be the machine the hub knows this login as."""
+    conn = pg.connect(dsn, password)
     try:
         who = conn.execute("SELECT fleetdeck.current_machine()").fetchone()[0]
         conn.commit()
     except pg.psycopg().Error as exc:
         conn.close()
-        raise pg.unreachable(config.hub, exc, config.password()) from None
-    if who != config.machine:
+        raise pg.unreachable(dsn, exc, password) from None
+    if who != machine:
         conn.close()
-        raise FleetError("UNAUTHORIZED", f"the hub at {pg.hub_label(config.hub)} knows this login as "
-                                         f"{who or 'no enrolled machine'}, not {config.machine}")
+        raise FleetError("UNAUTHORIZED", f"the hub at {pg.hub_label(dsn)} knows this login as "
+                                         f"{who or 'no enrolled machine'}, not {machine}")
     return conn
 
 
 def push_once(index: Index, config: TeamConfig, batch_rows: int = BATCH_ROWS) -> dict[str, int]:
     """Connect, push the whole backlog, disconnect; the outcome is recorded for `team status`."""
     try:
-        conn = hub_connection(config)
+        conn = hub_connection(config.hub, config.machine, config.password())
         try:
             sent = Push(index, config, conn, _audit_dir(index), batch_rows).run()
         finally:
@@ -308,7 +308,8 @@ class Pusher:
                 wait = self.config.push_interval_s
                 if mark != seen or time.time() - last >= HEARTBEAT_S:
                     try:
-                        conn = conn or hub_connection(self.config)
+                        conn = conn or hub_connection(self.config.hub, self.config.machine,
+                                                             self.config.password())
                         Push(index, self.config, conn, _audit_dir(index)).run()
                         record(index, error=None)
                         seen, last, backoff = mark, time.time(), 1.0

@@ -1,0 +1,110 @@
+"""`fleetdeck team init|enroll|join|push --once|status|leave`: team mode's hub (docs/team.md).
+
+Exit codes as everywhere: 0 ok, 1 failure (a hub that cannot be reached is one line naming it and why, never
+a password), 2 usage. The password `enroll` prints is shown once; `join` keeps it in a 0600 file.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fleet.cli.args import index_for
+from fleet.cli.output import emit_json
+from fleet.errors import FleetError
+from fleet.team import admin, config, pg
+from fleet.team.push import push_once, status
+
+
+def _joined() -> config.TeamConfig:
+    found = config.load()
+    if found is None:
+        raise FleetError("NOT_FOUND", "this machine has not joined a hub: `fleetdeck team join DSN --machine NAME`")
+    return found
+
+
+def cmd_team(args: argparse.Namespace) -> int:
+    action = args.team_action
+    if action == "init":
+        applied = admin.init(args.dsn)
+        label = pg.hub_label(args.dsn)
+        _say(args, {"hub": label, "applied": applied},
+             f"hub {label}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
+    elif action == "enroll":
+        made = admin.enroll(args.dsn, args.name)
+        _say(args, made, f"machine {made['machine']} enrolled on {made['hub']} (role {made['role']}).\n"
+                         "Its connection string, shown only now (the hub keeps only a verifier):\n"
+                         f"  {made['dsn']}\n"
+                         f"On that machine: fleetdeck team join '{made['dsn']}' --machine {made['machine']}")
+    elif action == "join":
+        dsn, password = pg.without_password(args.dsn)
+        admin.join_check(dsn, password, args.machine)
+        path = config.save(dsn, args.machine, args.share, password)
+        _say(args, {"machine": args.machine, "hub": pg.hub_label(dsn), "settings": str(path)},
+             f"joined {pg.hub_label(dsn)} as {args.machine} (settings: {path}); `fleetdeck serve` and `fleetdeck "
+             "watch` push from now on, `fleetdeck team push --once` pushes the backlog now")
+    elif action == "push":
+        joined = _joined()
+        with index_for(args) as index:
+            sent = push_once(index, joined)
+        total = sum(sent.values())
+        _say(args, {"machine": joined.machine, "hub": pg.hub_label(joined.hub), "sent": sent},
+             f"pushed {total:,} rows to {pg.hub_label(joined.hub)}"
+             + (f" ({', '.join(f'{t} {n:,}' for t, n in sent.items())})" if sent else " (nothing new)"))
+    elif action == "status":
+        joined = config.load()
+        with index_for(args) as index:
+            found = status(index, joined)
+        if args.json:
+            emit_json(found)
+        elif joined is None:
+            print("not in a team: `fleetdeck team join DSN --machine NAME`")
+        else:
+            waiting = ", ".join(f"{t} {n:,}" for t, n in found["backlog"].items() if n) or "nothing"
+            print(f"machine {found['machine']} on {found['hub']}: "
+                  + ("connected" if found["connected"] else "not connected")
+                  + f"; last push {found['last_push_at'] or 'never'}; waiting: {waiting}"
+                  + (f"\nlast error: {found['last_error']}" if found["last_error"] else ""))
+    else:  # leave
+        joined = config.load()
+        config.forget()
+        with index_for(args, create=True) as index:
+            from fleet.index import outbox
+            outbox.forget(index)
+        _say(args, {"left": joined.machine if joined else None},
+             f"left {pg.hub_label(joined.hub)}: nothing is pushed any more (the hub keeps what it has)"
+             if joined else "not in a team: nothing to leave")
+    return 0
+
+
+def _say(args: argparse.Namespace, value: dict, text: str) -> None:
+    if args.json:
+        emit_json(value)
+    else:
+        print(text)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("team", help="team mode: push this machine's rows to a PostgreSQL hub")
+    actions = p.add_subparsers(dest="team_action", metavar="ACTION")
+    actions.required = True
+    p.set_defaults(func=cmd_team)
+    a = actions.add_parser("init", help="create or upgrade the hub's schema and roles (an admin DSN)")
+    a.add_argument("dsn", metavar="ADMIN_DSN")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("enroll", help="create machine NAME's login and print its one-time DSN")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--dsn", required=True, metavar="ADMIN_DSN")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("join", help="push this machine's rows to the hub DSN as machine NAME")
+    a.add_argument("dsn", metavar="DSN")
+    a.add_argument("--machine", required=True, metavar="NAME")
+    a.add_argument("--share", choices=config.SHARES, default="paths",
+                   help="paths: rows as they are; names: repo names and states, no absolute path")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("push", help="push the backlog to the hub")
+    a.add_argument("--once", action="store_true", required=True, help="push what waits, then exit")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("status", help="machine, hub, connection, backlog, last push and error")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("leave", help="stop pushing (the hub keeps the history until an admin prunes it)")
+    a.add_argument("--json", action="store_true")

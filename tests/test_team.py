@@ -1,0 +1,288 @@
+"""Team mode against a real PostgreSQL the tests start: two machines (separate settings, indexes and fleets)
+push to one hub through the CLI; the hub holds exactly their rows (the local index is the oracle), row-level
+security keeps each machine to its own rows (tried with raw SQL), a hub stopped mid-push loses and doubles
+nothing, `share = "names"` sends no absolute path, and an unreachable hub is one line without a password."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.errors import FleetError
+from fleet.index.store import open_index
+from fleet.team import config as team_config
+from fleet.team.push import Push, hub_connection
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream
+from tests.fleets.postgres import PgServer
+
+psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
+
+
+@pytest.fixture(scope="module")
+def server():
+    pg = PgServer()
+    yield pg
+    pg.close()
+
+
+@pytest.fixture
+def hub(server, request):
+    name = "hub_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
+    return server.create_database(name)
+
+
+class Machine:
+    """One machine: its own HOME, settings, index and fleet, driven through the CLI."""
+
+    def __init__(self, base: Path, name: str) -> None:
+        self.name, self.base = name, base / name
+        self.home = self.base / "home"
+        self.home.mkdir(parents=True)
+        (self.home / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@example.com\n"
+                                              "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+        self.env = fleetdeck_env(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
+                                 XDG_DATA_HOME=str(self.home / ".local/share"), FLEETDECK_DB="",
+                                 GIT_CONFIG_GLOBAL=str(self.home / ".gitconfig"))
+        self.env.pop("FLEETDECK_DB")
+        self.fleet = self.base / "code"
+        self.db = self.home / ".local/share/fleetdeck/fleet.db"
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(fleetdeck_argv(*args), env=self.env, capture_output=True, text=True, timeout=180)
+        if check:
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc
+
+    def json(self, *args: str) -> dict:
+        return json.loads(self.run(*args, "--json").stdout)
+
+    def local(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with sqlite3.connect(self.db) as conn:
+            return conn.execute(sql, args).fetchall()
+
+
+def build_fleet(machine: Machine) -> None:
+    """A few repos in different states: ahead of origin, dirty, a second branch, a linked worktree."""
+    root = machine.fleet
+    env_home = {"HOME": str(machine.home), "GIT_CONFIG_GLOBAL": str(machine.home / ".gitconfig")}
+    old = {k: __import__("os").environ.get(k) for k in env_home}
+    __import__("os").environ.update(env_home)
+    try:
+        ahead = with_upstream(root / "work", f"{machine.name}-api", ahead=2)
+        dirty = init_repo(root / f"{machine.name}-web", commits=2)
+        (dirty / "scratch.txt").write_text("not yet\n")
+        git(dirty, "branch", "feature")
+        wt = init_repo(root / f"{machine.name}-lib", commits=1)
+        git(wt, "worktree", "add", "-q", str(root / f"{machine.name}-lib-hotfix"), "-b", "hotfix")
+        commit_file(ahead, "more.txt", "more\n")
+    finally:
+        for k, v in old.items():
+            if v is None:
+                __import__("os").environ.pop(k, None)
+            else:
+                __import__("os").environ[k] = v
+    machine.run("scan", str(root))
+
+
+@pytest.fixture
+def machines(tmp_path, hub):
+    pair = [Machine(tmp_path, "laptop"), Machine(tmp_path, "desktop")]
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    for m in pair:
+        build_fleet(m)
+        made = admin.json("team", "enroll", m.name, "--dsn", hub)
+        m.run("team", "join", made["dsn"], "--machine", m.name)
+        m.enrolled = made
+    return pair
+
+
+def hub_rows(dsn: str, sql: str, args: tuple = ()) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_init_twice_changes_nothing(hub, tmp_path):
+    admin = Machine(tmp_path, "admin")
+    first = admin.json("team", "init", hub)
+    assert first["applied"] == ["0001 tables", "0002 roles and row-level security"]
+    tables = hub_rows(hub, "select table_name from information_schema.tables where table_schema = 'fleetdeck' "
+                           "order by 1")
+    policies = hub_rows(hub, "select count(*) from pg_policies where schemaname = 'fleetdeck'")
+    again = admin.json("team", "init", hub)
+    assert again["applied"] == []
+    assert hub_rows(hub, "select table_name from information_schema.tables where table_schema = 'fleetdeck' "
+                         "order by 1") == tables
+    assert hub_rows(hub, "select count(*) from pg_policies where schemaname = 'fleetdeck'") == policies
+
+
+def test_both_machines_rows_reach_the_hub_exactly(machines, hub):
+    for m in machines:
+        out = m.json("team", "push", "--once")
+        assert out["machine"] == m.name and out["sent"]["repos"] == len(m.local("select id from repos"))
+    for m in machines:
+        local = {(r[0], r[1], r[2]) for r in m.local("select id, name, generation from repos")}
+        remote = {(r[0], r[1], r[2]) for r in hub_rows(
+            hub, "select repo_id, name, generation from fleetdeck.repos where machine_id = %s", (m.name,))}
+        assert remote == local
+        assert {r[0] for r in hub_rows(hub, "select id from fleetdeck.events where machine_id = %s", (m.name,))} \
+            == {r[0] for r in m.local("select id from events")}
+        branches = {(r[0], r[1]) for r in m.local("select repo_id, name from branches")}
+        assert {(r[0], r[1]) for r in hub_rows(
+            hub, "select repo_id, name from fleetdeck.branches where machine_id = %s", (m.name,))} == branches
+        worktrees = {(r[0], r[1]) for r in m.local("select repo_id, path from worktrees")}
+        assert {(r[0], r[1]) for r in hub_rows(
+            hub, "select repo_id, path from fleetdeck.worktrees where machine_id = %s", (m.name,))} == worktrees
+        record = hub_rows(hub, "select record from fleetdeck.repos where machine_id = %s and name = %s",
+                          (m.name, f"{m.name}-web"))[0][0]
+        assert record["untracked"] == 1 and record["path"] == str(m.fleet / f"{m.name}-web")
+    pushed = hub_rows(hub, "select name, last_push_at is not null from fleetdeck.machines order by name")
+    assert pushed == [("desktop", True), ("laptop", True)]
+    # a second push sends nothing new; a change is sent, and only it
+    laptop = machines[0]
+    assert laptop.json("team", "push", "--once")["sent"] == {}
+    commit_file(laptop.fleet / "laptop-web", "new.txt", "new\n")
+    laptop.run("scan")
+    again = laptop.json("team", "push", "--once")["sent"]
+    assert again["repos"] >= 1 and again["events"] >= 1
+    head = git(laptop.fleet / "laptop-web", "rev-parse", "HEAD").strip()
+    assert hub_rows(hub, "select record->>'head' from fleetdeck.repos where machine_id = 'laptop' and "
+                         "name = 'laptop-web'") == [(head,)]
+
+
+def test_status_says_what_waits(machines):
+    laptop = machines[0]
+    before = laptop.json("team", "status")
+    assert before["machine"] == "laptop" and before["hub"].startswith("127.0.0.1:")
+    assert before["backlog"]["repos"] == len(laptop.local("select id from repos")) and before["last_push_at"] is None
+    laptop.run("team", "push", "--once")
+    after = laptop.json("team", "status")
+    assert after["connected"] is True and after["last_error"] is None and after["last_push_at"]
+    assert after["backlog"] == {"repos": 0, "events": 0, "proposals": 0, "audit": 0}
+    assert set(after) == {"machine", "hub", "connected", "backlog", "last_push_at", "last_error"}
+
+
+def test_a_machine_cannot_touch_another_machines_rows(machines, hub):
+    laptop, desktop = machines
+    for m in machines:
+        m.run("team", "push", "--once")
+    own = laptop.enrolled["dsn"]
+    with psycopg.connect(own, autocommit=True) as conn:
+        seen = {r[0] for r in conn.execute("select distinct machine_id from fleetdeck.repos")}
+        assert seen == {"laptop"}                                   # reads only its own rows
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):   # cannot write rows as desktop
+            conn.execute("insert into fleetdeck.repos (machine_id, repo_id, name, generation, record) "
+                         "values ('desktop', 999, 'planted', 1, '{}')")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):   # nor move its own rows to desktop
+            conn.execute("update fleetdeck.repos set machine_id = 'desktop'")
+        assert conn.execute("update fleetdeck.repos set name = 'x' where machine_id = 'desktop'").rowcount == 0
+        assert conn.execute("delete from fleetdeck.events where machine_id = 'desktop'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("update fleetdeck.machines set last_push_at = now() where name = 'desktop'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("create table fleetdeck.planted (x int)")
+    desktop_rows = hub_rows(hub, "select count(*) from fleetdeck.repos where machine_id = 'desktop'")[0][0]
+    assert desktop_rows == len(desktop.local("select id from repos"))
+    assert hub_rows(hub, "select count(*) from fleetdeck.repos where name in ('planted', 'x')") == [(0,)]
+
+
+def test_audit_entries_are_append_only_on_the_hub(machines, hub):
+    laptop = machines[0]
+    laptop.run("agents", "add", "claude-code")          # an audit entry on the laptop
+    laptop.json("team", "push", "--once")
+    rows = hub_rows(hub, "select seq, entry->>'event' from fleetdeck.audit where machine_id = 'laptop'")
+    assert ("agent.added",) in {(e,) for _, e in rows}
+    with psycopg.connect(laptop.enrolled["dsn"], autocommit=True) as conn:  # the machine may only append
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("update fleetdeck.audit set hash = 'forged'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("delete from fleetdeck.audit")
+    with psycopg.connect(hub, autocommit=True) as conn:   # not even the owner, without disabling the trigger
+        for statement in ("update fleetdeck.audit set hash = 'forged'", "delete from fleetdeck.audit",
+                          "truncate fleetdeck.audit"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                conn.execute(statement)
+    assert hub_rows(hub, "select count(*) from fleetdeck.audit where machine_id = 'laptop'") == [(len(rows),)]
+
+
+def test_share_names_sends_no_absolute_path(tmp_path, hub):
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    m = Machine(tmp_path, "private")
+    build_fleet(m)
+    m.run("agents", "add", "codex")
+    made = admin.json("team", "enroll", m.name, "--dsn", hub)
+    m.run("team", "join", made["dsn"], "--machine", m.name, "--share", "names")
+    m.run("team", "push", "--once")
+    names = {r[0] for r in hub_rows(hub, "select name from fleetdeck.repos")}
+    assert names == {r[0] for r in m.local("select name from repos")}
+    dump = json.dumps(hub_rows(hub, "select to_jsonb(t) from fleetdeck.repos t union all "
+                                    "select to_jsonb(t) from fleetdeck.worktrees t union all "
+                                    "select to_jsonb(t) from fleetdeck.branches t union all "
+                                    "select to_jsonb(t) from fleetdeck.events t union all "
+                                    "select to_jsonb(t) from fleetdeck.audit t"), default=str)
+    assert len(dump) > 1000
+    for secret in (str(m.base), str(m.home), str(tmp_path)):
+        assert secret not in dump
+    assert hub_rows(hub, "select count(*) from fleetdeck.audit where line is not null") == [(0,)]
+    assert hub_rows(hub, "select share from fleetdeck.machines where name = 'private'") == [("names",)]
+
+
+def test_an_unreachable_hub_is_one_line_without_the_password(machines, server):
+    laptop = machines[0]
+    settings = laptop.home / ".config/fleetdeck/settings.toml"
+    password = (laptop.home / ".config/fleetdeck/team-password").read_text().strip()
+    assert password not in settings.read_text() and "hub = " in settings.read_text()
+    assert (laptop.home / ".config/fleetdeck/team-password").stat().st_mode & 0o777 == 0o600
+    server.stop("immediate")
+    try:
+        proc = laptop.run("team", "push", "--once", check=False)
+    finally:
+        server.start()
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the hub at 127.0.0.1:" in lines[0] and "[HUB_UNREACHABLE]" in lines[0]
+    assert password not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    status = laptop.json("team", "status")
+    assert status["connected"] is False and "cannot reach the hub" in status["last_error"]
+    assert password not in json.dumps(status)
+
+
+def test_a_hub_stopped_mid_push_gets_every_row_exactly_once(machines, hub, server, monkeypatch):
+    laptop = machines[0]
+    base = laptop.local("select ifnull(max(id), 0), ifnull(max(repo_id), 0) from event_rows")[0]
+    with sqlite3.connect(laptop.db) as conn:     # a week of activity the watcher stored while offline
+        conn.executemany("insert into event_rows (id, repo_id, ref, kind, at, rewrote, message) "
+                         "values (?, ?, 'refs/heads/main', 'commit', ?, 0, ?)",
+                         [(base[0] + i + 1, base[1], 1_700_000_000 + i, f"commit {i}") for i in range(60_000)])
+    want = {r[0] for r in laptop.local("select id from event_rows")}
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(laptop.home / ".config/fleetdeck/settings.toml"))
+    cfg = team_config.load()
+    index = open_index(laptop.db)
+    conn = hub_connection(cfg.hub, cfg.machine, cfg.password())
+
+    def stop_midway() -> None:  # once a few batches have landed, the hub dies (no shutdown checkpoint)
+        while hub_rows(hub, "select count(*) from fleetdeck.events where machine_id = 'laptop'")[0][0] < 6_000:
+            time.sleep(0.01)
+        server.stop("immediate")
+
+    stopper = threading.Thread(target=stop_midway)
+    stopper.start()
+    with pytest.raises(FleetError) as cut:
+        Push(index, cfg, conn, None, batch_rows=2_000).run()
+    stopper.join()
+    assert cut.value.code == "HUB_UNREACHABLE"
+    server.start()
+    partial = hub_rows(hub, "select count(*) from fleetdeck.events where machine_id = 'laptop'")[0][0]
+    assert 6_000 <= partial < len(want)          # cut short midway, what committed stayed
+    laptop.run("team", "push", "--once")
+    index.close()
+    got = hub_rows(hub, "select id from fleetdeck.events where machine_id = 'laptop'")
+    assert len(got) == len(want) and {r[0] for r in got} == want
