@@ -286,3 +286,91 @@ def test_a_hub_stopped_mid_push_gets_every_row_exactly_once(machines, hub, serve
     index.close()
     got = hub_rows(hub, "select id from fleetdeck.events where machine_id = 'laptop'")
     assert len(got) == len(want) and {r[0] for r in got} == want
+
+
+class Blackhole:
+    """A TCP proxy to the hub that can stop answering: connections stay open, nothing comes back."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+        self.target, self.dead = port, threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        while True:
+            client, _ = self.sock.accept()
+            if self.dead.is_set():
+                continue                      # accepted, never answered
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a, b) -> None:
+        while data := a.recv(65536):
+            while self.dead.is_set():
+                time.sleep(0.05)              # hold everything: the peer waits forever
+            b.sendall(data)
+
+
+def _watch(machine: Machine) -> subprocess.Popen:
+    return subprocess.Popen(fleetdeck_argv("watch"), env=machine.env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _until(check, timeout: float) -> float:
+    start = time.monotonic()
+    while not check():
+        assert time.monotonic() - start < timeout, "timed out"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def test_watch_pushes_a_change_to_the_hub_live(machines, hub):
+    laptop = machines[0]
+    watcher = _watch(laptop)
+    try:
+        _until(lambda: hub_rows(hub, "select count(*) from fleetdeck.repos where machine_id = 'laptop'")[0][0]
+               == len(laptop.local("select id from repos")), 60)
+        head = commit_file(laptop.fleet / "laptop-web", "live.txt", "live\n")
+        took = _until(lambda: hub_rows(hub, "select record->>'head' from fleetdeck.repos where machine_id = "
+                                            "'laptop' and name = 'laptop-web'") == [(head,)], 20)
+    finally:
+        watcher.terminate()
+        watcher.wait(30)
+    assert took < 20
+    assert hub_rows(hub, "select count(*) from fleetdeck.events where machine_id = 'laptop' and "
+                         "row->>'new_sha' = %s", (head,))[0][0] >= 1
+
+
+def test_a_blackholed_hub_leaves_the_local_watcher_as_fast(machines, server, tmp_path):
+    laptop = machines[0]
+    proxy = Blackhole(server.port)
+    settings = laptop.home / ".config/fleetdeck/settings.toml"
+    settings.write_text(settings.read_text().replace(f":{server.port}", f":{proxy.port}")
+                        .replace(f"port={server.port}", f"port={proxy.port}"))
+    laptop.run("team", "push", "--once")            # through the proxy while it answers
+    watcher = _watch(laptop)
+    try:
+        def seen(head: str) -> bool:
+            return laptop.local("select head from repos where name = 'laptop-web'") == [(head,)]
+
+        head = commit_file(laptop.fleet / "laptop-web", "a.txt", "a\n")
+        _until(lambda: seen(head), 30)                   # the watcher is up and reading
+        baseline = []
+        for i in range(3):
+            head = commit_file(laptop.fleet / "laptop-web", f"b{i}.txt", "b\n")
+            baseline.append(_until(lambda: seen(head), 30))
+        proxy.dead.set()                                 # the hub stops answering mid-session
+        blackholed = []
+        for i in range(3):
+            head = commit_file(laptop.fleet / "laptop-web", f"c{i}.txt", "c\n")
+            blackholed.append(_until(lambda: seen(head), 30))
+    finally:
+        watcher.terminate()
+        watcher.wait(30)
+    assert sorted(blackholed)[1] < max(2.0, 3 * sorted(baseline)[1]), (baseline, blackholed)

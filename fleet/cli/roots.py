@@ -31,14 +31,20 @@ def cmd_roots(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from fleet.watch.service import fleet_watcher
+    from fleet.watch.service import fleet_watcher, team_pusher
 
     require_dirs(args.roots)
     logging.getLogger("fleetdeck.watcher").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     with index_for(args, create=bool(args.roots)) as index:
         if not args.roots and not index.roots():
             raise FleetError("BAD_ARGUMENT", "no roots saved yet: run `fleetdeck watch PATH` or `fleetdeck roots add PATH`")
-        fleet_watcher(index, args.roots or None, force_polling=args.poll).run_forever()
+        watcher = fleet_watcher(index, args.roots or None, force_polling=args.poll)
+        pusher = team_pusher(index.path)  # this machine joined a hub: what the watcher stores is pushed
+        try:
+            watcher.run_forever()
+        finally:
+            if pusher is not None:
+                pusher.stop()
     return 0
 
 

@@ -15,6 +15,7 @@ from fleet.errors import FleetError
 
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 30_000
+TCP_USER_TIMEOUT_MS = 15_000   # a hub that stops acknowledging what we send is given up on after this
 INSTALL_HINT = "team mode needs psycopg: pip install 'fleetdeck[team]'"
 
 
@@ -79,7 +80,8 @@ def connect(dsn: str, password: str | None = None, *, autocommit: bool = False,
     try:
         conn = pg.connect(secured(dsn), connect_timeout=max(1, int(timeout)), autocommit=autocommit,
                           options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", application_name="fleetdeck",
-                          **extra)
+                          keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3,
+                          tcp_user_timeout=TCP_USER_TIMEOUT_MS, **extra)
     except pg.Error as exc:
         raise unreachable(dsn, exc, password) from None
     return conn

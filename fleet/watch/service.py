@@ -22,6 +22,8 @@ from fleet.index.store import Index, open_index
 from fleet.ops.service import sweep as sweep_proposals
 from fleet.presence.refresh import refresh_presence
 from fleet.snapshot.net import SWEEP_EVERY_S, TICK_EVERY_S, SafetyNet
+from fleet.team import config as team_config
+from fleet.team.push import Pusher
 from fleet.watch.periodic import Periodic
 from fleet.watch.watcher import Watcher
 
@@ -72,13 +74,27 @@ async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = No
     stop = asyncio.Event()
     task = asyncio.ensure_future(watcher.run(stop, after=after))
     task.add_done_callback(_log_failure)
+    pusher = team_pusher(index.path)
     try:
         yield watcher
     finally:
+        if pusher is not None:
+            await asyncio.to_thread(pusher.stop)
         stop.set()
         with contextlib.suppress(Exception):  # already logged by _log_failure
             await task
         index.close()
+
+
+def team_pusher(db_path: str | os.PathLike[str]) -> Pusher | None:
+    """The team push thread, when this machine joined a hub (`fleetdeck team join`): the process that
+    watches an index is the one that pushes it. A broken `[team]` section is logged, never fatal."""
+    try:
+        config = team_config.load()
+    except FleetError as exc:
+        log.warning("team mode off: %s", exc.message)
+        return None
+    return Pusher(db_path, config).start() if config is not None else None
 
 
 def _log_failure(task: asyncio.Future) -> None:
