@@ -30,8 +30,9 @@ def psycopg() -> Any:
 
 def parts(dsn: str) -> dict[str, str]:
     """The keywords of a `postgresql://` URL or a `key=value` DSN (psycopg's own parser)."""
+    conninfo = psycopg().conninfo
     try:
-        return dict(psycopg().conninfo.conninfo_to_dict(dsn))
+        return dict(conninfo.conninfo_to_dict(dsn))
     except Exception as exc:  # psycopg.ProgrammingError: a malformed DSN; its message may quote the DSN
         raise FleetError("BAD_ARGUMENT", f"not a PostgreSQL connection string: {type(exc).__name__}") from None
 
