@@ -13,7 +13,13 @@ import subprocess
 import time
 from pathlib import Path
 
+from fleet.errors import FleetError
 from fleet.git.run import run_git
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from fleet.ops import service
+from fleet.snapshot.shadow import WorkTree
+from fleet.snapshot.take import take
 
 IDENTITY = ("Demo Developer", "demo@fleetdeck.invalid")
 DAY = 86_400
@@ -251,9 +257,6 @@ def adopt_demo_policy(index) -> str | None:
 def _discard_work(db_path: str | os.PathLike[str], repo: Path) -> None:
     """The safety net's story, made by its own code: the hook snapshots before an agent's `git checkout -- .`
     and `git clean -fd`, the commands run for real, and the next snapshot finds the work discarded."""
-    from fleet.snapshot.shadow import WorkTree
-    from fleet.snapshot.take import take
-
     tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
     command = "git checkout -- . && git clean -fd"
     take(tree, db_path, "hook:claude-code", agents=["claude-code"], command=command)
@@ -265,11 +268,6 @@ def _discard_work(db_path: str | os.PathLike[str], repo: Path) -> None:
 def seed_proposals(db_path: str | os.PathLike[str], roots: list[str]) -> list[str]:
     """Index the demo fleet and make the demo agents' pending proposals (under no personal policy);
     returns their ids. A proposal the fleet's state refuses is skipped, never fatal to the demo."""
-    from fleet.errors import FleetError
-    from fleet.index.scan import scan
-    from fleet.index.store import open_index
-    from fleet.ops import service
-
     base = Path(roots[0]).parent
     made = []
     saved = os.environ.get("FLEETDECK_POLICY")

@@ -1,8 +1,10 @@
 """The import graph of fleet/, from the ast of every module: what tests/test_layers.py checks, as numbers.
 
-An edge is one import statement naming a fleet module (module level or inside a function: both run). Run as a
-script (`python tests/layergraph.py`) it prints the circles between modules, the pairs of packages that import
-each other, the imports that point up the layer order and the count of function-level imports.
+An edge is one import statement naming a fleet module (module level or inside a function: both run), plus
+the packages above that module whose `__init__` the import runs first. Imports under `if TYPE_CHECKING:`
+never run and are no edges (annotations only). Run as a script (`python tests/layergraph.py`) it prints
+the circles between modules, the pairs of packages that import each other, the imports that point up the
+layer order and the count of function-level imports.
 """
 
 from __future__ import annotations
@@ -49,12 +51,22 @@ def edges(root: Path = FLEET) -> list[Edge]:
     out: list[Edge] = []
     for source, path in known.items():
         def add(name: str, func: str | None, line: int) -> None:
-            if name.split(".")[0] == prefix and (target := _resolve(name, known)) and target != source:
-                out.append(Edge(source, target, func, line))
+            if name.split(".")[0] != prefix or not (target := _resolve(name, known)) or target == source:
+                return
+            out.append(Edge(source, target, func, line))
+            parent = target.rpartition(".")[0]
+            while parent and parent != prefix:  # fleet/__init__ only holds the version
+                if parent in known and parent != source and not source.startswith(parent + "."):
+                    out.append(Edge(source, parent, func, line))
+                parent = parent.rpartition(".")[0]
 
         def visit(node: ast.AST, func: str | None) -> None:
             for child in ast.iter_child_nodes(node):
                 scope = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+                if isinstance(child, ast.If) and _type_checking(child.test):
+                    for other in child.orelse:
+                        visit(ast.Module(body=[other], type_ignores=[]), scope)
+                    continue
                 if isinstance(child, ast.Import):
                     for alias in child.names:
                         add(alias.name, scope, child.lineno)
@@ -65,6 +77,11 @@ def edges(root: Path = FLEET) -> list[Edge]:
 
         visit(ast.parse(path.read_text(encoding="utf-8")), None)
     return out
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
 def package(module: str) -> str:

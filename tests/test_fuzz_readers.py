@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleet.git import files as gitfiles
+from fleet.git.config import read_config
 from fleet.git.files import BrokenRepo
 from fleet.git.layout import Found, common_dir, read_gitfile
 from fleet.repo.record import read_repo, read_submodules
@@ -110,7 +111,7 @@ def test_reflog_read_in_steps(gitdir: Path, data: bytes, offset: int, step: int)
 def test_config(gitdir: Path, data: bytes, force: bool):
     (gitdir / "config").write_bytes((b"[remote \"o\"]\n" if force else b"") + data)
     try:
-        cfg = gitfiles.read_config(gitdir)
+        cfg = read_config(gitdir)
     except BrokenRepo as exc:
         _no_quote(exc)
         return

@@ -24,6 +24,7 @@ from fleet.index.store import Index
 from fleet.ops import proposals, service
 from fleet.ops.confirm import decision_risk, require_explicit
 from fleet.ops.patchops import full_patch
+from fleet.ops.policy import repo_label
 from web.errors import error_response, wants_json
 from web.guards import decision_actor
 from web.passkeys import confirm as passkey_confirm
@@ -38,7 +39,7 @@ def list_context(request: Request, idx: Index) -> dict:
     found = proposals.page(idx, limit=300)
     rows = found["proposals"]
     for row in rows:
-        row["repo_label"] = service.repo_label(idx, row["repo"])
+        row["repo_label"] = repo_label(idx, row["repo"])
     return {"pending": [r for r in rows if r["status"] == "pending"],
             "active": [r for r in rows if r["status"] in ("approved", "executing")],
             "history": [r for r in rows if r["status"] not in service.ACTIVE],

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 from fleet.audit.verify import verify_log
+from fleet import audit
+from fleet.audit.keys import trusted_keys
+from fleet.errors import FleetError
 
 log = logging.getLogger("fleetdeck.audit")
 
@@ -71,10 +74,6 @@ def chain_status() -> dict[str, Any]:
 async def checking(db_path: str | os.PathLike[str]) -> AsyncIterator[ChainMonitor | None]:
     """Re-verify the audit chain in a background thread for the duration of the block (`serve`)."""
     global _running
-    from fleet import audit
-    from fleet.audit.keys import trusted_keys
-    from fleet.errors import FleetError
-
     log_ = audit.setup(db_path)
     if not log_.enabled:
         yield None

@@ -24,7 +24,8 @@ __all__ = ["main", "build_parser"]
 
 def versions() -> str:
     """fleetdeck's version, and which git it runs with that git's own version line."""
-    from fleet.git.run import GitError, git_path, run_git
+    from fleet.git.command import git_path
+    from fleet.git.run import GitError, run_git
 
     try:
         found = git_path()

@@ -222,29 +222,6 @@ def parse_config(data: bytes, config_dir: str | None = None, *, what: str = "con
         raise BrokenRepo(f"{what} is malformed") from None
 
 
-def read_config(commondir: StrPath, *, complete: bool = False) -> "ConfigFile | Config":
-    """The repository's own config file (branch upstreams, remotes, core.worktree), includes followed.
-
-    Most of a scan's Python time went to parsing configs that hold none of these: unless `complete`, those
-    are skipped unparsed (an empty config is returned). A file without includes is read by fleetdeck's own
-    git-exact reader (fleet/git/config.py: a regex a line for the usual shapes), far cheaper than dulwich.
-    """
-    from fleet.git.config import Config, ConfigError, parse  # config.py imports this module
-
-    data = read_file(os.path.join(commondir, "config"), MAX_CONFIG_BYTES, "config")
-    if not data:
-        return Config()
-    lowered = data.lower()
-    if not complete and not any(word in lowered for word in (b"[branch", b"[remote", b"[include", b"worktree")):
-        return Config()
-    if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
-        return parse_config(data, os.fspath(commondir))
-    try:
-        return Config(parse(data, "config"))
-    except ConfigError:
-        raise BrokenRepo("config is malformed") from None
-
-
 def configured_work_tree(cfg: "ConfigFile | Config", gitdir: str, commondir: str) -> str | None:
     """The work tree `core.worktree` makes git use instead of the folder holding `.git`, or None.
 

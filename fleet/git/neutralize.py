@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
+from fleet.git.command import READ, Mode, base_env, execute, git_command
 from fleet.git.config import ConfigError, RepoConfig, read_config_file, read_repo_config
 from fleet.git.files import MAX_POINTER_BYTES
 
@@ -188,7 +189,6 @@ def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
     key = tuple((path, _sig(path)) for path in files)
     values = _TRUSTED.get(key)
     if values is None:
-        from fleet.git.run import trusted_config_listing   # run.py imports this module
         values = {}
         for record in trusted_config_listing().split(b"\0"):
             name, newline, value = record.partition(b"\n")
@@ -199,3 +199,25 @@ def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
         _TRUSTED.clear()
         _TRUSTED[key] = values
     return values
+
+
+# Listing the trusted config reads no repository, so it needs (and must not recurse into) no guard.
+_TRUSTED_LOOKUP = Mode("trusted-lookup", READ.options, READ.config, READ.env, neutralize_repo=False)
+
+
+def trusted_config_listing() -> bytes:
+    """`git config -z --list --includes` of the person's system and global config only (no repository).
+
+    The two global files are listed one by one, in git's order: `git config --global` of git before 2.46
+    reads only `~/.gitconfig` when it exists, though every other git command reads `$XDG_CONFIG_HOME/git/
+    config` before it."""
+    listing = _trusted_run(["config", "--system", "--includes", "-z", "--list"])
+    for path in global_config_files():
+        if os.path.isfile(path):
+            listing += _trusted_run(["config", "--file", path, "--includes", "-z", "--list"])
+    return listing
+
+
+def _trusted_run(args: list[str]) -> bytes:
+    return execute(git_command(os.sep, args, _TRUSTED_LOOKUP), base_env(_TRUSTED_LOOKUP), args, os.sep,
+                   ok_codes=(0, 1)).stdout

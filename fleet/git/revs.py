@@ -7,6 +7,7 @@ import os
 from fleet.errors import FleetError
 from fleet.git.layout import found_at
 from fleet.git.run import check_ref, out, run, text
+from fleet.git.files import BrokenRepo, is_sha, read_file
 
 
 def check_rev(value: str, field: str = "ref") -> str:
@@ -103,8 +104,6 @@ def head_commit(repo: str) -> str | None:
 
 
 def _head_from_files(repo: str) -> object:
-    from fleet.git.files import BrokenRepo, is_sha, read_file
-
     try:
         git_dir, common = git_dirs(repo)
         head = read_file(os.path.join(git_dir, "HEAD"), 4096, "HEAD")

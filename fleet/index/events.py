@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from fleet.git.run import GitError, run_git
+from fleet.index.store import REFLOG_IDS_KEY, next_reflog_id
 
 if TYPE_CHECKING:
     import sqlite3
@@ -34,7 +35,6 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
-REFLOG_IDS_KEY = "reflog_ids_upto"  # the highest reflog line id ever given (lines may have been pruned since)
 # A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
@@ -531,7 +531,6 @@ def prune_events(index: "Index", older_than_s: int, now: float | None = None) ->
     The cut-off is remembered, so lines git still holds (re-read after a reflog rewrite) do not come back.
     """
     cutoff = int((time.time() if now is None else now) - older_than_s)
-    from fleet.index.store import next_reflog_id  # store imports this module
 
     with index.write() as conn:
         upto = next_reflog_id(conn) - 1   # the highest id ever given

@@ -33,6 +33,8 @@ from fleet.index.restore_points import RestorePointRows
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
+REFLOG_IDS_KEY = "reflog_ids_upto"  # meta: the highest reflog line id ever given (lines may have been pruned since)
+
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
@@ -685,8 +687,6 @@ def next_reflog_id(conn: sqlite3.Connection) -> int:
     """The id of the next reflog line (the write lock is held): past every line held and every line
     `prune_events` deleted. A reused id would sit at or below what events (`event_cursor`) and the search
     index (`reflog_search_upto`) have already passed, and the new line would never reach either."""
-    from fleet.index.events import REFLOG_IDS_KEY
-
     return conn.execute(
         "select max(ifnull((select max(id) from reflog), 0),"
         " ifnull((select cast(value as integer) from meta where key = ?), 0)) + 1", (REFLOG_IDS_KEY,)).fetchone()[0]

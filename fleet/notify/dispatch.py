@@ -23,9 +23,12 @@ from datetime import datetime
 from typing import AsyncIterator, Callable
 
 from fleet.errors import FleetError
+from fleet.inbox.items import counts_stamp, inbox
+from fleet.index.store import open_index
 from fleet.index.wake import Bell
-from fleet.notify import status
-from fleet.notify.config import Notifier, NotifyConfig
+from fleet.notify import desktop, status
+from fleet.notify.config import Notifier, NotifyConfig, load
+from fleet.ops.landing import SERVE_URL
 from fleet.notify.payloads import Message, for_items, request
 
 log = logging.getLogger("fleetdeck.notify")
@@ -157,7 +160,6 @@ async def _desktop(db_path: str, config: NotifyConfig, tabs_open: Callable[[], b
     """The desktop notifier when it is on and this machine has a notification service (recorded either way)."""
     if not config.desktop:
         return ()
-    from fleet.notify import desktop
 
     why = await asyncio.to_thread(desktop.unavailable)
     status.record(db_path, desktop.NAME, None, why)
@@ -174,11 +176,6 @@ async def notifying(db_path: str, interval: float = TICK_S, tabs_open: Callable[
     recorded something) and every `interval`, and ticks a Dispatcher whenever the inbox's stamp moved (off,
     and saying so in the log, when no notifier is configured). `tabs_open` says whether a dashboard tab is
     connected now: the desktop's notifications are for when none is."""
-    from fleet.inbox.items import counts_stamp, inbox
-    from fleet.ops.landing import SERVE_URL
-    from fleet.index.store import open_index
-    from fleet.notify.config import load
-
     config = load()
     if config.error:
         log.warning("notifications off: %s", config.error)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from fleet.notify import desktop
 from fleet.notify.config import load, redact
 from fleet.timespec import iso
 
@@ -70,8 +71,6 @@ def notifiers(db_path: str | os.PathLike[str]) -> list[dict]:
              "last_ok_at": seen.get(n.name, {}).get("last_ok_at"),
              "last_error": seen.get(n.name, {}).get("last_error")} for n in config.notifiers]
     if config.desktop:
-        from fleet.notify import desktop
-
         entry = seen.get(desktop.NAME)
         rows.append({"name": desktop.NAME, "kind": desktop.NAME, "target": desktop.target(),
                      "last_ok_at": (entry or {}).get("last_ok_at"),

@@ -16,6 +16,7 @@ import os
 from fleet.errors import FleetError
 from fleet.git.revs import git_dirs
 from fleet.repo.scope import resolve_file_in_repo, root_of
+from fleet.index.target import resolve_target
 
 
 def _ident(path: str) -> list[int] | None:
@@ -36,8 +37,6 @@ def identity(repo: str) -> dict:
 def check(index, repo: str, pinned: dict | None, paths: list[str] | None = None) -> None:
     """STALE when the repository left the roots or is not the one the preview pinned, or when one of the
     repo-relative `paths` the op targets now leads out of it through a symlink (all re-resolved now)."""
-    from fleet.index.target import resolve_target
-
     if pinned is None:
         raise FleetError("STALE", "this proposal pins no repository identity (made by an older fleetdeck); "
                                   "propose it again")

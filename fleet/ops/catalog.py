@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.errors import FleetError
+
 
 @dataclass(frozen=True)
 class OpInfo:
@@ -67,8 +69,6 @@ LEVELS = ("low", "medium", "high")
 
 
 def op_info(op: str) -> OpInfo:
-    from fleet.errors import FleetError
-
     info = OPS.get(op)
     if info is None:
         raise FleetError("BAD_ARGUMENT", f"unknown operation {op!r}; known: {', '.join(sorted(OPS))}")

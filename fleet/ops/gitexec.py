@@ -26,7 +26,9 @@ from typing import Iterator
 from fleet.errors import FleetError
 from fleet.git.config import ConfigError
 from fleet.git.neutralize import guard_for
-from fleet.git.run import DEFAULT_MAX_BYTES, GitError, GitResult, Mode, run_git
+from fleet.git.command import DEFAULT_MAX_BYTES, Mode
+from fleet.git.run import GitError, GitResult, run_git
+from fleet.ops.repocode import neutral_config
 
 EXEC_TIMEOUT = 600.0
 PERSON = Mode(name="person", options=("--no-pager",), config=("color.ui=false", "core.quotePath=false"),
@@ -79,8 +81,6 @@ def neutralized() -> Iterator[None]:
 def _neutral_env(cwd: str) -> dict[str, str]:
     """GIT_CONFIG_COUNT/KEY/VALUE: the guard's filter and diff-driver overrides, then the repository's hooks
     and programs (repocode.neutral_config). Command-scope config beats every file."""
-    from fleet.ops.repocode import neutral_config   # repocode reads through fleet.git.run, as a preview does
-
     try:
         guard = guard_for(cwd).env
     except (ConfigError, OSError, ValueError) as exc:

@@ -15,25 +15,25 @@ It stops at the first failure; the one restore point, taken before step 1, bring
 
 from __future__ import annotations
 
-from fleet.words import plural
 import contextlib
 import re
 
+from fleet.agents.identity import PERSON
 from fleet.errors import FleetError
-from fleet.ops import restore
+from fleet.ops import coreops, integrate, patchops, restore
 from fleet.ops.catalog import risk_of
 from fleet.ops.model import Ctx, Op, Plan, known_args
+from fleet.ops.policy import evaluate, load_policy, policy_subjects
+from fleet.ops.scratch import scratch_copy
+from fleet.words import plural
 
 STEP_OPS = ("stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash", "merge", "rebase",
             "discard", "reset", "patch")
 MAX_STEPS = 10
+# The ops a step may be, from the modules that define them (the executor's registry holds this module too).
+STEPS: dict[str, Op] = {name: op for name, op in {**coreops.OPS, **integrate.OPS, **patchops.OPS}.items()
+                        if name in STEP_OPS}
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-
-
-def _ops() -> dict[str, Op]:
-    from fleet.ops.service import OPS
-
-    return OPS
 
 
 def _steps(args: dict) -> list[dict]:
@@ -62,7 +62,7 @@ def _expect(plan: Plan) -> dict:
 
 
 def _subject(ctx: Ctx, n: int, op: str, plan: Plan | None, args: dict) -> dict:
-    """Step n as a policy subject of its own (service.policy_subjects), with its final refs and paths."""
+    """Step n as a policy subject of its own (fleet.ops.policy.policy_subjects), with its final refs and paths."""
     label = f"step {n} ({op})"
     if plan is None:  # known only when it runs: a `path` deny must assume it touches anything
         return {"op": op, "repo": ctx.repo, "paths_listed": False, "risk": risk_of(op, args), "label": label}
@@ -73,8 +73,6 @@ def _subject(ctx: Ctx, n: int, op: str, plan: Plan | None, args: dict) -> dict:
 @contextlib.contextmanager
 def _sequence(ctx: Ctx, steps: int):
     """(a Ctx on a scratch copy, None) for previewing steps 2.., or (None, why) when there is none."""
-    from fleet.ops.scratch import scratch_copy
-
     with contextlib.ExitStack() as stack:
         if steps == 1:
             yield None, None
@@ -90,7 +88,7 @@ def _sequence(ctx: Ctx, steps: int):
 def preview_plan(ctx: Ctx, args: dict) -> Plan:
     known_args("plan", args, {"steps"})
     steps = _steps(args)
-    ops = _ops()
+    ops = STEPS
     shown, refs, moves, untracked, subjects, undo, paths = [], [], [], [], [], {}, []
     run_steps, deferred = [], None
     with _sequence(ctx, len(steps)) as (copy, why):
@@ -143,17 +141,14 @@ def _check_step(ctx: Ctx, step: dict, plan: Plan) -> None:
             raise FleetError("STALE", f"it would now touch refs {now['refs']} and paths {now['paths'][:10]}, "
                                       f"not the previewed {step['expect']['refs']} and {step['expect']['paths'][:10]}")
         return
-    from fleet.ops import service
-    from fleet.ops.policy import evaluate, load_policy
-
-    subject = service.policy_subjects(ctx.index, step["op"], ctx.repo, plan, risk_of(step["op"], plan.args, plan.preview))
+    subject = policy_subjects(ctx.index, step["op"], ctx.repo, plan, risk_of(step["op"], plan.args, plan.preview))
     decision = evaluate(load_policy(), ctx.agent, subject)
-    if decision.action == "deny" and ctx.agent != service.PERSON:
+    if decision.action == "deny" and ctx.agent != PERSON:
         raise FleetError("POLICY_DENIED", f"the policy refuses this step: {decision.why}")
 
 
 def run_plan(ctx: Ctx, args: dict) -> dict:
-    ops = _ops()
+    ops = STEPS
     done, undo = [], {}
     for n, step in enumerate(args["steps"], start=1):
         try:

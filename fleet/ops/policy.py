@@ -45,7 +45,9 @@ from pathlib import Path
 
 from fleet.agents.identity import UNKNOWN_PREFIX, is_authenticated, rule_matches
 from fleet.errors import FleetError
+from fleet.index.store import Index
 from fleet.ops.catalog import HIGH, OPS, always_high
+from fleet.ops.model import Plan
 from fleet.settings import read_toml
 from fleet.xdg import config_home
 
@@ -276,3 +278,27 @@ def evaluate(policy: Policy, agent: str, subjects: list[Subject], deferred: str 
     if deferred:
         return Decision("approve", first.rule, f"{first.why}; but {deferred}, so a person approves it")
     return first
+
+
+def repo_label(index: Index, path: str) -> str:
+    """A repository as the person knows it in the fleet: its root's name, then its path under that root
+    (two repositories both called `api` under different roots never look alike); the path itself outside."""
+    holding = [r for r in index.roots() if path == r or path.startswith(r.rstrip("/") + "/")]
+    if not holding:
+        return path
+    root = max(holding, key=len)
+    name = os.path.basename(root.rstrip("/")) or root
+    rel = os.path.relpath(path, root)
+    return name if rel == "." else f"{name}/{rel}"
+
+
+def policy_subjects(index: Index, op: str, repo: str, plan: Plan, risk: str) -> list[Subject]:
+    """What the policy judges: the proposal in its repository, then each step or other repository the op
+    names (plan.subjects), each with its own final refs, paths and risk."""
+    main = Subject(op, repo, index.name_at(repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
+                   plan.paths_listed, risk)
+    more = [Subject(x["op"], x["repo"], index.name_at(x["repo"]), tuple(x.get("refs", ())),
+                    tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk),
+                    x.get("label") or repo_label(index, x["repo"]))
+            for x in plan.subjects]
+    return [main, *more]

@@ -26,12 +26,14 @@ from fleet.ops import undo as undo_op
 from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.landing import SERVE_URL, SERVE_WORKER, running_dashboard
 from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
-from fleet.ops.policy import Decision, Subject, evaluate, load_policy
+from fleet.ops.policy import Decision, Subject, evaluate, load_policy, policy_subjects, repo_label
 from fleet.ops.state import pin, revalidate
 from fleet.procinfo import process_identity
+from fleet.index.scan import refresh_repo
 from fleet.index.target import resolve_target
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import work_tree_of
+from fleet.presence.store import read_rows
 
 log = logging.getLogger("fleetdeck.ops")
 
@@ -63,8 +65,6 @@ def _check_key(key: object) -> str | None:
 def _other_agents(index: Index, repo: str, agent: str, paths: list[str], session: str | None = None) -> list[dict]:
     """Every presence row in `repo` but the proposer's own session (its MCP session's row, else its agent's
     newest row: the call just made it so): another session of the same agent is another agent here."""
-    from fleet.presence.store import read_rows
-
     touched = set(paths)
     out = []
     rows = read_rows(index, repo)
@@ -127,18 +127,6 @@ def list_public(index: Index, status: str | None = None, repo: str | None = None
     for row in found["proposals"]:
         row["preview"] = public_preview(row)
     return found
-
-
-def repo_label(index: Index, path: str) -> str:
-    """A repository as the person knows it in the fleet: its root's name, then its path under that root
-    (two repositories both called `api` under different roots never look alike); the path itself outside."""
-    holding = [r for r in index.roots() if path == r or path.startswith(r.rstrip("/") + "/")]
-    if not holding:
-        return path
-    root = max(holding, key=len)
-    name = os.path.basename(root.rstrip("/")) or root
-    rel = os.path.relpath(path, root)
-    return name if rel == "." else f"{name}/{rel}"
 
 
 def show(index: Index, proposal_id: str) -> dict:
@@ -225,18 +213,6 @@ def _without_repo_code(decision: Decision, op: str, args: dict, code: list[dict]
     return Decision("approve", decision.rule, f"{decision.why}; but this repository defines "
                                               f"{repocode.describe(blockers)}, which git would run: a person "
                                               "approves it")
-
-
-def policy_subjects(index: Index, op: str, repo: str, plan: Plan, risk: str) -> list[Subject]:
-    """What the policy judges: the proposal in its repository, then each step or other repository the op
-    names (plan.subjects), each with its own final refs, paths and risk."""
-    main = Subject(op, repo, index.name_at(repo), tuple(plan.policy_refs), tuple(plan.policy_paths),
-                   plan.paths_listed, risk)
-    more = [Subject(x["op"], x["repo"], index.name_at(x["repo"]), tuple(x.get("refs", ())),
-                    tuple(x.get("paths", ())), x.get("paths_listed", True), x.get("risk", risk),
-                    x.get("label") or repo_label(index, x["repo"]))
-            for x in plan.subjects]
-    return [main, *more]
 
 
 def _policy_now(row: dict) -> str | None:
@@ -379,8 +355,6 @@ def _finish(index: Index, proposal_id: str, status: str, *, error: str | None, r
     if status == "completed" and row["op"] == "restore":
         _undone_by(index, row)
     try:
-        from fleet.index.scan import refresh_repo
-
         refresh_repo(index, row["repo"])
     except Exception as exc:  # the index catches up on its next sweep; the proposal's outcome stands
         log.warning("index not refreshed after %s: %s", proposal_id, exc)

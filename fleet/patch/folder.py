@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
+from fleet.index.target import scoped_patch_file
 
 FOLDER = "patches"
 
@@ -56,8 +57,6 @@ def agent_patch_file(index_path: str | os.PathLike[str], patch_file: str) -> str
 
 def readable_patch_file(index: Index, patch_file: str) -> str:
     """A patch file an agent may read: one in the patch folder (by name or path), or one inside a fleet root."""
-    from fleet.index.target import scoped_patch_file
-
     try:
         return agent_patch_file(index.path, patch_file)
     except FleetError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fleet.caps import cap
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
+from fleet.git.config import read_config
 from fleet.git.layout import Found
 from fleet.repo.record import linked_worktrees, main_worktree, read_stashes, read_submodules, worktree_counts
 
@@ -22,7 +23,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     worktree whose `.git` points back to this repository, as the index record reads them)."""
     try:
         refs = gitfiles.read_refs(found.commondir)
-        main = main_worktree(found, refs, gitfiles.read_config(found.commondir, complete=True))
+        main = main_worktree(found, refs, read_config(found.commondir, complete=True))
         worktree_counts(main)
         rows = [main, *linked_worktrees(found.commondir, refs, with_status=True)]
     except gitfiles.BrokenRepo as exc:

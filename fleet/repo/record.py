@@ -16,6 +16,7 @@ from pathlib import Path
 from dulwich.config import ConfigFile, parse_submodules
 
 from fleet.git import files as gitfiles
+from fleet.git.config import read_config
 from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
@@ -71,7 +72,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
     _check_dirs(found)  # before any file in those dirs is read
     refs = gitfiles.read_refs(commondir)
     head = gitfiles.read_head(gitdir, refs)
-    cfg = gitfiles.read_config(commondir)
+    cfg = read_config(commondir)
     _check_work_tree(found, cfg)
     stashes = read_stashes(commondir)  # before git status, which reads the stash log too
     status = None if found.bare else repo_status(found.path, gitdir, commondir)
@@ -163,7 +164,7 @@ def read_work_trees(found: Found, stored: dict) -> dict | None:
         if b"include" in config.lower() or os.path.lexists(os.path.join(gitdir, "index.lock")):
             return None
         if b"worktree" in config.lower():
-            _check_work_tree(found, gitfiles.read_config(commondir))
+            _check_work_tree(found, read_config(commondir))
         status = None if found.bare else repo_status(found.path, gitdir, commondir)
         fields = {**_counts(status), "last_activity": _activity(found, status, reflog_stats(gitdir, commondir))}
         if status is not None:
@@ -444,7 +445,7 @@ def _submodule_ignores(modules: ConfigFile, commondir: StrPath, names: list[str]
     """`submodule.<name>.ignore` per submodule as `git status` applies it: the repository's config over
     .gitmodules (`none`, `untracked`, `dirty` or `all`; absent when neither sets it)."""
     try:
-        cfg = gitfiles.read_config(commondir, complete=True)
+        cfg = read_config(commondir, complete=True)
     except BrokenRepo:
         cfg = ConfigFile()
     found: dict[str, str] = {}

@@ -13,6 +13,7 @@ from typing import Any
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
+from fleet.git.config import read_config
 from fleet.git.revs import git_dirs
 from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
@@ -75,7 +76,7 @@ def _remotes(path: str) -> list[dict[str, Any]]:
     """The repository's remotes from its own config (includes followed), read as the index record reads them."""
     _, common = git_dirs(path)
     try:
-        return gitfiles.remotes(gitfiles.read_config(common))
+        return gitfiles.remotes(read_config(common))
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", str(exc)) from None
 

@@ -18,6 +18,7 @@ from dulwich.config import ConfigFile
 
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
+from fleet.git.config import read_config
 from fleet.git.layout import Found
 
 MAX_PATH_CHARS = 4096
@@ -82,7 +83,7 @@ def check_in_scope(found: Found, roots: Sequence[str]) -> Found:
     if why is None:
         try:
             gitfiles.check_startup_files(found.gitdir, found.commondir)
-            why = work_tree_escape(found, gitfiles.read_config(found.commondir), roots)
+            why = work_tree_escape(found, read_config(found.commondir), roots)
         except gitfiles.BrokenRepo as exc:
             raise FleetError("GIT_FAILED", f"{found.path}: {exc}; git cannot safely read this repository") from None
     if why:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Iterator
 
 from fleet.errors import FleetError
-from fleet.git.run import GitResult, Mode, READ, run_git
+from fleet.git.command import READ, Mode
+from fleet.git.run import GitResult, run_git
 from fleet.snapshot.config import snapshot_settings
 
 LOCK_TIMEOUT = 30.0
