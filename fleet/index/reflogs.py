@@ -19,10 +19,13 @@ Logs = list[tuple[str, int, int, list[tuple]]]  # (ref, inode, end, new lines) o
 
 
 def read(prepared: list["Prepared"]) -> list["Prepared"]:
-    """`prepared` with each repo's reflog stats and new lines (none for a vanished repo), read outside any
-    lock against what the index held when it was prepared."""
+    """`prepared` with each repo's reflog stats and new lines (none for a vanished repo, nor for one whose
+    history is deferred), read outside any lock against what the index held when it was prepared."""
     out = []
     for p in prepared:
+        if p.deferred:
+            out.append(p)
+            continue
         vanished = p.record.get("vanished")
         stats = None if vanished else p.record.get("reflog_files")
         if stats is None and not vanished:

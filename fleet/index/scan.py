@@ -26,7 +26,7 @@ from fleet.git.layout import Found, found_at
 from fleet.index.discovery import iter_discover, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
 from fleet.index import reflogs
-from fleet.index.store import Index
+from fleet.index.store import Index, Prepared
 from fleet.repo.record import read_repo
 from fleet.repo.scope import inside
 from fleet.attention import attention
@@ -34,6 +34,7 @@ from fleet.attention import attention
 Progress = Callable[[int, int, str], None]
 CHUNK = 24  # repos a worker reads, then stores in one transaction
 SKIP_KEY = "skip_patterns"
+HISTORY_DELAY_ENV = "FLEETDECK_HISTORY_DELAY_S"  # seconds each history chunk waits first (tests, demos)
 
 
 def default_workers() -> int:
@@ -48,7 +49,7 @@ def set_skip_patterns(index: Index, patterns: list[str]) -> None:
     index.set_meta(SKIP_KEY, sorted(set(patterns)))
 
 
-def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
+def ingest(index: Index, items: list[tuple[Found, dict]], history: bool = True) -> list[int]:
     """Score, store (one write transaction) and turn new reflog lines into events; returns the repo ids.
 
     Everything but the writes happens before the write lock is taken: reading and parsing the new reflog
@@ -56,9 +57,14 @@ def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
     are then written in the same transaction as its lines. Under the lock the index is checked to stand as it
     was read against (another process may have stored a repo meanwhile: its lines are read again, and its
     events left to `record_events`). The others' events are recorded after the store, since deciding them
-    asks git.
+    asks git. Without `history`, a readable repo the index does not hold yet is stored with its state alone
+    and joins the history backlog: `ingest_history` reads its reflogs and events later, as this would have
+    (one whose read failed is stored whole: what of its history is read depends on why, and they are few).
     """
-    prepared = reflogs.read(index.prepare([(found, record, attention(record)) for found, record in items]))
+    prepared = index.prepare([(found, record, attention(record)) for found, record in items])
+    if not history:
+        prepared = [p._replace(deferred=p.repo_id is None and p.record.get("error") is None) for p in prepared]
+    prepared = reflogs.read(prepared)
     cut = pruned_before(index)
     firsts = {n: first_events(p.found.path, p.logs, cut) for n, p in enumerate(prepared)
               if p.repo_id is None and p.logs is not None and "branches" in p.record}
@@ -69,9 +75,46 @@ def ingest(index: Index, items: list[tuple[Found, dict]]) -> list[int]:
         if pruned_before(index) == cut:   # else events were pruned since they were decided: record_events
             recorded = record_first_events(tx, stored, {n: e for n, e in firsts.items() if n not in reread})
     ids = [s.repo_id for s in stored]
-    record_events(index, [(repo_id, found.path) for repo_id, (found, record) in zip(ids, items)
-                          if "branches" in record and repo_id not in recorded])
+    record_events(index, [(s.repo_id, s.prepared.found.path) for s in stored
+                          if "branches" in s.prepared.record and s.prepared.logs is not None
+                          and s.repo_id not in recorded])
     return ids
+
+
+def ingest_history(index: Index, repo_ids: list[int]) -> int:
+    """Read the reflog history of repos in the history backlog and record their events, as a first read
+    (`ingest` of a repo the index does not hold yet) would have; returns how many left the backlog. A repo
+    gone or unreadable since leaves it with nothing read (its next full read stores what it has).
+    `$FLEETDECK_HISTORY_DELAY_S` holds each call back that long first: the tests' (and a demo's) way to
+    watch the pages while history is still being read, through the real path."""
+    time.sleep(_history_delay())
+    waiting = set(index.history_backlog()["ids"])
+    wanted = [i for i in repo_ids if i in waiting]
+    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
+    unread_yet = []
+    for record in index.records([r["path"] for r in rows]).values():
+        found = None if record["gone"] or record["error"] else found_at(record["path"], record["root"])
+        if found is not None:  # read as a repo the index does not hold: every line, each once
+            unread_yet.append(Prepared(found, record, {}, None, {}, None, None))
+    prepared = [p._replace(repo_id=p.record["id"]) for p in reflogs.read(unread_yet)]
+    cut = pruned_before(index)
+    firsts = {n: first_events(p.found.path, p.logs, cut) for n, p in enumerate(prepared)}
+    unread = sorted(set(repo_ids) - {p.repo_id for p in prepared})
+    recorded: set[int] = set()
+    with index.write() as tx:
+        stored = index.store_history(prepared, unread)
+        if pruned_before(index) == cut:   # else events were pruned since they were decided: record_events
+            recorded = record_first_events(tx, stored, firsts)
+    record_events(index, [(s.repo_id, s.prepared.found.path) for s in stored
+                          if s.lines and s.repo_id not in recorded])
+    return len(prepared) + len(unread)
+
+
+def _history_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(HISTORY_DELAY_ENV) or 0))
+    except ValueError:
+        return 0.0
 
 
 def discover_all(index: Index, roots: list[str]) -> list[Found]:

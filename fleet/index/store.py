@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/schema.py; an index at this version opens without loading them.
 SCHEMA_VERSION = 13
+HISTORY_KEY = "history_backlog"  # meta: {total, ids} of the repos stored before their reflog history
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -288,7 +289,30 @@ class Index:
         with self.write() as conn:
             gen = _next_generation(conn)
             next_id: list[int | None] = [None]  # the next reflog line id, given here under the write lock
-            return [self._store(conn, p, gen, next_id) for p in prepared]
+            stored = [self._store(conn, p, gen, next_id) for p in prepared]
+            _update_backlog(conn, add=[s.repo_id for s in stored if s.prepared.deferred and s.first],
+                            done=[s.repo_id for s in stored if s.prepared.logs is not None])
+            return stored
+
+    def store_history(self, prepared: list["Prepared"], unread: list[int] = ()) -> list["Stored"]:
+        """Inside the caller's `write()`: append the reflog lines of repos in the history backlog, read as a
+        first read (`prepared`: all their lines, against no known file), and take them off the backlog with
+        the `unread` ids (nothing to read). A repo that left the backlog meanwhile (a full read stored its
+        lines) is left alone: its `Stored` says nothing was written."""
+        with self.write() as conn:
+            waiting = set(_backlog(conn)["ids"])
+            held = self.reflog_files([p.repo_id for p in prepared])
+            next_id: list[int | None] = [None]
+            stored = [self._store_lines(conn, p, p.repo_id, True, next_id)
+                      if p.repo_id in waiting and p.repo_id not in held else Stored(p, p.repo_id, False, None, 0)
+                      for p in prepared]
+            _update_backlog(conn, add=[], done=[p.repo_id for p in prepared] + list(unread))
+            return stored
+
+    def history_backlog(self) -> dict:
+        """`{total, ids}`: the repos stored before their reflog history was read (`ids`, still waiting) out of
+        the `total` stored so since the backlog was last empty."""
+        return _backlog(self.conn)
 
     def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list[int | None]) -> "Stored":
         found, record = p.found, p.record
@@ -308,7 +332,12 @@ class Index:
             self._replace_children(conn, repo_id, record, new)
         _set_mark(conn, repo_id, record.get("watch_mark"))
         if p.logs is None:
-            return Stored(p, repo_id, False, None, 0)
+            return Stored(p, repo_id, new, None, 0)
+        return self._store_lines(conn, p, repo_id, new, next_id)
+
+    def _store_lines(self, conn: sqlite3.Connection, p: "Prepared", repo_id: int, new: bool,
+                     next_id: list[int | None]) -> "Stored":
+        """Append `p`'s reflog lines to `repo_id` (`new`: it holds none yet) and note the files read."""
         first, count = _append_lines(conn, repo_id, p.logs, new, next_id)
         files = [(repo_id, ref, inode, end) for ref, inode, end, _ in p.logs]
         if files:
@@ -527,6 +556,7 @@ class Prepared(NamedTuple):
     known: dict[str, tuple[int, int]]  # ref -> (inode, size) of each reflog file as last read
     stats: list[tuple] | None  # reflog_stats of the record (None: vanished or not read yet, no history read)
     logs: list[tuple[str, int, int, list[tuple]]] | None  # (ref, inode, end, new lines) of each file read
+    deferred: bool = False    # a new repo stored before its history (it joins the history backlog)
 
 
 class Stored(NamedTuple):
@@ -534,7 +564,7 @@ class Stored(NamedTuple):
 
     prepared: Prepared
     repo_id: int
-    first: bool               # stored for the first time (with all its lines)
+    first: bool               # stored for the first time (with all its lines, unless deferred)
     first_line: int | None    # the id of its first line appended now; they run on without gaps
     lines: int                # how many lines were appended
 
@@ -553,6 +583,28 @@ def _repo_row(found: Found, record: dict, reasons: list[dict]) -> dict:
     row["score"] = reasons[0]["score"] if reasons else 0
     row["reasons"] = json.dumps(reasons)
     return row
+
+
+def _backlog(conn: sqlite3.Connection) -> dict:
+    row = conn.execute("select value from meta where key = ?", (HISTORY_KEY,)).fetchone()
+    value = json.loads(row[0]) if row else None
+    return value if isinstance(value, dict) else {"total": 0, "ids": []}
+
+
+def _update_backlog(conn: sqlite3.Connection, add: list[int], done: list[int]) -> None:
+    """Inside a write: `add` joins the history backlog, `done` leaves it; an empty backlog is no record."""
+    if not add and not done:
+        return
+    backlog = _backlog(conn)
+    waiting = set(backlog["ids"])
+    if not add and not waiting.intersection(done):
+        return
+    ids = sorted((waiting | set(add)) - set(done))
+    if ids:
+        conn.execute("insert or replace into meta (key, value) values (?, ?)",
+                     (HISTORY_KEY, json.dumps({"total": backlog["total"] + len(set(add) - waiting), "ids": ids})))
+    else:
+        conn.execute("delete from meta where key = ?", (HISTORY_KEY,))
 
 
 def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,
