@@ -40,6 +40,7 @@ from fleet.index.wake import Bell
 from fleet.notify.dispatch import notifying
 from fleet.ops import landing
 from fleet.ops.service import announce_dashboard, resume_orphans, sweep
+from fleet.watch.coldstart import ColdStart
 from fleet.watch.service import watching
 from web.app import create_app
 from web.conn import ACCEPT_BURST, GuardedH11
@@ -202,9 +203,11 @@ def _stop(signum: int, _frame: object) -> None:
 
 
 def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
-          open_browser: bool = False, watch: bool = True) -> None:
+          open_browser: bool = False, watch: bool = True, cold: ColdStart | None = None) -> None:
     """Serve the dashboard with the watcher over the saved roots until SIGINT or SIGTERM. Without `watch`,
     the watcher re-checks the fleet once behind the first page and stops: the pages say it is not kept fresh.
+    `cold`: a cold start the caller began before importing this module (`fleet.watch.coldstart.begin`); the
+    watcher takes it over and starts at once.
 
     A non-loopback host needs `allow_remote` (and says so).
     """
@@ -222,7 +225,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     mcp = LateMCP(partial(mcp_endpoint, db_path, host, sock.getsockname()[1]))
     tabs = Tabs()   # the open dashboard tabs: desktop notifications go out while there are none
     bell = Bell(db_path).open()   # rung by the agents' hooks: the strip and the notifications look at once
-    services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want),
+    services = [partial(watching, db_path, after=answering.wait, once=not watch, on_rechecked=mcp.want, cold=cold),
                 behind(answering.wait, mcp.run), behind(answering.wait, partial(_checking, db_path)),
                 behind(answering.wait, partial(notifying, db_path, tabs_open=tabs.any, bell=bell))]
     app = create_app(db_path, token, bind_host=host, services=services, tabs=tabs, bell=bell,
@@ -239,7 +242,10 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
     print(f"fleetdeck: the link works once, within {landing.LANDING_TTL_S // 60} minutes; "
           "`fleetdeck dashboard link` prints a fresh one", flush=True)
     print(f"fleetdeck MCP over HTTP: {base}/mcp with Authorization: Bearer {token}", flush=True)
-    if known:
+    if cold is not None:
+        print("fleetdeck: reading the fleet for the first time: every repository's state first, its history"
+              " behind it; progress on the dashboard", flush=True)
+    elif known:
         print(f"fleetdeck: serving the last known state of {known:,} repositories (indexed {indexed_at})"
               + "; re-checking them in the background, progress on the dashboard"
               + ("" if watch else " (--no-watch: once, then not kept fresh)"), flush=True)

@@ -12,15 +12,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Add ROOTs to the saved roots and serve the dashboard at once, from the index as it is. The watcher in
     the same process re-checks the fleet behind the first page (new repos first) and the pages fill in
     live; with `--no-watch` it re-checks once and stops, and the pages say the index is not kept fresh."""
-    from web.server import serve
+    from fleet.watch.coldstart import begin
 
     require_dirs(args.roots)
     with index_for(args, create=True) as index:
         for root in args.roots:
             index.add_root(root)
         db_path = index.path
+    cold = begin(db_path)  # a never-seen fleet: its state is read while the web stack loads
+    from web.server import serve
+
     serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
-          watch=not args.no_watch)
+          watch=not args.no_watch, cold=cold)
     return 0
 
 

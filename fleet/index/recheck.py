@@ -17,6 +17,10 @@ full read. A repo found as stored has its `scanned_at` and mark moved only if no
 (its row's generation unchanged), so a record another process stored from an older state never gets a
 newer mark.
 
+A repo the index has never seen (discovery's, a cold start's every repo) is stored with its state alone,
+in the history backlog; its reflog history and events follow (`history_in_worker`, `ingest_history`) once
+every repo's state is in, so a never-seen fleet's queue is complete first.
+
 A full read's merge prediction, the costliest read, is kept when its two commits are the ones it was made
 for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one — every column,
 every child row (branches, worktrees, submodules, stashes, remotes), its reasons and the size of every
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fleet.git.layout import Found, found_at, repo_name
-from fleet.index.scan import ingest
+from fleet.index.scan import ingest, ingest_history
 from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
@@ -111,7 +115,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
             changed.append((item, record))
         else:
             reads.append((record["scanned_at"], same, stored["generation"], mark))
-    stored_ids = ingest(index, changed) if changed else []
+    stored_ids = ingest(index, changed, history=False) if changed else []  # new repos: history behind
     index.mark_read(reads)
     if gone:
         index.mark_gone(gone)
@@ -181,11 +185,12 @@ def _plain(value: object) -> object:
 _worker_index: Index | None = None
 
 
-def process_pool(db_path: str | Path, workers: int) -> ProcessPoolExecutor:
-    """Spawned worker processes, each with its own handle on the index, for `in_worker`. They are started at
-    once (a spawned worker spends a good half second importing), so they get ready while the caller does its
-    own preparation."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> ProcessPoolExecutor:
+    """Worker processes, each with its own handle on the index, for `in_worker` and `history_in_worker`.
+    They are started at once (a spawned worker spends a good half second importing), so they get ready while
+    the caller does its own preparation. `fork`: forked instead (no import at all), for a caller that has
+    started no thread yet (`fleet.watch.service.early_start`, before the web stack loads)."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else "spawn"),
                                initializer=_worker_init, initargs=(str(db_path),))
     for _ in range(workers):
         pool.submit(int)  # a no-op: each submit with no idle worker starts one
@@ -200,3 +205,8 @@ def _worker_init(db_path: str) -> None:
 def in_worker(chunk: list[Entry]) -> Checked:
     """`recheck_chunk` in a worker process of `process_pool`."""
     return recheck_chunk(_worker_index, chunk)
+
+
+def history_in_worker(repo_ids: list[int]) -> int:
+    """`ingest_history` in a worker process of `process_pool`."""
+    return ingest_history(_worker_index, repo_ids)

@@ -55,10 +55,13 @@ async def watching(db_path: str | os.PathLike[str], roots: list[str] | None = No
     start-up re-check is over. When another process already watches this index (`fleetdeck watch`, a second
     `serve`), that watcher keeps it fresh: this yields None and says so, instead of failing the host (and
     calls `on_rechecked` at once: there is no re-check of ours to wait for). A watcher that crashes later is logged; its final `meta` record tells the dashboard
-    it stopped.
+    it stopped. With `cold` (`fleet.watch.coldstart.begin`: the fleet's state is being read already) the
+    work starts at once, whatever `after` says.
     """
     index = open_index(db_path)
     watcher = fleet_watcher(index, roots, **options)
+    if options.get("cold") is not None:
+        after = None  # a cold start: nothing known to show first, the reading has begun
     try:
         watcher.claim()
     except FleetError as exc:

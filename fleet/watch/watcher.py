@@ -47,7 +47,7 @@ import signal
 import threading
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Awaitable, Callable, Sequence
 
 import watchfiles
@@ -56,11 +56,12 @@ from fleet.errors import FleetError
 from fleet.git.layout import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.recheck import Checked, Entry, entry_paths, in_worker, process_pool, recheck_chunk
-from fleet.index.scan import CHUNK, chunks, default_workers, ingest, refresh_repo
+from fleet.index.recheck import Checked, Entry, entry_paths, history_in_worker, in_worker, process_pool, recheck_chunk
+from fleet.index.scan import CHUNK, chunks, default_workers, ingest, ingest_history, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.timespec import iso
+from fleet.watch.coldstart import ColdStart, take_lock
 from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.periodic import Periodic, PeriodicSchedule
 from fleet.watch.schedule import RefreshQueue
@@ -89,7 +90,8 @@ class Watcher:
                  quiet_s: float = 0.03, max_delay_s: float = 0.3, active_sweep_s: float = 10.0,
                  active_window_s: float = 3600.0, active_limit: int = 50, full_sweep_s: float = 300.0,
                  discovery_s: float = 60.0, heartbeat_s: float = 5.0, rebuild_delay_s: float = 0.2,
-                 once: bool = False, on_rechecked: Callable[[], None] | None = None) -> None:
+                 once: bool = False, on_rechecked: Callable[[], None] | None = None,
+                 cold: ColdStart | None = None) -> None:
         self.index = index
         self.roots = [os.path.realpath(r) for r in roots] if roots else None
         self.on_change = on_change
@@ -121,6 +123,9 @@ class Watcher:
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
+        self._cold = cold  # a cold start begun before the host loaded (fleet.watch.coldstart)
+        if cold is not None:
+            self._recheck_pool, self._lockfile = cold.pool, cold.lockfile
 
     # --- public: running it -------------------------------------------------------------------------------
 
@@ -140,9 +145,10 @@ class Watcher:
         and record that the fleet's repos are about to be re-checked, with the time the index's figures are
         from. Quick (no repository is read): a host serving the index at once calls it before it serves, so
         its first page already shows the re-check; `run` calls it when the host did not."""
-        if self._lockfile is not None:
+        if self._reverify is not None:
             return
-        self._take_lock()
+        if self._lockfile is None:  # (a cold start took it already)
+            self._take_lock()
         for root in self.roots or ():
             self.index.add_root(root)
         known = known_repos(self.index, self._roots())
@@ -217,30 +223,24 @@ class Watcher:
     # --- lifecycle -------------------------------------------------------------------------------------------
 
     def _take_lock(self) -> None:
-        path = str(self.index.path) + ".watcher.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "?"
-            os.close(fd)
-            raise FleetError("CONFLICT", f"another watcher (pid {holder}) is already writing to {self.index.path}") \
-                from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._lockfile = fd
+        self._lockfile = take_lock(self.index.path)
 
     async def _serve(self, after: Callable[[], Awaitable[object]] | None) -> None:
-        if after is not None:
+        cold: list[tuple[list[Found], Future]] = []
+        if self._cold is not None:  # a cold start's chunks are being read already: no waiting for the host
+            cold = await asyncio.wrap_future(self._cold.chunks)
+        elif after is not None:
             await after()
         roots = self._roots()
-        known = await asyncio.to_thread(lambda: [p for p, _g in known_repos(self._pool.get(), roots)])
-        self._reverify.update(total=len(known), done=0)
+        read = {item.path for chunk, _ in cold for item in chunk}
+        known = await asyncio.to_thread(lambda: [p for p, _g in known_repos(self._pool.get(), roots)
+                                                 if p not in read])
+        self._reverify.update(total=len(known) + len(read), done=0)
         # The known repos are re-read at once, discovery beside that; the watch set once every repo is read.
         discovered: asyncio.Future[list[Found]] = self._loop.create_future()
-        recheck = asyncio.ensure_future(self._recheck(known, discovered))
+        recheck = asyncio.ensure_future(self._recheck(known, discovered, cold))
         try:
-            discovered.set_result(await self._discover(initial=True))
+            discovered.set_result(await self._discover(initial=True, skip=read))
             if not self.once:
                 await self._read_all.wait()
                 await self._rebuild(initial=True)
@@ -321,11 +321,14 @@ class Watcher:
 
     # --- the start-up re-check ---------------------------------------------------------------------------------
 
-    async def _recheck(self, known: list[str], discovered: Awaitable[list[Found]]) -> None:
+    async def _recheck(self, known: list[str], discovered: Awaitable[list[Found]],
+                       cold: list[tuple[list[Found], Future]] = ()) -> None:
         """Re-read the `known` repos in chunks, and the repos `discovered` adds (first in line once found):
         in worker processes, or on this process's refresh threads when the known fleet fits one chunk
-        (spawning workers would cost more than it saves); progress per chunk. The re-check is finished once
-        every repo is read; its workers stay until the watch set is up, to check the marks (`_watch_up`)."""
+        (spawning workers would cost more than it saves); progress per chunk; `cold`: chunks a cold start
+        has handed the workers already. The re-check is finished once every repo is read; then the history
+        of the repos it read for the first time (`_read_history`). Its workers stay until the watch set is
+        up, to check the marks (`_watch_up`)."""
         if self._recheck_pool is None and len(known) > CHUNK:
             self._recheck_pool = process_pool(self.index.path, default_workers())
         pool = self._recheck_pool
@@ -357,19 +360,39 @@ class Watcher:
         lanes = 2 * default_workers() if pool is not None else self.workers
         try:
             try:
-                await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)))
+                await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)),
+                                     *(self._rechecked(chunk, asyncio.wrap_future(run)) for chunk, run in cold))
             finally:
                 self._read_all.set()  # (the watch set is then built from what the re-check stored)
             self._reverify["finished_at"] = iso(time.time())
             self._spawn(self._heartbeat())
             log.info("re-checked %d repositories: %d as the index had them (%d by their working trees alone)",
                      self._reverify["done"], unchanged, quick)
+            await self._read_history(pool)
             if not self.once:
                 await self._up.wait()
         finally:
             await self._close_recheck_pool()  # its workers' exit takes a moment: after the start-up work
         if self.on_rechecked is not None:
             self.on_rechecked()
+
+    async def _read_history(self, pool: ProcessPoolExecutor | None) -> None:
+        """Empty the history backlog (`fleet.index.scan.ingest_history`: the reflog history and events of the
+        repos stored with their state alone) in chunks, on the re-check's workers or a refresh thread; each
+        chunk's store moves the backlog's count, which the pages show (`fleet.index.freshness.history`)."""
+        waiting = (await asyncio.to_thread(lambda: self._pool.get().history_backlog()))["ids"]
+
+        async def part(ids: list[int]) -> None:
+            try:
+                if pool is not None:
+                    await asyncio.wrap_future(pool.submit(history_in_worker, ids))
+                else:
+                    await self._loop.run_in_executor(self._workers, lambda: ingest_history(self._pool.get(), ids))
+            except Exception:
+                log.exception("could not read the history of %d repositories, from id %d", len(ids), ids[0])
+            self._spawn(self._heartbeat())  # the pages' history count moved
+
+        await asyncio.gather(*(part(waiting[n:n + CHUNK]) for n in range(0, len(waiting), CHUNK)))
 
     async def _close_recheck_pool(self) -> None:
         pool, self._recheck_pool = self._recheck_pool, None
@@ -516,11 +539,12 @@ class Watcher:
         self._queue.sweep(self._watch.repos())
         self._wake.set()
 
-    async def _discover(self, initial: bool = False) -> list[Found]:
+    async def _discover(self, initial: bool = False, skip: set[str] = frozenset()) -> list[Found]:
         """Find repos created under the roots and mark vanished ones gone; returns the new ones (the first
-        time, the re-check reads them; later, the queue)."""
+        time, the re-check reads them; later, the queue), but for those in `skip` (a cold start reads them)."""
         roots = self._roots()
         new, gone = await asyncio.to_thread(lambda: discover_changes(self._pool.get(), roots))
+        new = [found for found in new if found.path not in skip]
         now = time.monotonic()
         for found in new:
             self._new[found.path] = found

@@ -1,0 +1,79 @@
+"""A cold start: a never-seen fleet's state read before the host loads anything else.
+
+`serve` over an index that holds none of the fleet's repos has no last known state to show first, and every
+second before the queue is complete is a second the person waits. So, before the web stack is imported
+(seconds of CPU on the cores the reads need), `begin` takes the watcher's lock, forks the re-check's worker
+processes (no thread runs yet, so a fork is safe, and a forked worker imports nothing) and starts a
+discovery thread that hands them chunks as it finds repos. The workers store each repo's state alone
+(`fleet.index.recheck`: a repo the index has never seen joins the history backlog); the watcher the host
+starts later takes the lock, the pool and the chunks over (`Watcher(cold=...)`) and, once every repo's
+state is in, has the same workers read the history behind it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from fleet.errors import FleetError
+from fleet.index.recheck import in_worker, process_pool
+from fleet.index.scan import chunks, default_workers, iter_discover_all
+from fleet.index.store import Index, open_index
+from fleet.watch.sweeps import known_repos
+
+
+@dataclass
+class ColdStart:
+    """The work a cold start began: its workers, the lock it holds for the watcher, and `chunks`, which
+    resolves (discovery done) to every chunk handed to the workers with the future of its result."""
+
+    pool: ProcessPoolExecutor
+    lockfile: int
+    chunks: Future = field(default_factory=Future)
+
+
+def take_lock(db_path: str | os.PathLike[str]) -> int:
+    """Take the index's watcher lock (`<db>.watcher.lock`, fcntl) for this process; its descriptor. FleetError
+    CONFLICT when another watcher holds it."""
+    path = f"{os.fspath(db_path)}.watcher.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise FleetError("CONFLICT", f"another watcher (pid {holder}) is already writing to {db_path}") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def begin(db_path: str | os.PathLike[str]) -> ColdStart | None:
+    """Start reading the fleet under the saved roots when the index holds none of its repos; None when it
+    does (a warm start: the watcher re-checks behind the first page), when there are no roots, or when
+    another watcher holds the index (it keeps it fresh)."""
+    with open_index(db_path) as index:
+        roots = index.roots()
+        if not roots or known_repos(index, roots):
+            return None
+    try:
+        lockfile = take_lock(db_path)
+    except FleetError:
+        return None
+    fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    cold = ColdStart(process_pool(db_path, default_workers(), fork=fork), lockfile)
+
+    def discover() -> None:
+        try:
+            with Index(index.path) as own:
+                cold.chunks.set_result([(chunk, cold.pool.submit(in_worker, chunk))
+                                        for chunk in chunks(iter_discover_all(own, roots))])
+        except BaseException as exc:  # the watcher's re-check reports it
+            cold.chunks.set_exception(exc)
+
+    threading.Thread(target=discover, name="fleetdeck-cold-discovery", daemon=True).start()
+    return cold
