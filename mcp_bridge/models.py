@@ -97,6 +97,7 @@ RepoPage = type("RepoPage", (derive(records.RepoPage), Fresh), {"__doc__": recor
 RadarEntry = derive(records.RadarEntry)
 Radar = type("Radar", (derive(records.RadarView), Fresh), {"__doc__": records.RadarView.__doc__})
 DigestEvent = derive(records.DigestEvent)
+HistoryProgress = derive(records.HistoryProgress)
 Digest = type("Digest", (derive(records.Digest), Fresh), {"__doc__": records.Digest.__doc__})
 
 
@@ -569,6 +570,7 @@ class Lost(Capped):
     errors: list[dict]
     discarded: list[DiscardedWork]
     discarded_count: int
+    history: HistoryProgress
 
 
 class StackBranch(Out):

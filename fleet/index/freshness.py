@@ -70,9 +70,21 @@ def reverify_progress(value: object, now: float | None = None) -> dict | None:
             "finished_at": progress.get("finished_at"), "running": finished is None}
 
 
+def history_progress(index, repo_id: int | None = None) -> dict:
+    """`{complete, read, total}`: whether the index holds the reflog history (and events) of every repo, or
+    of `repo_id` when given; `read` of the `total` repos stored before their history (a cold start's state
+    pass, `fleet.index.store.Index.history_backlog`) have it now. A page built on events (the digest, a repo's
+    timeline, lost commits) says it is incomplete while it is not."""
+    backlog = index.history_backlog()
+    waiting = backlog["ids"]
+    complete = not waiting if repo_id is None else repo_id not in waiting
+    return {"complete": complete, "read": backlog["total"] - len(waiting), "total": backlog["total"]}
+
+
 def freshness(index, now: float | None = None) -> dict:
-    """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, and how
-    many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos)."""
+    """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, how
+    many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos), and
+    whether every repo's history is read (`history_progress`)."""
     now = now or time.time()
     conn = index.conn
     newest = conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
@@ -84,4 +96,5 @@ def freshness(index, now: float | None = None) -> dict:
         "generation": index.generation(),
         "watcher": watcher_state(index, now),
         "presence": {"agents": agents, "refreshed_at": presence_at},
+        "history": history_progress(index),
     }

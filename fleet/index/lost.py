@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from fleet.git.files import is_sha
 from fleet.git.run import GitError, run_git
+from fleet.index.freshness import history_progress
 
 if TYPE_CHECKING:
     from fleet.index.store import Index
@@ -23,7 +24,8 @@ _CANDIDATES = ("e.old_sha is not null and (e.rewrote = 1 or (e.kind = 'branch' a
 
 
 def lost_commits(index: "Index", since: float | None = None, repo_ids: list[int] | None = None) -> dict:
-    """`{commits: [...], errors: [...]}`, newest drop first; each commit says where, what, when and how."""
+    """`{commits: [...], errors: [...], history}`, newest drop first; each commit says where, what, when and
+    how; `history` (`fleet.index.freshness.history_progress`) says whether every repo's events are read yet."""
     clauses, args = [_CANDIDATES, "r.gone = 0"], []
     if since is not None:
         clauses.append("e.at >= ?")
@@ -59,7 +61,7 @@ def lost_commits(index: "Index", since: float | None = None, repo_ids: list[int]
                 "message": message, "identity": identity,
             })
     commits.sort(key=lambda c: (-c["dropped_at"], c["repo"], c["sha"]))
-    return {"commits": commits, "errors": errors}
+    return {"commits": commits, "errors": errors, "history": history_progress(index)}
 
 
 def unreachable_commits(path: str, shas: list[str]) -> dict[str, tuple[str, str, int]]:

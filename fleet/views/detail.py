@@ -6,6 +6,7 @@ from fleet.errors import FleetError
 from fleet.index.events import repo_events
 from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
+from fleet.index.freshness import history_progress
 from fleet.index.lost import lost_commits
 from fleet.timespec import iso
 
@@ -42,6 +43,7 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
         "agents": [r for r in (presence_rows or []) if r["repo"] == record["path"]],
         "history_error": history_error,
         "files": files,
+        "history": history_progress(index, record["id"]),  # its timeline's events are not read yet
     }
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.events import KINDS, as_stash, stash_times
+from fleet.index.freshness import history_progress
 from fleet.index.lost import lost_commits
 from fleet.timespec import iso
 from fleet.snapshot.events import KIND as DISCARDED
@@ -67,6 +68,7 @@ def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[s
         "omitted_count": total - len(events),
         "repos_scanned": len(scanned), "errors": [{"repo": name, "error": err} for name, err in scanned if err],
         "gone_repos": sorted({e["repo"] for e in events} & gone),  # listed with events, no longer watched
+        "history": history_progress(index),  # incomplete: repos whose events are not read yet
     }
 
 

@@ -141,6 +141,14 @@ class DigestError(TypedDict):
     error: str
 
 
+class HistoryProgress(TypedDict):
+    """Whether the index holds every repo's reflog history: while `complete` is false (a never-seen fleet's
+    history is read behind its state), events are missing; `read` of `total` repos have theirs."""
+    complete: bool
+    read: int
+    total: int
+
+
 class Digest(TypedDict):
     since: str | None
     events: list[DigestEvent]
@@ -150,6 +158,7 @@ class Digest(TypedDict):
     repos_scanned: int
     errors: list[DigestError]
     gone_repos: list[str]
+    history: HistoryProgress
 
 
 _YEAR_10000 = 253_402_300_800

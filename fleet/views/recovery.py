@@ -33,7 +33,7 @@ def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, l
     kept, info = cap(commits, limit)
     discarded = discarded_in_fleet(index, since, repo_ids)
     return {"commits": kept, "commit_count": len(commits), "errors": found["errors"], **info,
-            "discarded": discarded[:limit], "discarded_count": len(discarded)}
+            "discarded": discarded[:limit], "discarded_count": len(discarded), "history": found["history"]}
 
 
 def annotate_reflog(path: str, reflog: dict[str, Any]) -> dict[str, Any]:

@@ -150,6 +150,7 @@
   // ---- server-sent events ----------------------------------------------------------------------------------
   let pollTimer = null;
   let presenceSeen = null;
+  let historySeen = null;
   function startPolling() {
     if (pollTimer || !region) return;
     pollTimer = setInterval(function () { patch(); }, 5000);
@@ -198,6 +199,9 @@
       const stamp = JSON.stringify(data.presence || null);
       if (presenceSeen !== null && stamp !== presenceSeen) patch();  // agents came, went or changed state
       presenceSeen = stamp;
+      const history = JSON.stringify(data.history || null);
+      if (historySeen !== null && history !== historySeen && (live === "digest" || live === "repo")) patch();
+      historySeen = history;  // a never-seen fleet's history is being read: the events behind the page grew
       reverifyMoved(w.reverify || null);
     });
     source.addEventListener("error", function () {
