@@ -43,7 +43,8 @@ def test_contract_shape_order_and_counts(fleet) -> None:
     index, alpha, beta, _root = fleet
     out = digest(index, EPOCH)
     assert set(out) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors",
-                        "gone_repos"}
+                        "gone_repos", "history"}
+    assert out["history"] == {"complete": True, "read": 0, "total": 0}  # a scan stores history with the state
     assert out["since"] == EPOCH and out["repos_scanned"] == 2 and out["errors"] == []
     assert out["event_count"] == len(out["events"]) == 5 and out["truncated"] is False
     for ev in out["events"]:

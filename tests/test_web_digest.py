@@ -43,7 +43,7 @@ def test_api_digest_is_exactly_the_library_contract(authed: TestClient, dashboar
     body = authed.get("/api/digest", params={"since": SINCE}).json()
     assert body == digest(index, SINCE)
     assert set(body) == {"since", "events", "event_count", "truncated", "omitted_count", "repos_scanned", "errors",
-                         "gone_repos"}
+                         "gone_repos", "history"}
     assert body["events"] and all(set(e) == EVENT_FIELDS for e in body["events"])
     assert body["repos_scanned"] == 4 and body["truncated"] is False
     stamps = [e["at"] for e in body["events"]]
