@@ -68,3 +68,18 @@ async def test_presence_writes_are_throttled_per_client_repo_and_tool(small_flee
         assert stamps() == first  # same client, repo and tool within RECORD_EVERY: no second write
         ok(await client.call_tool("repo.history", {"repo": "alpha"}))
         assert [tool for tool, _ in stamps()] == ["repo.history"]
+
+
+
+async def test_a_hooks_wait_shows_in_agents_presence(small_fleet):
+    """An agent whose own hook said it waits on the person is `waiting`, with `waiting_kind` and
+    `waiting_since`, in agents.presence (the contract the CLI and /api/presence share)."""
+    db, alpha = small_fleet["db"], small_fleet["alpha"]
+    payload = {"session_id": "cx1", "cwd": str(alpha), "hook_event_name": "PermissionRequest", "tool_name": "Bash"}
+    subprocess.run(fleetdeck_argv("hook", "codex"), input=json.dumps(payload), text=True, check=True,
+                   capture_output=True, env=fleetdeck_env(FLEETDECK_DB=str(db)))
+    async with Client(build_server(str(db)), client_info=Implementation(name="claude-code", version="2")) as client:
+        rows = ok(await client.call_tool("agents.presence", {"repo": "alpha"}))["agents"]
+    (codex,) = [r for r in rows if r["agent"] == "codex"]
+    assert (codex["state"], codex["waiting_kind"], codex["session"]) == ("waiting", "permission", "cx1")
+    assert codex["waiting_since"] and codex["other_sessions"] == 0 and codex["you"] is False

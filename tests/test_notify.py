@@ -213,3 +213,17 @@ def test_webhook_urls_in_a_readable_settings_file_are_refused(tmp_path, monkeypa
     settings(tmp_path, monkeypatch, receiver, mode=0o644)
     config = load()
     assert config.notifiers == () and "chmod 600" in config.error
+
+
+def test_include_counts_names_no_repo_and_no_agent(tmp_path, monkeypatch, receiver) -> None:
+    settings(tmp_path, monkeypatch, receiver, 'include = "counts"\n')
+    items = [{**item, "repo": "secret-repo-name", "agent": "codex-agent-name",
+              "summary": "codex-agent-name proposes stage in secret-repo-name"} for item in fake(1)]
+    dispatcher = Dispatcher(str(tmp_path / "fleet.db"), load(), backoff=(0.1,))
+    assert len(dispatcher.tick(items, "http://127.0.0.1:1")) == 1
+    settle(receiver, 4)
+    assert len(receiver.got) == 4
+    for _, _, body in receiver.got:
+        assert b"secret-repo-name" not in body and b"codex-agent-name" not in body
+    assert "A proposal waits for you" in json.loads(receiver.at("/ntfy/")[0][2])["message"]
+    assert json.loads(receiver.at("/hook/")[0][2])["items"] == [{"kind": "proposal", "since": None}]

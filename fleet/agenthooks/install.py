@@ -71,7 +71,7 @@ AGENTS: dict[str, AgentHooks] = {
 UNSUPPORTED = {
     "aider": "no hook system (its --lint-cmd/--test-cmd run after edits, not before a command)",
     "cursor": "its hooks run in the editor's agent only and have no documented stable format yet",
-    "copilot-cli": "no documented command hooks",
+    "copilot-cli": "its command hooks (~/.copilot/hooks/*.json, GitHub's hooks reference) are not wired in yet",
     "opencode": "extended by JavaScript plugins, not command hooks",
     "goose": "no documented command hooks",
     "cline": "no documented command hooks",
