@@ -5,11 +5,14 @@
 Each run is one agent session's hook event (`Notification`, permission prompt) fed to the real hook command:
 
 - `hook_record_ms`: the hook command (`python -m fleet.agenthooks claude-code`), process start included, until
-  it exits having recorded the state (the issue's bound: p95 <= 300 ms);
+  it exits having recorded the state (the issue's bound: p95 <= 300 ms); `hook_cpu_ms`: the CPU it used
+  (user + system), which a busy machine does not inflate the way it does the wall time;
 - `hook_to_strip_ms`: from the hook's start until the "Needs you" strip of a signed-in Chromium tab shows the
   new count (bound: p95 <= 1 s);
 - `hook_to_webhook_ms`: from the hook's start until `serve`'s notifier has delivered the message to a local
-  HTTP receiver on 127.0.0.1 (bound: p95 <= 1 s).
+  HTTP receiver on 127.0.0.1 (bound: p95 <= 1 s);
+- `strip_after_hook_ms`: the strip's time less the hook command's, run by run: what `serve`, its event
+  stream and the page add once the hook has exited (negative when the page was done first).
 
 Every figure is printed with `os.getloadavg()` taken before and after its runs (a figure measured on a busy
 machine says so). `python -c pass` is timed too: the machine's own cost of starting Python. fleetdeck's
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -114,7 +118,7 @@ def main() -> None:
     os.chmod(settings, 0o600)
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "FLEETDECK_SETTINGS": str(settings)}
     serve, base = start_serve(db, root, env)
-    hook_ms, strip_ms, webhook_ms = [], [], []
+    hook_ms, hook_cpu_ms, strip_ms, webhook_ms = [], [], [], []
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -129,10 +133,13 @@ def main() -> None:
             for n in range(args.runs):
                 payload = {"session_id": f"bench-{n}", "cwd": str(repo), "hook_event_name": "Notification",
                            "notification_type": "permission_prompt", "message": "x"}
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.monotonic()
                 subprocess.run([sys.executable, "-m", "fleet.agenthooks", "claude-code", "--db", str(db)],
                                input=json.dumps(payload), text=True, env=env, check=True, capture_output=True)
                 hook_ms.append((time.monotonic() - started) * 1000)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                hook_cpu_ms.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
                 tab.wait_for_function("n => document.querySelector('#needs-you [data-count=\"waiting\"]')"
                                       ".textContent.trim() === String(n)", arg=n + 1, polling="raf",
                                       timeout=10_000)
@@ -149,8 +156,10 @@ def main() -> None:
         serve.terminate()
         serve.wait(timeout=30)
     out = {"hook_record_ms": figure(hook_ms, load_before, load_after),
+           "hook_cpu_ms": figure(hook_cpu_ms, load_before, load_after),
            "hook_to_strip_ms": figure(strip_ms, load_before, load_after),
            "hook_to_webhook_ms": figure(webhook_ms, load_before, load_after),
+           "strip_after_hook_ms": figure([s - h for s, h in zip(strip_ms, hook_ms)], load_before, load_after),
            "python_start_ms": python_start_ms(10), "runs": args.runs, "cores": os.cpu_count(),
            "command": "python bench/bench_needs_you.py" + (f" --runs {args.runs}" if args.runs != 30 else "")}
     print(json.dumps(out))
