@@ -138,11 +138,12 @@ def mutual_packages(found: list[Edge]) -> list[tuple[str, str]]:
 
 
 def rank(module: str, layers: list[tuple[str, ...]]) -> int | None:
-    """The index of the layer holding `module` (its longest listed prefix), None when no layer lists it."""
+    """The index of the layer holding `module` (its longest listed prefix, the root package itself only by
+    name), None when no layer lists it."""
     best: tuple[int, int] | None = None
     for at, members in enumerate(layers):
         for member in members:
-            if module == member or module.startswith(member + "."):
+            if module == member or ("." in member and module.startswith(member + ".")):
                 if best is None or len(member) > best[1]:
                     best = (at, len(member))
     return None if best is None else best[0]
@@ -170,8 +171,8 @@ def function_level(root: Path = FLEET) -> int:
 
 
 def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_layers import LAYERS
+    sys.path.insert(0, str(FLEET.parent))
+    from tests.test_layers import LAYERS
 
     found = edges()
     mod = circles(module_graph(found))

@@ -1,9 +1,12 @@
-"""Layers that hold: nothing under fleet/ imports the adapters (web, mcp_bridge) or their frameworks.
+"""Layers that hold: nothing under fleet/ imports the adapters (web, mcp_bridge) or their frameworks, the
+modules under fleet/ stand in an ordered list of layers that every import points down (or across, inside a
+layer), and no two modules import each other, directly or in a circle.
 
 Checked by parsing every module's imports (ast), at any depth (function-level imports included), plus
-`importlib.import_module("…")` / `__import__("…")` with a literal name. The one allowed exception is the
-CLI's composition root: `fleetdeck serve` and `fleetdeck mcp` import their adapter lazily in fleet/cli/serve.py.
-And the CLI is the top: no module outside fleet/cli/ imports it (no argparse in the domain packages).
+`importlib.import_module("…")` / `__import__("…")` with a literal name for the adapters. The one allowed
+exception is the CLI's composition root: `fleetdeck serve` and `fleetdeck mcp` import their adapter lazily
+in fleet/cli/serve.py. And the CLI is the top: no module outside fleet/cli/ imports it (no argparse in the
+domain packages). The import graph itself is tests/layergraph.py (run it to see the numbers).
 """
 
 from __future__ import annotations
@@ -11,7 +14,42 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.layergraph import circles, edges, module_graph, modules, rank, upward
+
 FLEET = Path(__file__).resolve().parent.parent / "fleet"
+# Bottom to top: a module may import its own layer and the layers before it, never one after it. A module
+# belongs to the longest name listed that is it or a package holding it.
+LAYERS: list[tuple[str, ...]] = [
+    ("fleet", "fleet.errors"),                    # the version; the one error type and its codes
+    ("fleet.timespec", "fleet.caps", "fleet.words", "fleet.fsio", "fleet.xdg",
+     "fleet.procinfo"),                           # primitives: time formats, caps, wording, atomic files, XDG, /proc
+    ("fleet.git",),                               # the hardened runner, git's own files read safely, parsers
+    ("fleet.settings", "fleet.attention",
+     "fleet.safetext"),                           # the settings file; the reason ladder; the display rule
+    ("fleet.repo",),                              # live reads of one repository (no index)
+    ("fleet.index",),                             # SQLite: schema, stores, ingest, and lookups through it (target)
+    ("fleet.agents", "fleet.presence",
+     "fleet.patch"),                              # agent credentials; agent presence; patch files
+    ("fleet.audit",),                             # the signed, hash-chained audit log
+    ("fleet.snapshot",),                          # the safety net: snapshots, discarded work, restore
+    ("fleet.ops",),                               # the write side: catalog, policy, proposals, executor
+    ("fleet.inbox", "fleet.views",
+     "fleet.team"),                               # what needs a person; the pages' models; team mode's hub
+    ("fleet.notify", "fleet.watch",
+     "fleet.agenthooks"),                         # notifications; the watcher; fleetdeck inside agents' hooks
+    ("fleet.cli", "fleet.demo", "fleet.demolife",
+     "fleet.__main__"),                           # the composition root, and the demo fleet it builds
+]
+# Imports inside a function: each module allowed some, with why (start-up cost). No circle hides behind one.
+LAZY = {
+    "fleet.cli": "a command imports what it runs: `fleetdeck --help` and every other command stay fast",
+    "fleet.agenthooks.run": "the hook runs before every agent tool call: the snapshot machinery and the guard "
+                            "load only for a call that needs them",
+    "fleet.audit": "cryptography loads when the log is opened or verified, not with `from fleet import audit`",
+    "fleet.presence": "an agent's hook records presence without loading every detector (refresh)",
+    "fleet.index.store": "an agent's hook opens the index: sqlite_utils (migrations) and git's readers load only "
+                         "when a scan stores repositories",
+}
 FORBIDDEN = ("starlette", "uvicorn", "sse_starlette", "mcp", "web", "mcp_bridge")
 # (module file, enclosing function, imported module): the composition root's lazy imports.
 ALLOWED = {
@@ -97,3 +135,55 @@ def test_no_domain_package_imports_the_cli_or_argparse(tmp_path: Path):
                                                   "def _index(args):\n    from fleet.cli.args import index_for\n")
     assert cli_importers(tmp_path) == ["fleet/ops/commands.py: <module> imports argparse",
                                        "fleet/ops/commands.py: _index imports fleet.cli.args"]
+
+
+def layer_problems(root: Path, layers: list[tuple[str, ...]], lazy: dict[str, str]) -> list[str]:
+    """Modules in no layer, imports that point up, circles between modules, function-level imports of a
+    module that has no stated reason for them."""
+    found = edges(root)
+    out = [f"{module}: in no layer" for module in modules(root) if rank(module, layers) is None]
+    out += sorted({f"{e.source} ({e.func or '<module>'}) imports {e.target}: up the layers"
+                   for e in upward(found, layers)})
+    out += [f"circle: {' -> '.join(c)}" for c in circles(module_graph(found))]
+    out += sorted({f"{e.source} ({e.func}) imports {e.target} inside a function"
+                   for e in found if e.func and not _listed(e.source, lazy)})
+    return out
+
+
+def _listed(module: str, lazy: dict[str, str]) -> str | None:
+    return next((name for name in lazy if module == name or module.startswith(name + ".")), None)
+
+
+def test_every_import_points_down_the_layers_and_no_module_circle():
+    assert layer_problems(FLEET, LAYERS, LAZY) == []
+
+
+def test_every_lazy_allowance_is_used():
+    """A stale entry would let a new function-level import in unseen."""
+    lazy_sources = {e.source for e in edges(FLEET) if e.func}
+    assert {name for name in LAZY if not any(_listed(m, {name: ""}) for m in lazy_sources)} == set()
+
+
+def test_the_layer_checker_fails_on_each_kind_of_problem(tmp_path: Path):
+    root = tmp_path / "fleet"
+    (root / "low").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "low" / "__init__.py").write_text("")
+    (root / "low" / "a.py").write_text("from fleet.high import b\n")                 # up the layers
+    (root / "low" / "c.py").write_text("def f():\n    from fleet.low import d\n")   # lazy, no reason; a circle
+    (root / "low" / "d.py").write_text("from fleet.low.c import f\n"
+                                      "from typing import TYPE_CHECKING\n"
+                                      "if TYPE_CHECKING:\n    from fleet.high import b\n")  # annotations only
+    (root / "high.py").write_text("import fleet.low.d\n")
+    (root / "stray.py").write_text("")
+    layers = [("fleet", "fleet.low"), ("fleet.high",)]
+    assert layer_problems(root, layers, {}) == [
+        "fleet.stray: in no layer",
+        "fleet.low.a (<module>) imports fleet.high: up the layers",
+        "circle: fleet.low.c -> fleet.low.d",
+        "fleet.low.c (f) imports fleet.low.d inside a function",
+    ]
+    (root / "low" / "c.py").write_text("def f():\n    import os\n")
+    (root / "low" / "a.py").write_text("")
+    (root / "stray.py").unlink()
+    assert layer_problems(root, layers, {}) == []
