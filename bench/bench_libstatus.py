@@ -2,10 +2,14 @@
 libgit2 stops being the cheaper one (`MAX_ENTRIES`), and on the benchmark's large repo (bench/bench_large.py).
 
     python bench/bench_libstatus.py [--sizes 100,500,1000,2000,3000,5000,10000] [--runs 21] [--workdir DIR]
+                                    [--fleet 1000]
 
 Per size: a repository of that many tracked files (20 of them modified, 5 untracked), the status read
 alternately through libgit2 (the eligibility check included) and through fleetdeck's `git status` runner,
-CPU (libgit2: this process; git: the child, from its rusage) and wall, medians. Prints one JSON object.
+CPU (libgit2: this process; git: the child, from its rusage) and wall, medians. With --fleet N, every working
+tree of the realistic N-repo fleet (bench/realfleet.py) too: how many are read in-process, the reasons the
+others go to git, and how many in-process statuses differ from git's in any field (must be 0), with the CPU
+per repo of each reader. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_large import build as build_large  # noqa: E402
+from bench.realfleet import generate_realistic  # noqa: E402
 from fleet.git.status import read_status  # noqa: E402
 from fleet.repo import libstatus  # noqa: E402
 
@@ -75,11 +80,45 @@ def measure(repo: Path, runs: int) -> dict:
             "entries": entries}
 
 
+def _fields(status) -> tuple:
+    return (status.oid, status.head, status.ahead, status.behind, status.stash,
+            [(e.kind, e.xy, e.path) for e in status.entries])
+
+
+def compare_fleet(workdir: Path, size: int) -> dict:
+    """Every working tree of the realistic fleet: in-process where eligible, compared with git field by field."""
+    fleet = generate_realistic(workdir / f"real-{size}", size)
+    trees = [os.path.realpath(p) for p in [*fleet["repos"], *fleet["worktrees"]]]
+    reasons: dict[str, int] = {}
+    eligible, differences = [], 0
+    for path in trees:
+        gitdir = os.path.join(path, ".git")
+        try:
+            ours = libstatus.inprocess_status(path, gitdir, gitdir)
+        except libstatus.Ineligible as exc:
+            reasons[exc.reason] = reasons.get(exc.reason, 0) + 1
+            continue
+        eligible.append(path)
+        differences += _fields(ours) != _fields(read_status(path))
+    cpu = time.process_time()
+    for path in eligible:
+        libstatus.inprocess_status(path, os.path.join(path, ".git"), os.path.join(path, ".git"))
+    lib_ms = (time.process_time() - cpu) * 1000 / max(1, len(eligible))
+    cpu, own = _children_cpu(), time.process_time()
+    for path in eligible:
+        read_status(path)
+    git_ms = (_children_cpu() - cpu + time.process_time() - own) * 1000 / max(1, len(eligible))
+    return {"working_trees": len(trees), "in_process": len(eligible), "to_git": reasons,
+            "differences": differences, "libgit2_cpu_ms_per_repo": round(lib_ms, 2),
+            "git_cpu_ms_per_repo": round(git_ms, 2)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,500,1000,2000,3000,5000,10000")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--workdir", default=str(ROOT / "bench" / "out"))
+    parser.add_argument("--fleet", type=int, default=0, help="also check the realistic fleet of this many repos")
     args = parser.parse_args()
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -88,6 +127,9 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",") if s):
         result["sizes"].append({"files": size, **measure(make_repo(workdir, size), args.runs)})
         print(json.dumps(result["sizes"][-1]), file=sys.stderr)
+    if args.fleet:
+        result["realistic_fleet"] = compare_fleet(workdir, args.fleet)
+        print(json.dumps(result["realistic_fleet"]), file=sys.stderr)
     large = build_large(workdir, 50000, 3000)
     result["large_repo"] = {"commits": 50000, "files": 3000, **measure(large, args.runs)}
     result["load_avg"].append(round(os.getloadavg()[0], 2))

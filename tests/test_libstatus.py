@@ -15,6 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from fleet.git.run import GitError
 from fleet.git.status import read_status
 from fleet.git.layout import Found
 from fleet.repo import libstatus
@@ -317,6 +318,18 @@ def test_head_on_a_ref_that_is_no_branch(tmp_path: Path):
     git(repo, "update-ref", "refs/other/x", "HEAD")
     git(repo, "symbolic-ref", "HEAD", "refs/other/x")
     _goes_to_git(repo, "head")
+
+
+def test_an_index_that_is_no_index_is_unreadable_and_git_says_so(tmp_path: Path):
+    repo = _plain(tmp_path)
+    (repo / ".git" / "index").write_bytes(b"not an index at all")
+    path, gitdir, common = _dirs(repo)
+    assert ineligible(path, gitdir, common) == "unreadable"
+    with pytest.raises(GitError) as ours:
+        repo_status(path, gitdir, common)
+    with pytest.raises(GitError) as theirs:
+        read_status(path)
+    assert ours.value.message == theirs.value.message
 
 
 def test_a_fifo_gitignore_times_out_into_git(tmp_path: Path, monkeypatch):
