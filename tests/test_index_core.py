@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             patch.setenv(libstatus.SWITCH, "git")
         else:
             patch.delenv(libstatus.SWITCH, raising=False)
+            # one thread: the scan forks its workers, whose main threads read in-process (threads get git)
+            assert threading.active_count() == 1
         summary = scan(index, [str(base / "root")])
         sources = {state: libstatus.repo_status(*_dirs(path)).source for state, path in repos.items()
                    if state in NON_BARE}
