@@ -21,6 +21,7 @@ import signal
 import stat
 import struct
 import threading
+from typing import Callable, Iterator
 
 import pygit2
 
@@ -121,8 +122,8 @@ def _index_reason(path: str, index_path: str) -> str | None:
     """What in the index file makes it git's: its version, size, gitlinks, attributes, odd `.gitignore`s."""
     try:
         data = gitfiles.read_file(index_path, MAX_INDEX_BYTES, "index")
-    except gitfiles.BrokenRepo:
-        return "too_large"
+    except gitfiles.BrokenRepo as exc:
+        return "too_large" if "larger than" in str(exc) else "unreadable"
     if data is None:
         return None   # no index yet (a new repository): libgit2 reads it as empty, as git does
     if len(data) < 12 or data[:4] != b"DIRC":
@@ -143,7 +144,7 @@ def _index_reason(path: str, index_path: str) -> str | None:
     return None
 
 
-def _paths_ending(data: bytes, name: bytes):
+def _paths_ending(data: bytes, name: bytes) -> Iterator[str]:
     """Index v2 entry paths that end in `/name` or are `name` (an entry: 62 bytes, then its path, NUL)."""
     at = data.find(name + b"\0", 12)
     while at >= 0:
@@ -165,11 +166,11 @@ def _regular(full: str) -> bool:
         return False
 
 
-def _on_alarm(signum, frame) -> None:
+def _on_alarm(signum: int, frame: object) -> None:
     raise _Timeout()
 
 
-def _bounded(read):
+def _bounded(read: Callable[[], Status]) -> Status:
     """`read()` under a SIGALRM deadline (a blocking open in libgit2 fails with EINTR and returns)."""
     if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None) or \
             signal.getitimer(signal.ITIMER_REAL)[0]:
@@ -231,6 +232,8 @@ def _config_reason(config: pygit2.Config) -> str | None:
     seen: dict[str, str] = {}
     for entry in config:
         name = entry.name.lower()
+        if name.startswith("extensions."):
+            return "extensions"   # from a file the config includes: git's, as in the config itself
         if name in _STATUS_KEYS:
             value = (entry.value if entry.value is not None else "true").strip().lower()
             if name in _BOOLEANS:
