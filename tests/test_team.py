@@ -374,3 +374,45 @@ def test_a_blackholed_hub_leaves_the_local_watcher_as_fast(machines, server, tmp
         watcher.terminate()
         watcher.wait(30)
     assert sorted(blackholed)[1] < max(2.0, 3 * sorted(baseline)[1]), (baseline, blackholed)
+
+
+def test_audit_verify_team_catches_a_hub_that_altered_dropped_or_reordered(machines, hub):
+    laptop = machines[0]
+    for name in ("claude-code", "codex", "gemini", "aider"):
+        laptop.run("agents", "add", name)              # four audit entries on the laptop
+    laptop.run("team", "push", "--once")
+
+    def verify() -> tuple[int, dict]:
+        proc = laptop.run("audit", "verify", "--team", hub, "--machine", "laptop", "--json", check=False)
+        return proc.returncode, json.loads(proc.stdout)
+
+    code, report = verify()
+    assert code == 0 and report["ok"] and report["compared_with_local"] and report["entries"] >= 4
+    seqs = [r[0] for r in hub_rows(hub, "select seq from fleetdeck.audit where machine_id = 'laptop' order by seq")]
+    middle = seqs[len(seqs) // 2]
+    with psycopg.connect(hub, autocommit=True) as admin:   # a hub whose owner tampers (trigger disabled)
+        admin.execute("alter table fleetdeck.audit disable trigger audit_append_only")
+        original = admin.execute("select entry, line from fleetdeck.audit where machine_id = 'laptop' and seq = %s",
+                                 (middle,)).fetchone()
+
+        admin.execute("update fleetdeck.audit set line = replace(line, 'codex', 'c0dex'), "
+                      "entry = jsonb_set(entry, '{summary}', '\"forged\"') where machine_id = 'laptop' and seq = %s",
+                      (middle,))
+        code, report = verify()
+        assert code == 3 and report["first_bad_seq"] == middle and report["reason"].startswith("altered")
+
+        admin.execute("delete from fleetdeck.audit where machine_id = 'laptop' and seq = %s", (middle,))
+        code, report = verify()
+        assert code == 3 and report["reason"].startswith("missing")
+        assert any(p.startswith(f"seq {middle}: dropped") for p in report["problems"])
+
+        admin.execute("insert into fleetdeck.audit (machine_id, seq, hash, entry, line) values ('laptop', %s, %s, %s, %s)",
+                      (middle, original[0]["hash"], psycopg.types.json.Jsonb(original[0]), original[1]))
+        assert verify()[0] == 0                        # put back: intact again
+        a, b = middle, middle + 1                      # two entries swapped
+        admin.execute("update fleetdeck.audit set seq = -1 where machine_id = 'laptop' and seq = %s", (a,))
+        admin.execute("update fleetdeck.audit set seq = %s where machine_id = 'laptop' and seq = %s", (a, b))
+        admin.execute("update fleetdeck.audit set seq = %s where machine_id = 'laptop' and seq = -1", (b,))
+        code, report = verify()
+        assert code == 3 and report["first_bad_seq"] == a
+        admin.execute("alter table fleetdeck.audit enable trigger audit_append_only")

@@ -32,6 +32,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--anchor", metavar="FILE|JSON", help="an `audit anchor` output the log must still reach")
     p.add_argument("--workers", type=int, metavar="N",
                    help="processes checking signatures beside the chain pass (default: one per CPU; 1: none)")
+    p.add_argument("--team", metavar="DSN", help="verify the hub's copy of a machine's chain (with --machine), and "
+                                                 "that it agrees with this machine's own log when it is that machine")
+    p.add_argument("--machine", metavar="NAME", help="whose chain on the hub (--team)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
 
@@ -71,6 +74,8 @@ def _usage(message: str) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from fleet.audit.verify import verify_log
 
+    if args.team or args.machine:
+        return _verify_team(args)
     folder = _folder(args)
     if not folder.is_dir():
         return _usage(f"no audit folder at {folder}")
@@ -98,6 +103,41 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _print_report(folder, report)
         _print_degraded(spells)
     return EXIT_TAMPERED if not report.ok else (EXIT_DEGRADED if spells else 0)
+
+
+def _verify_team(args: argparse.Namespace) -> int:
+    """The hub's copy of machine NAME's chain; compared with this machine's log when NAME is this machine
+    (or `--dir` names that machine's audit folder)."""
+    from fleet.audit.config import resolve
+    from fleet.audit.keys import trusted_keys
+    from fleet.team import config as team_config
+    from fleet.team.verify import verify_hub
+
+    if not (args.team and args.machine):
+        return _usage("--team DSN and --machine NAME go together")
+    try:
+        keys = trusted_keys(None if args.pubkey else resolve(args.db), args.pubkey)
+        joined = team_config.load()
+    except FleetError as exc:
+        return _usage(exc.message)
+    mine = args.dir or (joined is not None and joined.machine == args.machine)
+    report = verify_hub(args.team, args.machine, keys, _folder(args) if mine else None)
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        where = f"machine {report.machine} on {report.hub}"
+        span = f"{report.entries} entries ({report.signed} signed), seq {report.first_seq}..{report.last_seq}"
+        if report.ok:
+            print(f"audit chain of {where}: intact: {span}")
+        else:
+            print(f"audit chain of {where}: NOT INTACT at seq {report.first_bad_seq} ({report.reason}): {span}")
+            for problem in report.problems[1:6]:
+                print(f"  also {problem}")
+        print("  compared with this machine's own log: " + (
+            f"agrees ({report.not_pushed_yet} newer entries not pushed yet)" if report.compared_with_local and report.ok
+            else "differs" if report.compared_with_local else "not compared (not this machine: pass --dir)"))
+    return 0 if report.ok else EXIT_TAMPERED
 
 
 def _degraded(args: argparse.Namespace) -> list[dict]:
