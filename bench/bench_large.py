@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_mcp import GitRecorder, alternate, median_ms, time_against_git  # noqa: E402
 from fleet.index.scan import scan  # noqa: E402
 from fleet.index.store import open_index  # noqa: E402
-from fleet.repo.shape import encode  # noqa: E402
+from fleet.repo.jsonbudget import encode  # noqa: E402
 from mcp_bridge.envelope import Out  # noqa: E402
 from mcp_bridge.server import build_server  # noqa: E402
 

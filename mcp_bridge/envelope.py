@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fleet.errors import FleetError, envelope
 from fleet.index.store import is_busy
-from fleet.repo.shape import encode_answer as compact  # the text of every answer
+from fleet.repo.jsonbudget import encode_answer as compact  # the text of every answer
 
 log = logging.getLogger("fleetdeck.mcp")
 # The largest JSON-RPC frame read, on stdio (mcp_bridge/stdio.py) and over HTTP (mcp_bridge/http.py).

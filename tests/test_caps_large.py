@@ -10,7 +10,7 @@ import pytest
 
 from fleet.index.scan import scan
 from fleet.index.store import open_index
-from fleet.repo.shape import ENVELOPE
+from fleet.repo.jsonbudget import ENVELOPE
 from mcp_bridge.server import build_server
 from tests.fleets.gitbuild import git
 from tests.fleets.mcp_fleet import call, ok

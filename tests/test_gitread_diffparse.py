@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.git.diffparse import index_diff, parse_diff, parse_numstat, split_numstat
-from fleet.repo.shape import shape_changes
+from fleet.repo.jsonbudget import shape_changes
 from tests.fleets.gitbuild import git, init_repo, write
 from tests.fleets.repo_states import rich_repo
 
@@ -293,7 +293,7 @@ def test_a_cut_at_any_byte_budget_keeps_a_prefix_of_the_full_parse(tmp_path):
 
 
 def test_whole_changes_are_written_as_the_encoder_would_and_counted_as_numstat_does(tmp_path):
-    """A change that fits whole is written from git's bytes (fleet.repo.shape._hunk_json) and counted from its
+    """A change that fits whole is written from git's bytes (fleet.repo.jsonbudget._hunk_json) and counted from its
     hunk headers: the text must be byte for byte json.dumps of the change, lines as the line-by-line parse
     gives them and +/- as git's numstat, for every kind of body: tabs, CR, quotes, backslashes, control
     bytes, invalid UTF-8, blank lines printed empty (diff.suppressBlankEmpty), a missing final newline,
@@ -490,7 +490,7 @@ def test_the_raw_part_read_in_one_pass_is_the_general_parse_on_odd_names_copies_
 
 
 def test_a_whole_changes_metadata_is_written_as_the_encoder_would_for_every_kind_of_change(tmp_path):
-    """A whole change's JSON is one format of its fields (fleet.repo.shape._change_json): it must be byte for
+    """A whole change's JSON is one format of its fields (fleet.repo.jsonbudget._change_json): it must be byte for
     byte json.dumps of the change for renames and copies (a similarity, a source), added and deleted files (a
     mode that is null), a mode change, a binary file (null counts), a type change (two sections), quoted,
     non-ASCII and invalid UTF-8 names, and a merge diffed against its first parent."""

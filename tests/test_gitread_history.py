@@ -9,7 +9,7 @@ import pytest
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.errors import FleetError
 from fleet.repo.history import commit_details, repo_history
-from fleet.repo.shape import ENVELOPE, json_size
+from fleet.repo.jsonbudget import ENVELOPE, json_size
 from fleet.git.files import redact_url
 from fleet.repo.refs import repo_reflog, repo_refs
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write

@@ -16,7 +16,7 @@ from mcp.types import Implementation
 
 from fleet.index.scan import scan
 from fleet.index.store import open_index
-from fleet.repo.shape import encode_answer
+from fleet.repo.jsonbudget import encode_answer
 from mcp_bridge.envelope import MIRROR_MIN_BYTES
 from mcp_bridge.server import build_server
 from mcp_bridge.toolkit import shallow_lists

@@ -1,5 +1,5 @@
 """An answer is encoded once: the changes of commit.details / diff.refs keep the JSON they were measured by
-(fleet.repo.shape.Measured) and the envelope splices it in. The text mirror must stay byte for byte the
+(fleet.repo.jsonbudget.Measured) and the envelope splices it in. The text mirror must stay byte for byte the
 compact JSON of the structured content, whole changes and changes cut hunk by hunk alike, with non-ASCII,
 quotes, backslashes and control characters in paths and lines; `iso_times` copies only what it converts."""
 
@@ -13,7 +13,7 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.repo.blame import repo_blame
-from fleet.repo.shape import Measured, Rows, Timeless, encode, json_size
+from fleet.repo.jsonbudget import Measured, Rows, Timeless, encode, json_size
 from fleet.views.records import iso_times
 from mcp_bridge.envelope import compact
 from mcp_bridge.server import build_server
@@ -157,7 +157,7 @@ def _hostile_blame_repo(path: Path) -> Path:
 
 
 async def test_a_blame_s_text_is_the_compact_json_of_its_answer_whatever_git_prints(tmp_path):
-    """repo.blame's ranges and commits write their own JSON (fleet.repo.shape.Written); the text mirror must
+    """repo.blame's ranges and commits write their own JSON (fleet.repo.jsonbudget.Written); the text mirror must
     be byte for byte the generic encoder's, for every kind of commit and line git can print."""
     repo = _hostile_blame_repo(tmp_path / "root" / "hostile")
     db = tmp_path / "fleet.db"

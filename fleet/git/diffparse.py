@@ -5,7 +5,7 @@ space-containing or non-UTF-8 paths are exact. Patch sections follow the raw ent
 Only what is asked for is parsed: `index_diff` reads the raw part and makes a change only when it is asked
 for, its patch section found then (`Indexed`); a change is counted and its hunks found only when it is
 reached (`open_change`), and decoded in full (`fill`) or hunk by hunk as a byte budget allows
-(fleet/repo/shape.py), so a large diff cut to a small answer costs little more than the part returned.
+(fleet/repo/jsonbudget.py), so a large diff cut to a small answer costs little more than the part returned.
 Everything after a section's first `@@` line is hunk text, so a deleted line `-- x` is never mistaken
 for a `---` header.
 """
@@ -274,7 +274,7 @@ class Indexed:
     """The changes of one `git diff -z --raw --patch` output, each made only when asked for: `change(i)` is the
     i-th in git's order, neither counted nor parsed yet (its patch sections, bytes, under `_sections`: see
     `open_change`, `fill`), `len()` how many there are and `path_order()` the order `number` gives them. A
-    diff cut to a byte budget (fleet/repo/shape.py) builds only the changes it keeps: on a 500-file commit
+    diff cut to a byte budget (fleet/repo/jsonbudget.py) builds only the changes it keeps: on a 500-file commit
     cut to 150, the other 350 cost the split of their raw entry and the decoding of their path, no more.
 
     The usual output (every raw entry a two-tree one, none unmerged or a type change) is read quickly: the raw

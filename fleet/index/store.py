@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from fleet.git.layout import Found      # a type only: an agent's hook opens the index and loads no git reader
 
 BUSY_TIMEOUT_MS = 5000
-# The number of migrations in fleet/schema.py; an index at this version opens without loading them.
+# The number of migrations in fleet/index/schema.py; an index at this version opens without loading them.
 SCHEMA_VERSION = 14
 HISTORY_KEY = "history_backlog"  # meta: {total, ids} of the repos stored before their reflog history
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
@@ -447,7 +447,7 @@ class Index:
         return self.conn.execute(f"select count(*) from repos where {where}", list(args)).fetchone()[0]
 
     def repos(self, include_gone: bool = False) -> list[dict]:
-        """Full repo records (DESIGN.md shape), with branches, worktrees, submodules and stashes."""
+        """Full repo records (as fleet.repo.record.read_repo reads them), with branches, worktrees, submodules and stashes."""
         rows = self.summaries(include_gone)
         children = self._children([r["id"] for r in rows] if include_gone else None)
         return [_full(r, children) for r in rows]

@@ -15,7 +15,7 @@ from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.restore import restore_ref
-from fleet.ops.state import ref_sha
+from fleet.ops.pins import ref_sha
 from fleet.repo.parts import worktree_list
 from fleet.index.target import resolve_target
 

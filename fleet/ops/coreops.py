@@ -19,7 +19,7 @@ from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commit_paths, commits_between,
                              flag, inside, is_ancestor, known_args, local_branch, repo_paths, string,
                              tree_paths)
-from fleet.ops.state import head_state, read_status, ref_sha
+from fleet.ops.pins import head_state, read_status, ref_sha
 
 def _need_head(repo: str, op: str) -> tuple[str | None, str]:
     head_ref, head = head_state(repo)

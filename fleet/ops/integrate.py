@@ -24,7 +24,7 @@ from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commit_paths, commits_between, is_ancestor,
                              known_args, string, tree_paths)
 from fleet.ops.repocode import driver_paths
-from fleet.ops.state import head_state, read_status
+from fleet.ops.pins import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight
 
 MAX_REPLAY = 200

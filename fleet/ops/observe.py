@@ -14,7 +14,7 @@ import os
 
 from fleet.errors import FleetError
 from fleet.git.run import run, text
-from fleet.ops.state import content_hash, head_state, read_status
+from fleet.ops.pins import content_hash, head_state, read_status
 
 MAX_REPORTED = 200
 _PATH_LISTS = ("files", "files_changing", "untracked", "untracked_files", "untracked_deleted",

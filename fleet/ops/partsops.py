@@ -20,7 +20,7 @@ from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, string)
-from fleet.ops.state import head_state, ref_sha
+from fleet.ops.pins import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
 
 

@@ -25,7 +25,7 @@ from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Op, Plan, commit_paths, commits_between, flag, is_ancestor, known_args, local_branch, string
 from fleet.git.files import short_ref
-from fleet.ops.state import head_state, ref_sha
+from fleet.ops.pins import head_state, ref_sha
 from fleet.git.revs import check_rev
 
 

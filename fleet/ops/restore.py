@@ -26,7 +26,7 @@ from fleet.git.run import run, text
 from fleet.index.store import Index
 from fleet.ops import savedfiles, writeset
 from fleet.ops.gitexec import exec_git
-from fleet.ops.state import head_state, read_status, ref_sha, revalidate
+from fleet.ops.pins import head_state, read_status, ref_sha, revalidate
 from fleet.timespec import iso
 
 PREFIX = "refs/fleetdeck/restore"

@@ -26,7 +26,7 @@ from fleet.git.mergetree import scratch_repo
 from fleet.git.revs import git_dirs
 from fleet.git.run import run, text
 from fleet.ops.gitexec import exec_git, scratch_env
-from fleet.ops.state import head_state, read_status
+from fleet.ops.pins import head_state, read_status
 
 MAX_FILES = 20_000
 MAX_COPY = 64 * 1024 * 1024

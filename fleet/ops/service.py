@@ -27,7 +27,7 @@ from fleet.ops.catalog import op_info, risk_of
 from fleet.ops.landing import SERVE_URL, SERVE_WORKER, running_dashboard
 from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy, policy_subjects, repo_label
-from fleet.ops.state import pin, revalidate
+from fleet.ops.pins import pin, revalidate
 from fleet.procinfo import process_identity
 from fleet.index.scan import refresh_repo
 from fleet.index.target import resolve_target

@@ -17,7 +17,7 @@ from fleet.ops.cleanup import undo_branch_delete
 from fleet.git.run import run, text
 from fleet.ops.model import Ctx, Op, Plan, known_args, string, tree_paths
 from fleet.git.files import short_ref
-from fleet.ops.state import head_state, ref_sha
+from fleet.ops.pins import head_state, ref_sha
 
 
 def undoable(row: dict) -> None:

@@ -1,7 +1,7 @@
 """Presence in the index: the merged rows (`presence`), what the MCP bridge heard (`presence_mcp`) and what
 the agents' own hooks said (`presence_hooks`, fleet/presence/hooks.py).
 
-Tables are created by migration `m002_presence` in `fleet/schema.py`. Refreshes replace the `presence` rows
+Tables are created by migration `m002_presence` in `fleet/index/schema.py`. Refreshes replace the `presence` rows
 wholesale; `presence_mcp` rows are the bridge's own evidence and survive refreshes until they age out. Only
 agent ids, states, sources, branches, repo-relative paths, tool names, pids and times are stored. Writes go
 through `Index.write()` (`BEGIN IMMEDIATE`: the CLI, the bridge and the watcher may write at once).

@@ -16,7 +16,7 @@ from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.repo.shape import Rows, Timeless, encode
+from fleet.repo.jsonbudget import Rows, Timeless, encode
 
 _ONLY = re.compile(r"has only (\d+) lines?")
 _INT_KEYS = {"author-time", "committer-time"}

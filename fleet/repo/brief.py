@@ -13,7 +13,7 @@ from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules,
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import read_repo
 from fleet.timespec import iso
-from fleet.repo.shape import encode
+from fleet.repo.jsonbudget import encode
 from fleet.repo.stack import default_branch
 
 BUDGET = 2400

@@ -17,7 +17,7 @@ from fleet.git import files as gitfiles
 from fleet.git.revs import git_dirs, index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
-from fleet.repo.shape import Timeless
+from fleet.repo.jsonbudget import Timeless
 from fleet.git.status import STATUS_ARGS, Status, parse_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024

@@ -10,7 +10,7 @@ from fleet.errors import FleetError
 from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS
-from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
+from fleet.repo.jsonbudget import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 from fleet.repo.scope import check_rel_path
 
 PATCH_READ_LIMIT = 64 * 1024 * 1024
@@ -25,7 +25,7 @@ def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
               max_bytes: int = DEFAULT_DIFF_BYTES, max_hunks: int = DEFAULT_MAX_HUNKS,
               max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
     """Change[] from `base` to `head` (default HEAD); `base` may be a range `a..b` or `a...b`. The JSON of
-    the result stays within `max_bytes` + ENVELOPE (fleet.repo.shape).
+    the result stays within `max_bytes` + ENVELOPE (fleet.repo.jsonbudget).
 
     `a...b` diffs from the merge base of a and b to b (what b adds), as `git diff a...b` does.
     """

@@ -17,7 +17,7 @@ from fleet.git.revs import head_commit, resolve_commit
 from fleet.git.run import GitError, out, run_git, text
 from fleet.repo.scope import check_rel_path
 from fleet.git.revs import check_rev
-from fleet.repo.shape import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
+from fleet.repo.jsonbudget import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 
 # Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.
 _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",

@@ -1,7 +1,7 @@
 """What happened in the fleet since a point in time: the single source for `fleetdeck digest`, the MCP tool
 `fleet.digest` and the dashboard's `/digest` page.
 
-`digest()` returns exactly the DESIGN.md contract. `report()` adds what the human formats show on top of it:
+`digest()` returns exactly the documented contract (docs/digest.md, the MCP `Digest` model). `report()` adds what the human formats show on top of it:
 events per repo per day (`activity_by_repo_day`, reused by the dashboard's chart) and the state of the fleet
 at the end of the window (unpushed, dirty, old stashes, rewrites, recoverable commits). In the report, bulk
 events (fetches: one `git fetch` moves every remote-tracking ref) are grouped per repository instead of

@@ -1,6 +1,6 @@
 """The attention queue as a person browses it: filters, search, fleet-wide counts and pages.
 
-`fleet.radar.radar()` ranks; this module narrows the ranked list the way the dashboard (and any other
+`fleet.views.radar.radar()` ranks; this module narrows the ranked list the way the dashboard (and any other
 surface) asks, so the page, the JSON API and a script all count the same repos the same way.
 """
 

@@ -14,7 +14,7 @@ import time
 from typing import Any, NotRequired, TypedDict
 
 from fleet.timespec import iso
-from fleet.repo.shape import Rows, Timeless
+from fleet.repo.jsonbudget import Rows, Timeless
 
 # Keys that hold a time in a public answer. A number under one of them is unix seconds.
 TIME_KEYS = frozenset({"at", "author_time", "committer_time", "last_activity", "scanned_at", "since",
@@ -39,7 +39,7 @@ class SubmoduleRef(TypedDict):
 
 
 class RepoRecord(TypedDict):
-    """One repository as the index knows it (DESIGN.md "A repo record"), plus its top attention status."""
+    """One repository as the index knows it (docs/architecture.md, "A repo record"), plus its top attention status."""
 
     id: int
     path: str
@@ -169,7 +169,7 @@ def iso_times(value: Any) -> Any:
     a time no calendar holds (a hostile reflog's 23-digit stamp) becomes null rather than an error.
 
     Every MCP answer passes here, a diff's with thousands of lines, so a dict or list with nothing to
-    convert is returned as it is (told at C speed for one of scalars only; a fleet.repo.shape.Timeless list,
+    convert is returned as it is (told at C speed for one of scalars only; a fleet.repo.jsonbudget.Timeless list,
     such as a diff's changes or a blame's ranges, is not walked) and only what changed is copied."""
     if isinstance(value, dict):
         if TIME_KEYS.isdisjoint(value) and _SCALARS.issuperset(map(type, value.values())):
