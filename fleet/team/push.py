@@ -30,7 +30,7 @@ from fleet.index.store import Index, open_index
 from fleet.presence.store import read_rows as presence_rows
 from fleet.team import pg, rows
 from fleet.team.config import TeamConfig
-from fleet.repo.record import iso
+from fleet.timespec import iso
 
 log = logging.getLogger("fleetdeck.team")
 
