@@ -30,7 +30,11 @@ between is not lost, and only then is the watcher live (`live_at`). The re-check
 was read. Its progress is part of the record (`reverify`: {total, done, figures_from, started_at,
 finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
-and how old its figures are. `claim()` takes the lock and records the re-check as due before any work
+and how old its figures are. A repo the index has never seen is stored with its state alone; once every
+repo is read, the re-check's workers read those repos' reflog history and events (`_read_history`, counted
+in `backlog`), so a never-seen fleet's queue is complete first. On a cold start (`cold`,
+fleet.watch.coldstart) the workers were forked, and handed the fleet, before the host loaded: the watcher
+takes them over and starts at once. `claim()` takes the lock and records the re-check as due before any work
 starts; `on_rechecked` is called once the start-up work is over (re-check, watch set, marks: the host builds
 what can wait until then). With `once` (`serve --no-watch`) the watcher re-checks the fleet and stops: no watch set, no
 sweeps, its record's mode `once`.
@@ -123,6 +127,7 @@ class Watcher:
         self._progress_at = 0.0
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
+        self._history_left = 0  # repos of the history backlog its pass has still to read
         self._cold = cold  # a cold start begun before the host loaded (fleet.watch.coldstart)
         if cold is not None:
             self._recheck_pool, self._lockfile = cold.pool, cold.lockfile
@@ -198,11 +203,12 @@ class Watcher:
         return counted[0]
 
     def _backlog(self) -> int:
-        """Re-reads waiting or running: the queue's, and the repos the re-check has still to read or, read
-        before the watch set was up, still to check against their marks."""
+        """Re-reads waiting or running: the queue's, the repos the re-check has still to read or, read
+        before the watch set was up, still to check against their marks, and those whose history its second
+        pass has still to read."""
         check = self._reverify
         unread = check["total"] - check["done"] if check and not check["finished_at"] else 0
-        return self._queue.backlog() + max(0, unread) + len(self._early)
+        return self._queue.backlog() + max(0, unread) + len(self._early) + self._history_left
 
     def watched_repos(self) -> list[str]:
         """The repos being watched (by inotify or polling)."""
@@ -379,8 +385,9 @@ class Watcher:
     async def _read_history(self, pool: ProcessPoolExecutor | None) -> None:
         """Empty the history backlog (`fleet.index.scan.ingest_history`: the reflog history and events of the
         repos stored with their state alone) in chunks, on the re-check's workers or a refresh thread; each
-        chunk's store moves the backlog's count, which the pages show (`fleet.index.freshness.history`)."""
+        chunk's store moves the backlog's count, which the pages show (`fleet.index.freshness.history_progress`)."""
         waiting = (await asyncio.to_thread(lambda: self._pool.get().history_backlog()))["ids"]
+        self._history_left = len(waiting)
 
         async def part(ids: list[int]) -> None:
             try:
@@ -390,6 +397,7 @@ class Watcher:
                     await self._loop.run_in_executor(self._workers, lambda: ingest_history(self._pool.get(), ids))
             except Exception:
                 log.exception("could not read the history of %d repositories, from id %d", len(ids), ids[0])
+            self._history_left -= len(ids)
             self._spawn(self._heartbeat())  # the pages' history count moved
 
         await asyncio.gather(*(part(waiting[n:n + CHUNK]) for n in range(0, len(waiting), CHUNK)))
