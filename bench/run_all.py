@@ -29,6 +29,7 @@ SCRIPTS = {
     "watcher_10000": (["bench_watcher.py", "--repos", "10000", "--rounds", "3", "--digest-runs", "3"],
                       ["--rounds", "1", "--repos", "2000"]),
     "warm": (["bench_warm.py", "--repos", "1000", "--runs", "3"], ["--runs", "1", "--repos", "40"]),
+    "cold_serve": (["bench_cold_serve.py", "--repos", "1000", "--runs", "5"], ["--runs", "1", "--repos", "40"]),
     "presence": (["bench_presence.py", "--runs", "7"], ["--runs", "3"]),
     "dashboard": (["bench_dashboard.py", "--runs", "15", "--latency-runs", "9"],
                   ["--runs", "3", "--latency-runs", "3", "--repos", "200"]),
