@@ -3,7 +3,8 @@
 `share = "paths"` sends rows as the index holds them. `share = "names"` sends repo names and states and no
 absolute path: the path columns go, a worktree is named by its path inside the repo, presence by the repo's
 name, and every string anywhere in a row (reflog messages, errors, previews) has the machine's own prefixes
-(the fleet's roots, each repo's path, the home folder) replaced by `…`. Audit entries then travel as their
+(the fleet's roots, each repo's path, the home folder) replaced by `…`, then any absolute path left (a linked
+worktree or a git dir elsewhere, a `file://` URL) by `…/` and its last component. Audit entries then travel as their
 chain links only (seq, hash, previous hash, signature, event, time), never the signed text.
 """
 
@@ -12,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 HIDDEN = "…"
 PATH_KEYS = ("path", "root", "gitdir", "repo_path")
+# An absolute path not after a word, a dot, a colon or a slash (so `origin/main` and `host:/srv` stay), or a file URL.
+ABSOLUTE = re.compile(r"file://[^\s'\"]*|(?<![\w.~:/…-])/[^\s'\"]+")
 AUDIT_LINK_KEYS = ("seq", "at", "event", "chain", "prev_hash", "hash", "key_id", "sig", "op", "decision", "risk")
 
 
@@ -39,7 +43,7 @@ class Share:
         for prefix in self.prefixes:
             if prefix in value:
                 value = value.replace(prefix, HIDDEN)
-        return value
+        return ABSOLUTE.sub(_last_component, value)
 
     def value(self, value: Any) -> Any:
         """`value` with every string scrubbed (names mode), keys of absolute paths dropped from dicts."""
@@ -60,6 +64,10 @@ class Share:
         if repo_path and (path == repo_path or path.startswith(repo_path.rstrip("/") + "/")):
             return os.path.relpath(path, repo_path)
         return self.text(path)
+
+
+def _last_component(match: re.Match) -> str:
+    return f"{HIDDEN}/{os.path.basename(match.group(0).rstrip('/'))}"
 
 
 def digest(row: Any) -> str:

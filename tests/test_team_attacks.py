@@ -1,0 +1,37 @@
+"""Team mode, attacked: what an attack-minded review found and each fix keeps shut (real PostgreSQL, real git,
+the CLI). The harness (machines, the hub, the fleet) is tests/test_team.py's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fleets.gitbuild import git
+from tests.test_team import Machine, build_fleet, hub_rows, hub, server  # noqa: F401  (fixtures)
+
+psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
+
+ALL_TABLES = ("repos", "branches", "worktrees", "submodules", "events", "lost", "presence", "proposals", "audit")
+
+
+def hub_dump(dsn: str) -> str:
+    return json.dumps(hub_rows(dsn, " union all ".join(f"select to_jsonb(t) from fleetdeck.{t} t"
+                                                       for t in ALL_TABLES)), default=str)
+
+
+def test_share_names_hides_a_worktree_outside_the_fleet_and_home(tmp_path, hub):  # noqa: F811
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    m = Machine(tmp_path, "private")
+    build_fleet(m)
+    outside = tmp_path / "elsewhere" / "private-lib-spike"          # neither under the fleet's root nor home
+    git(m.fleet / "private-lib", "worktree", "add", "-q", str(outside), "-b", "spike")
+    m.run("scan")
+    made = admin.json("team", "enroll", m.name, "--dsn", hub)
+    m.run("team", "join", made["dsn"], "--machine", m.name, "--share", "names")
+    m.run("team", "push", "--once")
+    assert hub_rows(hub, "select count(*) from fleetdeck.worktrees where machine_id = 'private'")[0][0] == 2  # hotfix, spike
+    dump = hub_dump(hub)
+    assert "private-lib-spike" in dump                              # the worktree is there, by name
+    assert str(tmp_path) not in dump and str(outside) not in dump
