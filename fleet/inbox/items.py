@@ -17,7 +17,7 @@ from fleet.index.events import count_of_kind, newest_of_kind
 from fleet.index.store import Index
 from fleet.ops import proposals
 from fleet.presence.merge import LIVE_STATES
-from fleet.presence.store import presence_stamp, read_rows
+from fleet.presence.store import read_rows
 from fleet.snapshot.events import KIND as DISCARDED
 from fleet.timespec import iso
 from fleet.snapshot.events import discarded_in_fleet
@@ -141,4 +141,4 @@ def counts(index: Index, now: float | None = None) -> dict[str, int]:
 def counts_stamp(index: Index) -> tuple:
     """A cheap stamp that moves when the inbox may have changed (the event stream polls it)."""
     a = proposals.change_stamp(index)
-    return (*a, *presence_stamp(index), newest_of_kind(index, DISCARDED), index.generation())
+    return (*a, *index.presence.stamp(), newest_of_kind(index, DISCARDED), index.generation())

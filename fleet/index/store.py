@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 from fleet.errors import FleetError
 from fleet.index.agents import AgentRows
 from fleet.index.digestq import DigestQueries
+from fleet.index.presence import PresenceRows
 from fleet.index.proposals import ProposalRows
 from fleet.index.restore_points import RestorePointRows
 from fleet.timespec import iso
@@ -115,6 +116,11 @@ class Index:
     def digest(self) -> DigestQueries:
         """The digest's named queries (`fleet.index.digestq`)."""
         return DigestQueries(self)
+
+    @cached_property
+    def presence(self) -> PresenceRows:
+        """The presence tables' named queries (`fleet.index.presence`)."""
+        return PresenceRows(self)
 
     @cached_property
     def proposals(self) -> ProposalRows:

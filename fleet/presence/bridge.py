@@ -51,9 +51,7 @@ def mcp_sessions(index, now: float | None = None, thresholds: Thresholds = DEFAU
     """The MCP client sessions seen within the recent window: `{agent, repo, session, client_version,
     client_pid, tool, at}`, newest first (read only; `sightings` ages old ones out)."""
     now = time.time() if now is None else now
-    rows = index.conn.execute(
-        "SELECT agent, repo, session, client_version, client_pid, tool, at FROM presence_mcp WHERE at >= ?"
-        " ORDER BY at DESC", (now - thresholds.recent,)).fetchall()
+    rows = index.presence.mcp_since(now - thresholds.recent)
     return [{"agent": a, "repo": r, "session": s, "client_version": v, "client_pid": p, "tool": t, "at": at}
             for a, r, s, v, p, t, at in rows]
 
@@ -67,10 +65,9 @@ def _record_fleet_wide(index, agent_name: str | None, tool: str | None, now: flo
     no repo's presence row reads, and that the agents page lists (`fleet_wide_agents`)."""
     agent = agent_name if authenticated and agent_name else agent_id(agent_name)
     row = {"agent": agent, "repo": FLEET_WIDE, "session": session, "tool": _clean_tool(tool), "at": now}
-    with index.write() as conn:
-        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, session, tool, files, at, client_version,"
-                     " client_pid) VALUES (?, ?, ?, ?, '[]', ?, ?, ?)",
-                     (agent, FLEET_WIDE, session, row["tool"], now, _clean_version(client_version), client_pid))
+    with index.write():
+        index.presence.put_mcp(agent, FLEET_WIDE, session, row["tool"], "[]", now, _clean_version(client_version),
+                               client_pid)
     return row
 
 
@@ -78,14 +75,12 @@ def fleet_wide_agents(index, now: float | None = None, thresholds: Thresholds = 
     """The MCP clients seen within the recent window that called fleet-wide tools, newest first, one per
     agent: `{agent, tool, last_activity, in_repos}` (`in_repos`: it also worked in some repo)."""
     now = time.time() if now is None else now
-    rows = index.conn.execute("SELECT agent, max(at), repo FROM presence_mcp WHERE at >= ? GROUP BY agent, repo = ''",
-                              (now - thresholds.recent,)).fetchall()
+    rows = index.presence.mcp_agents_since(now - thresholds.recent)
     in_repos = {agent for agent, _at, repo in rows if repo != FLEET_WIDE}
     out = []
     for agent, at, repo in sorted(rows, key=lambda r: -r[1]):
         if repo == FLEET_WIDE:
-            tool = index.conn.execute("SELECT tool FROM presence_mcp WHERE agent = ? AND repo = '' ORDER BY at DESC"
-                                      " LIMIT 1", (agent,)).fetchone()[0]
+            tool = index.presence.mcp_last_fleet_tool(agent)
             out.append({"agent": agent, "tool": tool, "last_activity": iso(at), "in_repos": agent in in_repos})
     return out
 
@@ -112,15 +107,11 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
     record = next(r for r in records if r["path"] == repo)
     agent, tool = (agent_name if authenticated and agent_name else agent_id(agent_name)), _clean_tool(tool)
     touched = list(relative_files(repo, repo, files))
-    with index.write() as conn:
-        old = conn.execute("SELECT files FROM presence_mcp WHERE agent = ? AND repo = ? AND session = ?",
-                           (agent, repo, session)).fetchone()
-        kept = [f for f in _json_list(old[0] if old else None) if f not in touched]
-        conn.execute("INSERT OR REPLACE INTO presence_mcp (agent, repo, session, tool, files, at, client_version,"
-                     " client_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (agent, repo, session, tool, json.dumps((touched + kept)[:MAX_FILES]), now,
-                      _clean_version(client_version), client_pid))
-        row = _row_for(read_agent_rows(conn, agent, repo), f"mcp:{session}") or {
+    with index.write():
+        kept = [f for f in _json_list(index.presence.mcp_files(agent, repo, session)) if f not in touched]
+        index.presence.put_mcp(agent, repo, session, tool, json.dumps((touched + kept)[:MAX_FILES]), now,
+                               _clean_version(client_version), client_pid)
+        row = _row_for(read_agent_rows(index, agent, repo), f"mcp:{session}") or {
             "agent": agent, "repo": repo, "session": f"mcp:{session}", "sources": [], "files": [], "pids": [],
             "pid": None, "branch": None}
         row.update({
@@ -130,7 +121,7 @@ def record_bridge_activity(index, agent_name: str | None, repo_path: str, tool: 
             "branch": row.get("branch") or record.get("branch"), "last_activity": iso(now),
             "refreshed_at": iso(now),
         })
-        upsert_row(conn, row)
+        upsert_row(index, row)
     return row
 
 
@@ -144,9 +135,7 @@ def _row_for(rows: list[dict], session: str) -> dict | None:
 def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
     """What the bridge recorded within the recent window, as sightings; older evidence is deleted."""
     cutoff = now - thresholds.recent
-    with index.write() as conn:
-        conn.execute("DELETE FROM presence_mcp WHERE at < ?", (cutoff,))
-        rows = conn.execute("SELECT agent, repo, session, tool, files, at FROM presence_mcp").fetchall()
+    rows = index.presence.mcp_sweep(cutoff)
     known = RepoMap.of(repos)
     return [Sighting(agent=agent, repo=repo, source="mcp", last_activity=min(at, now), tool=tool,
                      files=tuple(_json_list(files)), session=f"mcp:{session}")

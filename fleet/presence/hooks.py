@@ -74,15 +74,12 @@ def record_hook_event(index, agent: str, payload: dict, now: float | None = None
     now = time.time() if now is None else now
     tool = payload.get("tool_name")
     tool = tool[:64] if isinstance(tool, str) and state != "open" else None
-    with index.write() as conn:
-        old = conn.execute("SELECT state, waiting_kind, waiting_since, left_waiting_at FROM presence_hooks "
-                           "WHERE agent = ? AND repo = ? AND session = ?", (who, repo, session)).fetchone()
+    with index.write():
+        old = index.presence.hook(who, repo, session)
         since, left = _times(old, state, kind, now)
-        conn.execute("INSERT OR REPLACE INTO presence_hooks (agent, repo, session, state, waiting_kind, "
-                     "waiting_since, left_waiting_at, tool, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (who, repo, session, state, kind if state == "waiting" else (old[1] if old else None),
-                      since, left, tool, now))
-        rows = read_agent_rows(conn, who, repo)
+        index.presence.put_hook(who, repo, session, state, kind if state == "waiting" else (old[1] if old else None),
+                                since, left, tool, now)
+        rows = read_agent_rows(index, who, repo)
         row = next((r for r in rows if r["session"] == session), None) or {
             "agent": who, "repo": repo, "session": session, "sources": [], "files": [], "pids": [], "pid": None,
             "branch": None, "tool": None}
@@ -96,9 +93,8 @@ def record_hook_event(index, agent: str, payload: dict, now: float | None = None
         })
         for other in rows:          # the sessionless row this session's evidence now belongs to
             if other["session"] in ("",) or other["session"].startswith("mcp:"):
-                conn.execute("DELETE FROM presence WHERE agent = ? AND repo = ? AND session = ?",
-                             (who, repo, other["session"]))
-        upsert_row(conn, row)
+                index.presence.drop(who, repo, other["session"])
+        upsert_row(index, row)
     return row
 
 
@@ -119,11 +115,7 @@ def _times(old: tuple | None, state: str, kind: str | None, now: float) -> tuple
 def sightings(index, repos: list[str], now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Sighting]:
     """What the hooks recorded, as sightings (a waiting session up to WAITING_MAX_S, the rest within the recent
     window); older records are deleted."""
-    with index.write() as conn:
-        conn.execute("DELETE FROM presence_hooks WHERE at < ? OR (state != 'waiting' AND at < ?)",
-                     (now - WAITING_MAX_S, now - thresholds.recent))
-        rows = conn.execute("SELECT agent, repo, session, state, waiting_kind, waiting_since, tool, at "
-                            "FROM presence_hooks").fetchall()
+    rows = index.presence.hooks_sweep(now - WAITING_MAX_S, now - thresholds.recent)
     known = RepoMap.of(repos)
     out = []
     for agent, repo, session, state, kind, since, tool, at in rows:
