@@ -84,6 +84,30 @@ def _type_checking(test: ast.expr) -> bool:
             or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
+def borrowed(root: Path, readers: list[Path]) -> list[str]:
+    """`from fleet.x import name` where fleet.x only imports `name` itself (a name passed along, not its home),
+    for every file under `readers`. A package's `__init__` and a module's `__all__` export on purpose."""
+    known = modules(root)
+    passed: dict[str, set[str]] = {}
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported = {elt.value for node in tree.body if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+                    for elt in getattr(node.value, "elts", ()) if isinstance(elt, ast.Constant)}
+        if path.name != "__init__.py":
+            passed[module] = {(alias.asname or alias.name).split(".")[0] for node in tree.body
+                              if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names} - exported
+    out = []
+    for base in readers:
+        for path in sorted(base.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module in passed:
+                    out += [f"{path.relative_to(base.parent)}:{node.lineno} takes {alias.name} from {node.module}"
+                            for alias in node.names if alias.name in passed[node.module]
+                            and f"{node.module}.{alias.name}" not in known]
+    return out
+
+
 def package(module: str) -> str:
     """fleet.repo.record → fleet.repo; fleet.errors → fleet.errors (a top-level module is its own package)."""
     return ".".join(module.split(".")[:2])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.layergraph import circles, edges, module_graph, modules, rank, upward
+from tests.layergraph import borrowed, circles, edges, module_graph, modules, rank, upward
 
 FLEET = Path(__file__).resolve().parent.parent / "fleet"
 # Bottom to top: a module may import its own layer and the layers before it, never one after it. A module
@@ -187,3 +187,15 @@ def test_the_layer_checker_fails_on_each_kind_of_problem(tmp_path: Path):
     (root / "low" / "a.py").write_text("")
     (root / "stray.py").unlink()
     assert layer_problems(root, layers, {}) == []
+
+
+def test_every_name_is_imported_from_its_home(tmp_path: Path):
+    """A moved function leaves no name behind: nobody imports it from a module that only imports it."""
+    readers = [FLEET.parent / name for name in ("fleet", "web", "mcp_bridge", "tests", "bench")]
+    assert borrowed(FLEET, readers) == []
+    root = tmp_path / "fleet"
+    root.mkdir()
+    (root / "timespec.py").write_text("def iso(ts):\n    return str(ts)\n")
+    (root / "record.py").write_text("from fleet.timespec import iso\n__all__ = ['read']\nfrom os import read\n")
+    (root / "user.py").write_text("from fleet.record import iso, read\nfrom fleet.timespec import iso as iso2\n")
+    assert borrowed(root, [root]) == ["fleet/user.py:1 takes iso from fleet.record"]

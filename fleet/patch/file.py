@@ -25,7 +25,8 @@ from pathlib import Path
 from fleet.errors import FleetError
 from fleet.git.patchtext import hunk_header, quoted_end, unquote_path
 from fleet.git.run import GitError, run_git
-from fleet.repo.paths import check_rel_path, work_tree_root
+from fleet.repo.paths import work_tree_root
+from fleet.repo.scope import check_rel_path
 from fleet.patch.textdiff import split_lines
 
 MAX_PATCH_BYTES = 16 * 1024 * 1024

@@ -37,7 +37,8 @@ from pathlib import Path
 from fleet.errors import FleetError
 from fleet.git.patchtext import quote_text
 from fleet.patch.file import MAX_PATCH_BYTES, WRITE_MODES, PatchEntry, as_bytes, git_apply_check, write_entries
-from fleet.repo.paths import check_rel_path, resolve_in_repo, work_tree_root
+from fleet.repo.paths import resolve_in_repo, work_tree_root
+from fleet.repo.scope import check_rel_path
 from fleet.patch.textdiff import hunks, similarity, split_lines
 
 MAX_CONTENT_BYTES = 4 * 1024 * 1024
