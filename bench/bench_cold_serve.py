@@ -5,7 +5,8 @@ and a cold `fleetdeck scan`, in the same run.
 
 Per run, alternating so noise hits every side alike: the loop (`xargs -P2 git status` in every working tree),
 a cold `fleetdeck scan` into a new index (wall and CPU of it and its children), and `fleetdeck serve ROOT
---port 0` into another new index, timed from its start: seconds until `/api/radar` (bearer token, plain HTTP
+--port 0` into another new index, timed from its start (and the CPU it and its children had used by then,
+from /proc): seconds until `/api/radar` (bearer token, plain HTTP
 on 127.0.0.1) lists every repo the scan found — target ≤ 1.3× the loop's wall — and until
 its `freshness.history` says every repo's reflog history is read too (target ≤ 2×, reported). Ratios are of
 the medians. The index file is watched (read-only, every POLL_S) and `/api/radar` asked whenever it holds
@@ -34,7 +35,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bench.bench_scan import time_loop  # noqa: E402
-from bench.bench_warm import cold_scan  # noqa: E402
+from bench.bench_warm import cold_scan, tree_cpu  # noqa: E402
 from bench.realfleet import generate_realistic  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(PROJECT)}
@@ -46,8 +47,9 @@ def _fresh(db: Path) -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
-def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tuple[float, float]:
-    """(seconds until /api/radar lists all `repos`, seconds until their history is read), from serve's start."""
+def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tuple[float, float, float]:
+    """(seconds until /api/radar lists all `repos`, seconds until their history is read, from serve's start;
+    CPU seconds serve and its descendants had used when every repo was listed)."""
     _fresh(db)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", str(root), "--port", "0"],
@@ -75,9 +77,9 @@ def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tup
                 continue
             now = time.perf_counter() - started
             if every is None and body["total"] >= repos:
-                every = now
+                every, cpu = now, tree_cpu(proc.pid)
             if every is not None and body["freshness"]["history"]["complete"]:
-                return every, now
+                return every, now, cpu
         raise SystemExit("bench: the cold serve never listed every repo with its history")
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -134,16 +136,19 @@ def main() -> None:
     loop_wall, loop_cpu = _med([w for w, _ in loops]), _med([c for _, c in loops])
     scan_wall, scan_cpu = _med([s[0] for s in scans]), _med([s[1] for s in scans])
     every, history = _med([s[0] for s in serves]), _med([s[1] for s in serves])
+    every_cpu = _med([s[2] for s in serves])
     print(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "repos": args.repos, "repos_listed": found, "linked_worktrees": len(fleet["worktrees"]),
         "bare_mirrors": len(fleet["mirrors"]), "runs": args.runs,
         "git_status_loop_s": loop_wall, "git_status_loop_cpu_s": loop_cpu,
         "serve_every_repo_s": every, "serve_every_repo_vs_loop": round(every / loop_wall, 2),
+        "serve_every_repo_cpu_s": every_cpu, "serve_every_repo_cpu_vs_loop_cpu": round(every_cpu / loop_cpu, 2),
+        "serve_every_repo_vs_scan": round(every / scan_wall, 2),
         "serve_history_s": history, "serve_history_vs_loop": round(history / loop_wall, 2),
         "scan_s": scan_wall, "scan_cpu_s": scan_cpu, "scan_vs_loop": round(scan_wall / loop_wall, 2),
         "scan_cpu_vs_loop_cpu": round(scan_cpu / loop_cpu, 2),
-        "serve_runs": [[round(a, 3), round(b, 3)] for a, b in serves],
+        "serve_runs": [[round(v, 3) for v in s] for s in serves],
         "loop_runs": [round(w, 3) for w, _ in loops], "scan_runs": [round(s[0], 3) for s in scans],
         "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }, indent=2))
