@@ -35,3 +35,20 @@ def test_share_names_hides_a_worktree_outside_the_fleet_and_home(tmp_path, hub):
     dump = hub_dump(hub)
     assert "private-lib-spike" in dump                              # the worktree is there, by name
     assert str(tmp_path) not in dump and str(outside) not in dump
+
+
+def test_enroll_never_sends_the_password_in_clear(tmp_path, hub, server):  # noqa: F811
+    """A hub that logs DDL (`log_statement = 'ddl'`, common on a shared server) logs `CREATE ROLE … PASSWORD`:
+    the statement must carry the SCRAM verifier, never the password itself."""
+    db = hub.rsplit("/", 1)[1]
+    with psycopg.connect(hub, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{db}" SET log_statement = \'ddl\'')
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    made = admin.json("team", "enroll", "laptop", "--dsn", hub)
+    password = psycopg.conninfo.conninfo_to_dict(made["dsn"])["password"]
+    log = (server.base / "log").read_text(errors="replace")
+    assert 'ROLE "fleetdeck_machine_laptop"' in log                 # the server did log the statement
+    assert password not in log
+    with psycopg.connect(made["dsn"]) as conn:                      # and the password still logs in
+        assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("laptop",)

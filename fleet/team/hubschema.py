@@ -159,13 +159,15 @@ def enroll(conn: Any, name: str) -> tuple[str, str]:
             raise FleetError("CONFLICT", f"machine {name} is already enrolled on this hub")
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
         verb = "ALTER" if exists else "CREATE"
-        conn.execute(f'{verb} ROLE "{role}" LOGIN PASSWORD %s'.replace("%s", _literal(conn, password)))
+        conn.execute(f'{verb} ROLE "{role}" LOGIN PASSWORD %s'.replace("%s", _verifier(conn, role, password)))
         conn.execute(f'GRANT {MACHINES_ROLE} TO "{role}"')
         conn.execute("INSERT INTO fleetdeck.machines (name, role) VALUES (%s, %s)", (name, role))
     return role, password
 
 
-def _literal(conn: Any, value: str) -> str:
-    """`value` as an SQL string literal (ROLE … PASSWORD takes no bind parameter)."""
+def _verifier(conn: Any, role: str, password: str) -> str:
+    """The password's SCRAM-SHA-256 verifier as an SQL string literal, computed here by libpq: `ROLE … PASSWORD`
+    takes no bind parameter, and a hub that logs DDL (`log_statement`) would log a plain password in clear."""
     from psycopg import sql
-    return sql.Literal(value).as_string(conn)
+    verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
+    return sql.Literal(verifier.decode("ascii")).as_string(conn)
