@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.fleets.gitbuild import git
-from tests.test_team import Machine, build_fleet, hub_rows, hub, server  # noqa: F401  (fixtures)
+from tests.fleets.gitbuild import commit_file, git
+from tests.test_team import Machine, build_fleet, hub, hub_rows, machines, server  # noqa: F401  (fixtures)
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
 
@@ -52,3 +52,23 @@ def test_enroll_never_sends_the_password_in_clear(tmp_path, hub, server):  # noq
     assert password not in log
     with psycopg.connect(made["dsn"]) as conn:                      # and the password still logs in
         assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("laptop",)
+
+
+def test_an_event_the_index_replaces_after_a_push_reaches_the_hub(machines, hub):  # noqa: F811
+    """HEAD's reflog line read before its branch's (a scan between git's two appends): the index later replaces
+    the HEAD event by the branch's. The hub must end with the index's events, not the pushed twin."""
+    laptop = machines[0]
+    repo = laptop.fleet / "laptop-web"
+    laptop.run("team", "push", "--once")
+    commit_file(repo, "twin.txt", "twin\n")
+    branch_log = repo / ".git/logs/refs/heads/main"
+    lines = branch_log.read_bytes().splitlines(keepends=True)
+    branch_log.write_bytes(b"".join(lines[:-1]))                   # git has appended to HEAD's log only
+    laptop.run("scan")
+    laptop.run("team", "push", "--once")
+    branch_log.write_bytes(b"".join(lines))                         # and now to the branch's
+    laptop.run("scan")
+    laptop.run("team", "push", "--once")
+    local = sorted(laptop.local("select id, ref, kind from events"))
+    remote = sorted(hub_rows(hub, "select id, ref, kind from fleetdeck.events where machine_id = 'laptop'"))
+    assert remote == local

@@ -35,6 +35,7 @@ KINDS = ("commit", "amend", "merge", "checkout", "pull", "reset", "rebase", "che
 REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
+REWOUND_KEY = "events_rewound"  # the lowest event id replaced since team mode's outbox last looked (a resend)
 # A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
@@ -363,11 +364,16 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
                 twins.append((repo_id, at, old, new))
             inserts.append((repo_id, ref, kind, at, verdicts[rid], rid))
         # HEAD's twin may have been read first, in an earlier pass: the branch's line replaces it
-        removed = 0
+        gone: list[int] = []
         for twin in twins:
-            removed += conn.execute(
+            gone += [r[0] for r in conn.execute(
                 "delete from event_rows where id in (select id from events where repo_id = ? and at = ? and"
-                " (ref = 'HEAD' or ref like 'worktrees/%/HEAD') and old_sha is ? and new_sha is ?)", twin).rowcount
+                " (ref = 'HEAD' or ref like 'worktrees/%/HEAD') and old_sha is ? and new_sha is ?) returning id",
+                twin).fetchall()]
+        removed = len(gone)
+        if gone:  # a pushed twin must leave the hub too, and its id may be reused now: resend from it
+            conn.execute("insert into meta (key, value) values (?, ?) on conflict (key) do update set"
+                         " value = min(cast(value as integer), excluded.value)", (REWOUND_KEY, min(gone)))
         conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"
                          " values (?, ?, ?, ?, ?, ?)", inserts)
         added = len(inserts) - removed + _record_deleted_branches(conn, list(paths))

@@ -9,6 +9,7 @@ are replaced whole (`presence`, `proposals`, `lost`).
 
 from __future__ import annotations
 
+from fleet.index.events import REWOUND_KEY
 from fleet.index.store import Index
 
 REPO_CHILDREN = {"branches": ("name",), "worktrees": ("path",), "submodules": ("path",)}
@@ -19,10 +20,21 @@ def cursor(index: Index, kind: str) -> int:
     return row[0] if row else 0
 
 
-def advance(index: Index, moves: dict[str, int], sent: dict[str, dict[str, str | None]] | None = None) -> None:
+def rewound(index: Index) -> int | None:
+    """The lowest event id the index replaced since `advance` last cleared it: the hub's events from it on are
+    sent again (a HEAD event a branch's reflog line replaced, its id free for reuse)."""
+    found = index.meta(REWOUND_KEY)
+    return found if isinstance(found, int) else None
+
+
+def advance(index: Index, moves: dict[str, int], sent: dict[str, dict[str, str | None]] | None = None,
+            rewound: int | None = None) -> None:
     """After the hub committed: cursors to their new values and the digests of what the hub now holds
-    (None: the hub dropped that key), in one local transaction."""
+    (None: the hub dropped that key), and the rewind sent (unless a lower one came meanwhile), in one local
+    transaction."""
     with index.write() as conn:
+        if rewound is not None:
+            conn.execute("DELETE FROM meta WHERE key = ? AND cast(value as integer) = ?", (REWOUND_KEY, rewound))
         conn.executemany("INSERT OR REPLACE INTO team_cursors (kind, value) VALUES (?, ?)", moves.items())
         for kind, keys in (sent or {}).items():
             conn.executemany("DELETE FROM team_sent WHERE kind = ? AND key = ?",
@@ -40,6 +52,7 @@ def forget(index: Index) -> None:
     """Every cursor and digest back to nothing (`team leave`; a later join sends everything again)."""
     with index.write() as conn:
         conn.execute("DELETE FROM team_cursors")
+        conn.execute("DELETE FROM meta WHERE key = ?", (REWOUND_KEY,))
         conn.execute("DELETE FROM team_sent")
 
 

@@ -70,6 +70,8 @@ class Batch:
     sent: dict[str, dict[str, str | None]] = field(default_factory=dict)
     replace_presence: bool = False
     lost_repos: list[int] = field(default_factory=list)
+    rewound: int | None = None       # the index's rewind this batch settles (cleared once committed)
+    resend_from: int | None = None   # the hub's events from this id on are deleted and sent again
     more: bool = False
 
     def count(self) -> dict[str, int]:
@@ -97,7 +99,7 @@ class Push:
             first = False
             if batch.tables or batch.replace_presence or not batch.more:
                 self._send(batch)
-            outbox.advance(self.index, batch.moves, batch.sent)
+            outbox.advance(self.index, batch.moves, batch.sent, batch.rewound)
             for table, n in batch.count().items():
                 sent[table] = sent.get(table, 0) + n
             if not batch.more:
@@ -118,6 +120,10 @@ class Push:
             self._presence(batch)
             self._proposals(batch)
         after = outbox.cursor(self.index, "events")
+        if first:
+            batch.rewound = outbox.rewound(self.index)
+            if batch.rewound is not None and batch.rewound <= after:
+                batch.resend_from, after = batch.rewound, batch.rewound - 1
         events = outbox.events_after(self.index, after, self.batch_rows)
         if events:
             batch.tables["events"] = [rows.event(machine, e, share) for e in events]
@@ -213,6 +219,9 @@ class Push:
                 if "lost" in batch.tables:
                     cur.execute("DELETE FROM fleetdeck.lost WHERE machine_id = %s AND repo_id = ANY(%s)",
                                 (machine, batch.lost_repos))
+                if batch.resend_from is not None:
+                    cur.execute("DELETE FROM fleetdeck.events WHERE machine_id = %s AND id >= %s",
+                                (machine, batch.resend_from))
                 for table in ("events", "lost", "proposals", "audit"):
                     if batch.tables.get(table):
                         cur.execute(f"INSERT INTO fleetdeck.{table} ({_cols(table)}) SELECT {_cols(table)} "
