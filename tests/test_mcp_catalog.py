@@ -28,7 +28,7 @@ from tests.fleets.mcp_fleet import error_of, ok
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> str:
     base = tmp_path_factory.mktemp("catalog")
-    index, _repos = indexed_fleet(base, base / "fleet.db")
+    index, _repos = indexed_fleet(base)
     index.close()
     return str(base / "fleet.db")
 

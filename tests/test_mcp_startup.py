@@ -36,7 +36,7 @@ REPOS = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     base = tmp_path_factory.mktemp("startup")
-    index, _repos = indexed_fleet(base, base / "fleet.db")
+    index, _repos = indexed_fleet(base)
     index.close()
     return base / "fleet.db"
 

@@ -1,4 +1,4 @@
-"""A small real fleet for the dashboard tests, built with the git CLI."""
+"""A small real fleet for the dashboard tests, built with the git CLI (once per session: tests get copies)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,22 @@ from pathlib import Path
 from fleet.index.store import Index, open_index
 from fleet.index.scan import scan
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
+from tests.fleets.template import shared
 
 
 def build_fleet(base: Path) -> dict[str, Path]:
     """`root/conflicted` (merge conflict), `root/dirty` (modified + untracked, no upstream), `root/clean` (in
     sync with its upstream) and `root/tracking` (2 ahead, 1 behind); remotes and seeds live outside the root."""
+    return shared().copy("dashboard", _build, base)
+
+
+def indexed_fleet(base: Path) -> tuple[Index, dict[str, Path]]:
+    """The fleet of `build_fleet` scanned into `base/fleet.db`, open."""
+    repos = shared().copy("dashboard-indexed", _build_indexed, base)
+    return open_index(base / "fleet.db"), repos
+
+
+def _build(base: Path) -> dict[str, Path]:
     root = base / "root"
     root.mkdir()
     conflicted = init_repo(root / "conflicted", commits=1)
@@ -30,8 +41,8 @@ def build_fleet(base: Path) -> dict[str, Path]:
     return {"root": root, "conflicted": conflicted, "dirty": dirty, "clean": clean, "tracking": tracking}
 
 
-def indexed_fleet(base: Path, db: Path) -> tuple[Index, dict[str, Path]]:
-    repos = build_fleet(base)
-    index = open_index(db)
-    scan(index, [str(repos["root"])])
-    return index, repos
+def _build_indexed(base: Path) -> dict[str, Path]:
+    repos = _build(base)
+    with open_index(base / "fleet.db") as index:
+        scan(index, [str(repos["root"])])
+    return repos

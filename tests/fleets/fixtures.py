@@ -23,7 +23,7 @@ def mcp_fleet(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture
 def dashboard_fleet(tmp_path: Path):
     """(index, repos): the dashboard fleet indexed into a fresh index, closed after the test."""
-    index, repos = dashboard.indexed_fleet(tmp_path, tmp_path / "fleet.db")
+    index, repos = dashboard.indexed_fleet(tmp_path)
     yield index, repos
     index.close()
 

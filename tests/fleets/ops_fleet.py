@@ -1,4 +1,5 @@
-"""A small indexed fleet for the write-side tests, and helpers that read a repo's state with the git CLI."""
+"""A small indexed fleet for the write-side tests (built once per session: tests get copies), and helpers
+that read a repo's state with the git CLI."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.template import shared
 
 
 def build(base: Path) -> dict:
-    """`base/fleet/work` (2 commits, a topic branch, local edits, an untracked file) indexed in base/fleet.db."""
+    """`base/fleet/work` (2 commits, a topic branch, local edits, an untracked file) indexed in base/fleet.db,
+    open."""
+    built = shared().copy("ops", _build, base)
+    return {**built, "index": open_index(built["db"])}
+
+
+def _build(base: Path) -> dict:
     root = base / "fleet"
     root.mkdir()
     work = init_repo(root / "work", commits=2)
@@ -20,9 +28,9 @@ def build(base: Path) -> dict:
     git(work, "branch", "topic")
     write(work / "README.md", "edited\n")
     write(work / "notes.txt", "untracked notes\n")
-    index = open_index(base / "fleet.db")
-    scan(index, [str(root)])
-    return {"root": root, "work": work, "index": index, "db": base / "fleet.db"}
+    with open_index(base / "fleet.db") as index:
+        scan(index, [str(root)])
+    return {"root": root, "work": work, "db": base / "fleet.db"}
 
 
 def state(repo: Path) -> dict:
