@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.fleets.gitbuild import bare_remote, clone, commit_file, git, init_repo, with_upstream, write
 from tests.fleets.repo_states import forked_edits
+from tests.fleets.template import shared
 
 # How the in-process status (fleet/repo/libstatus.py) reads each state: these through libgit2, the others
 # through git for the reason given.
@@ -26,7 +27,16 @@ def _conflicting_branches(repo: Path) -> None:
 
 
 def build_fleet(root: Path, side: Path) -> dict[str, Path]:
-    """Make every state under `root`; bare remotes and scratch clones go under `side`."""
+    """Make every state under `root`; bare remotes and scratch clones go under `side`, a sibling folder.
+    Built once per session (per pair of folder names); each caller gets a copy."""
+    base = root.parent
+    if side.parent != base:
+        raise ValueError("root and side must be sibling folders")
+    return shared().copy(f"every-state:{root.name}:{side.name}", lambda b: _build(b / root.name, b / side.name),
+                         base)
+
+
+def _build(root: Path, side: Path) -> dict[str, Path]:
     root.mkdir(parents=True, exist_ok=True)
     side.mkdir(parents=True, exist_ok=True)
     repos: dict[str, Path] = {}

@@ -8,10 +8,16 @@ from fleet.index.store import open_index
 from fleet.index.scan import scan
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.fleets.repo_states import forked_edits
+from tests.fleets.template import shared
 
 
 def build_fleet(base: Path) -> dict[str, Path]:
-    """Repos under `base/fleet` (the root), indexed into `base/fleet.db`. Returns name -> path (+ root, db)."""
+    """Repos under `base/fleet` (the root), indexed into `base/fleet.db`. Returns name -> path (+ root, db).
+    Built once per session; each caller gets a copy."""
+    return shared().copy("mcp", _build, base)
+
+
+def _build(base: Path) -> dict[str, Path]:
     root = base / "fleet"
     root.mkdir()
     repos: dict[str, Path] = {}

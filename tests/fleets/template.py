@@ -47,7 +47,7 @@ class Templates:
         """`build(base)`'s fleet (everything it makes under `base`) at `dest`: built the first time `shape` is
         asked for, copied every time; the result with the template's paths moved to `dest`."""
         if shape not in self._built:
-            base = self.folder / shape
+            base = self.folder / f"{len(self._built)}-{shape.replace(os.sep, '-')}"
             base.mkdir(parents=True)
             self._built[shape] = (base, build(base))
         base, made = self._built[shape]
