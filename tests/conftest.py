@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleets.fixtures import dashboard_fleet, mcp_fleet, ops_fleet  # noqa: F401  (shared fixtures)
+from tests.fleets.fixtures import dashboard_fleet, empty_index, mcp_fleet, ops_fleet  # noqa: F401  (shared fixtures)
 from tests.fleets.gitbuild import configure_home
 
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="fleetdeck-home-"))

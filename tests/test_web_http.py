@@ -40,6 +40,25 @@ def client(dashboard_fleet, tmp_path: Path):
 
 
 @pytest.fixture
+def guard(empty_index: Path):
+    """A client over an index with no repository: for what the guards refuse, or let through, before any
+    repository is read."""
+    with TestClient(create_app(empty_index, TOKEN), base_url=BASE, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture
+def guard_login(guard: TestClient, empty_index: Path):
+    """`guard` signed in through a landing code (the cookie is in its jar)."""
+    return sign_in(guard, empty_index)
+
+
+@pytest.fixture
+def guarded(guard: TestClient, guard_login) -> TestClient:
+    return guard
+
+
+@pytest.fixture
 def login(client: TestClient, tmp_path: Path):
     """The client signed in through a landing code (the cookie is in its jar)."""
     return sign_in(client, tmp_path / "fleet.db")
@@ -71,32 +90,32 @@ def repo_id(index, path: Path) -> int:
 @pytest.mark.parametrize("path", ["/", "/repos/1", "/agents", "/digest", "/api/repos", "/api/repos/1", "/api/radar",
                                   "/api/presence", "/api/digest", "/api/events", "/fragments/queue",
                                   "/fragments/agents", "/fragments/digest"])
-def test_every_page_and_api_needs_the_token(client: TestClient, path: str) -> None:
-    r = client.get(path)
+def test_every_page_and_api_needs_the_token(guard: TestClient, path: str) -> None:
+    r = guard.get(path)
     assert r.status_code == 401
-    r = client.get(path, headers={"Authorization": "Bearer wrong"})
+    r = guard.get(path, headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 401
 
 
-def test_api_refusal_is_structured_json(client: TestClient) -> None:
-    r = client.get("/api/repos")
+def test_api_refusal_is_structured_json(guard: TestClient) -> None:
+    r = guard.get("/api/repos")
     assert r.headers["content-type"].startswith("application/json")
     assert r.json()["error"]["code"] == "UNAUTHORIZED"
 
 
-def test_the_mcp_token_as_a_link_opens_no_session(client: TestClient) -> None:
+def test_the_mcp_token_as_a_link_opens_no_session(guard: TestClient) -> None:
     """`?token=<bearer token>` used to set the cookie: now it is an ordinary unauthenticated request."""
-    r = client.get(f"/?q=dirty&token={TOKEN}", headers={"Accept": "text/html"})
+    r = guard.get(f"/?q=dirty&token={TOKEN}", headers={"Accept": "text/html"})
     assert r.status_code == 401 and "set-cookie" not in r.headers
     assert "fleetdeck dashboard link" in r.text and r.headers["content-type"].startswith("text/html")
 
 
-def test_a_landing_code_gives_a_page_then_a_strict_httponly_random_cookie(client: TestClient, tmp_path) -> None:
-    code = fresh_code(tmp_path / "fleet.db")
-    page = client.get(f"/?q=dirty&code={code}")
+def test_a_landing_code_gives_a_page_then_a_strict_httponly_random_cookie(guard: TestClient, empty_index) -> None:
+    code = fresh_code(empty_index)
+    page = guard.get(f"/?q=dirty&code={code}")
     assert page.status_code == 200 and "set-cookie" not in page.headers  # a GET spends nothing
     assert _landing_next(page.text) == "/?q=dirty" and 'action="/session"' in page.text
-    r = _exchange(client, code, "/?q=dirty")
+    r = _exchange(guard, code, "/?q=dirty")
     assert r.status_code == 200 and r.json()["next"] == "/?q=dirty"
     key = r.json()["decision_key"]
     cookie = r.headers["set-cookie"]
@@ -104,51 +123,51 @@ def test_a_landing_code_gives_a_page_then_a_strict_httponly_random_cookie(client
     assert cookie.startswith(f"{cookie_name(8765)}=") and len(value) >= 40
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
     assert TOKEN not in cookie and key not in cookie and value != key
-    assert client.get("/").status_code == 200
-    assert key not in client.get("/").text  # the decision key is in no page
-    assert _exchange(client, code).status_code == 401  # single use
+    assert guard.get("/").status_code == 200
+    assert key not in guard.get("/").text  # the decision key is in no page
+    assert _exchange(guard, code).status_code == 401  # single use
 
 
-def test_a_wrong_code_or_a_foreign_origin_opens_nothing(client: TestClient, tmp_path) -> None:
-    r = _exchange(client, "nope")
+def test_a_wrong_code_or_a_foreign_origin_opens_nothing(guard: TestClient, empty_index) -> None:
+    r = _exchange(guard, "nope")
     assert r.status_code == 401 and r.json()["error"]["code"] == "LANDING_REFUSED"
     assert "set-cookie" not in r.headers
-    code = fresh_code(tmp_path / "fleet.db")
-    r = _exchange(client, code, Origin="http://127.0.0.1:9999")  # a page on another port posting it
+    code = fresh_code(empty_index)
+    r = _exchange(guard, code, Origin="http://127.0.0.1:9999")  # a page on another port posting it
     assert r.status_code == 403 and "set-cookie" not in r.headers
-    assert _exchange(client, code).status_code == 200  # the refused post did not spend it
+    assert _exchange(guard, code).status_code == 200  # the refused post did not spend it
 
 
-def test_the_redirect_never_leaves_this_server(client: TestClient, tmp_path) -> None:
-    page = client.get(f"//evil.example/?code={fresh_code(tmp_path / 'fleet.db')}")
+def test_the_redirect_never_leaves_this_server(guard: TestClient, empty_index) -> None:
+    page = guard.get(f"//evil.example/?code={fresh_code(empty_index)}")
     assert _landing_next(page.text).startswith("/") and not _landing_next(page.text).startswith("//")
-    r = client.post("/session", data={"code": fresh_code(tmp_path / "fleet.db"), "next": "//evil.example/"},
-                    headers={"Origin": BASE})
+    r = guard.post("/session", data={"code": fresh_code(empty_index), "next": "//evil.example/"},
+                   headers={"Origin": BASE})
     assert r.status_code == 303  # the page's form without script: a cookie and the page, no decision key
     assert r.headers["location"] == "/evil.example/" and "set-cookie" in r.headers
 
 
-def test_bearer_token_works_for_the_api(client: TestClient) -> None:
-    r = client.get("/api/repos", headers={"Authorization": f"Bearer {TOKEN}"})
+def test_bearer_token_works_for_the_api(guard: TestClient) -> None:
+    r = guard.get("/api/repos", headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "10.0.0.5"])
-def test_a_foreign_host_is_refused_even_with_the_token(client: TestClient, host: str) -> None:
-    r = client.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+def test_a_foreign_host_is_refused_even_with_the_token(guard: TestClient, host: str) -> None:
+    r = guard.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 421
     assert r.json()["error"]["code"] == "HOST_REFUSED"
 
 
 @pytest.mark.parametrize("host", ["localhost:8765", "127.0.0.1:8765", "[::1]:8765"])
-def test_loopback_hosts_are_accepted(client: TestClient, host: str) -> None:
-    r = client.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+def test_loopback_hosts_are_accepted(guard: TestClient, host: str) -> None:
+    r = guard.get("/api/repos", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200
 
 
-def test_security_headers_on_pages_and_api(authed: TestClient) -> None:
+def test_security_headers_on_pages_and_api(guarded: TestClient) -> None:
     for path in ("/", "/api/radar", "/static/app.js"):
-        r = authed.get(path)
+        r = guarded.get(path)
         assert r.status_code == 200, path
         csp = r.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
@@ -351,74 +370,74 @@ def _where_a_browser_goes(location: str) -> str:
 @pytest.mark.parametrize("path", ["//evil.example/", "/%5Cevil.example", "/%5C/evil.example", "/%09/evil.example",
                                   "/%2F%2Fevil.example", "/%5C%5Cevil.example/x", "/%20//evil.example",
                                   "/%0D%0ASet-Cookie:%20injected=1", "/repos/1%0D%0A%0D%0A<h1>x"])
-def test_the_landing_redirect_is_a_path_on_this_server(client: TestClient, path: str, tmp_path) -> None:
+def test_the_landing_redirect_is_a_path_on_this_server(guard: TestClient, path: str, empty_index) -> None:
     """The landing page's `next` and the exchange's answer, whether the hostile part came in the link's
     path or in the `next` the exchange is sent (rebuilt by the server either way)."""
-    db = tmp_path / "fleet.db"
-    page = client.get(f"{path}?q=a%0D%0Ab&code={fresh_code(db)}")
+    db = empty_index
+    page = guard.get(f"{path}?q=a%0D%0Ab&code={fresh_code(db)}")
     for sent in (_landing_next(page.text), path + "?q=a%0D%0Ab"):
-        r = client.post("/session", data={"code": fresh_code(db), "next": sent}, headers={"Origin": BASE})
+        r = guard.post("/session", data={"code": fresh_code(db), "next": sent}, headers={"Origin": BASE})
         assert r.status_code == 303
         location = r.headers["location"]
-        assert location == _exchange(client, fresh_code(db), sent).json()["next"]
+        assert location == _exchange(guard, fresh_code(db), sent).json()["next"]
         assert location.startswith("/") and location[1:2] not in ("/", "\\")
         assert not any(ord(ch) < 0x21 or ch == "\\" for ch in location), location
         assert _where_a_browser_goes(location) == "127.0.0.1:8765"
         assert "injected" not in r.headers.get("set-cookie", "").split(";")[0]
 
 
-def test_the_landing_keeps_the_page_and_its_query(client: TestClient, tmp_path) -> None:
-    page = client.get(f"/digest?since=7d&repos=a%20b&code={fresh_code(tmp_path / 'fleet.db')}")
+def test_the_landing_keeps_the_page_and_its_query(guard: TestClient, empty_index) -> None:
+    page = guard.get(f"/digest?since=7d&repos=a%20b&code={fresh_code(empty_index)}")
     assert _landing_next(page.text) == "/digest?since=7d&repos=a+b"
 
 
-def test_the_cookie_is_named_for_the_port_and_works_only_there(dashboard_fleet, tmp_path: Path) -> None:
-    app = create_app(tmp_path / "fleet.db", TOKEN)
+def test_the_cookie_is_named_for_the_port_and_works_only_there(empty_index: Path) -> None:
+    app = create_app(empty_index, TOKEN)
     with TestClient(app, base_url="http://127.0.0.1:8766", follow_redirects=False) as other:
-        sign_in(other, tmp_path / "fleet.db")
+        sign_in(other, empty_index)
         value = other.cookies.get(cookie_name(8766))
         assert value and other.get("/api/radar").status_code == 200
         # the same session id sent to another port's cookie name: refused
         other.cookies.clear()
         other.cookies.set(cookie_name(8765), value)
         assert other.get("/api/radar").status_code == 401
-    with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE) as restarted:
+    with TestClient(create_app(empty_index, TOKEN), base_url=BASE) as restarted:
         restarted.cookies.set(cookie_name(8766), value)  # another run (a restart) knows no session of this one
         assert restarted.get("/api/radar").status_code == 401
 
 
-def test_the_cookie_opens_neither_the_bearer_door_nor_mcp(authed: TestClient, login) -> None:
-    value = authed.cookies.get(cookie_name(8765))
+def test_the_cookie_opens_neither_the_bearer_door_nor_mcp(guarded: TestClient, guard_login) -> None:
+    value = guarded.cookies.get(cookie_name(8765))
     assert value != TOKEN
-    assert authed.get("/api/radar").status_code == 200
-    bare = TestClient(authed.app, base_url=BASE)
+    assert guarded.get("/api/radar").status_code == 200
+    bare = TestClient(guarded.app, base_url=BASE)
     assert bare.get("/api/radar", headers={"Authorization": f"Bearer {value}"}).status_code == 401
-    r = authed.post("/mcp", json={}, headers=login.form)
+    r = guarded.post("/mcp", json={}, headers=guard_login.form)
     assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHORIZED"
     assert bare.get("/mcp", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404  # no MCP mounted here
 
 
 @pytest.mark.parametrize("foreign", ['foo="bar', "x[]=1", '{"a":1}', "a=b c", "=novalue", ";;", "a=b\\"])
-def test_a_foreign_unparsable_cookie_before_ours_is_ignored(client: TestClient, foreign: str, tmp_path) -> None:
-    sign_in(client, tmp_path / "fleet.db")
-    ours = f"{cookie_name(8765)}={client.cookies.get(cookie_name(8765))}"
-    client.cookies.clear()
-    r = client.get("/api/radar", headers={"Cookie": f"{foreign}; {ours}"})
+def test_a_foreign_unparsable_cookie_before_ours_is_ignored(guard: TestClient, foreign: str, empty_index) -> None:
+    sign_in(guard, empty_index)
+    ours = f"{cookie_name(8765)}={guard.cookies.get(cookie_name(8765))}"
+    guard.cookies.clear()
+    r = guard.get("/api/radar", headers={"Cookie": f"{foreign}; {ours}"})
     assert r.status_code == 200
-    assert client.get("/api/radar", headers={"Cookie": foreign}).status_code == 401
+    assert guard.get("/api/radar", headers={"Cookie": foreign}).status_code == 401
 
 
 @pytest.mark.parametrize("path", ["/repos/{n}", "/fragments/repos/{n}", "/api/repos/{n}"])
 @pytest.mark.parametrize("n", [2**63, 2**64 + 7, 10**40])
-def test_a_huge_repo_id_is_a_404_not_a_500(authed: TestClient, path: str, n: int) -> None:
-    r = authed.get(path.format(n=n))
+def test_a_huge_repo_id_is_a_404_not_a_500(guarded: TestClient, path: str, n: int) -> None:
+    r = guarded.get(path.format(n=n))
     assert r.status_code == 404
     if path.startswith("/api/"):
         assert r.json()["error"]["code"] == "NOT_FOUND"
 
 
-def test_refreshing_a_huge_repo_id_is_a_404(client: TestClient) -> None:
-    r = client.post(f"/api/repos/{2**64}/refresh", headers={"Authorization": f"Bearer {TOKEN}"})
+def test_refreshing_a_huge_repo_id_is_a_404(guard: TestClient) -> None:
+    r = guard.post(f"/api/repos/{2**64}/refresh", headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "NOT_FOUND"
 
 
@@ -439,17 +458,17 @@ def test_serve_refuses_a_host_name_that_only_looks_loopback(tmp_path: Path) -> N
 
 # --- structure: every route behind the guards, one environment ------------------------------------------------
 
-def test_a_mounted_app_is_behind_every_guard(dashboard_fleet, tmp_path: Path) -> None:
+def test_a_mounted_app_is_behind_every_guard(empty_index: Path) -> None:
     """What `serve` mounts beside the dashboard (the MCP bridge) passes the same Host, token and CSRF checks."""
     secret = Mount("/extra", app=PlainTextResponse("mounted"))
-    app = create_app(tmp_path / "fleet.db", TOKEN, mounts=[secret])
+    app = create_app(empty_index, TOKEN, mounts=[secret])
     with TestClient(app, base_url=BASE) as c:
         refused = c.get("/extra")
         assert refused.status_code == 401 and refused.headers["x-frame-options"] == "DENY"
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         assert c.get("/extra", headers={**bearer, "Host": "evil.example"}).status_code == 421
         assert c.get("/extra", headers=bearer).text == "mounted"
-        sign_in(c, tmp_path / "fleet.db")
+        sign_in(c, empty_index)
         assert c.post("/extra", headers=ORIGIN).status_code == 403  # cookie without CSRF token
         assert c.get("/extra").headers["content-security-policy"] == CSP
 

@@ -26,8 +26,9 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
-def client(dashboard_fleet, tmp_path: Path):
-    with TestClient(create_app(tmp_path / "fleet.db", TOKEN), base_url=BASE, follow_redirects=False) as c:
+def guard(empty_index: Path):
+    """A client over an index with no repository: the Host check refuses before any repository is read."""
+    with TestClient(create_app(empty_index, TOKEN), base_url=BASE, follow_redirects=False) as c:
         yield c
 
 
@@ -35,8 +36,8 @@ def client(dashboard_fleet, tmp_path: Path):
                                   "127.0.0.1:", "127.0.0.1:8x", "127.0.0.1:+80", "[::1]evil", "[::1]:8765x",
                                   "[::1", "::1", "127.0.0.1 8765", "127.0.0.1:8765/evil", "localhost\\@evil",
                                   ""])
-def test_a_host_that_is_not_host_colon_port_is_refused(client: TestClient, host: str) -> None:
-    r = client.get("/api/repos", headers={**BEARER, "Host": host})
+def test_a_host_that_is_not_host_colon_port_is_refused(guard: TestClient, host: str) -> None:
+    r = guard.get("/api/repos", headers={**BEARER, "Host": host})
     assert r.status_code == 421, host
     assert r.json()["error"]["code"] == "HOST_REFUSED"
 

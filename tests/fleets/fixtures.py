@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.index.store import open_index
 from tests.fleets import dashboard_fleet as dashboard
 from tests.fleets import mcp_fleet as mcp
 from tests.fleets import ops_fleet as ops
@@ -18,6 +19,15 @@ from tests.fleets import ops_fleet as ops
 def mcp_fleet(tmp_path_factory) -> dict[str, Path]:
     """The MCP fleet (every repo state the per-repo tools read), indexed; built once per test module."""
     return mcp.build_fleet(tmp_path_factory.mktemp("mcp-fleet"))
+
+
+@pytest.fixture(scope="module")
+def empty_index(tmp_path_factory) -> Path:
+    """An index file with the schema and no repository, shared by a test module: for tests of refusals
+    that come before any repository is read (a 401, a refused Host)."""
+    db = tmp_path_factory.mktemp("empty-index") / "fleet.db"
+    open_index(db).close()
+    return db
 
 
 @pytest.fixture
