@@ -19,7 +19,7 @@ from fleet.watch.periodic import Periodic
 from fleet.watch.watchset import repo_watch
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets import serving
-from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, write
+from tests.fleets.gitbuild import backdate, commit_file, git, git_env, init_repo, write
 from tests.fleets.watching import RunningWatcher
 
 WAIT_S = 5.0
@@ -285,12 +285,12 @@ def test_out_of_inotify_watches_falls_back_to_polling(tmp_path: Path, db_path: P
         pytest.skip("cannot create a user namespace with a lowered inotify limit here")
     root = tmp_path / "src"
     repo = init_repo(root / "one")
+    backdate(root)  # the poller compares whole-second mtimes: the commit below lands in a later second
     proc = _start_cli_watcher(db_path, root, prefix=prefix)
     try:
         with open_index(db_path) as index:
             info = wait_for(lambda: watching(index), "heartbeat", 20)
             assert info["mode"] == "polling" and info["watches"] == 0
-            time.sleep(1.1)  # the poller compares whole-second mtimes: change files in a later second
             commit_file(repo, "p.txt", "p\n", "seen by polling")
             wait_for(head_is(index, repo), "commit seen while polling")
         proc.send_signal(signal.SIGTERM)
@@ -306,12 +306,12 @@ def test_out_of_inotify_watches_falls_back_to_polling(tmp_path: Path, db_path: P
 def test_forced_polling_mode(tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "src"
     repo = init_repo(root / "one")
+    backdate(root)  # the poller compares whole-second mtimes: the commit below lands in a later second
     running = RunningWatcher(db_path, [str(root)], force_polling=True)
     try:
         with open_index(db_path) as index:
             wait_for(lambda: (meta(index) or {}).get("mode") == "polling", "polling mode in meta")
             assert running.watcher.polled_repos() == running.watcher.watched_repos() == [os.path.realpath(repo)]
-            time.sleep(1.1)  # the poller compares whole-second mtimes: change files in a later second
             commit_file(repo, "p.txt", "p\n", "polled")
             wait_for(head_is(index, repo), "commit seen by polling")
     finally:
@@ -327,13 +327,13 @@ def test_out_of_inotify_watches_polls_only_the_repos_that_do_not_fit(tmp_path: P
               'echo 16 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
     root = tmp_path / "src"
     repos = [init_repo(root / f"r{n}", commits=1) for n in range(4)]
+    backdate(root)  # the poller compares whole-second mtimes: the commits below land in a later second
     proc = _start_cli_watcher(db_path, root, prefix=prefix)
     try:
         with open_index(db_path) as index:
             info = wait_for(lambda: watching(index), "heartbeat", 20)
             assert info["mode"] == "polling" and info["repos"] == 4
             assert 0 < info["polled"] < 4 and 0 < info["watches"] <= 16, info
-            time.sleep(1.1)  # the poller compares whole-second mtimes: change files in a later second
             for repo in repos:
                 commit_file(repo, "p.txt", "p\n", "seen live or by polling")
             for repo in repos:
