@@ -23,7 +23,7 @@ from fleet.index.store import open_index
 from fleet.ops import service
 from mcp_bridge.http import standalone_app
 from mcp_bridge.server import build_server
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import build
@@ -47,8 +47,7 @@ def fleet(tmp_path, monkeypatch):
 
 
 def cli(fleet, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv("--db", str(fleet["db"]), *args), capture_output=True, text=True,
-                          env=fleetdeck_env(), stdin=subprocess.DEVNULL, timeout=120)
+    return run_cli(*args, db=fleet["db"])
 
 
 def add_agent(fleet, name: str) -> str:

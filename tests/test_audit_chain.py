@@ -12,8 +12,8 @@ import pytest
 from fleet.audit.canon import MAX_ENTRY_BYTES, RESERVED, canonical, entry_hash
 from fleet.audit.keys import load_signer
 from fleet.audit.verify import verify_log
-from tests.fleets.audit_log import (fill, files, locate, make_log, new_key, pubkeys, read_lines, rewrite, run_cli,
-                            write_lines)
+from tests.fleets.audit_log import fill, files, locate, make_log, new_key, pubkeys, read_lines, rewrite, write_lines
+from tests.fleets.cli import run_cli
 
 
 @pytest.fixture
@@ -277,7 +277,7 @@ def test_cli_verify_exit_codes_anchor_and_export(tmp_path):
     assert run_cli("audit", "verify", "--dir", str(log.dir), "--pubkey", str(tmp_path / "nope.pem")).returncode == 2
     assert run_cli("audit", "verify", "--dir", str(log.dir), "--bogus").returncode == 2
     assert run_cli("audit", "verify", "--dir", str(log.dir), "--require-signed",
-                   XDG_CONFIG_HOME=str(tmp_path / "empty-config")).returncode == 2
+                   env={"XDG_CONFIG_HOME": str(tmp_path / "empty-config")}).returncode == 2
     jsonl = run_cli("audit", "export", "--dir", str(log.dir), "--since", "1h")
     assert [json.loads(x)["seq"] for x in jsonl.stdout.splitlines()] == list(range(1, 9))
     csv = run_cli("audit", "export", "--dir", str(log.dir), "--format", "csv", "--until", "1h")

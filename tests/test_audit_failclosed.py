@@ -17,7 +17,7 @@ import pytest
 
 from fleet import audit
 from fleet.ops import proposals, service
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import build
 
@@ -45,8 +45,7 @@ def _cli(fleet, *args: str, fsize: int | None = None) -> subprocess.CompletedPro
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
-    return subprocess.run(fleetdeck_argv("--db", str(fleet["db"]), *args), capture_output=True, text=True,
-                          env=fleetdeck_env(), stdin=subprocess.DEVNULL, timeout=120, preexec_fn=limit)
+    return run_cli(*args, db=fleet["db"], preexec_fn=limit)
 
 
 def _full(fleet) -> int:

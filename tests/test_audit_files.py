@@ -15,8 +15,8 @@ import pytest
 
 from fleet.audit.ledger import AuditError
 from fleet.audit.verify import verify_log
-from tests.fleets.audit_log import fill, files, make_log, read_lines, run_cli
-from tests.fleets.cli import fleetdeck_env
+from tests.fleets.audit_log import fill, files, make_log, read_lines
+from tests.fleets.cli import fleetdeck_env, run_cli
 
 CHILD = textwrap.dedent("""
     import json, sys
@@ -155,7 +155,7 @@ def test_audit_off_is_a_named_setting(tmp_path):
     (config / "fleetdeck").mkdir(parents=True)
     (config / "fleetdeck" / "settings.toml").write_text("[audit]\nenabled = false\n")
     db = tmp_path / "fleet.db"
-    status = run_cli("--db", str(db), "audit", "status", "--json", XDG_CONFIG_HOME=str(config))
+    status = run_cli("--db", str(db), "audit", "status", "--json", env={"XDG_CONFIG_HOME": str(config)})
     assert json.loads(status.stdout)["enabled"] is False
     code = ("from fleet import audit; log = audit.setup(); print(log.record('tool_call'), "
             "audit.status()['state'])")
@@ -185,7 +185,7 @@ def test_bad_settings_are_clear_errors(tmp_path, text, message):
     config = tmp_path / "config"
     (config / "fleetdeck").mkdir(parents=True)
     (config / "fleetdeck" / "settings.toml").write_text(text)
-    run = run_cli("--db", str(tmp_path / "fleet.db"), "audit", "status", XDG_CONFIG_HOME=str(config))
+    run = run_cli("--db", str(tmp_path / "fleet.db"), "audit", "status", env={"XDG_CONFIG_HOME": str(config)})
     assert run.returncode == 1 and message in run.stderr and "BAD_ARGUMENT" in run.stderr
 
 

@@ -14,7 +14,8 @@ from fleet.audit.config import resolve
 from fleet.audit.keys import AuditKeyError, load_public, load_signer
 from fleet.audit.read import export
 from fleet.audit.verify import verify_log
-from tests.fleets.audit_log import make_log, pubkeys, run_cli
+from tests.fleets.audit_log import make_log, pubkeys
+from tests.fleets.cli import run_cli
 
 
 def test_keygen_writes_a_private_pair_and_says_how_to_use_it(tmp_path):
@@ -41,14 +42,14 @@ def test_settings_file_names_the_folder_and_the_key(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEETDECK_AUDIT_DIR", str(tmp_path / "env-wins"))
     assert resolve(tmp_path / "fleet.db").dir == tmp_path / "env-wins"
     status = run_cli("--db", str(tmp_path / "fleet.db"), "audit", "status", "--json",
-                     XDG_CONFIG_HOME=str(tmp_path / "config"))
+                     env={"XDG_CONFIG_HOME": str(tmp_path / "config")})
     assert json.loads(status.stdout)["key_id"] == kid
     # verify without --pubkey trusts the configured key
     log = make_log(tmp_path, key=tmp_path / "k" / f"{kid}.pem")
     log.record("tool_call", summary="=HYPERLINK(1)")
     log.close()
     verified = run_cli("audit", "verify", "--dir", str(log.dir), "--require-signed", "--json",
-                       XDG_CONFIG_HOME=str(tmp_path / "config"))
+                       env={"XDG_CONFIG_HOME": str(tmp_path / "config")})
     assert verified.returncode == 0 and json.loads(verified.stdout)["keys"] == [kid]
 
 

@@ -11,8 +11,8 @@ from fleet.audit import sigpool, verify
 from fleet.audit.canon import canonical
 from fleet.audit.keys import load_signer
 from fleet.audit.verify import verify_log
-from tests.fleets.audit_log import (fill, locate, make_log, new_key, pubkeys, read_lines, rewrite, run_cli,
-                                    write_lines)
+from tests.fleets.audit_log import fill, locate, make_log, new_key, pubkeys, read_lines, rewrite, write_lines
+from tests.fleets.cli import run_cli
 
 
 @pytest.fixture

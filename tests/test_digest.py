@@ -15,7 +15,7 @@ from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.index.scan import refresh_repo, scan
 from fleet.timespec import parse_since
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream
 
 EVENT_KEYS = {"repo", "ref", "kind", "old_sha", "new_sha", "at", "identity", "message", "rewrote"}
@@ -34,9 +34,8 @@ def fleet(tmp_path: Path, db_path: Path):
     index.close()
 
 
-def run_cli(db_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv("--db", str(db_path), *args), capture_output=True, text=True,
-                          env=fleetdeck_env())
+def cli(db_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_cli(*args, db=db_path)
 
 
 def test_contract_shape_order_and_counts(fleet) -> None:
@@ -126,10 +125,10 @@ def _iso_local(*parts: int) -> str:
 
 def test_cli_json_follows_the_contract(fleet, db_path: Path) -> None:
     index = fleet[0]
-    proc = run_cli(db_path, "digest", "--since", EPOCH, "--format", "json", "--max-events", "3")
+    proc = cli(db_path, "digest", "--since", EPOCH, "--format", "json", "--max-events", "3")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == digest(index, EPOCH, max_events=3)
-    bad = run_cli(db_path, "digest", "--max-events", "5000", "--format", "json")
+    bad = cli(db_path, "digest", "--max-events", "5000", "--format", "json")
     assert bad.returncode == 2 and "--max-events" in bad.stderr and bad.stdout == ""  # a usage error
 
 
@@ -155,7 +154,7 @@ def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
     assert data["fleet"]["rewrite_count"] >= 1
 
     out = tmp_path / "digest.md"
-    proc = run_cli(db_path, "digest", "--since", EPOCH, "--format", "md", "--out", str(out))
+    proc = cli(db_path, "digest", "--since", EPOCH, "--format", "md", "--out", str(out))
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
     md = out.read_text()
     assert md.startswith("# Fleet digest since 1970-01-01T00:00:00Z")
@@ -166,7 +165,7 @@ def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
     assert f"`{dropped[:10]}` work that gets reset away — dropped by reset" in md
     assert "rewrote history" in md
 
-    html = run_cli(db_path, "digest", "--since", EPOCH, "--format", "html").stdout
+    html = cli(db_path, "digest", "--since", EPOCH, "--format", "html").stdout
     assert html.startswith("<!doctype html>") and "<svg" in html and "<style>" in html
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "the page must render offline"
     assert "work that gets reset away" in html and dropped in html
@@ -174,14 +173,14 @@ def test_markdown_and_html_reports(tmp_path: Path, db_path: Path) -> None:
 
 
 def test_no_activity_is_an_explicit_report(fleet, db_path: Path) -> None:
-    proc = run_cli(db_path, "digest", "--since", "1h")
+    proc = cli(db_path, "digest", "--since", "1h")
     assert proc.returncode == 0, proc.stderr
     assert "**No activity** in the fleet since" in proc.stdout
     assert "**Unpushed commits:** 2" in proc.stdout  # the fixture's two repos were never pushed
     assert proc.stdout.count("no upstream (never pushed)") == 2
-    html = run_cli(db_path, "digest", "--since", "1h", "--format", "html")
+    html = cli(db_path, "digest", "--since", "1h", "--format", "html")
     assert html.returncode == 0 and "No activity" in html.stdout and "<svg" not in html.stdout
-    data = json.loads(run_cli(db_path, "digest", "--since", "1h", "--format", "json").stdout)
+    data = json.loads(cli(db_path, "digest", "--since", "1h", "--format", "json").stdout)
     assert data["events"] == [] and data["event_count"] == 0 and data["truncated"] is False
 
 
@@ -205,9 +204,7 @@ def test_absurd_since_values_are_clear_errors(since):
 
 def test_absurd_since_on_the_cli_exits_1_without_a_traceback(tmp_path):
     open_index(tmp_path / "f.db").close()
-    proc = subprocess.run(fleetdeck_argv("--db", str(tmp_path / "f.db"), "digest", "--since",
-                                         "99999999999999999999999999999999"),
-                          capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
+    proc = run_cli("digest", "--since", "99999999999999999999999999999999", db=tmp_path / "f.db", timeout=60)
     assert proc.returncode == 1 and "BAD_ARGUMENT" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from typing import Any, NotRequired, get_origin, get_type_hints
 
 import pytest
@@ -14,7 +13,7 @@ from starlette.testclient import TestClient
 from fleet.views import records
 from mcp_bridge import models
 from mcp_bridge.server import build_server
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.mcp_fleet import call, ok
 from web.app import create_app
 
@@ -36,8 +35,7 @@ def api(mcp_fleet):
 
 
 def cli_json(mcp_fleet, *args: str) -> Any:
-    proc = subprocess.run(fleetdeck_argv(*args, "--json"), capture_output=True, check=True, timeout=120,
-                          env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
+    proc = run_cli(*args, "--json", env={"FLEETDECK_DB": str(mcp_fleet["_db"])}, check=True)
     return json.loads(proc.stdout)
 
 
@@ -86,8 +84,8 @@ async def test_radar_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
 
 
 async def test_digest_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
-    proc = subprocess.run(fleetdeck_argv("digest", "--since", "0", "--format", "json"), capture_output=True,
-                          check=True, env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
+    proc = run_cli("digest", "--since", "0", "--format", "json", env={"FLEETDECK_DB": str(mcp_fleet["_db"])},
+                   check=True)
     from_cli = json.loads(proc.stdout)
     from_mcp = ok(await call(server, "fleet.digest", {"since": 0}))
     assert set(from_mcp.pop("freshness")) >= {"indexed_at", "age_s", "watcher", "refreshed"}

@@ -15,7 +15,7 @@ from mcp.types import Implementation
 
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_approver
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_approver, run_cli
 from tests.fleets.gitbuild import git, write
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import build, state
@@ -45,9 +45,7 @@ def _client(fleet, **env) -> Client:
 
 
 def cli(fleet, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(fleetdeck_argv("--db", str(fleet["db"]), *args), capture_output=True, text=True,
-                          env=fleetdeck_env(), stdin=subprocess.DEVNULL, timeout=120,
-                          start_new_session=True)  # no controlling terminal, as for an agent's shell
+    proc = run_cli(*args, db=fleet["db"], start_new_session=True)  # no controlling terminal, as for an agent's shell
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

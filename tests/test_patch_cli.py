@@ -6,13 +6,12 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
 
 def fleetdeck(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv(*args), input=stdin, capture_output=True, env=fleetdeck_env(),
-                          cwd=cwd, timeout=60)
+    return run_cli(*args, stdin=stdin, text=False, cwd=cwd, timeout=60)  # patches are bytes
 
 
 def test_generate_from_stdin_then_inspect_remove_validate(tmp_path: Path) -> None:

@@ -14,14 +14,13 @@ import pytest
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 from tests.fleets.mcp_fleet import call, error_of, ok
 
 
 def fleetdeck(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv(*args), input=stdin, capture_output=True, env=fleetdeck_env(),
-                          cwd=cwd, timeout=60)
+    return run_cli(*args, stdin=stdin, text=False, cwd=cwd, timeout=60)  # patches are bytes
 
 
 def project(base: Path) -> Path:

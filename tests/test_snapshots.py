@@ -21,7 +21,7 @@ from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree, open_shadow, snapshots_root
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import diff, discarded_events, snapshots
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_env, run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 from tests.fleets.hostile import age_git_dir, fired, hostile_repo
 from tests.fleets.hostile import snapshot as disk_state
@@ -294,11 +294,8 @@ def test_two_processes_snapshot_one_repository_at_once(work: Path, db_path: Path
 
 
 def test_cli_contracts(work: Path, db_path: Path) -> None:
-    env = fleetdeck_env()
-
     def cli(*args: str, ok: int = 0) -> subprocess.CompletedProcess:
-        done = subprocess.run(fleetdeck_argv("--db", str(db_path), *args), env=env, capture_output=True,
-                              text=True, cwd=work)
+        done = run_cli(*args, db=db_path, cwd=work)
         assert done.returncode == ok, done.stderr
         assert "Traceback" not in done.stderr
         return done

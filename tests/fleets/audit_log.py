@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from fleet.audit.canon import canonical, entry_hash
@@ -11,7 +10,7 @@ from fleet.audit.config import AuditConfig
 from fleet.audit.keys import Signer, keygen, load_public
 from fleet.audit.ledger import AuditLog
 from fleet.audit.segments import segment_files
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli  # noqa: F401  (the audit tests import it from here)
 
 
 def make_log(base: Path, key: Path | None = None, **overrides) -> AuditLog:
@@ -85,8 +84,4 @@ def rewrite(folder: Path, edit, signer: Signer | None = None, strip: bool = Fals
             out.append(canonical(value) + b"\n")
         write_lines(path, out)
 
-
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv(*args), capture_output=True, text=True, env=fleetdeck_env(**env),
-                          timeout=120)
 

@@ -1,10 +1,12 @@
-"""How tests run this checkout's CLI in a subprocess."""
+"""How tests run this checkout's CLI in a subprocess: `run_cli`, the one way."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -20,6 +22,18 @@ def fleetdeck_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+def run_cli(*args: str, db: Path | str | None = None, stdin: str | bytes | None = None, text: bool = True,
+            env: dict[str, str] | None = None, timeout: float = 120, **popen: Any) -> subprocess.CompletedProcess:
+    """Run this checkout's CLI in a subprocess, as a person's shell or an agent's would: `--db db` first when
+    given, `stdin` as its input (else no input at all: /dev/null, never the test runner's terminal), output
+    captured (text unless `text=False`), `env` added to `fleetdeck_env()`. `popen` passes through
+    (`cwd`, `check`, `start_new_session`, `preexec_fn`)."""
+    argv = fleetdeck_argv(*(("--db", str(db)) if db is not None else ()), *args)
+    return subprocess.run(argv, input=stdin, stdin=subprocess.DEVNULL if stdin is None else None,
+                          capture_output=True, text=text, env=fleetdeck_env(**(env or {})), timeout=timeout,
+                          **popen)
 
 
 def noninteractive_approver(config_home: Path) -> Path:

@@ -2,7 +2,8 @@
 
 Building a fleet costs hundreds of git commands (0.3–3 s); copying the built folders costs a fraction of that.
 A copy must be indistinguishable from a fresh build at the new place, so `copy_tree`:
-- keeps file and folder mtimes (fleetdeck dates activity by them) and symlinks as links;
+- keeps file and folder mtimes (fleetdeck dates activity by them) and symlinks as links, and refreshes each
+  work tree's git index (the copy's inodes and ctimes are new: a stale index is not what a build leaves);
 - rewrites the template's absolute path to the copy's in git's own small files that hold one (a worktree's
   `.git` file and its `gitdir`, `config` remote URLs, FETCH_HEAD), leaving objects, index, reflogs and work
   trees byte for byte (a committed `.gitmodules` keeps its URL, a reflog its "clone: from": they are content);
@@ -26,6 +27,7 @@ from typing import Any, Callable, TypeVar
 
 from fleet.repo.record import reflog_stats
 from fleet.watch.mark import watch_mark
+from tests.fleets.gitbuild import git
 
 T = TypeVar("T")
 
@@ -85,8 +87,10 @@ def copy_tree(src: Path, dest: Path) -> None:
     """Copy the built tree `src` into `dest` (which may exist, empty) as if it had been built there."""
     shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
     old, new = os.fsencode(src), os.fsencode(dest)
-    databases = []
+    databases, work_trees = [], []
     for folder, dirs, files in os.walk(dest):
+        if ".git" in dirs or ".git" in files:
+            work_trees.append(folder)
         for name in dirs + files:
             path = os.path.join(folder, name)
             if os.path.islink(path):
@@ -103,6 +107,8 @@ def copy_tree(src: Path, dest: Path) -> None:
             elif _is_git_admin(folder, name):
                 _replace_in_file(path, old, new)
         dirs[:] = [d for d in dirs if d != "objects"]
+    for tree in work_trees:  # a copy has new inodes and ctimes: git's index is fresh again, as after a build
+        git(tree, "update-index", "-q", "--refresh", check=False)
     for db in databases:
         _move_database(db, os.fsdecode(src), os.fsdecode(dest))
 
