@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from fleet.repo.record import reflog_stats
-from fleet.watch.mark import watch_mark
+from fleet.git.mark import watch_mark
 from tests.fleets.gitbuild import git
 
 T = TypeVar("T")
