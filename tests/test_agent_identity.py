@@ -269,6 +269,7 @@ async def test_an_agent_bearer_over_http_and_its_revocation_at_once(fleet):
         assert wrong.status_code == 401
 
 
+@pytest.mark.slow
 async def test_serve_mcp_takes_agent_credentials_and_not_declared_names(fleet):
     """`fleetdeck serve` itself: its printed token is a transport credential only; an agent's is an identity."""
     from tests.fleets.serving import Server

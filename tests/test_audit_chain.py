@@ -250,6 +250,7 @@ def test_forged_checkpoint_is_refused(tmp_path):
     assert verify_log(log.dir, pubkeys(public)).reason == "bad signature"
 
 
+@pytest.mark.slow
 def test_cli_verify_exit_codes_anchor_and_export(tmp_path):
     private, public, _ = new_key(tmp_path / "keys")
     log = make_log(tmp_path, key=private)

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
@@ -24,6 +25,8 @@ from tests.fleets.cli import fleetdeck_env
 from tests.fleets.gitbuild import init_repo
 from tests.fleets.mcp_fleet import ok
 from tests.fleets.serving import Server
+
+pytestmark = pytest.mark.slow
 
 CHILD = textwrap.dedent("""
     import json, os, resource, sys

@@ -21,6 +21,8 @@ from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import build
 
+pytestmark = pytest.mark.slow
+
 PAD_ENTRIES = 9000   # the segment grows past anything the index or git writes in one approval
 
 

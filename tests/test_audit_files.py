@@ -99,6 +99,7 @@ def test_kill_9_during_a_burst(tmp_path):
     assert report.last_seq >= reported[-1] + 1 and reported == list(range(1, len(reported) + 1))
 
 
+@pytest.mark.slow
 def test_processes_appending_at_once_make_one_chain(tmp_path):
     children = [spawn(tmp_path, 1500, f"p{i}", segment_bytes=128 * 1024) for i in range(3)]
     for child in children:
@@ -202,6 +203,7 @@ def test_fsync_is_batched_by_time(tmp_path):
     log.close()
 
 
+@pytest.mark.slow
 def test_verify_while_processes_append(tmp_path):
     """The verifier reads a snapshot taken under the append lock: lines in flight, rotations and prunes
     happening meanwhile never show up as torn lines or gaps."""

@@ -8,6 +8,7 @@ import json
 import time
 
 import httpx2
+import pytest
 
 from fleet.audit import ledger
 from fleet.audit.fold import Folds
@@ -76,6 +77,7 @@ def test_folds_count_a_window_and_open_the_next():
     assert folds.due(final=True) == []                                         # the open window counted nothing
 
 
+@pytest.mark.slow
 def test_unauthenticated_refusals_over_http_are_folded(tmp_path):
     root = tmp_path / "fleet"
     init_repo(root / "alpha", commits=1)

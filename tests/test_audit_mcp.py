@@ -29,6 +29,8 @@ from tests.fleets.locks import write_locked
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.serving import Server
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def small_fleet(tmp_path):

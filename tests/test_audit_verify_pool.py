@@ -104,6 +104,7 @@ def test_counters_with_unsigned_entries_first(tmp_path, pooled):
     assert (report.first_bad_seq, report.unsigned, report.signed, report.entries) == (30, 10, 20, 29)
 
 
+@pytest.mark.slow
 def test_the_cli_checks_a_large_log_with_workers(tmp_path):
     """`python -m fleet audit verify` on a log over the pool's threshold (spawned workers): the same report
     as `--workers 1`, exit 3 on a bad signature; `--workers 0` is a usage error."""

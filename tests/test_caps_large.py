@@ -15,6 +15,8 @@ from mcp_bridge.server import build_server
 from tests.fleets.gitbuild import git
 from tests.fleets.mcp_fleet import call, ok
 
+pytestmark = pytest.mark.slow
+
 FILES = 500
 HUNKS = 300
 

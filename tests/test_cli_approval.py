@@ -24,6 +24,8 @@ from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import build, state
 from tests.fleets.serving import Server
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fleet(tmp_path: Path):

@@ -11,6 +11,8 @@ import pytest
 from fleet.repo.history import repo_history
 from tests.fleets.gitbuild import git
 
+pytestmark = pytest.mark.slow
+
 COMMITS = 20_000
 
 

@@ -74,6 +74,7 @@ def test_initialize_is_answered_before_the_tools_are_imported(db) -> None:
     assert not early, f"imported before initialize was answered: {early}"
 
 
+@pytest.mark.slow
 def test_tools_list_from_the_cache_imports_no_tool_module_and_a_call_only_its_own(db, tmp_path) -> None:
     """Without a cache (the control) the first tools/list loads every tool module but not the write side; with
     the cache it loads none; a read call loads its own module; a write-side call the write side."""

@@ -101,6 +101,7 @@ def stored(db: Path) -> list[dict]:
         return read(index)
 
 
+@pytest.mark.slow
 def test_flapping_keeps_the_first_wait(fleet) -> None:
     repo, db, env = fleet
     hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")

@@ -96,6 +96,7 @@ def _approve_in_process(db: str, proposal_id: str, queue) -> None:
         queue.put(exc.code)
 
 
+@pytest.mark.slow
 def test_racing_approvals_execute_once(ops_fleet):
     made = propose(ops_fleet, "commit", {"message": "once", "paths": ["README.md"]})
     ctx = multiprocessing.get_context("spawn")

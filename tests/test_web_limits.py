@@ -93,6 +93,7 @@ def _answers(person: httpx.Client, server: Server) -> tuple[int, int]:
     return page.status_code, mcp.status_code
 
 
+@pytest.mark.slow
 def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: Path) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # the attacker's own sockets

@@ -32,7 +32,7 @@ from web.app import routes
 from web.guards import API_PREFIXES
 from web.pages import PAGES
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SCHEMES = ("light", "dark")
 NOT_PAGES = (*API_PREFIXES, "/fragments/", "/static")

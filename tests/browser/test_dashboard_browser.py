@@ -17,7 +17,7 @@ from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git, write
 from tests.fleets.serving import Server, wait_for
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from fleet.ops import service
 from tests.fleets.ops_fleet import build, state
 from tests.fleets.serving import Server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

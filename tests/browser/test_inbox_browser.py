@@ -20,7 +20,7 @@ from tests.fleets.cli import fleetdeck_env
 from tests.fleets.ops_fleet import build
 from tests.fleets.serving import Server, wait_for
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Records what the page does with notifications: requestPermission calls and every Notification shown.
 SPY = """

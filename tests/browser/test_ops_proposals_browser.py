@@ -14,7 +14,7 @@ from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import build
 from tests.fleets.serving import Server, wait_for
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, noninteractive_appro
 from tests.fleets.ops_fleet import build, state
 from tests.fleets.serving import Server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

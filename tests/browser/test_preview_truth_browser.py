@@ -24,7 +24,7 @@ from tests.fleets.gitbuild import bare_remote, git
 from tests.fleets.ops_fleet import build
 from tests.fleets.serving import Server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CR_PATCH = ("diff --git a/src/app.py b/src/app.py\n--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1,2 @@\n"
             " print('one')\n+print('two')\rimport os; os.system('touch pwned')\n")

@@ -16,7 +16,7 @@ from tests.fleets.gitbuild import git, write
 from tests.fleets.ops_fleet import build
 from tests.fleets.serving import Server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
