@@ -29,6 +29,8 @@ from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import build
 from tests.test_mcp_http import free_port
 
+pytestmark = pytest.mark.slow
+
 TRANSPORT_TOKEN = "the-serve-bearer-token"
 # The docs' own example rule, reduced to what a stage proposal names.
 AUTO_RULE = "[[rules]]\nagent = 'claude-code'\nop = ['stage', 'unstage', 'commit']\naction = 'auto'\n"

@@ -29,6 +29,7 @@ def test_keygen_writes_a_private_pair_and_says_how_to_use_it(tmp_path):
     assert kid == hashlib.sha256(raw).hexdigest()[:16] == load_signer(private).key_id   # the documented key id
 
 
+@pytest.mark.slow
 def test_settings_file_names_the_folder_and_the_key(tmp_path, monkeypatch):
     kid = re.search(r"^key (\w+)$", run_cli("audit", "keygen", "--out-dir", str(tmp_path / "k")).stdout, re.M)[1]
     config = tmp_path / "config" / "fleetdeck"

@@ -58,6 +58,7 @@ def test_scan_json_summary_then_repos_and_radar(small_fleet: Path, tmp_path: Pat
     assert again["repos"] == 2
 
 
+@pytest.mark.slow
 def test_roots_commands(tmp_path: Path, small_fleet: Path):
     db = tmp_path / "f.db"
     run("roots", "add", str(small_fleet), db=db)
@@ -67,6 +68,7 @@ def test_roots_commands(tmp_path: Path, small_fleet: Path):
     assert run("roots", "remove", str(small_fleet), db=db, check_rc=1).stderr.count("NOT_FOUND") == 1
 
 
+@pytest.mark.slow
 def test_exit_codes_and_version(tmp_path: Path):
     db = tmp_path / "f.db"
     assert run("--version", db=db).stdout.startswith("fleetdeck ")

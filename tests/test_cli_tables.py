@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
@@ -56,6 +58,7 @@ def _narrow(db: Path, *args: str) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_narrow_tables_keep_what_tells_rows_apart(tmp_path: Path):
     root = tmp_path / "code"
     names = ["r01-distributed-systems-notes", "r02-distributed-systems-book",

@@ -146,6 +146,7 @@ def test_timeline_reads_events_and_flags_rewrites_and_recoverable_commits_like_g
 
 # --- demo fleet ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_demo_fleet_has_every_interesting_state(tmp_path: Path) -> None:
     roots = build_demo_fleet(tmp_path / "demo")
     with open_index(tmp_path / "demo.db") as index:

@@ -25,6 +25,8 @@ from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import git
 from tests.fleets.mcp_fleet import ok
 
+pytestmark = pytest.mark.slow
+
 HOURS = 3600
 
 

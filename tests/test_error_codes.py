@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from fleet.errors import Code
 
 KNOWN = {c.value for c in Code}
@@ -99,11 +101,13 @@ def raised_codes(roots: list[Path]) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_code_raised_is_in_the_table():
     unknown = {code: where for code, where in raised_codes([ROOT / t for t in TREES]).items() if code not in KNOWN}
     assert not unknown, f"add these to fleet.errors.Code (with their HTTP status): {unknown}"
 
 
+@pytest.mark.slow
 def test_every_row_of_the_table_is_raised_somewhere():
     assert KNOWN - set(raised_codes([ROOT / t for t in TREES])) == set()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fleets.gitbuild import git
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,6 +20,7 @@ def _ahead_behind(repo: Path) -> tuple[int, int]:
     return int(out[0]), int(out[1])
 
 
+@pytest.mark.slow
 def test_realistic_fleet_has_the_states_it_claims(tmp_path):
     weights = sum(weight for weight, _ in MANIFEST.values())
     fleet = generate_realistic(tmp_path / "fleet", weights)

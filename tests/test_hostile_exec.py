@@ -75,6 +75,7 @@ CASES = [("config", "gitattributes"), ("include", "info_attributes"), ("includei
          ("worktree_config", "info_attributes")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("config_in", "attributes_in"), CASES)
 async def test_every_read_surface_runs_nothing_and_writes_nothing(tmp_path: Path, config_in: str,
                                                                     attributes_in: str):

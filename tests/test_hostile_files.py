@@ -251,6 +251,7 @@ async def _call(client: Client, tool: str, args: dict):
         pytest.fail(f"{tool} hung on {args.get('repo')}")
 
 
+@pytest.mark.slow
 async def test_mcp_read_tools_on_every_vector(world):
     server = build_server(str(world["db"]))
     root, out = world["root"], world["out"]

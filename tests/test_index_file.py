@@ -134,6 +134,7 @@ def _read_only_prefix(folder: Path) -> list[str]:
             f'mount --bind "{folder}" "{folder}" && mount -o remount,bind,ro "{folder}" && exec "$@"', "sh"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_unusable_index_is_one_clear_line_and_exit_1(indexed, tmp_path: Path, case: str, command: str) -> None:

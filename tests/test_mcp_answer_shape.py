@@ -100,6 +100,7 @@ async def test_the_published_schema_is_far_cheaper_for_a_client_to_check(wide):
     (("codex-mcp-client", "0.46.0"), True),         # Codex: structured_content when not null
     (("gemini-cli-mcp-client", "0.9.0"), False),    # Gemini CLI reads `content` only
 ])
+@pytest.mark.slow
 async def test_a_large_answer_travels_once_only_to_clients_that_read_structured_content_alone(wide, declared, once):
     repo, db = wide
     async with client(db, declared) as c:

@@ -80,6 +80,7 @@ async def test_tools_list_is_what_the_sdk_publishes_generated_and_cached(db, cac
         assert [t.output_schema for t in listed] == [t.output_schema for t in generated]
 
 
+@pytest.mark.slow
 async def test_a_stale_broken_or_unwritable_cache_is_regenerated_or_done_without(db, cache, tmp_path):
     expected = wire(await build_server(db, lazy_tools=True).list_tools())
     data = json.loads(cache.read_text())

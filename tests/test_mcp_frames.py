@@ -47,6 +47,7 @@ def peak_rss_kib(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.slow
 def test_stdio_refuses_an_oversized_frame_without_reading_it(small):
     with StdioSession(fleetdeck_argv("mcp"), fleetdeck_env(FLEETDECK_DB=str(small))) as session:
         assert "result" in session.call_tool("fleet.repos", {})

@@ -66,6 +66,7 @@ def sent_for(db: Path, session: str) -> bool:
     return any(f":{session}:" in key for key in status.read(db).get("sent", {}))
 
 
+@pytest.mark.slow
 def test_serve_notifies_the_desktop_while_no_tab_is_open(bus, fleet) -> None:
     root, repo, db, _ = fleet
     bus.service()
@@ -131,6 +132,7 @@ def test_bursts_and_quiet_hours_are_the_dispatchers(bus, fleet, tmp_path) -> Non
         dispatcher.stop()
 
 
+@pytest.mark.slow
 def test_no_notification_service_is_said(bus, fleet, monkeypatch) -> None:
     root, repo, db, settings = fleet
     row = desktop_row(db)                                          # a bus, but nobody serves notifications

@@ -121,6 +121,7 @@ def cases(fleet):
     ]
 
 
+@pytest.mark.slow
 async def test_every_op_propose_approve_undo(fleet, capsys):
     argv = fleetdeck_argv("mcp")
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=fleetdeck_env(FLEETDECK_DB=str(fleet["db"])))

@@ -51,6 +51,7 @@ def cli(fleet, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.slow
 async def test_propose_approve_undo_over_stdio(fleet):
     work = fleet["work"]
     before = state(work)

@@ -35,6 +35,7 @@ def fleet(tmp_path: Path) -> dict[str, Path]:
     return build_fleet(tmp_path)
 
 
+@pytest.mark.slow
 def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     server = Server(db, [fleet["root"]])  # a fresh index: the watcher itself reads the fleet

@@ -94,6 +94,7 @@ def test_sweep_sees_a_dirty_worktree_removed_by_force(fleet) -> None:
     assert store_for(WorkTree(str(outside), str(outside / ".git"), str(outside / ".git")), db) is None
 
 
+@pytest.mark.slow
 def test_live_edits_snapshot_each_pause_and_long_bursts(fleet) -> None:
     repo, db = fleet
     net = SafetyNet(db)

@@ -226,6 +226,7 @@ def no_policy(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(c0=tree, c1=tree, c2=tree, edits=overlay)
 def test_execute_then_undo_restores_every_byte(no_policy, c0, c1, c2, edits):
