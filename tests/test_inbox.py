@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from fleet.index.scan import refresh_repo
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import git, write
@@ -82,6 +84,7 @@ def test_a_conflict_where_an_agent_is_present(ops_fleet, tmp_path) -> None:
     assert item["agent"] == "claude-code"
 
 
+@pytest.mark.slow
 def test_wait_returns_when_something_new_needs_you(ops_fleet, tmp_path) -> None:
     env = _env(ops_fleet, tmp_path)
     propose(ops_fleet, "stage", {"paths": ["README.md"]})

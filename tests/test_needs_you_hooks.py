@@ -50,6 +50,7 @@ def presence(db: Path, env: dict[str, str]) -> list[dict]:
     return json.loads(out)["agents"]
 
 
+@pytest.mark.slow
 def test_claude_code_events_drive_the_state(fleet) -> None:
     repo, db, env = fleet
     assert hook("claude-code", db, env, repo, "SessionStart", source="startup") == ""

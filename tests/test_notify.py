@@ -113,6 +113,7 @@ def settle(receiver: Receiver, n: int, timeout: float = 10.0) -> None:
     time.sleep(0.3)     # and nothing more arrives
 
 
+@pytest.mark.slow
 def test_one_message_per_event_in_each_documented_shape(fleet, tmp_path, monkeypatch, receiver, caplog) -> None:
     repo, db, env = fleet
     settings(tmp_path, monkeypatch, receiver)
@@ -178,6 +179,7 @@ def test_quiet_hours_and_switched_off_kinds_send_nothing(tmp_path, monkeypatch, 
     assert receiver.got == []
 
 
+@pytest.mark.slow
 def test_a_failing_receiver_is_retried_and_its_error_shown(fleet, tmp_path, monkeypatch) -> None:
     _repo, db, env = fleet
     failing = Receiver(fail=10 ** 6)

@@ -98,6 +98,7 @@ EXPIRE_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_processes_expiring_at_once_write_one_entry_per_proposal(ops_fleet):
     index, work = ops_fleet["index"], str(ops_fleet["work"])
     made = [service.propose(index, agent, "stage", work, {"paths": ["README.md"]}, f"stage {i}")["proposal_id"]

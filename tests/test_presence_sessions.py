@@ -34,6 +34,7 @@ def mcp_records(db):
         return index.conn.execute("select agent, session, client_version, client_pid from presence_mcp").fetchall()
 
 
+@pytest.mark.slow
 def test_a_second_session_of_the_same_agent_is_not_you(small):
     env = fleetdeck_env(FLEETDECK_DB=str(small["db"]), FLEETDECK_SETTINGS=str(small["tmp"] / "none.toml"))
     with StdioSession(fleetdeck_argv("mcp"), env) as first, StdioSession(fleetdeck_argv("mcp"), env) as second:

@@ -101,6 +101,7 @@ def test_no_watch_on_a_new_index_finds_the_repos_behind_the_first_page(fleet, tm
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_second_serve_on_the_same_index_serves_without_a_second_watcher(fleet, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     first = Server(db, [fleet["root"]])
@@ -130,6 +131,7 @@ def test_fleet_watcher_runs_the_presence_hook(tmp_path: Path) -> None:
     assert [h.name for h in hooks] == ["presence", "snapshots", "live-edits", "proposals"] and hooks[0].every_s <= 10
 
 
+@pytest.mark.slow
 async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_path: Path) -> None:
     import httpx2
     from mcp import Client

@@ -202,6 +202,7 @@ def test_dirty_linked_worktree_removed_by_force_comes_back(work: Path, db_path: 
         {k: v for k, v in expected.items() if k != ".git"}
 
 
+@pytest.mark.slow
 def test_a_snapshot_changes_nothing_and_runs_nothing_in_a_hostile_repo(tmp_path: Path, db_path: Path) -> None:
     marker = tmp_path / "marker"
     repo = hostile_repo(tmp_path, "evil", marker)
@@ -293,6 +294,7 @@ def test_two_processes_snapshot_one_repository_at_once(work: Path, db_path: Path
     assert len(snapshots(tree_of(work), db_path)) == 1
 
 
+@pytest.mark.slow
 def test_cli_contracts(work: Path, db_path: Path) -> None:
     def cli(*args: str, ok: int = 0) -> subprocess.CompletedProcess:
         done = run_cli(*args, db=db_path, cwd=work)

@@ -172,6 +172,7 @@ def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_pa
     assert watch_mark(str(tmp_path / "no-such-repo" / ".git")) == b""
 
 
+@pytest.mark.slow
 def test_a_commit_between_a_repos_recheck_and_its_watch_going_up_is_not_lost(fleet, monkeypatch) -> None:
     """The known repos are re-read at once and the watch set is built once all are read: a repo read before
     its watch was up is read again when its git files changed in between (its mark), and the watcher is

@@ -40,6 +40,7 @@ def banner(html: str) -> str:
     return text(found.group(1))
 
 
+@pytest.mark.slow
 def test_serve_answers_from_the_index_first_and_rechecks_behind_it(warm_fleet) -> None:
     db, total = warm_fleet["db"], warm_fleet["total"]
     assert total == 4 + 2 * COPIES
@@ -98,6 +99,7 @@ def stream_progress(server: Server, total: int, timeout: float = 120) -> list[in
     raise AssertionError(f"the stream ended before the re-check finished: {seen}")
 
 
+@pytest.mark.slow
 def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp_path: Path) -> None:
     """`--no-watch`: the last known state at once, one re-check behind it (the commit made while nothing ran
     shows up), then nothing more is read, and the page says so."""
@@ -126,6 +128,7 @@ def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp
         server.stop()
 
 
+@pytest.mark.slow
 async def test_mcp_asked_during_the_recheck_is_built_then_and_answers(warm_fleet) -> None:
     """The MCP bridge waits for the re-check to be over, unless `/mcp` is asked for first: then it is built
     for that request, which gets its answer (the re-check goes on)."""

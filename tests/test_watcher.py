@@ -236,6 +236,7 @@ def _start_cli_watcher(db_path: Path, root: Path, *extra: str, prefix: list[str]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=fleetdeck_env())
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_cli_watcher_cleanly(tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "src"
     repo = init_repo(root / "one")
