@@ -112,7 +112,7 @@ def hub_rows(dsn: str, sql: str, args: tuple = ()) -> list[tuple]:
 def test_init_twice_changes_nothing(hub, tmp_path):
     admin = Machine(tmp_path, "admin")
     first = admin.json("team", "init", hub)
-    assert first["applied"] == ["0001 tables", "0002 roles and row-level security"]
+    assert first["applied"] == ["0001 tables", "0002 roles and row-level security", "0003 decisions made on the hub"]
     tables = hub_rows(hub, "select table_name from information_schema.tables where table_schema = 'fleetdeck' "
                            "order by 1")
     policies = hub_rows(hub, "select count(*) from pg_policies where schemaname = 'fleetdeck'")
@@ -416,3 +416,99 @@ def test_audit_verify_team_catches_a_hub_that_altered_dropped_or_reordered(machi
         code, report = verify()
         assert code == 3 and report["first_bad_seq"] == a
         admin.execute("alter table fleetdeck.audit enable trigger audit_append_only")
+
+
+def _propose(machine: Machine, monkeypatch, name: str) -> str:
+    """A pending proposal on `machine`: an agent asks to create branch `name` in its web repo."""
+    from fleet.ops import service
+    for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "GIT_CONFIG_GLOBAL"):
+        monkeypatch.setenv(key, machine.env[key])
+    index = open_index(machine.db)
+    try:
+        return service.propose(index, "claude-code", "branch", str(machine.fleet / f"{machine.name}-web"),
+                               {"name": name}, "a branch for the hub to approve")["proposal_id"]
+    finally:
+        index.close()
+
+
+def _pin(machine: Machine, public: Path, accept: bool = True) -> None:
+    settings = machine.home / ".config/fleetdeck/settings.toml"
+    settings.write_text(settings.read_text().replace(
+        "[team]\n", f"[team]\naccept_remote_approvals = {'true' if accept else 'false'}\n"
+                    f"approver_keys = [{json.dumps(str(public))}]\n"))
+
+
+def _decision(hub: str, decision: int) -> tuple:
+    return hub_rows(hub, "select outcome, outcome_reason from fleetdeck.decisions where id = %s", (decision,))[0]
+
+
+def test_a_decision_made_on_the_hub_runs_only_on_its_machine_signed_and_pinned(machines, hub, tmp_path, monkeypatch):
+    from fleet.audit.keys import keygen
+    laptop, desktop = machines
+    _, private, public = keygen(tmp_path / "alice-keys")
+    _, stranger, _ = keygen(tmp_path / "mallory-keys")
+    pid = _propose(laptop, monkeypatch, "from-hub")
+    laptop.run("team", "push", "--once")
+    # before the machine accepts remote decisions, a well-signed one is refused, and nothing runs
+    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
+                                 "--as", "alice", "--json").stdout)
+    out = laptop.json("team", "push", "--once")
+    assert out["decisions"][0]["outcome"] == "refused"
+    assert _decision(hub, made["decision"])[0] == "refused" and "accept_remote_approvals" in _decision(
+        hub, made["decision"])[1]
+    _pin(laptop, public)
+    # a key the machine has not pinned
+    other = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(stranger),
+                                  "--as", "alice", "--json").stdout)
+    laptop.run("team", "push", "--once")
+    assert _decision(hub, other["decision"])[0] == "refused" and "not pinned" in _decision(hub, other["decision"])[1]
+    # a row altered after signing (the hub's owner turns a rejection into an approval)
+    forged = json.loads(laptop.run("team", "decide", "laptop", pid, "reject", "--reason", "no", "--dsn", hub,
+                                   "--key", str(private), "--as", "alice", "--json").stdout)
+    with psycopg.connect(hub, autocommit=True) as admin:
+        admin.execute("update fleetdeck.decisions set action = 'approve' where id = %s", (forged["decision"],))
+    laptop.run("team", "push", "--once")
+    assert _decision(hub, forged["decision"]) [0] == "refused" and "forged" in _decision(hub, forged["decision"])[1]
+    assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub") == ""      # nothing ran so far
+    # a proper one: runs on the laptop through the local approve path, credited to the hub's approver
+    good = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
+                                 "--as", "alice", "--json").stdout)
+    laptop.run("team", "push", "--once")
+    assert _decision(hub, good["decision"]) == ("applied", None), _decision(hub, good["decision"])[1]
+    assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub").strip() == "from-hub"
+    shown = laptop.json("proposals", "show", pid)
+    assert shown["status"] == "completed" and shown["decided_by"] == "hub:alice"
+    assert hub_rows(hub, "select status from fleetdeck.proposals where machine_id = 'laptop' and id = %s",
+                    (pid,)) == [("completed",)]
+    audit = laptop.run("audit", "export").stdout
+    assert '"actor":"hub:alice"' in audit.replace(" ", "") and "team.decision_refused" in audit
+    # replayed: the same signed decision stored again
+    with psycopg.connect(hub, autocommit=True) as admin:
+        replay = admin.execute("insert into fleetdeck.decisions (machine_id, proposal_id, action, reason, approver, "
+                               "key_id, payload, signature) select machine_id, proposal_id, action, reason, approver, "
+                               "key_id, payload, signature from fleetdeck.decisions where id = %s returning id",
+                               (good["decision"],)).fetchone()[0]
+    laptop.run("team", "push", "--once")
+    assert _decision(hub, replay)[0] == "refused" and "replayed" in _decision(hub, replay)[1]
+    # addressed to the laptop, never acted on by the desktop (which cannot even read it)
+    desktop.run("team", "push", "--once")
+    with psycopg.connect(desktop.enrolled["dsn"]) as conn:
+        assert conn.execute("select count(*) from fleetdeck.decisions").fetchone()[0] == 0
+
+
+def test_a_hub_decision_racing_a_local_rejection_is_refused(machines, hub, tmp_path, monkeypatch):
+    from fleet.audit.keys import keygen
+    laptop = machines[0]
+    _, private, public = keygen(tmp_path / "alice-keys")
+    _pin(laptop, public)
+    pid = _propose(laptop, monkeypatch, "raced")
+    laptop.run("team", "push", "--once")
+    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
+                                 "--as", "alice", "--json").stdout)
+    (laptop.home / ".config/fleetdeck/settings.toml").write_text(
+        (laptop.home / ".config/fleetdeck/settings.toml").read_text() + "\n[approval]\nnoninteractive = true\n")
+    laptop.run("proposals", "reject", pid, "--reason", "not now", "--yes")   # the person, locally, first
+    laptop.run("team", "push", "--once")
+    outcome, why = _decision(hub, made["decision"])
+    assert outcome == "refused" and "rejected here, not pending" in why
+    assert git(laptop.fleet / "laptop-web", "branch", "--list", "raced") == ""

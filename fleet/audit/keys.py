@@ -46,15 +46,16 @@ class Signer:
     private: Ed25519PrivateKey
     key_id: str
 
-    def sign(self, digest: str) -> str:
-        return _b64(self.private.sign(SIG_DOMAIN + digest.encode("ascii")))
+    def sign(self, digest: str, domain: bytes = SIG_DOMAIN) -> str:
+        """`digest` signed under `domain` (the audit log's, or another use's: a signature never serves two)."""
+        return _b64(self.private.sign(domain + digest.encode("ascii")))
 
 
-def check(public: Ed25519PublicKey, digest: str, sig: object) -> bool:
+def check(public: Ed25519PublicKey, digest: str, sig: object, domain: bytes = SIG_DOMAIN) -> bool:
     if not isinstance(sig, str):
         return False
     try:
-        public.verify(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)), SIG_DOMAIN + digest.encode("ascii"))
+        public.verify(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)), domain + digest.encode("ascii"))
     except (InvalidSignature, ValueError):
         return False
     return True

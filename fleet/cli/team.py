@@ -12,6 +12,7 @@ from fleet.cli.args import index_for
 from fleet.cli.output import emit_json
 from fleet.errors import FleetError
 from fleet.team import admin, config, pg
+from fleet.team.decisions import decide
 from fleet.team.push import push_once, status
 
 
@@ -45,11 +46,18 @@ def cmd_team(args: argparse.Namespace) -> int:
     elif action == "push":
         joined = _joined()
         with index_for(args) as index:
-            sent = push_once(index, joined)
+            sent, settled = push_once(index, joined)
         total = sum(sent.values())
-        _say(args, {"machine": joined.machine, "hub": pg.hub_label(joined.hub), "sent": sent},
+        _say(args, {"machine": joined.machine, "hub": pg.hub_label(joined.hub), "sent": sent, "decisions": settled},
              f"pushed {total:,} rows to {pg.hub_label(joined.hub)}"
-             + (f" ({', '.join(f'{t} {n:,}' for t, n in sent.items())})" if sent else " (nothing new)"))
+             + (f" ({', '.join(f'{t} {n:,}' for t, n in sent.items())})" if sent else " (nothing new)")
+             + "".join(f"\nhub decision {d['decision']} on {d['proposal_id']}: {d['outcome']}"
+                       + (f" ({d['reason']})" if d["reason"] else "") for d in settled))
+    elif action == "decide":
+        made = decide(args.dsn, args.machine, args.proposal, args.verdict, args.approver, args.key, args.reason)
+        _say(args, made, f"decision {made['decision']} ({made['action']} {made['proposal_id']} on "
+                         f"{made['machine']}, signed by {made['approver']} with key {made['key_id']}): stored on the "
+                         "hub; the machine acts on it when it next pushes")
     elif action == "status":
         joined = config.load()
         with index_for(args) as index:
@@ -103,6 +111,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--json", action="store_true")
     a = actions.add_parser("push", help="push the backlog to the hub")
     a.add_argument("--once", action="store_true", required=True, help="push what waits, then exit")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("decide", help="approve or reject machine NAME's proposal on the hub, signed with "
+                                          "your Ed25519 key; only that machine acts on it")
+    a.add_argument("machine", metavar="MACHINE")
+    a.add_argument("proposal", metavar="PROPOSAL_ID")
+    a.add_argument("verdict", choices=("approve", "reject"))
+    a.add_argument("--dsn", required=True, metavar="HUB_DSN", help="a login holding fleetdeck_hub (or the admin)")
+    a.add_argument("--key", required=True, metavar="PEM", help="your Ed25519 private key (`fleetdeck audit keygen`)")
+    a.add_argument("--as", dest="approver", required=True, metavar="NAME", help="your name, as machines log it")
+    a.add_argument("--reason", help="why (required to reject)")
     a.add_argument("--json", action="store_true")
     a = actions.add_parser("status", help="machine, hub, connection, backlog, last push and error")
     a.add_argument("--json", action="store_true")

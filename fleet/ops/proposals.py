@@ -41,6 +41,7 @@ DECISIONS = ("approved", "rejected")  # the states a person (or the policy, for 
 logger = logging.getLogger("fleetdeck.ops")
 TIME_FIELDS = ("created_at", "expires_at", "decided_at", "started_at", "finished_at", "undone_at")
 DECIDERS = ("dashboard", "cli", "policy", "api")
+HUB_DECIDER = "hub:"  # + the approver's name: a person's decision made on the team hub (fleet/team/decisions.py)
 # The states fleetdeck's executor puts an approved proposal in: the audit credits them to it, not the agent.
 RUN_BY_SERVER = ("executing", "completed", "failed", "undone")
 SERVER = "fleetdeck"

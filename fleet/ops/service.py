@@ -234,7 +234,7 @@ def _policy_now(row: dict) -> str | None:
 
 def approve(index: Index, proposal_id: str, by: str, *, run: bool = True) -> dict:
     """A person (or an `auto` policy rule) approves: pending -> approved, then executed here and now."""
-    if by not in proposals.DECIDERS:
+    if by not in proposals.DECIDERS and not by.startswith(proposals.HUB_DECIDER):
         raise FleetError("BAD_ARGUMENT", f"decided_by must be one of {', '.join(proposals.DECIDERS)}")
     proposals.transition(index, proposal_id, ("pending",), "approved", decided_at=time.time(), decided_by=by,
                          worker_start=process_identity())

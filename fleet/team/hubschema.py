@@ -7,7 +7,8 @@ primary key of `(machine_id, the local natural key)`. Three kinds of role:
 - one LOGIN role per enrolled machine, member of `fleetdeck_machines`, which row-level security lets insert,
   update and delete only rows whose `machine_id` is its own (`fleetdeck.current_machine()`, from the
   session's user), and read only its own rows and the decisions addressed to it.
-Audit entries are append-only on the hub whoever asks (a trigger refuses UPDATE and DELETE; only the admin
+Decisions made on the hub (`decisions`) are written by the hub role and settled (applied or refused) only by
+the machine they are addressed to, which alone can act on them. Audit entries are append-only on the hub whoever asks (a trigger refuses UPDATE and DELETE; only the admin
 may prune, by disabling it explicitly).
 """
 
@@ -112,9 +113,28 @@ CREATE POLICY {table}_hub ON fleetdeck.{table} FOR SELECT TO {HUB_ROLE} USING (t
     return "".join(sql)
 
 
+_M3 = f"""
+CREATE TABLE fleetdeck.decisions (
+    id bigserial PRIMARY KEY, machine_id text NOT NULL REFERENCES fleetdeck.machines(name),
+    proposal_id text NOT NULL, action text NOT NULL CHECK (action IN ('approve', 'reject')), reason text,
+    approver text NOT NULL, key_id text NOT NULL, payload jsonb NOT NULL, signature text NOT NULL,
+    made_at timestamptz NOT NULL DEFAULT now(), outcome text CHECK (outcome IN ('applied', 'refused')),
+    outcome_reason text, settled_at timestamptz);
+CREATE INDEX decisions_waiting ON fleetdeck.decisions (machine_id, id) WHERE outcome IS NULL;
+GRANT SELECT, INSERT ON fleetdeck.decisions TO {HUB_ROLE};
+GRANT USAGE ON SEQUENCE fleetdeck.decisions_id_seq TO {HUB_ROLE};
+GRANT SELECT ON fleetdeck.decisions TO {MACHINES_ROLE};
+GRANT UPDATE (outcome, outcome_reason, settled_at) ON fleetdeck.decisions TO {MACHINES_ROLE};
+ALTER TABLE fleetdeck.decisions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY decisions_hub ON fleetdeck.decisions TO {HUB_ROLE} USING (true) WITH CHECK (outcome IS NULL);
+CREATE POLICY decisions_own ON fleetdeck.decisions TO {MACHINES_ROLE}
+    USING (machine_id = fleetdeck.current_machine()) WITH CHECK (machine_id = fleetdeck.current_machine());
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
+    ("0003 decisions made on the hub", _M3),
 )
 
 

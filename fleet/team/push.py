@@ -30,6 +30,7 @@ from fleet.index.store import Index, open_index
 from fleet.presence.store import read_rows as presence_rows
 from fleet.team import pg, rows
 from fleet.team.config import TeamConfig
+from fleet.team.decisions import settle_waiting
 from fleet.timespec import iso
 
 log = logging.getLogger("fleetdeck.team")
@@ -37,6 +38,7 @@ log = logging.getLogger("fleetdeck.team")
 BATCH_ROWS = 20_000
 PRESENCE_TTL_S = 180        # the hub forgets an agent's presence this long after the last push that held it
 HEARTBEAT_S = 60            # a quiet machine still tells the hub it is alive this often
+DECISIONS_EVERY_S = 2       # how often the pusher asks the hub for decisions addressed to this machine
 STATUS_KEY = "team.status"
 
 # (hub table, its columns as pushed). Temp tables take these columns; the upsert writes them.
@@ -260,19 +262,24 @@ def hub_connection(dsn: str, machine: str, password: str | None) -> Any:
     return conn
 
 
-def push_once(index: Index, config: TeamConfig, batch_rows: int = BATCH_ROWS) -> dict[str, int]:
-    """Connect, push the whole backlog, disconnect; the outcome is recorded for `team status`."""
+def push_once(index: Index, config: TeamConfig, batch_rows: int = BATCH_ROWS) -> tuple[dict[str, int], list[dict]]:
+    """Connect, push the whole backlog, act on the decisions the hub holds for this machine (and push what they
+    changed), disconnect: ({table: rows sent}, the decisions settled). The outcome is kept for `team status`."""
     try:
         conn = hub_connection(config.hub, config.machine, config.password())
         try:
             sent = Push(index, config, conn, _audit_dir(index), batch_rows).run()
+            settled = settle_waiting(index, config, conn)
+            if settled:
+                for table, n in Push(index, config, conn, _audit_dir(index), batch_rows).run().items():
+                    sent[table] = sent.get(table, 0) + n
         finally:
             conn.close()
     except FleetError as exc:
         record(index, error=exc.message)
         raise
     record(index, error=None)
-    return sent
+    return sent, settled
 
 
 def _audit_dir(index: Index) -> Path | None:
@@ -310,18 +317,26 @@ class Pusher:
 
     def _loop(self) -> None:
         index = open_index(self.db_path)
-        conn, seen, last, backoff = None, None, 0.0, 1.0
+        conn, seen, last, asked, backoff = None, None, 0.0, 0.0, 1.0
         try:
             while not self.stop_event.is_set():
                 mark = change_mark(index)
                 wait = self.config.push_interval_s
-                if mark != seen or time.time() - last >= HEARTBEAT_S:
+                due = time.time() - asked >= DECISIONS_EVERY_S
+                if mark != seen or due or time.time() - last >= HEARTBEAT_S:
                     try:
                         conn = conn or hub_connection(self.config.hub, self.config.machine,
                                                              self.config.password())
-                        Push(index, self.config, conn, _audit_dir(index)).run()
-                        record(index, error=None)
-                        seen, last, backoff = mark, time.time(), 1.0
+                        if mark != seen or time.time() - last >= HEARTBEAT_S:
+                            Push(index, self.config, conn, _audit_dir(index)).run()
+                            record(index, error=None)
+                            seen, last = mark, time.time()
+                        if due:
+                            asked = time.time()
+                            if settle_waiting(index, self.config, conn):
+                                seen = None       # what the decisions changed goes out on the next turn
+                                wait = 0
+                        backoff = 1.0
                     except FleetError as exc:
                         log.warning("team push: %s", exc.message)
                         record(index, error=exc.message)

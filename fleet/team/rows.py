@@ -74,6 +74,16 @@ def digest(row: Any) -> str:
     return hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+def preview_digest(preview: Any) -> str:
+    """The digest of a proposal's preview, the same whether it is read as stored (JSON text) or decoded."""
+    if isinstance(preview, str):
+        try:
+            preview = json.loads(preview)
+        except ValueError:
+            pass
+    return digest(preview)
+
+
 def jsonb(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -106,6 +116,9 @@ def presence(machine: str, row: dict, share: Share) -> tuple:
 
 
 def proposal(machine: str, row: dict, names: dict[str, str], share: Share) -> tuple:
+    """The mirrored proposal, with `preview_digest`: the digest of the preview as this machine holds it, which
+    a decision made on the hub signs (fleet/team/decisions.py) and this machine checks before acting."""
+    row = {**row, "preview_digest": preview_digest(row.get("preview"))}
     shown = {**row, "repo": names.get(row["repo"], os.path.basename(row["repo"]))} if share.names else row
     return (machine, row["id"], row["status"], row["created_at"], row["expires_at"], jsonb(share.value(shown)))
 
