@@ -22,8 +22,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cold = begin(db_path)  # a never-seen fleet: its state is read while the web stack loads
     from web.server import serve
 
-    serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
-          watch=not args.no_watch, cold=cold)
+    try:
+        serve(db_path, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
+              watch=not args.no_watch, cold=cold)
+    except BaseException:
+        if cold is not None and not cold.taken:
+            cold.abandon()
+        raise
     return 0
 
 

@@ -34,6 +34,14 @@ class ColdStart:
     pool: ProcessPoolExecutor
     lockfile: int
     chunks: Future = field(default_factory=Future)
+    taken: bool = False  # a watcher took the pool and the lock over (it closes them)
+
+    def abandon(self) -> None:
+        """The host stops before a watcher took this over (a refused `--host`, a port in use): drop the
+        chunks not started, let the workers finish the ones they hold, release the lock."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        fcntl.flock(self.lockfile, fcntl.LOCK_UN)
+        os.close(self.lockfile)
 
 
 def take_lock(db_path: str | os.PathLike[str]) -> int:

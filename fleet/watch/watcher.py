@@ -130,7 +130,7 @@ class Watcher:
         self._history_left = 0  # repos of the history backlog its pass has still to read
         self._cold = cold  # a cold start begun before the host loaded (fleet.watch.coldstart)
         if cold is not None:
-            self._recheck_pool, self._lockfile = cold.pool, cold.lockfile
+            self._recheck_pool, self._lockfile, cold.taken = cold.pool, cold.lockfile, True
 
     # --- public: running it -------------------------------------------------------------------------------
 
