@@ -72,3 +72,22 @@ def test_an_event_the_index_replaces_after_a_push_reaches_the_hub(machines, hub)
     local = sorted(laptop.local("select id, ref, kind from events"))
     remote = sorted(hub_rows(hub, "select id, ref, kind from fleetdeck.events where machine_id = 'laptop'"))
     assert remote == local
+
+
+def test_join_writes_the_password_through_no_planted_temp_file(tmp_path, monkeypatch):
+    """A symlink planted where `join` put its temp file (a settings folder others can write to) received the
+    password before the rename; the temp file is now made exclusively (mkstemp), so nothing planted is written."""
+    import os
+
+    from fleet.team import config as team_config
+
+    folder = tmp_path / "shared-config"
+    folder.mkdir()
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(folder / "settings.toml"))
+    trap = tmp_path / "attacker-reads-this"
+    trap.write_text("")
+    (folder / f".team-password.{os.getpid()}.tmp").symlink_to(trap)
+    team_config.save("host=127.0.0.1 dbname=hub user=fleetdeck_machine_laptop", "laptop", "paths", "s3cret-pw")
+    assert trap.read_text() == ""
+    assert team_config.read_password() == "s3cret-pw"
+    assert (folder / "team-password").stat().st_mode & 0o777 == 0o600

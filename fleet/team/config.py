@@ -7,12 +7,12 @@ leave` removes both. A settings file holding `[team]` stays the person's own: no
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.errors import FleetError
+from fleet.fsio import replace_file
 from fleet.settings import load_settings, settings_path
 from fleet.team.rows import Share
 
@@ -107,12 +107,9 @@ def _without_section(path: Path) -> str:
 
 
 def _write_private(path: Path, text: str, keep_mode: bool = False) -> None:
-    """Replace `path` atomically with `text`, 0600 (or its present mode when `keep_mode`, never wider)."""
+    """Replace `path` atomically with `text`, 0600 (or its present mode when `keep_mode`, never wider), through a
+    temp file made exclusively (fleet.fsio): nothing planted under a guessable temp name receives the text."""
     mode = 0o600
     if keep_mode and path.exists():
         mode = path.stat().st_mode & 0o600 or 0o600
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    replace_file(path, text.encode("utf-8"), mode)
