@@ -91,3 +91,15 @@ def test_join_writes_the_password_through_no_planted_temp_file(tmp_path, monkeyp
     assert trap.read_text() == ""
     assert team_config.read_password() == "s3cret-pw"
     assert (folder / "team-password").stat().st_mode & 0o777 == 0o600
+
+
+def test_enrolling_a_name_that_maps_to_an_enrolled_role_is_a_conflict(tmp_path, hub):  # noqa: F811
+    """`a-b` and `a_b` are one PostgreSQL role: enrolling the second must neither reset the first's password
+    nor answer with the hub's raw constraint error."""
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    first = admin.json("team", "enroll", "lap-top", "--dsn", hub)
+    proc = admin.run("team", "enroll", "lap_top", "--dsn", hub, check=False)
+    assert proc.returncode == 1 and "[CONFLICT]" in proc.stderr and "lap-top" in proc.stderr, proc.stderr
+    with psycopg.connect(first["dsn"]) as conn:                      # the first machine's login still works
+        assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("lap-top",)

@@ -177,6 +177,10 @@ def enroll(conn: Any, name: str) -> tuple[str, str]:
     with conn.transaction():
         if conn.execute("SELECT 1 FROM fleetdeck.machines WHERE name = %s", (name,)).fetchone():
             raise FleetError("CONFLICT", f"machine {name} is already enrolled on this hub")
+        holder = conn.execute("SELECT name FROM fleetdeck.machines WHERE role = %s", (role,)).fetchone()
+        if holder:  # `a-b` and `a_b` are one role: the second would take over the first's login
+            raise FleetError("CONFLICT", f"machine {name} would share the login {role} of machine {holder[0]}, "
+                                         "enrolled on this hub: choose another name")
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
         verb = "ALTER" if exists else "CREATE"
         conn.execute(f'{verb} ROLE "{role}" LOGIN PASSWORD %s'.replace("%s", _verifier(conn, role, password)))
