@@ -43,15 +43,17 @@ from bench.realfleet import generate_realistic  # noqa: E402
 ENV = {**os.environ, "PYTHONPATH": str(PROJECT)}
 
 
-def page_request(link: str) -> urllib.request.Request:
-    parts = urllib.parse.urlsplit(link)
-    token = urllib.parse.parse_qs(parts.query)["token"][0]
-    return urllib.request.Request(f"{parts.scheme}://{parts.netloc}/", headers={"Authorization": f"Bearer {token}"})
+def page_request(mcp_line: str) -> urllib.request.Request:
+    """A request for `/` with the bearer token `serve` prints on its "MCP over HTTP: <base>/mcp with
+    Authorization: Bearer <token>" line (the landing link is for a browser's script, and single-use)."""
+    words = mcp_line.split()
+    parts = urllib.parse.urlsplit(next(w for w in words if w.startswith("http://")))
+    return urllib.request.Request(f"{parts.scheme}://{parts.netloc}/", headers={"Authorization": f"Bearer {words[-1]}"})
 
 
-def first_page(link: str, deadline_s: float = 120) -> tuple[float, str]:
+def first_page(mcp_line: str, deadline_s: float = 120) -> tuple[float, str]:
     """Poll `/` until it answers 200; returns when it did (time.perf_counter()) and the page."""
-    request = page_request(link)
+    request = page_request(mcp_line)
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         try:
@@ -99,12 +101,14 @@ def warm_run(root: Path, db: Path, probe: bool) -> dict:
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", "--port", "0"], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        line = proc.stdout.readline() if ready else ""
-        if "http://" not in line:
-            raise SystemExit(f"bench: serve did not start: {line!r}")
-        page_at, page = first_page(line.split()[-1])
-        request = page_request(line.split()[-1])
+        line = ""
+        while "MCP over HTTP" not in line:
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            line = proc.stdout.readline() if ready else ""
+            if not line:
+                raise SystemExit("bench: serve did not start")
+        page_at, page = first_page(line)
+        request = page_request(line)
         progress: list[int] = []
         pages: list[float] = []
         asked = [time.perf_counter()]

@@ -18,6 +18,7 @@ from fleet.git.run import run_git
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
+from fleet.ops.policy import POLICY_META
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.take import take
 
@@ -230,7 +231,6 @@ DEMO_PROPOSALS = (
 )
 
 
-POLICY_META = "policy_file"  # the index's own policy file (fleet.ops.policy.adopt_index_policy)
 DEMO_POLICY = """# the demo's policy: every proposal waits for a person, for as long as the demo may run
 [settings]
 expiry_minutes = 10080
@@ -242,16 +242,6 @@ def demo_policy(target: str | os.PathLike[str]) -> str:
     path = Path(target) / "demo-policy.toml"
     path.write_text(DEMO_POLICY, encoding="utf-8")
     return str(path)
-
-
-def adopt_demo_policy(index) -> str | None:
-    """An index the demo made names the demo's policy file: a process over it with no `--policy` and no
-    `$FLEETDECK_POLICY` (`fleetdeck mcp --db <demo>/fleet.db`) follows that policy; returns it, or None."""
-    path = index.meta(POLICY_META)
-    if os.environ.get("FLEETDECK_POLICY") or not isinstance(path, str) or not os.path.isfile(path):
-        return None
-    os.environ["FLEETDECK_POLICY"] = path
-    return path
 
 
 def _discard_work(db_path: str | os.PathLike[str], repo: Path) -> None:

@@ -351,9 +351,9 @@ def run_stdio(db_path: str | None = None) -> None:
     # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.
     server = build_server(db_path, lazy_tools=True, create=False)
     if server.bridge.has_index():
-        from fleet.demo import adopt_demo_policy
+        from fleet.ops.policy import adopt_index_policy
 
-        adopt_demo_policy(server.bridge.index())  # over the demo's index, the demo's policy
+        adopt_index_policy(server.bridge.index())  # over the demo's index, the demo's policy
     token = os.environ.pop(ENV_VAR, None)  # not passed on to git, hooks or anything else this process runs
     if token:
         if authenticate(server.bridge.index(), token) is None:

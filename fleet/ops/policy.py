@@ -115,6 +115,20 @@ def policy_path() -> tuple[Path, bool]:
     return config_home() / "fleetdeck" / "policy.toml", False
 
 
+POLICY_META = "policy_file"  # the meta key where an index names its own policy file (the demo's)
+
+
+def adopt_index_policy(index: Index) -> str | None:
+    """An index that names its own policy file (the demo's) has it followed by a process over it with no
+    `--policy` and no `$FLEETDECK_POLICY` (`fleetdeck mcp --db <demo>/fleet.db`); returns it, or None. Here, not
+    in fleet/demo.py, so the MCP bridge checks it without importing the write side before `initialize`."""
+    path = index.meta(POLICY_META)
+    if os.environ.get("FLEETDECK_POLICY") or not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    os.environ["FLEETDECK_POLICY"] = path
+    return path
+
+
 _CACHE: dict[tuple, Policy] = {}
 
 
