@@ -108,3 +108,21 @@ def worker_alive(worker: str | None) -> bool:
         return False
     pid = int(worker.split(":", 1)[0])
     return process_identity(pid) == worker
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process: be terminated (SIGTERM) when `parent` dies, so a killed `serve` or `scan` never
+    leaves its workers reading the fleet on their own (Linux's PR_SET_PDEATHSIG; elsewhere nothing). A parent
+    that died before the request is noticed at once."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(0)

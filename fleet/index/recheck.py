@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -49,6 +50,7 @@ from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
 from fleet.attention import attention
 from fleet.git.mark import watch_mark
+from fleet.procinfo import die_with_parent
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
 
@@ -191,14 +193,15 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
     the caller does its own preparation. `fork`: forked instead (no import at all), for a caller that has
     started no thread yet (`fleet.watch.service.early_start`, before the web stack loads)."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else "spawn"),
-                               initializer=_worker_init, initargs=(str(db_path),))
+                               initializer=_worker_init, initargs=(str(db_path), os.getpid()))
     for _ in range(workers):
         pool.submit(int)  # a no-op: each submit with no idle worker starts one
     return pool
 
 
-def _worker_init(db_path: str) -> None:
+def _worker_init(db_path: str, parent: int) -> None:
     global _worker_index
+    die_with_parent(parent)  # a serve that is killed takes its workers with it
     _worker_index = Index(Path(db_path))
 
 

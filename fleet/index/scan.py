@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from fleet.git.layout import Found, found_at
+from fleet.procinfo import die_with_parent
 from fleet.index.discovery import iter_discover, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
 from fleet.index import reflogs
@@ -195,7 +196,7 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
                 yield number, chunk
 
         context = multiprocessing.get_context("fork")
-        with context.Pool(workers, _worker_init, (str(index.path), context.RLock())) as pool:
+        with context.Pool(workers, _worker_init, (str(index.path), context.RLock(), os.getpid())) as pool:
             for number, errors in pool.imap_unordered(_worker_chunk, tasks()):
                 yield numbered.pop(number), errors
         return
@@ -209,10 +210,12 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
 _worker_index: Index | None = None
 
 
-def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock") -> None:
+def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
     """Open the worker's index. The workers take turns at writing through one lock of their own: a worker
-    waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps."""
+    waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps. A killed
+    scan takes its workers with it."""
     global _worker_index
+    die_with_parent(parent)
     _worker_index = Index(Path(db_path))
     _worker_index.lock = write_lock
 

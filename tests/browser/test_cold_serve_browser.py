@@ -53,3 +53,15 @@ def test_history_notice_is_axe_clean(browser, pending, scheme) -> None:
             assert_clean(tab, f"{path} while history is read, in the {scheme} scheme")
     finally:
         context.close()
+
+
+def test_a_killed_serve_takes_its_workers_with_it(pending) -> None:
+    """The cold start's worker processes (forked before the web stack, held in their history pass here)
+    die with the serve that made them, even when it is killed outright (SIGKILL runs no clean-up)."""
+    server, _ = pending
+    workers = [int(p) for p in open(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read().split()]
+    assert workers, "the cold start forked no workers"
+    server.proc.kill()
+    server.proc.wait()
+    wait_for(lambda: not [w for w in workers if os.path.exists(f"/proc/{w}") and
+                          open(f"/proc/{w}/stat").read().split()[2] != "Z"], "the workers gone", 10)
