@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import threading
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from fleet.index.store import open_index
 from fleet.index.scan import scan
 from fleet.repo import libstatus
 from tests.fleets import oracle
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.every_state import IN_PROCESS, build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
@@ -31,11 +33,15 @@ def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "git":
             patch.setenv(libstatus.SWITCH, "git")
+            summary = scan(index, [str(base / "root")])
         else:
             patch.delenv(libstatus.SWITCH, raising=False)
-            # one thread: the scan forks its workers, whose main threads read in-process (threads get git)
-            assert threading.active_count() == 1
-        summary = scan(index, [str(base / "root")])
+            # the CLI's own process, one thread: the scan forks its workers, whose main threads read in-process
+            # (this test process may hold other tests' threads, and threads get git)
+            done = subprocess.run(fleetdeck_argv("--db", str(base / "fleet.db"), "scan", str(base / "root"), "--json"),
+                                  env=fleetdeck_env(), capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+            summary = json.loads(done.stdout)
         sources = {state: libstatus.repo_status(*_dirs(path)).source for state, path in repos.items()
                    if state in NON_BARE}
     records = {r["path"]: r for r in index.repos()}
