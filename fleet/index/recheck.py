@@ -76,10 +76,16 @@ class Checked(NamedTuple):
     quick: list[str]
 
 
+RECHECK_DELAY_ENV = "FLEETDECK_RECHECK_DELAY_S"  # seconds each re-check chunk waits first (tests)
+
+
 def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     """Read every repo of `chunk` again (only its working trees when its mark has not moved); store those
     that changed (one transaction), mark the vanished ones gone, and only move `scanned_at` (and the mark)
-    for the others."""
+    for the others. `$FLEETDECK_RECHECK_DELAY_S` holds each chunk back that long first: the tests' way to
+    look at the pages while a re-check runs, through the real path, however fast the machine reads."""
+    if os.environ.get(RECHECK_DELAY_ENV):
+        time.sleep(max(0.0, float(os.environ[RECHECK_DELAY_ENV])))
     paths = entry_paths(chunk)
     stored_at = index.records(paths)  # one batch of queries for the chunk, not a handful per repo
     ids = [r["id"] for r in stored_at.values()]
