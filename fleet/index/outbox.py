@@ -1,7 +1,7 @@
 """Team mode's outbox, on the index side: what has not reached the hub yet, and marking what has.
 
 Rows are read here and handed to fleet/team/push.py, which sends them; the cursors move only after the
-hub committed (`advance`, `mark_sent`), so a push cut short is sent again and lands once (the hub's
+hub committed (`advance`), so a push cut short is sent again and lands once (the hub's
 upserts are keyed by the rows' natural keys). Kinds: `repos` (the change counter `generation`, children
 with their repo), `events` (the event id), `audit` (the log's seq), and digests per key for the sets that
 are replaced whole (`presence`, `proposals`, `lost`).
@@ -10,9 +10,10 @@ are replaced whole (`presence`, `proposals`, `lost`).
 from __future__ import annotations
 
 from fleet.index.events import REWOUND_KEY
+from fleet.index.sqlrows import all_rows
 from fleet.index.store import Index
 
-REPO_CHILDREN = {"branches": ("name",), "worktrees": ("path",), "submodules": ("path",)}
+REPO_CHILDREN = ("branches", "worktrees", "submodules")   # the hub's child tables of a repo record
 
 
 def cursor(index: Index, kind: str) -> int:
@@ -56,34 +57,13 @@ def forget(index: Index) -> None:
         conn.execute("DELETE FROM team_sent")
 
 
-def _dicts(cur) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def changed_repos(index: Index, after: int) -> list[dict]:
-    """Repos written since change counter `after` (gone ones included), oldest change first, each with its
-    children under their table's name."""
-    repos = _dicts(index.conn.execute("SELECT * FROM repos WHERE generation > ? ORDER BY generation", (after,)))
-    if not repos:
-        return repos
-    by_id = {r["id"]: r for r in repos}
-    marks = ", ".join("?" * len(by_id))
-    for table in REPO_CHILDREN:
-        for r in repos:
-            r[table] = []
-        for row in _dicts(index.conn.execute(f"SELECT * FROM {table} WHERE repo_id IN ({marks})", list(by_id))):
-            by_id[row["repo_id"]][table].append(row)
-    return repos
-
-
 def pending_repos(index: Index, after: int) -> int:
     return index.conn.execute("SELECT count(*) FROM repos WHERE generation > ?", (after,)).fetchone()[0]
 
 
 def events_after(index: Index, after: int, limit: int) -> list[dict]:
     """Up to `limit` events with ids above `after`, in id order (the order they were stored in)."""
-    return _dicts(index.conn.execute("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?", (after, limit)))
+    return all_rows(index.conn.execute("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?", (after, limit)))
 
 
 def pending_events(index: Index, after: int) -> int:
@@ -93,7 +73,7 @@ def pending_events(index: Index, after: int) -> int:
 def proposals(index: Index) -> list[dict]:
     """Every proposal the index still holds (retention bounds them), without the arguments: the hub mirrors
     what a person reviews (the preview and the arguments' fingerprint), never what an agent passed."""
-    rows = _dicts(index.conn.execute("SELECT * FROM proposals ORDER BY created_at"))
+    rows = all_rows(index.conn.execute("SELECT * FROM proposals ORDER BY created_at"))
     for row in rows:
         row.pop("args", None)
     return rows
@@ -102,7 +82,6 @@ def proposals(index: Index) -> list[dict]:
 def repo_names(index: Index) -> dict[int, tuple[str, str]]:
     """{repo id: (name, path)}, gone ones included."""
     return {r[0]: (r[1], r[2]) for r in index.conn.execute("SELECT id, name, path FROM repos")}
-
 
 
 def change_mark(index: Index) -> tuple:

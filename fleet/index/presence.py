@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fleet.index.sqlrows import all_rows
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -48,11 +50,11 @@ class PresenceRows:
     def rows(self, repo: str | None = None) -> list[dict]:
         """The stored rows (of one repo path, or all), unordered."""
         where, params = ("WHERE repo = ?", [repo]) if repo else ("", [])
-        return _all(self._conn.execute(f"SELECT * FROM presence {where}", params))
+        return all_rows(self._conn.execute(f"SELECT * FROM presence {where}", params))
 
     def agent_rows(self, agent: str, repo: str) -> list[dict]:
         """The rows of one agent in one repo (one per session), newest first."""
-        return _all(self._conn.execute("SELECT * FROM presence WHERE agent = ? AND repo = ? "
+        return all_rows(self._conn.execute("SELECT * FROM presence WHERE agent = ? AND repo = ? "
                                        "ORDER BY last_activity DESC", (agent, repo)))
 
     def stamp(self) -> tuple:
@@ -116,7 +118,3 @@ class PresenceRows:
             return conn.execute("SELECT agent, repo, session, state, waiting_kind, waiting_since, tool, at "
                                 "FROM presence_hooks").fetchall()
 
-
-def _all(cur: "sqlite3.Cursor") -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fleet.index.sqlrows import all_rows, first_row
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -31,7 +33,7 @@ class ProposalRows:
         return self.index.conn
 
     def get(self, proposal_id: str) -> dict | None:
-        return _first(self._conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,)))
+        return first_row(self._conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,)))
 
     def insert(self, stored: dict) -> None:
         cols = ", ".join(stored)
@@ -68,12 +70,12 @@ class ProposalRows:
 
     def expire_pending(self, now: float) -> list[dict]:
         """Pending proposals past their expiry become `expired`: the rows moved."""
-        return _all(self._conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
+        return all_rows(self._conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
                                        "WHERE status = 'pending' AND expires_at <= ? RETURNING *", (now, now)))
 
     def expire_approved(self, proposal_id: str, now: float) -> list[dict]:
         """An approved proposal past its expiry (its approver died) becomes `expired`: the row, if moved."""
-        return _all(self._conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
+        return all_rows(self._conn.execute("UPDATE proposals SET status = 'expired', finished_at = ? "
                                        "WHERE id = ? AND status = 'approved' RETURNING *", (now, proposal_id)))
 
     def approved(self) -> list[tuple[str, str | None]]:
@@ -96,7 +98,7 @@ class ProposalRows:
         clause, params = _filters(status, repo)
         conn = self._conn
         total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
-        rows = _all(conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
+        rows = all_rows(conn.execute(f"SELECT * FROM proposals {clause} ORDER BY status != 'pending', "
                                  "CASE WHEN status = 'pending' THEN created_at "
                                  "ELSE -coalesce(undone_at, finished_at, decided_at, created_at) END LIMIT ?",
                                  (*params, limit)))
@@ -116,7 +118,7 @@ class ProposalRows:
         conn = self._conn
         columns = [c[1] for c in conn.execute("PRAGMA table_info(proposals)") if c[1] not in HEAVY]
         total = conn.execute(f"SELECT count(*) FROM proposals {clause}", params).fetchone()[0]
-        rows = _all(conn.execute(
+        rows = all_rows(conn.execute(
             f"SELECT {', '.join(columns)}, json_extract(preview, '$.summary') AS summary, "
             "EXISTS (SELECT 1 FROM json_each(preview, '$.other_agents') AS o WHERE "
             "json_array_length(o.value, '$.overlapping_paths') > 0) AS other_agents_on_paths, "
@@ -148,12 +150,3 @@ def _filters(status: str | None, repo: str | None) -> tuple[str, list[str]]:
         params.append(repo)
     return ("WHERE " + " AND ".join(where)) if where else "", params
 
-
-def _all(cur: "sqlite3.Cursor") -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def _first(cur: "sqlite3.Cursor") -> dict | None:
-    row = cur.fetchone()
-    return None if row is None else dict(zip([d[0] for d in cur.description], row))

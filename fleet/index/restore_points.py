@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fleet.index.sqlrows import first_row
+
 if TYPE_CHECKING:
     from fleet.index.store import Index
 
@@ -22,9 +24,7 @@ class RestorePointRows:
                          f"({', '.join('?' * len(row))})", tuple(row.values()))
 
     def get(self, point_id: str) -> dict | None:
-        cur = self.index.conn.execute("SELECT * FROM restore_points WHERE id = ?", (point_id,))
-        found = cur.fetchone()
-        return None if found is None else dict(zip([d[0] for d in cur.description], found))
+        return first_row(self.index.conn.execute("SELECT * FROM restore_points WHERE id = ?", (point_id,)))
 
     def set(self, point_id: str, fields: dict) -> None:
         with self.index.write() as conn:

@@ -432,6 +432,13 @@ class Index:
         """Flat rows of the repos written after change counter `gen`, gone ones too."""
         return self.rows(where="generation > ?", args=(gen,))
 
+    def changed_records(self, gen: int) -> list[dict]:
+        """Full records of the repos written after change counter `gen`, gone ones too, oldest change first
+        (team mode's outbox sends them in that order)."""
+        rows = self.rows(where="generation > ?", args=(gen,), order="generation")
+        children = self._children([r["id"] for r in rows])
+        return [_full(r, children) for r in rows]
+
     def row_at(self, path: str) -> dict | None:
         """The flat row of the repo at exactly `path` (gone or not), None when there is none."""
         found = self.rows(where="path = ?", args=(path,))

@@ -84,12 +84,13 @@ class Push:
     """One push of `index`'s backlog to the hub over `conn`, as machine `config.machine`."""
 
     def __init__(self, index: Index, config: TeamConfig, conn: Any, audit_dir: Path | None,
-                 batch_rows: int = BATCH_ROWS, heartbeat: bool = True) -> None:
+                 batch_rows: int = BATCH_ROWS) -> None:
         self.index, self.config, self.conn, self.audit_dir = index, config, conn, audit_dir
         self.batch_rows = batch_rows
-        self.share = config.sharing(index.roots() + [p for _, p in outbox.repo_names(index).values()])
-        self.names = {path: name for name, path in outbox.repo_names(index).values()}
-        self.heartbeat = heartbeat
+        repos = outbox.repo_names(index)
+        self.share = config.sharing(index.roots() + [path for _, path in repos.values()])
+        self.names = {path: name for name, path in repos.values()}
+        self.ids = {path: rid for rid, (_, path) in repos.items()}
 
     def run(self) -> dict[str, int]:
         """Send every batch; {table: rows sent}. FleetError HUB_UNREACHABLE when the hub goes away midway
@@ -112,7 +113,7 @@ class Push:
     def _batch(self, first: bool) -> Batch:
         machine, share, batch = self.config.machine, self.share, Batch()
         if first:
-            repos = outbox.changed_repos(self.index, outbox.cursor(self.index, "repos"))
+            repos = self.index.changed_records(outbox.cursor(self.index, "repos"))
             if repos:
                 made = [rows.repo(machine, r, share) for r in repos]
                 batch.tables["repos"] = [row for row, _ in made]
@@ -165,7 +166,7 @@ class Push:
     def _lost(self, batch: Batch, repo_ids: list[int], everything: bool) -> None:
         """The lost commits of the repos these events touched (all repos on a first push), replaced whole."""
         found = lost_commits(self.index, repo_ids=None if everything else repo_ids)
-        ids = {path: rid for rid, (_, path) in outbox.repo_names(self.index).items()}
+        ids = self.ids
         touched = set(repo_ids) | ({ids[c["path"]] for c in found["commits"]} if everything else set())
         batch.lost_repos = sorted(touched)
         held = outbox.sent(self.index, "lost")
@@ -317,18 +318,20 @@ class Pusher:
 
     def _loop(self) -> None:
         index = open_index(self.db_path)
+        audit = _audit_dir(index)   # the settings file is read once, not at every poll
         conn, seen, last, asked, backoff = None, None, 0.0, 0.0, 1.0
         try:
             while not self.stop_event.is_set():
-                mark = change_mark(index)
+                mark = change_mark(index, audit)
                 wait = self.config.push_interval_s
+                push = mark != seen or time.time() - last >= HEARTBEAT_S
                 due = time.time() - asked >= DECISIONS_EVERY_S
-                if mark != seen or due or time.time() - last >= HEARTBEAT_S:
+                if push or due:
                     try:
                         conn = conn or hub_connection(self.config.hub, self.config.machine,
                                                              self.config.password())
-                        if mark != seen or time.time() - last >= HEARTBEAT_S:
-                            Push(index, self.config, conn, _audit_dir(index)).run()
+                        if push:
+                            Push(index, self.config, conn, audit).run()
                             record(index, error=None)
                             seen, last = mark, time.time()
                         if due:
@@ -361,9 +364,8 @@ def status(index: Index, config: TeamConfig | None) -> dict[str, Any]:
             "last_error": kept.get("last_error")}
 
 
-def change_mark(index: Index) -> tuple:
+def change_mark(index: Index, audit: Path | None) -> tuple:
     """The index's change mark and the audit log's active segment (size, mtime): a push is due when it moves."""
-    audit = _audit_dir(index)
     try:
         st = (audit / ACTIVE).stat() if audit else None
     except OSError:

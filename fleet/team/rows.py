@@ -88,10 +88,15 @@ def jsonb(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+# A record's lists that are not the repo row: its children go to their own hub tables; stashes and remotes stay on
+# the machine (a remote URL may carry a credential).
+NOT_IN_RECORD = ("branches", "worktrees", "submodules", "stash_list", "remotes")
+
+
 def repo(machine: str, record: dict, share: Share) -> tuple[tuple, dict[str, list[tuple]]]:
     """The `repos` row and its children's rows (branches, worktrees, submodules)."""
     path = record.get("path")
-    plain = {k: v for k, v in record.items() if k not in ("branches", "worktrees", "submodules")}
+    plain = {k: v for k, v in record.items() if k not in NOT_IN_RECORD}
     row = (machine, plain["id"], plain["name"], None if share.names else path, plain.get("generation") or 0,
            plain.get("score") or 0, bool(plain.get("gone")), jsonb(share.value(plain)))
     children = {
