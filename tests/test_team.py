@@ -512,3 +512,27 @@ def test_a_hub_decision_racing_a_local_rejection_is_refused(machines, hub, tmp_p
     outcome, why = _decision(hub, made["decision"])
     assert outcome == "refused" and "rejected here, not pending" in why
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "raced") == ""
+
+
+def test_a_hub_decision_never_stands_in_for_a_required_passkey(machines, hub, tmp_path, monkeypatch):
+    """A machine whose person registered a passkey (and `[passkeys] require = "all"`) decides nothing on a hub
+    decision, however well signed and pinned: a hub holds no passkey assertion, as a terminal does not."""
+    from fleet.audit.keys import keygen
+    laptop = machines[0]
+    _, private, public = keygen(tmp_path / "alice-keys")
+    _pin(laptop, public)
+    settings = laptop.home / ".config/fleetdeck/settings.toml"
+    settings.write_text(settings.read_text() + '\n[passkeys]\nrequire = "all"\n')
+    index = open_index(laptop.db)
+    index.set_meta_texts({"passkey:planted": json.dumps({"id": "planted", "name": "laptop key", "public_key": "AA",
+                                                          "created_at": "2026-12-01T00:00:00Z", "sign_count": 0})})
+    index.close()
+    pid = _propose(laptop, monkeypatch, "needs-a-passkey")
+    laptop.run("team", "push", "--once")
+    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
+                                 "--as", "alice", "--json").stdout)
+    laptop.run("team", "push", "--once")
+    outcome, why = _decision(hub, made["decision"])
+    assert outcome == "refused" and "passkey" in why
+    assert git(laptop.fleet / "laptop-web", "branch", "--list", "needs-a-passkey") == ""
+    assert laptop.json("proposals", "show", pid)["status"] == "pending"

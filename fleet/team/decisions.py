@@ -6,7 +6,8 @@ the machine mirrored), with a nonce and the time. The hub stores it in `fleetdec
 addressed to reads its waiting decisions while it pushes and settles each one — `applied` after running the
 same local path a person's approval takes (compare-and-set, re-validation, restore point, execution, audit with
 actor `hub:<approver>`), or `refused` with the reason — only with `[team] accept_remote_approvals = true` and the
-approver's public key pinned in `[team] approver_keys`. Forged, replayed, unpinned, changed since it was seen,
+approver's public key pinned in `[team] approver_keys`, and never for a decision this machine would take only with
+the person's passkey (`[passkeys]`: a hub carries no assertion, as a terminal does not). Forged, replayed, unpinned, changed since it was seen,
 no longer pending (expired, decided locally first): refused and recorded, on the hub and in the audit log.
 """
 
@@ -26,7 +27,8 @@ from fleet.audit.keys import check, key_id, load_public, load_signer
 from fleet.errors import FleetError
 from fleet.index import outbox
 from fleet.index.store import Index
-from fleet.ops import proposals, service
+from fleet.ops import passkeys, proposals, service
+from fleet.ops.confirm import decision_risk
 from fleet.team import pg, rows
 from fleet.team.config import TeamConfig
 
@@ -136,6 +138,9 @@ def _refusal(index: Index, config: TeamConfig, d: dict) -> str | None:
         return exc.message
     if local["status"] != "pending":
         return f"proposal {d['proposal_id']} is {local['status']} here, not pending"
+    if passkeys.required(index, decision_risk(d["action"], local.get("risk"))):
+        return (f"{d['action']} it on this machine's dashboard: it needs the person's passkey ([passkeys] require "
+                f"= {passkeys.mode()!r}), which no hub decision carries")
     stored = index.proposals.get(d["proposal_id"]) or {}   # as stored: the arguments' fingerprint included
     if stored.get("args_fingerprint") != p.get("args_fingerprint") or \
             rows.preview_digest(local.get("preview")) != p.get("preview_digest"):
