@@ -98,9 +98,6 @@ class FleetError(Exception):
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
 
-    def envelope(self) -> dict[str, dict[str, str]]:
-        return envelope(self.code, self.message)
-
     @classmethod
     def from_git(cls, exc: FleetError) -> FleetError:
         """A git failure (fleet.git's GitError) as a plain FleetError of its code and message: out of the git

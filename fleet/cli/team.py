@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from fleet.cli.args import index_for
-from fleet.cli.output import emit_json
+from fleet.cli.output import emit, emit_json, shown
 from fleet.errors import FleetError
 from fleet.team import admin, config, pg
 from fleet.team.decisions import decide
@@ -28,11 +28,11 @@ def cmd_team(args: argparse.Namespace) -> int:
     if action == "init":
         applied = admin.init(args.dsn)
         label = pg.hub_label(args.dsn)
-        _say(args, {"hub": label, "applied": applied},
+        emit(args, {"hub": label, "applied": applied},
              f"hub {label}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
     elif action == "enroll":
         made = admin.enroll(args.dsn, args.name)
-        _say(args, made, f"machine {made['machine']} enrolled on {made['hub']} (role {made['role']}).\n"
+        emit(args, made, f"machine {made['machine']} enrolled on {made['hub']} (role {made['role']}).\n"
                          "Its connection string, shown only now (the hub keeps only a verifier):\n"
                          f"  {made['dsn']}\n"
                          f"On that machine: fleetdeck team join '{made['dsn']}' --machine {made['machine']}")
@@ -40,7 +40,7 @@ def cmd_team(args: argparse.Namespace) -> int:
         dsn, password = pg.without_password(args.dsn)
         admin.join_check(dsn, password, args.machine)
         path = config.save(dsn, args.machine, args.share, password)
-        _say(args, {"machine": args.machine, "hub": pg.hub_label(dsn), "settings": str(path)},
+        emit(args, {"machine": args.machine, "hub": pg.hub_label(dsn), "settings": str(path)},
              f"joined {pg.hub_label(dsn)} as {args.machine} (settings: {path}); `fleetdeck serve` and `fleetdeck "
              "watch` push from now on, `fleetdeck team push --once` pushes the backlog now")
     elif action == "push":
@@ -48,14 +48,14 @@ def cmd_team(args: argparse.Namespace) -> int:
         with index_for(args) as index:
             sent, settled = push_once(index, joined)
         total = sum(sent.values())
-        _say(args, {"machine": joined.machine, "hub": pg.hub_label(joined.hub), "sent": sent, "decisions": settled},
+        emit(args, {"machine": joined.machine, "hub": pg.hub_label(joined.hub), "sent": sent, "decisions": settled},
              f"pushed {total:,} rows to {pg.hub_label(joined.hub)}"
              + (f" ({', '.join(f'{t} {n:,}' for t, n in sent.items())})" if sent else " (nothing new)")
              + "".join(f"\nhub decision {d['decision']} on {d['proposal_id']}: {d['outcome']}"
                        + (f" ({d['reason']})" if d["reason"] else "") for d in settled))
     elif action == "decide":
         made = decide(args.dsn, args.machine, args.proposal, args.verdict, args.approver, args.key, args.reason)
-        _say(args, made, f"decision {made['decision']} ({made['action']} {made['proposal_id']} on "
+        emit(args, made, f"decision {made['decision']} ({made['action']} {made['proposal_id']} on "
                          f"{made['machine']}, signed by {made['approver']} with key {made['key_id']}): stored on the "
                          "hub; the machine acts on it when it next pushes")
     elif action == "status":
@@ -68,27 +68,20 @@ def cmd_team(args: argparse.Namespace) -> int:
             print("not in a team: `fleetdeck team join DSN --machine NAME`")
         else:
             waiting = ", ".join(f"{t} {n:,}" for t, n in found["backlog"].items() if n) or "nothing"
-            print(f"machine {found['machine']} on {found['hub']}: "
+            print(shown(f"machine {found['machine']} on {found['hub']}: "
                   + ("connected" if found["connected"] else "not connected")
                   + f"; last push {found['last_push_at'] or 'never'}; waiting: {waiting}"
-                  + (f"\nlast error: {found['last_error']}" if found["last_error"] else ""))
+                  + (f"\nlast error: {found['last_error']}" if found["last_error"] else "")))
     else:  # leave
         joined = config.load()
         config.forget()
         with index_for(args, create=True) as index:
             from fleet.index import outbox
             outbox.forget(index)
-        _say(args, {"left": joined.machine if joined else None},
+        emit(args, {"left": joined.machine if joined else None},
              f"left {pg.hub_label(joined.hub)}: nothing is pushed any more (the hub keeps what it has)"
              if joined else "not in a team: nothing to leave")
     return 0
-
-
-def _say(args: argparse.Namespace, value: dict, text: str) -> None:
-    if args.json:
-        emit_json(value)
-    else:
-        print(text)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -169,11 +169,16 @@ def overrides(config: RepoConfig) -> dict[str, str]:
 _TRUSTED: dict[tuple, dict[tuple[bytes, bytes, bytes], bytes]] = {}
 
 
+def git_config_dir() -> str:
+    """Git's own per-user folder, as git finds it at each run: `$XDG_CONFIG_HOME/git`, else `~/.config/git`
+    (git's rule, not the XDG spec's: a relative XDG_CONFIG_HOME is used as given)."""
+    home = os.environ.get("HOME", "")
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "git")
+
+
 def global_config_files() -> list[str]:
     """The person's global config files, in the order git reads them (the later wins)."""
-    home = os.environ.get("HOME", "")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    return [os.path.join(git_config_dir(), "config"), os.path.join(os.environ.get("HOME", ""), ".gitconfig")]
 
 
 def _trusted_files() -> list[str]:

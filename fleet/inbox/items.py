@@ -18,9 +18,8 @@ from fleet.index.store import Index
 from fleet.ops import proposals
 from fleet.presence.merge import LIVE_STATES
 from fleet.presence.store import read_rows
-from fleet.snapshot.events import KIND as DISCARDED
+from fleet.snapshot.events import KIND as DISCARDED, discarded_in_fleet
 from fleet.timespec import iso
-from fleet.snapshot.events import discarded_in_fleet
 from fleet.words import plural
 
 KINDS = ("proposal", "waiting", "discarded", "conflict")

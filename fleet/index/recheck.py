@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fleet.git.layout import Found, found_at, repo_name
-from fleet.index.scan import ingest, ingest_history
+from fleet.index.scan import hold_back, ingest, ingest_history
 from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
@@ -84,8 +84,7 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     that changed (one transaction), mark the vanished ones gone, and only move `scanned_at` (and the mark)
     for the others. `$FLEETDECK_RECHECK_DELAY_S` holds each chunk back that long first: the tests' way to
     look at the pages while a re-check runs, through the real path, however fast the machine reads."""
-    if os.environ.get(RECHECK_DELAY_ENV):
-        time.sleep(max(0.0, float(os.environ[RECHECK_DELAY_ENV])))
+    hold_back(RECHECK_DELAY_ENV)
     paths = entry_paths(chunk)
     stored_at = index.records(paths)  # one batch of queries for the chunk, not a handful per repo
     ids = [r["id"] for r in stored_at.values()]
@@ -197,7 +196,7 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
     """Worker processes, each with its own handle on the index, for `in_worker` and `history_in_worker`.
     They are started at once (a spawned worker spends a good half second importing), so they get ready while
     the caller does its own preparation. `fork`: forked instead (no import at all), for a caller that has
-    started no thread yet (`fleet.watch.service.early_start`, before the web stack loads)."""
+    started no thread yet (`fleet.watch.coldstart.begin`, before the web stack loads)."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else "spawn"),
                                initializer=_worker_init, initargs=(str(db_path), os.getpid()))
     for _ in range(workers):

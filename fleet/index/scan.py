@@ -88,7 +88,7 @@ def ingest_history(index: Index, repo_ids: list[int]) -> int:
     gone or unreadable since leaves it with nothing read (its next full read stores what it has).
     `$FLEETDECK_HISTORY_DELAY_S` holds each call back that long first: the tests' (and a demo's) way to
     watch the pages while history is still being read, through the real path."""
-    time.sleep(_history_delay())
+    hold_back(HISTORY_DELAY_ENV)
     waiting = set(index.history_backlog()["ids"])
     wanted = [i for i in repo_ids if i in waiting]
     rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
@@ -111,11 +111,13 @@ def ingest_history(index: Index, repo_ids: list[int]) -> int:
     return len(prepared) + len(unread)
 
 
-def _history_delay() -> float:
+def hold_back(variable: str) -> None:
+    """Wait as many seconds as `$variable` says (none when unset or not a number): the tests' way to look at
+    the pages while history or a re-check is still running, through the real path."""
     try:
-        return max(0.0, float(os.environ.get(HISTORY_DELAY_ENV) or 0))
+        time.sleep(max(0.0, float(os.environ.get(variable) or 0)))
     except ValueError:
-        return 0.0
+        pass
 
 
 def discover_all(index: Index, roots: list[str]) -> list[Found]:

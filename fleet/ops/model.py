@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fleet.errors import FleetError
-from fleet.git.revs import resolve_commit
+from fleet.git.revs import check_rev, resolve_commit
 from fleet.git.run import run, text
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.git.revs import check_rev
 
 MAX_PATHS = 1000
 DIFF_CAP = 64 * 1024

@@ -26,11 +26,13 @@ from typing import Callable, Iterator
 import pygit2
 
 from fleet.git import files as gitfiles
+from fleet.git.command import DEFAULT_TIMEOUT
+from fleet.git.neutralize import git_config_dir
 from fleet.git.status import Status, StatusEntry, read_status
 
 MAX_ENTRIES = 800            # index entries: above about this many, libgit2 costs more CPU than git (bench/bench_libstatus.py)
 MAX_INDEX_BYTES = 1 << 20
-TIMEOUT = 30.0               # git's own default read timeout (fleet/git/run.py)
+TIMEOUT = DEFAULT_TIMEOUT    # git's own default read timeout (fleet/git/command.py)
 SWITCH = "FLEETDECK_STATUS"  # `git` turns the in-process status off (benchmarks, tests); anything else: on
 
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0", ""}
@@ -114,8 +116,7 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
 
 
 def _global_attributes() -> str:
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", ""), ".config")
-    return os.path.join(xdg, "git", "attributes")
+    return os.path.join(git_config_dir(), "attributes")
 
 
 def _index_reason(path: str, index_path: str) -> str | None:
@@ -194,8 +195,7 @@ _SEARCH: list[tuple[str, str]] = []
 def _follow_home() -> None:
     """Point libgit2 at the global config and XDG folder git would read now: libgit2 fixes them when it is
     loaded, git looks at HOME and XDG_CONFIG_HOME each time (fleet/git/run.py passes both on)."""
-    home = os.environ.get("HOME", "")
-    xdg = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "git")
+    home, xdg = os.environ.get("HOME", ""), git_config_dir()
     if _SEARCH != [(home, xdg)]:
         pygit2.settings.search_path[pygit2.enums.ConfigLevel.GLOBAL] = home
         pygit2.settings.search_path[pygit2.enums.ConfigLevel.XDG] = xdg

@@ -56,7 +56,6 @@ from typing import Awaitable, Callable, Sequence
 
 import watchfiles
 
-from fleet.errors import FleetError
 from fleet.git.layout import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
