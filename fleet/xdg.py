@@ -30,3 +30,7 @@ def data_home(environ: Mapping[str, str] | None = None, home: Path | None = None
 
 def config_home(environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
     return env_dir("XDG_CONFIG_HOME", ".config", environ, home)
+
+
+def cache_home(environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    return env_dir("XDG_CACHE_HOME", ".cache", environ, home)
