@@ -41,9 +41,11 @@ def test_install_merges_and_uninstall_restores_the_file_byte_for_byte(tmp_path: 
     value = json.loads(settings.read_text())
     assert value["model"] == "opus" and value["permissions"] == OTHER["permissions"]
     assert value["hooks"]["Stop"][0] == OTHER["hooks"]["Stop"][0]          # the person's own entry stays first
-    for event in AGENTS[agent].events:
-        ours = [h for g in value["hooks"][event] for h in g["hooks"] if "fleet.agenthooks" in h["command"]]
-        assert len(ours) == 1 and ours[0]["type"] == "command" and agent in ours[0]["command"], event
+    spec = AGENTS[agent]
+    for event in spec.events:
+        entries = value["hooks"][event] if spec.flat else [h for g in value["hooks"][event] for h in g["hooks"]]
+        ours = [h for h in entries if "fleet.agenthooks" in h[spec.command_key]]
+        assert len(ours) == 1 and ours[0]["type"] == "command" and agent in ours[0][spec.command_key], event
     if event == "PreToolUse":
         assert value["hooks"]["PreToolUse"][0] == OTHER["hooks"]["PreToolUse"][0]
     assert install(agent, tmp_path / "fleet.db", None, env)["changed"] is False       # idempotent
@@ -295,3 +297,42 @@ def test_the_hook_never_thins_a_store(fleet) -> None:
     write(repo / "app.py", "print('newest work')\n")
     take(tree, db, "manual")
     assert old["id"] not in [s["id"] for s in snapshots(tree, db)]
+
+
+def test_copilot_cli_gets_its_own_file_and_uninstall_takes_it_away(tmp_path: Path) -> None:
+    """Copilot CLI reads every *.json in its user hooks folder: fleetdeck's is a file of its own, in Copilot's
+    format (version 1, flat entries with `bash`, `timeoutSec`, the matcher inside), the event on the command."""
+    env = {**_env(tmp_path), "COPILOT_HOME": str(tmp_path / "cp")}
+    install("copilot-cli", tmp_path / "fleet.db", None, env)
+    settings = tmp_path / "cp" / "hooks" / "fleetdeck.json"
+    value = json.loads(settings.read_text())
+    assert value["version"] == 1
+    (pre,) = value["hooks"]["preToolUse"]
+    assert pre["type"] == "command" and pre["timeoutSec"] == 10 and pre["matcher"] == "bash|create|edit|ask_user"
+    assert "--event preToolUse" in pre["bash"] and "command" not in pre
+    assert {a["agent"]: a["installed"] for a in status(tmp_path / "fleet.db", env)["agents"]}["copilot-cli"]
+    uninstall("copilot-cli", tmp_path / "fleet.db", env)
+    assert not settings.exists()
+
+
+def test_guard_asks_copilot_cli_in_its_own_protocol(fleet, tmp_path: Path) -> None:
+    repo, db, env = fleet
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    payload = {"sessionId": "cp", "timestamp": 1, "cwd": str(repo), "toolName": "bash",
+               "toolArgs": json.dumps({"command": "git reset --hard && git clean -fd", "description": "tidy"})}
+    done = subprocess.run([sys.executable, "-m", "fleet.agenthooks", "copilot-cli", "--event", "preToolUse",
+                           "--db", str(db)], input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["permissionDecision"] == "ask" and "would discard 2 uncommitted files" in answer[
+        "permissionDecisionReason"]
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    assert snapshots(tree, db)[0]["trigger"] == "hook:copilot-cli"
+    harmless = subprocess.run([sys.executable, "-m", "fleet.agenthooks", "copilot-cli", "--event", "preToolUse",
+                               "--db", str(db)], input=json.dumps({**payload, "toolArgs": '{"command": "ls"}'}),
+                              capture_output=True, text=True, env=env, timeout=30)
+    assert harmless.returncode == 0 and harmless.stdout == ""
+    qwen = _hook("qwen-code", db, env, {**_payload(repo, "git clean -fd"), "tool_name": "run_shell_command"})
+    out = json.loads(qwen.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask" and "uncommitted" in out["permissionDecisionReason"]

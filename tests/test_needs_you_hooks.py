@@ -170,3 +170,66 @@ def test_the_hook_rings_serves_bell_and_loads_only_what_recording_needs(fleet) -
         assert bell.wait(1, 0.5) == 1                              # nothing recorded, nothing rung
     finally:
         bell.close()
+
+
+def copilot_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> str:
+    """Run the command `fleetdeck hooks install copilot-cli` put in ~/.copilot/hooks/fleetdeck.json for
+    `event`, as Copilot CLI runs it (its `bash` field, the camelCase JSON on stdin)."""
+    settings = Path(env["HOME"]) / ".copilot" / "hooks" / "fleetdeck.json"
+    if not settings.exists():
+        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "copilot-cli"), env=env, check=True,
+                       capture_output=True)
+    config = json.loads(settings.read_text())
+    assert config["version"] == 1
+    (entry,) = config["hooks"][event]
+    done = subprocess.run(["bash", "-c", entry["bash"]], input=json.dumps(payload), capture_output=True, text=True,
+                          env=env, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+def test_copilot_cli_events_drive_the_state(fleet) -> None:
+    """Copilot CLI's camelCase payloads as GitHub's hooks reference gives them (no event name in most of
+    them: the installed command carries it; toolArgs is a JSON string)."""
+    repo, db, env = fleet
+    base = {"sessionId": "cp-1", "timestamp": 1_764_000_000_000, "cwd": str(repo)}
+    copilot_hook(db, env, "sessionStart", {**base, "source": "new", "initialPrompt": SECRET})
+    assert [(r["agent"], r["state"], r["session"]) for r in presence(db, env)] == [("copilot", "open", "cp-1")]
+    copilot_hook(db, env, "userPromptSubmitted", {**base, "prompt": f"deploy {SECRET}"})
+    assert presence(db, env)[0]["state"] == "working"
+    copilot_hook(db, env, "notification", {**base, "hook_event_name": "Notification", "title": "Permission needed",
+                                           "message": f"run {SECRET}?", "notification_type": "permission_prompt"})
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"]) == ("waiting", "permission") and row["waiting_since"]
+    copilot_hook(db, env, "postToolUse", {**base, "toolName": "bash", "toolArgs": json.dumps({"command": SECRET}),
+                                          "toolResult": {"resultType": "success", "textResultForLlm": SECRET}})
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"], row["tool"]) == ("working", None, "bash")
+    assert copilot_hook(db, env, "preToolUse", {**base, "toolName": "ask_user",
+                                                "toolArgs": json.dumps({"question": SECRET})}) == ""
+    assert (presence(db, env)[0]["state"], presence(db, env)[0]["waiting_kind"]) == ("waiting", "question")
+    copilot_hook(db, env, "agentStop", {**base, "transcriptPath": "/dev/null", "stopReason": "end_turn",
+                                        "stop_hook_active": False})
+    assert presence(db, env)[0]["waiting_kind"] == "idle"
+    copilot_hook(db, env, "sessionEnd", {**base, "reason": "user_exit"})
+    assert [r["state"] for r in presence(db, env)] == ["recent"]
+    assert SECRET.encode() not in db.read_bytes()
+    for wal in db.parent.glob(db.name + "-*"):
+        assert SECRET.encode() not in wal.read_bytes()
+
+
+def test_qwen_code_events_drive_the_state(fleet) -> None:
+    """Qwen Code's hooks are Claude Code's shape (its hooks reference): snake_case fields, `hook_event_name`."""
+    repo, db, env = fleet
+    hook("qwen-code", db, env, repo, "SessionStart", session="q1", source="startup", model="qwen3-coder")
+    hook("qwen-code", db, env, repo, "PreToolUse", session="q1", tool_name="run_shell_command",
+         tool_input={"command": "ls"}, permission_mode="default", tool_use_id="toolu_1")
+    assert {r["agent"]: r["state"] for r in presence(db, env)}["qwen"] == "working"
+    hook("qwen-code", db, env, repo, "Notification", session="q1", notification_type="permission_prompt",
+         message=SECRET)
+    assert {r["agent"]: r["waiting_kind"] for r in presence(db, env)}["qwen"] == "permission"
+    hook("qwen-code", db, env, repo, "Stop", session="q1", stop_hook_active=False, last_assistant_message=SECRET)
+    assert {r["agent"]: r["waiting_kind"] for r in presence(db, env)}["qwen"] == "idle"
+    hook("qwen-code", db, env, repo, "SessionEnd", session="q1", reason="prompt_input_exit")
+    assert {r["agent"]: r["state"] for r in presence(db, env)}["qwen"] == "recent"
+    assert SECRET.encode() not in db.read_bytes()

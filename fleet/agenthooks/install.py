@@ -4,6 +4,11 @@ Installing merges one entry per event into the agent's settings file and touches
 uninstalling removes exactly those entries, and when the file is otherwise as it was, puts back its very
 bytes. What was there before is kept in `installed-hooks.json` beside the index. Agents whose hook system is
 documented are in AGENTS; the rest are listed in UNSUPPORTED with the reason.
+
+Two layouts: Claude Code, Codex, Gemini CLI and Qwen Code group entries under a matcher (`{event: [{matcher,
+hooks: [entry]}]}`); GitHub Copilot CLI lists entries per event with the matcher inside each (`{version: 1,
+hooks: {event: [entry]}}`), reads every `*.json` of its user hooks folder (fleetdeck's own file there is
+`fleetdeck.json`), and does not name the event in its camelCase payloads, so its command carries the event.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Callable, Mapping
 
 from fleet.errors import FleetError
 from fleet.fsio import replace_file
+from fleet.xdg import env_dir
 
 MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 MARK = "fleet.agenthooks"
@@ -37,12 +43,24 @@ class AgentHooks:
     timeout: int                        # in the agent's own unit
     named: bool = False                 # the agent's entries carry a `name`
     note: str = ""
+    flat: bool = False                  # entries straight under the event, the matcher inside each (Copilot CLI)
+    command_key: str = "command"        # the entry's field holding the shell command
+    timeout_key: str = "timeout"
+    base: tuple[tuple[str, object], ...] = ()   # top-level keys a file fleetdeck creates starts with
+    event_arg: bool = False             # the payload does not name its event: the command line does
 
     def entry(self, command: str) -> dict:
-        entry = {"type": "command", "command": command, "timeout": self.timeout}
+        entry = {"type": "command", self.command_key: command, self.timeout_key: self.timeout}
         if self.named:
             entry["name"] = "fleetdeck"
         return entry
+
+    def groups(self, event: str, command: str) -> list[dict]:
+        """What install adds under `event`: one entry (flat) or one matcher group holding it."""
+        matcher = self.events[event]
+        if self.flat:
+            return [{**self.entry(command), **({"matcher": matcher} if matcher else {})}]
+        return [{**({"matcher": matcher} if matcher else {}), "hooks": [self.entry(command)]}]
 
 
 AGENTS: dict[str, AgentHooks] = {
@@ -66,22 +84,38 @@ AGENTS: dict[str, AgentHooks] = {
          "SessionStart": None}, 10,
         note="Codex before 0.124 reads hooks.json only with `[features] codex_hooks = true` in config.toml; "
              "with guard = \"ask\" a destructive command is denied with the reason"),
+    "copilot-cli": AgentHooks(
+        "copilot-cli",
+        lambda env: env_dir("COPILOT_HOME", ".copilot", env, _home(env)) / "hooks" / "fleetdeck.json",
+        {"preToolUse": "bash|create|edit|ask_user", "postToolUse": "bash|create|edit|web_fetch|ask_user",
+         "userPromptSubmitted": None, "notification": "permission_prompt|elicitation_dialog", "agentStop": None,
+         "sessionStart": None, "sessionEnd": None}, 10, flat=True, command_key="bash", timeout_key="timeoutSec",
+        base=(("version", 1),), event_arg=True),
+    "qwen-code": AgentHooks(
+        "qwen-code",
+        lambda env: env_dir("QWEN_HOME", ".qwen", env, _home(env)) / "settings.json",
+        {"PreToolUse": "run_shell_command|write_file|edit", "UserPromptSubmit": None,
+         "Notification": "permission_prompt|idle_prompt", "PermissionRequest": None, "Stop": None,
+         "SessionStart": None, "SessionEnd": None}, 10_000, named=True),
 }
 
 UNSUPPORTED = {
     "aider": "no hook system (its --lint-cmd/--test-cmd run after edits, not before a command)",
-    "cursor": "its hooks run in the editor's agent only and have no documented stable format yet",
-    "copilot-cli": "its command hooks (~/.copilot/hooks/*.json, GitHub's hooks reference) are not wired in yet",
+    "cursor": "its command hooks (~/.cursor/hooks.json, cursor.com/docs/agent/hooks) are not wired in yet",
     "opencode": "extended by JavaScript plugins, not command hooks",
-    "goose": "no documented command hooks",
-    "cline": "no documented command hooks",
+    "goose": "its hooks come only from plugins (~/.agents/plugins/<name>/hooks/hooks.json); not wired in yet",
+    "cline": "its hooks are executable files named after each event (~/Documents/Cline/Hooks/), "
+             "not a settings entry fleetdeck can add and take back; not wired in yet",
     "amp": "no documented command hooks",
 }
 
 
-def hook_command(agent: str, db: str | None) -> str:
-    """The command an agent runs: this Python and fleetdeck's light hook entry point."""
+def hook_command(agent: str, db: str | None, event: str | None = None) -> str:
+    """The command an agent runs: this Python and fleetdeck's light hook entry point (and the event, for an
+    agent whose payload does not name it)."""
     words = [sys.executable, "-m", MARK, agent]
+    if event:
+        words += ["--event", event]
     if db:
         words += ["--db", os.path.abspath(db)]
     return " ".join(shlex.quote(w) for w in words)
@@ -122,15 +156,40 @@ def _write(path: Path, data: bytes) -> None:
     replace_file(path, data, os.stat(path).st_mode & 0o777 if path.exists() else 0o600)
 
 
-def _ours(entry: object) -> bool:
-    return isinstance(entry, dict) and MARK in str(entry.get("command", ""))
+def _ours(entry: object, spec: AgentHooks) -> bool:
+    return isinstance(entry, dict) and MARK in str(entry.get(spec.command_key, ""))
+
+
+def _entries(groups: object, spec: AgentHooks) -> list:
+    """The hook entries of one event's list (inside its matcher groups, or the list itself when flat)."""
+    if not isinstance(groups, list):
+        return []
+    if spec.flat:
+        return groups
+    return [h for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for h in group["hooks"]]
 
 
 def _present(value: dict, spec: AgentHooks) -> list[str]:
     """The events where fleetdeck's entry is present."""
     hooks = value.get("hooks") or {}
-    return [event for event in spec.events if any(
-        _ours(h) for group in hooks.get(event) or [] if isinstance(group, dict) for h in group.get("hooks") or [])]
+    return [event for event in spec.events if any(_ours(h, spec) for h in _entries(hooks.get(event), spec))]
+
+
+def _without_ours(groups: list, spec: AgentHooks) -> list:
+    """One event's list with fleetdeck's entries taken out (a matcher group left empty goes too)."""
+    if not isinstance(groups, list):
+        return groups
+    if spec.flat:
+        return [h for h in groups if not _ours(h, spec)]
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h, spec)]}
+            if not group["hooks"]:
+                continue
+        kept.append(group)
+    return kept
 
 
 def _state_path(db_path: str | os.PathLike[str]) -> Path:
@@ -157,14 +216,14 @@ def install(agent: str, db_path: str | os.PathLike[str], db_option: str | None,
     missing = [event for event in spec.events if event not in present]
     if not missing:
         return {"agent": agent, "settings": str(path), "installed": True, "changed": False, "note": spec.note}
-    command = hook_command(agent, db_option)
+    if original is None:
+        value = dict(spec.base)
     hooks = value.setdefault("hooks", {})
     for event in missing:               # an older install (PreToolUse only) gains the events it lacks
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise FleetError("BAD_ARGUMENT", f"{path}: hooks.{event} is not a list; nothing was changed")
-        matcher = spec.events[event]
-        groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [spec.entry(command)]})
+        groups += spec.groups(event, hook_command(agent, db_option, event if spec.event_arg else None))
     state = _state(db_path)
     if not present:                     # what was there before fleetdeck's first entry
         state[str(path)] = {"agent": agent, "original": None if original is None else original.decode("utf-8")}
@@ -181,14 +240,7 @@ def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str
         return {"agent": agent, "settings": str(path), "installed": False, "changed": False}
     hooks = value.get("hooks", {})
     for event in spec.events:
-        kept = []
-        for group in hooks.get(event) or []:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h)]}
-                if not group["hooks"]:
-                    continue
-            kept.append(group)
-        hooks[event] = kept
+        hooks[event] = _without_ours(hooks.get(event) or [], spec)
     state = _state(db_path)
     saved = state.pop(str(path), None)
     original = saved.get("original") if saved else None
@@ -198,6 +250,8 @@ def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str
             hooks.pop(event, None)
     if not hooks and "hooks" not in before:
         value.pop("hooks", None)
+    if saved is not None and original is None and value == dict(spec.base):
+        value = {}                          # the file fleetdeck created, with only what it started with
     if saved is not None and value == before:
         if original is None:
             path.unlink()

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from fleet.index.store import default_db_path, open_index
 from fleet.index.wake import ring
-from fleet.presence.hooks import event_state, record_hook_event
+from fleet.presence.hooks import QUESTION_TOOLS, event_state, record_hook_event
 
 if TYPE_CHECKING:
     from fleet.agenthooks.guard import Danger
@@ -28,9 +28,8 @@ if TYPE_CHECKING:
 DEADLINE = 8.0
 MAX_INPUT = 1024 * 1024
 MAX_COMMAND = 500
-ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny"}
+ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny", "copilot-cli": "ask", "qwen-code": "ask"}
 TOOL_EVENTS = ("PreToolUse", "BeforeTool")
-QUESTION_TOOLS = ("AskUserQuestion",)     # asks the person, changes nothing: no snapshot
 
 
 def _command_of(payload: dict) -> str | None:
@@ -130,6 +129,8 @@ def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
     word = ASKING[agent]
     if agent == "gemini-cli":
         out.write(json.dumps({"decision": word, "reason": reason}) + "\n")
+    elif agent == "copilot-cli":
+        out.write(json.dumps({"permissionDecision": word, "permissionDecisionReason": reason}) + "\n")
     else:
         out.write(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": word,
                                                      "permissionDecisionReason": reason}}) + "\n")
@@ -142,6 +143,7 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
         stderr.write(f"fleetdeck hook: unknown agent {agent!r}; allowed\n")
         return 0
     db = argv[argv.index("--db") + 1] if "--db" in argv[1:-1] else None
+    event = argv[argv.index("--event") + 1] if "--event" in argv[1:-1] else None
     result: dict = {}
 
     def work() -> None:
@@ -149,6 +151,10 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
             payload = json.loads(stdin.read(MAX_INPUT + 1)[:MAX_INPUT] or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("the hook's input is not a JSON object")
+            if agent == "copilot-cli":
+                from fleet.agenthooks.copilot import normalize
+
+                payload = normalize(event, payload)
             result["verdict"] = handle(agent, payload, Path(db) if db else default_db_path())
         except Exception as exc:        # never break the agent: say it, allow
             result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"

@@ -41,7 +41,7 @@ def cmd_hooks(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    argv = [args.agent] + (["--db", args.db] if args.db else [])
+    argv = [args.agent] + (["--event", args.event] if args.event else []) + (["--db", args.db] if args.db else [])
     return hook_main(argv, sys.stdin.buffer, sys.stdout, sys.stderr)
 
 
@@ -59,4 +59,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("hook", help="what an agent's hook runs: JSON on stdin, its protocol's answer on stdout")
     p.add_argument("agent", choices=sorted(installer.AGENTS))
+    p.add_argument("--event", help="the hook event, for an agent whose payload does not name it (Copilot CLI)")
     p.set_defaults(func=cmd_hook)

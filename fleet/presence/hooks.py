@@ -22,6 +22,7 @@ from fleet.timespec import iso
 FLAP_S = 5.0
 WAITING_MAX_S = 12 * 3600.0
 KINDS = ("permission", "question", "idle")
+QUESTION_TOOLS = ("AskUserQuestion", "ask_user")     # Claude Code's, Copilot CLI's: they ask the person
 _SAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 # (agent, hook event) -> state, or a function of the payload for events whose meaning depends on a field
@@ -34,7 +35,7 @@ def event_state(agent: str, payload: dict) -> tuple[str, str | None] | None:
     event = payload.get("hook_event_name")
     tool = payload.get("tool_name")
     if event in ("PreToolUse", "BeforeTool"):
-        return ("waiting", "question") if tool == "AskUserQuestion" else ("working", None)
+        return ("waiting", "question") if tool in QUESTION_TOOLS else ("working", None)
     if event in ("UserPromptSubmit", "BeforeAgent", "PostToolUse", "AfterTool"):
         return "working", None
     if event == "PermissionRequest":
