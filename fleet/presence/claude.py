@@ -20,16 +20,22 @@ from fleet.xdg import env_dir
 from fleet.procinfo import process_start, read_proc
 
 FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
+# Tool calls that wait on the person while unanswered: they ask (question), or they are instant once allowed, so
+# an unanswered one is a permission prompt (Bash runs a child process, which the process table sees as work).
+# Subagents (Task), web fetches and MCP tools run long on their own: never read as waiting.
+ASKING_TOOLS = {"AskUserQuestion": "question", "ExitPlanMode": "permission", "Bash": "permission",
+                "Edit": "permission", "Write": "permission", "MultiEdit": "permission", "NotebookEdit": "permission",
+                "run_shell_command": "permission", "write_file": "permission", "edit": "permission"}
 _FIRST_TRY = 64 * 1024
 _MAX_RECORDS = 50
 _NEEDLES = (b'"cwd"', b"tool_use", b"functionCall")          # records worth decoding start with one of these
 
 
-def _blocks(record: dict[str, Any]) -> Iterable[tuple[str, Any]]:
+def _blocks(record: dict[str, Any]) -> list[tuple[str, Any]]:
     """(tool name, input) pairs of one record: Claude `tool_use` blocks and Gemini-style `functionCall` parts."""
     message = record.get("message")
     if not isinstance(message, dict):
-        return ()
+        return []
     found = []
     content = message.get("content")
     for block in reversed(content) if isinstance(content, list) else ():
@@ -51,12 +57,16 @@ def _summarise(data: bytes) -> Activity:
             act.cwd = record["cwd"]
             branch = record.get("gitBranch")
             act.branch = branch if isinstance(branch, str) and branch and branch != "HEAD" else None
+        calls = _blocks(record)
         if not turn_known and record.get("type") in ("user", "assistant"):
             turn_known = True
             message = record.get("message")
+            act.at = parse_time(record.get("timestamp"))
             act.idle = (record["type"] == "assistant" and isinstance(message, dict)
                         and message.get("stop_reason") == "end_turn")
-        for name, args in _blocks(record):
+            if record["type"] == "assistant" and calls:       # the newest record: a call nothing answered yet
+                act.pending = ASKING_TOOLS.get(calls[0][0])
+        for name, args in calls:
             act.note_tool(name, args, FILE_KEYS)
         if act.cwd and act.tool and (len(act.files) >= MAX_FILES or count >= _MAX_RECORDS):
             break

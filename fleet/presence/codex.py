@@ -3,7 +3,10 @@
 Line shape `{timestamp, type, payload}`. The first line (`session_meta`) gives cwd and git branch; newer
 `turn_context` lines override the cwd. Tools come from `response_item` calls, touched files from
 `apply_patch` headers (paths relative to the cwd), the turn state from the newest `task_started` /
-`task_complete` event (older builds persisted neither: absence means "unknown", not idle).
+`task_complete` event (older builds persisted neither: absence means "unknown", not idle). The session id
+is `session_meta`'s `id` (the thread id Codex's hooks carry as `session_id`). Approval requests are not in
+rollouts (Codex's rollout policy drops `exec_approval_request` and `apply_patch_approval_request` as
+transient events), so a rollout shows a finished turn, never a pending approval: that needs Codex's hooks.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
+from fleet.presence.files import json_lines_reversed, parse_time, read_head, read_tail, recent_files
+from fleet.presence.hooks import clean_session
 from fleet.presence.model import (DEFAULT_THRESHOLDS, MAX_FILES, Activity, RepoMap, Sighting,
                                    session_sightings)
 from fleet.xdg import env_dir
@@ -58,7 +62,8 @@ def parse_rollout(path: Path) -> Activity:
     meta = _session_meta(path)
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
     act = Activity(cwd=meta.get("cwd") if isinstance(meta.get("cwd"), str) else None,
-                   branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
+                   branch=git.get("branch") if isinstance(git.get("branch"), str) else None,
+                   session=clean_session(meta.get("id")))
     newest_cwd = None
     turn_known = False
     for record in json_lines_reversed(read_tail(path), _NEEDLES):
@@ -71,6 +76,7 @@ def parse_rollout(path: Path) -> Activity:
         elif kind == "event_msg" and not turn_known and sub in _DONE | _STARTED:
             turn_known = True
             act.idle = sub in _DONE
+            act.at = parse_time(record.get("timestamp"))
         elif kind == "response_item" and sub in ("function_call", "custom_tool_call", "local_shell_call"):
             name = payload.get("name") if sub != "local_shell_call" else "shell"
             if act.tool is None and isinstance(name, str):

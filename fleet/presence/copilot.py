@@ -2,7 +2,7 @@
 
 `workspace.yaml` is flat (`cwd`, `git_root`, `branch`, …; git fields may be missing on fresh sessions);
 `events.jsonl` lines are `{type, data, timestamp}`, where `assistant.turn_end` / `session.idle` end a turn
-and `tool.execution_start` names the tool.
+and `tool.execution_start` names the tool. The folder's name is the session id Copilot's hooks carry.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from fleet.presence.files import json_lines_reversed, read_head, read_tail, recent_files
+from fleet.presence.files import json_lines_reversed, parse_time, read_head, read_tail, recent_files
+from fleet.presence.hooks import clean_session
 from fleet.presence.model import DEFAULT_THRESHOLDS, Activity, RepoMap, Sighting, session_sightings
 from fleet.xdg import env_dir
 
@@ -35,7 +36,8 @@ def read_flat_yaml(path: Path) -> dict[str, str]:
 def parse_session(folder: Path) -> Activity:
     meta = read_flat_yaml(folder / "workspace.yaml")
     branch = meta.get("branch")
-    act = Activity(cwd=meta.get("cwd") or meta.get("git_root"), branch=branch or None)
+    act = Activity(cwd=meta.get("cwd") or meta.get("git_root"), branch=branch or None,
+                   session=clean_session(folder.name))
     turn_known = False
     for event in json_lines_reversed(read_tail(folder / "events.jsonl")):
         kind = event.get("type")
@@ -43,6 +45,7 @@ def parse_session(folder: Path) -> Activity:
         if not turn_known and kind in _ENDS | _STARTS:
             turn_known = True
             act.idle = kind in _ENDS
+            act.at = parse_time(event.get("timestamp"))
         if kind == "tool.execution_start":
             if isinstance(data.get("toolName"), str):
                 act.note_tool(data["toolName"], data.get("arguments"), FILE_KEYS)

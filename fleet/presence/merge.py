@@ -6,7 +6,8 @@ no such id is known, and evidence without a session (processes, traces) joins th
 and repo.
 
 States: `waiting` — the agent's own hook said it is blocked on the person (a permission prompt, a
-question, its finished turn) and nothing newer says it went on; `working` — positive evidence of work (a
+question, its finished turn) and nothing newer says it went on, or, ranked below the hooks, its session file
+says so (a tool call that asks, unanswered; a finished turn) while its process lives; `working` — positive evidence of work (a
 busy status, a freshly started child process, a running tool) or activity within `thresholds.working`
 whose turn is not known to be finished (a hook's `working` is itself evidence: its time alone proves
 nothing); `open` — an agent process is alive in the repo but quiet; `recent` — something touched the
@@ -27,15 +28,28 @@ NEWER_S = 5.0   # other evidence this much newer than a waiting hook means the a
 
 
 def waiting_of(sightings: list[Sighting]) -> Sighting | None:
-    """The hook sighting that says this session waits on the person, if the newest hook says so."""
+    """The sighting that says this session waits on the person: the newest hook's word, unless newer activity
+    says the agent went on; then (or without hooks) the session file's, while the agent's process lives."""
     hooks = [s for s in sightings if s.source == "hook"]
-    if not hooks:
-        return None
-    newest = max(hooks, key=lambda s: s.last_activity or 0.0)
-    if newest.ended or not newest.waiting_kind:
-        return None
     later = [s.last_activity for s in sightings if s.source in ("session", "mcp") and s.last_activity is not None]
-    if later and max(later) > (newest.last_activity or 0.0) + NEWER_S:
+    if hooks:
+        newest = max(hooks, key=lambda s: s.last_activity or 0.0)
+        if not later or max(later) <= (newest.last_activity or 0.0) + NEWER_S:
+            return None if newest.ended or not newest.waiting_kind else newest
+    return _file_waiting(sightings)
+
+
+def _file_waiting(sightings: list[Sighting]) -> Sighting | None:
+    """The newest session file's wait (fleet/presence/model.py, Activity.sighting), believed only while an
+    agent process of this session lives and no command it started is running (a fresh child process)."""
+    if not any(s.alive for s in sightings) or any(s.busy for s in sightings if s.source == "process"):
+        return None
+    files = [s for s in sightings if s.source == "session" and not s.alive and s.last_activity is not None]
+    if not files:
+        return None
+    newest = max(files, key=lambda s: s.last_activity or 0.0)
+    mcp = [s.last_activity for s in sightings if s.source == "mcp" and s.last_activity is not None]
+    if not newest.waiting_kind or (mcp and max(mcp) > (newest.last_activity or 0.0) + NEWER_S):
         return None
     return newest
 

@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 from fleet.presence.files import CACHE
 
 MAX_FILES = 8
+PENDING_S = 5.0     # a tool call a session file shows unanswered this long waits on the person (FLAP_S's span)
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Sighting:
     idle: bool = False               # the agent's turn is known to be finished
     session: str = ""                # the agent's own session id (hook, session file) or `mcp:<id>`
     waiting_kind: str | None = None  # the agent is blocked on the person: permission | question | idle
-    waiting_since: float | None = None
+    waiting_since: float | None = None  # (from a hook, or from a session file: see Activity.sighting)
     ended: bool = False              # the agent's hook said the session ended
 
 
@@ -59,13 +60,19 @@ class Activity:
     files: list[str] = field(default_factory=list)   # absolute, or relative to `cwd`; newest first
     idle: bool = False
     busy: bool = False
-    at: float | None = None
+    at: float | None = None          # when the record that says how the turn stands was written
+    pending: str | None = None       # that record is a tool call still unanswered: permission | question
+    session: str = ""                # the agent's session id, where the file says it
 
     def sighting(self, agent: str, repo: str, mtime: float, now: float, session: str = "") -> "Sighting":
-        """This session file's evidence about `repo` (times in the future are clamped to `now`)."""
+        """This session file's evidence about `repo` (times in the future are clamped to `now`). What the file
+        says of waiting: a tool call of the kind that asks the person, unanswered for PENDING_S, or a finished
+        turn; the merge believes it only while the agent's process lives (fleet/presence/merge.py)."""
+        at = min(self.at if self.at is not None else mtime, now)
+        kind = self.pending if self.pending and now - at >= PENDING_S else "idle" if self.idle else None
         return Sighting(agent=agent, repo=repo, source="session", last_activity=min(mtime, now), branch=self.branch,
                         tool=self.tool, files=relative_files(repo, self.cwd, self.files), idle=self.idle,
-                        session=session)
+                        session=self.session or session, waiting_kind=kind, waiting_since=at if kind else None)
 
     def note_tool(self, name: str, args: object, keys: Iterable[str]) -> None:
         """Remember the newest tool name and the file paths its arguments name under `keys`."""

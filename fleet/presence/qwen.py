@@ -1,4 +1,4 @@
-"""Qwen Code: Claude-style JSONL chats at `projects/*/chats/*.jsonl` (`$QWEN_HOME` or `~/.qwen`)."""
+"""Qwen Code: Claude-style JSONL chats at `projects/*/chats/<session id>.jsonl` (`$QWEN_HOME` or `~/.qwen`)."""
 
 from __future__ import annotations
 
@@ -15,4 +15,4 @@ def detect(repos: list[str], now: float, home: Path, environ: Mapping[str, str],
            thresholds=DEFAULT_THRESHOLDS) -> list[Sighting]:
     root = env_dir("QWEN_HOME", ".qwen", environ, home)
     files = recent_files(root / "projects", "*/chats/*.jsonl", now - thresholds.recent)
-    return transcript_sightings("qwen", files, RepoMap.of(repos), now)
+    return transcript_sightings("qwen", files, RepoMap.of(repos), now, named=True)

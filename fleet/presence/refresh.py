@@ -19,6 +19,7 @@ from fleet.presence.merge import merge
 from fleet.presence.model import DEFAULT_THRESHOLDS, Sighting, Thresholds
 from fleet.presence.store import read_rows, replace_rows
 from fleet.presence.switches import presence_switches
+from fleet.presence.waits import WAITS
 from fleet.timespec import iso
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,8 @@ def refresh_presence(index, now: float | None = None, home: Path | str | None = 
     if switches["record_mcp_clients"]:
         found += bridge.sightings(index, repos, now, thresholds)
     found += hooks.sightings(index, repos, now, thresholds)
-    rows = merge(found, now, thresholds)
+    rows = merge(WAITS.apply(found, now), now, thresholds)
+    WAITS.settle(rows, now)
     for row in rows:
         record = records[row["repo"]]
         row["repo_id"] = record.get("id")

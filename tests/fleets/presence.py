@@ -34,7 +34,10 @@ def iso(ts: float) -> str:
 
 
 def claude_transcript(home: Path, folder: str, cwd: str, *, at: float, branch: str = "main",
-                      tools: list[tuple[str, dict]] = (), finished: bool = False, name: str = "s1") -> Path:
+                      tools: list[tuple[str, dict]] = (), finished: bool = False, name: str = "s1",
+                      pending: str | None = None) -> Path:
+    """A transcript as Claude Code writes it; `pending`: a last tool call (that tool's name) with no result yet,
+    as the file stands while Claude Code shows its permission prompt, or runs the tool."""
     base = {"sessionId": name, "version": "2.1.50", "cwd": cwd, "gitBranch": branch, "timestamp": iso(at)}
     records: list = [
         {"type": "summary", "summary": SECRET, "leafUuid": "x"},
@@ -48,6 +51,10 @@ def claude_transcript(home: Path, folder: str, cwd: str, *, at: float, branch: s
                         {"type": "tool_use", "id": f"t{i}", "name": tool, "input": {**args, "content": SECRET}}]}})
         records.append({**base, "type": "user", "uuid": f"r{i}", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": f"t{i}", "content": SECRET}]}})
+    if pending:
+        records.append({**base, "type": "assistant", "uuid": "p", "message": {
+            "role": "assistant", "stop_reason": "tool_use", "content": [
+                {"type": "tool_use", "id": "tp", "name": pending, "input": {"command": SECRET}}]}})
     if finished:
         records.append({**base, "type": "assistant", "uuid": "end", "message": {
             "role": "assistant", "stop_reason": "end_turn", "content": [{"type": "text", "text": SECRET}]}})
@@ -55,8 +62,9 @@ def claude_transcript(home: Path, folder: str, cwd: str, *, at: float, branch: s
                  tail='{"type": "user", "cwd": "/trunc')
 
 
-def claude_status(root: Path, pid: int, cwd: str, *, status: str, proc_start: int | str | None, at: float) -> Path:
-    doc = {"pid": pid, "sessionId": "s1", "cwd": cwd, "startedAt": int(at * 1000), "status": status,
+def claude_status(root: Path, pid: int, cwd: str, *, status: str, proc_start: int | str | None, at: float,
+                  session: str = "s1") -> Path:
+    doc = {"pid": pid, "sessionId": session, "cwd": cwd, "startedAt": int(at * 1000), "status": status,
            "statusUpdatedAt": int(at * 1000), "kind": "interactive", "entrypoint": "cli"}
     if proc_start is not None:
         doc["procStart"] = proc_start
