@@ -103,3 +103,51 @@ def test_enrolling_a_name_that_maps_to_an_enrolled_role_is_a_conflict(tmp_path, 
     assert proc.returncode == 1 and "[CONFLICT]" in proc.stderr and "lap-top" in proc.stderr, proc.stderr
     with psycopg.connect(first["dsn"]) as conn:                      # the first machine's login still works
         assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("lap-top",)
+
+
+def test_the_join_command_enroll_prints_puts_no_password_in_the_process_list(tmp_path, hub):  # noqa: F811
+    """`enroll` printed `fleetdeck team join '<DSN with the password>'`: run as shown, the password sat in
+    argv, readable by every local user in /proc/<pid>/cmdline while `join` ran. The printed command now carries
+    none; the password goes in on stdin (or a terminal prompt) and the machine still joins and pushes."""
+    import shlex
+    import subprocess
+
+    from tests.fleets.cli import fleetdeck_argv
+
+    admin = Machine(tmp_path, "admin")
+    admin.run("team", "init", hub)
+    m = Machine(tmp_path, "laptop")
+    build_fleet(m)
+    text = admin.run("team", "enroll", m.name, "--dsn", hub).stdout
+    password = psycopg.conninfo.conninfo_to_dict(text.split("\n  ", 1)[1].split("\n", 1)[0])["password"]
+    shown = next(line for line in text.splitlines() if line.startswith("On that machine: "))
+    assert password not in shown
+    argv = shlex.split(shown.removeprefix("On that machine: ").split(" (", 1)[0])
+    assert argv[:3] == ["fleetdeck", "team", "join"]
+    joined = subprocess.run(fleetdeck_argv(*argv[1:], "--password-stdin"), input=password + "\n", env=m.env,
+                            capture_output=True, text=True, timeout=120)
+    assert joined.returncode == 0, joined.stderr
+    assert password not in joined.stdout + joined.stderr
+    assert m.json("team", "push", "--once")["sent"]["repos"] == len(m.local("select id from repos"))
+
+
+def test_a_password_file_swapped_for_a_link_or_a_fifo_is_refused_not_read(tmp_path, monkeypatch):
+    """The password file is opened without following links and checked on the open file: a link to another
+    0600 file (the name swapped after a check) or a FIFO (a read that would block) is refused, never read."""
+    import os
+
+    from fleet.errors import FleetError
+    from fleet.team import config as team_config
+
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(tmp_path / "settings.toml"))
+    secret = tmp_path / "other-secret"
+    secret.write_text("not-the-hub-password\n")
+    secret.chmod(0o600)
+    path = team_config.password_path()
+    path.symlink_to(secret)
+    with pytest.raises(FleetError, match="regular file"):
+        team_config.read_password()
+    path.unlink()
+    os.mkfifo(path, 0o600)
+    with pytest.raises(FleetError, match="regular file"):
+        team_config.read_password()

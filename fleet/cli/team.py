@@ -7,6 +7,8 @@ a password), 2 usage. The password `enroll` prints is shown once; `join` keeps i
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 
 from fleet.cli.args import index_for
 from fleet.cli.output import emit, emit_json, shown
@@ -23,6 +25,19 @@ def _joined() -> config.TeamConfig:
     return found
 
 
+def _join_password(in_dsn: str | None, from_stdin: bool) -> str | None:
+    """The hub password for `join`: read from stdin (`--password-stdin`), asked for on a terminal, or the one
+    in the DSN. A password on the command line is readable by every local user in the process list while
+    `join` runs, so the printed join command carries none."""
+    if from_stdin:
+        if in_dsn:
+            raise FleetError("BAD_ARGUMENT", "the DSN carries a password and --password-stdin was given: use one")
+        return sys.stdin.readline(config.MAX_PASSWORD_BYTES).rstrip("\r\n") or None
+    if in_dsn is None and sys.stdin.isatty():
+        return getpass.getpass("hub password (empty: none, or from ~/.pgpass): ") or None
+    return in_dsn
+
+
 def cmd_team(args: argparse.Namespace) -> int:
     action = args.team_action
     if action == "init":
@@ -35,9 +50,11 @@ def cmd_team(args: argparse.Namespace) -> int:
         emit(args, made, f"machine {made['machine']} enrolled on {made['hub']} (role {made['role']}).\n"
                          "Its connection string, shown only now (the hub keeps only a verifier):\n"
                          f"  {made['dsn']}\n"
-                         f"On that machine: fleetdeck team join '{made['dsn']}' --machine {made['machine']}")
+                         f"On that machine: fleetdeck team join '{pg.without_password(made['dsn'])[0]}' --machine "
+                         f"{made['machine']} (it asks for the password; --password-stdin reads it from a pipe)")
     elif action == "join":
         dsn, password = pg.without_password(args.dsn)
+        password = _join_password(password, args.password_stdin)
         admin.join_check(dsn, password, args.machine)
         path = config.save(dsn, args.machine, args.share, password)
         emit(args, {"machine": args.machine, "hub": pg.hub_label(dsn), "settings": str(path)},
@@ -99,6 +116,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     a = actions.add_parser("join", help="push this machine's rows to the hub DSN as machine NAME")
     a.add_argument("dsn", metavar="DSN")
     a.add_argument("--machine", required=True, metavar="NAME")
+    a.add_argument("--password-stdin", action="store_true",
+                   help="read the machine's password from stdin (without it, a terminal is asked)")
     a.add_argument("--share", choices=config.SHARES, default="paths",
                    help="paths: rows as they are; names: repo names and states, no absolute path")
     a.add_argument("--json", action="store_true")

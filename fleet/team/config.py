@@ -7,7 +7,9 @@ leave` removes both. A settings file holding `[team]` stays the person's own: no
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from fleet.settings import load_settings, settings_path
 from fleet.team.rows import Share
 
 SHARES = ("paths", "names")
+MAX_PASSWORD_BYTES = 4096
 SECTION = re.compile(r"(?ms)^\[team\][^\n]*\n.*?(?=^\[|\Z)")
 
 
@@ -54,14 +57,21 @@ def load() -> TeamConfig | None:
 
 
 def read_password() -> str | None:
+    """The hub password `join` kept, or None. Opened without following a link and checked on the open file
+    itself (not a name that could be swapped between a check and the read): a regular file, the owner's only."""
     path = password_path()
     try:
-        st = path.lstat()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    if not path.is_file() or st.st_mode & 0o077:
-        raise FleetError("BAD_ARGUMENT", f"{path} must be a regular file readable by its owner only (chmod 600)")
-    return path.read_text(encoding="utf-8").strip() or None
+    except OSError as exc:
+        raise FleetError("BAD_ARGUMENT", f"{path} must be a regular file readable by its owner only (chmod 600)"
+                         f" ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.getuid():
+            raise FleetError("BAD_ARGUMENT", f"{path} must be a regular file readable by its owner only (chmod 600)")
+        return fh.read(MAX_PASSWORD_BYTES).decode("utf-8", "replace").strip() or None
 
 
 def save(hub: str, machine: str, share: str, password: str | None) -> Path:
