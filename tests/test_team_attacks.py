@@ -151,3 +151,32 @@ def test_a_password_file_swapped_for_a_link_or_a_fifo_is_refused_not_read(tmp_pa
     os.mkfifo(path, 0o600)
     with pytest.raises(FleetError, match="regular file"):
         team_config.read_password()
+
+
+def test_a_rebuilt_index_replaces_its_old_rows_on_the_hub(machines, hub):  # noqa: F811
+    """The index deleted and the fleet scanned again numbers repos and events afresh from 1: the hub kept the
+    old file's rows under the same keys (a record replaced only by a newer generation, events never), so it
+    showed repos and events that no longer exist, and missed the new ones. The hub now knows which index file
+    its rows came from and drops the old file's rows in the new file's first push."""
+    import shutil
+
+    laptop, desktop = machines
+    laptop.run("team", "push", "--once")
+    desktop.run("team", "push", "--once")
+    for suffix in ("", "-wal", "-shm"):
+        __import__("pathlib").Path(f"{laptop.db}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(laptop.fleet / "laptop-lib-hotfix")
+    git(laptop.fleet / "laptop-lib", "worktree", "prune")
+    shutil.rmtree(laptop.fleet / "work")                            # the first repo the old index numbered
+    commit_file(laptop.fleet / "laptop-web", "after.txt", "after the rebuild\n")
+    laptop.run("scan", str(laptop.fleet))
+    laptop.run("team", "push", "--once")
+    local = sorted(laptop.local("select id, name, generation from repos"))
+    assert sorted(hub_rows(hub, "select repo_id, name, generation from fleetdeck.repos "
+                                "where machine_id = 'laptop'")) == local
+    assert sorted(hub_rows(hub, "select id, ref, kind from fleetdeck.events where machine_id = 'laptop'")) \
+        == sorted(laptop.local("select id, ref, kind from events"))
+    assert sorted(hub_rows(hub, "select repo_id, path from fleetdeck.worktrees where machine_id = 'laptop'")) \
+        == sorted(laptop.local("select repo_id, path from worktrees"))
+    assert sorted(hub_rows(hub, "select repo_id, name, generation from fleetdeck.repos where machine_id = "
+                                "'desktop'")) == sorted(desktop.local("select id, name, generation from repos"))

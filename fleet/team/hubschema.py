@@ -131,11 +131,30 @@ CREATE POLICY decisions_own ON fleetdeck.decisions TO {MACHINES_ROLE}
     USING (machine_id = fleetdeck.current_machine()) WITH CHECK (machine_id = fleetdeck.current_machine());
 """
 
+# The index file a machine's rows came from (its `instance`, fleet/index/schema.py m008): a machine whose index
+# was deleted and rebuilt numbers its repos and events afresh, so the rows of the old file are dropped before
+# the new file's first push (fleet/team/push.py), instead of standing in for the new ones under reused keys.
+_M4 = f"""
+ALTER TABLE fleetdeck.machines ADD COLUMN instance text;
+CREATE FUNCTION fleetdeck.adopt_instance(inst text) RETURNS text LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ WITH old AS (SELECT name, instance FROM fleetdeck.machines WHERE role = session_user FOR UPDATE)
+          UPDATE fleetdeck.machines m SET instance = inst FROM old WHERE m.name = old.name
+          RETURNING old.instance $$;
+REVOKE EXECUTE ON FUNCTION fleetdeck.adopt_instance(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fleetdeck.adopt_instance(text) TO {MACHINES_ROLE};
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
     ("0003 decisions made on the hub", _M3),
+    ("0004 the index a machine's rows came from", _M4),
 )
+
+# What a machine's rebuilt index replaces on the hub: every table keyed by the index's own numbering (the
+# audit log is not the index's: its chain goes on).
+INDEX_TABLES = ("repos", "events", "lost", "presence", "proposals")
 
 
 def migrate(conn: Any) -> list[str]:

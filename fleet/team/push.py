@@ -28,7 +28,7 @@ from fleet.index import outbox
 from fleet.index.lost import lost_commits
 from fleet.index.store import Index, open_index
 from fleet.presence.store import read_rows as presence_rows
-from fleet.team import pg, rows
+from fleet.team import hubschema, pg, rows
 from fleet.team.config import TeamConfig
 from fleet.team.decisions import settle_waiting
 from fleet.timespec import iso
@@ -74,6 +74,7 @@ class Batch:
     lost_repos: list[int] = field(default_factory=list)
     rewound: int | None = None       # the index's rewind this batch settles (cleared once committed)
     resend_from: int | None = None   # the hub's events from this id on are deleted and sent again
+    instance: str | None = None      # the first batch: the index file these rows come from
     more: bool = False
 
     def count(self) -> dict[str, int]:
@@ -99,8 +100,10 @@ class Push:
         first = True
         while True:
             batch = self._batch(first)
+            if first:
+                batch.instance = str(self.index.meta("instance"))
             first = False
-            if batch.tables or batch.replace_presence or not batch.more:
+            if batch.tables or batch.replace_presence or not batch.more or batch.instance:
                 self._send(batch)
             outbox.advance(self.index, batch.moves, batch.sent, batch.rewound)
             for table, n in batch.count().items():
@@ -202,6 +205,8 @@ class Push:
         try:
             with self.conn.transaction():
                 cur = self.conn.cursor()
+                if batch.instance is not None:
+                    self._adopt(cur, batch.instance)
                 for table in COLUMNS:
                     if table in batch.tables:
                         self._copy(cur, table, batch.tables.get(table, []))
@@ -233,6 +238,19 @@ class Push:
                     cur.execute("SELECT fleetdeck.pushed(%s)", (self.config.share,))
         except pg_module.Error as exc:
             raise pg.unreachable(self.config.hub, exc, self.config.password()) from None
+
+    def _adopt(self, cur: Any, instance: str) -> None:
+        """Make `instance` the hub's record of this machine's index; when another index file pushed before (this
+        one was rebuilt: its repo and event ids start again), that file's rows go first, in this transaction."""
+        try:
+            cur.execute("SELECT fleetdeck.adopt_instance(%s)", (instance,))
+        except pg.psycopg().errors.UndefinedFunction:
+            raise FleetError("HUB_REFUSED", f"the hub {pg.hub_label(self.config.hub)} has an older schema than this "
+                                            "fleetdeck: an admin runs `fleetdeck team init ADMIN_DSN` once") from None
+        before = cur.fetchone()[0]
+        if before is not None and before != instance:
+            for table in hubschema.INDEX_TABLES:  # the repos' children go with them (ON DELETE CASCADE)
+                cur.execute(f"DELETE FROM fleetdeck.{table} WHERE machine_id = %s", (self.config.machine,))
 
     @staticmethod
     def _copy(cur: Any, table: str, data: list[tuple]) -> None:
