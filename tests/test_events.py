@@ -241,3 +241,18 @@ def test_cold_scan_records_a_branch_log_without_its_branch_as_deleted(tmp_path: 
     index.close()
     assert deleted == [(str(repo), "refs/heads/ghost", tip)]
     assert str(clean) not in {path for path, _, _ in deleted}
+
+
+def test_an_event_after_every_event_was_pruned_takes_a_new_id(fleet) -> None:
+    """Pruning every event (an idle fleet past its retention) left `event_rows` empty, and SQLite gave the next
+    event id 1 again: ids a reader that follows ids (team mode's outbox) had passed long ago."""
+    index, repo = fleet
+    highest = max(e["id"] for e in events(index))
+    held = len(events(index))
+    assert prune_events(index, 0, now=max(e["at"] for e in events(index)) + 1)["events_deleted"] == held
+    assert events(index) == []
+    commit_file(repo, "after.txt", "after\n", "after the prune")
+    refresh_repo(index, str(repo))
+    fresh = events(index)
+    assert [e["message"] for e in fresh] == ["commit: after the prune"] * len(fresh) and fresh
+    assert min(e["id"] for e in fresh) > highest

@@ -180,3 +180,25 @@ def test_a_rebuilt_index_replaces_its_old_rows_on_the_hub(machines, hub):  # noq
         == sorted(laptop.local("select repo_id, path from worktrees"))
     assert sorted(hub_rows(hub, "select repo_id, name, generation from fleetdeck.repos where machine_id = "
                                 "'desktop'")) == sorted(desktop.local("select id, name, generation from repos"))
+
+
+def test_events_after_a_prune_of_every_event_reach_the_hub(machines, hub):  # noqa: F811
+    """`prune-events` deleting every event let SQLite number the next ones from 1 again, below the outbox's
+    cursor: the hub never received them (and would have kept its old rows under those ids)."""
+    laptop = machines[0]
+    laptop.run("team", "push", "--once")
+    newest = laptop.local("select max(at) from events")[0][0]
+    import sqlite3
+
+    from fleet.index.events import prune_events
+    from fleet.index.store import open_index
+    with open_index(laptop.db) as index:
+        assert prune_events(index, 0, now=newest + 1)["events_deleted"] > 0
+    with sqlite3.connect(laptop.db) as conn:
+        assert conn.execute("select count(*) from events").fetchone() == (0,)
+    commit_file(laptop.fleet / "laptop-web", "later.txt", "later\n", "made after the prune")
+    laptop.run("scan")
+    laptop.run("team", "push", "--once")
+    ours = laptop.local("select id, ref, kind from events")
+    assert ours and set(ours) <= set(hub_rows(hub, "select id, ref, kind from fleetdeck.events "
+                                                   "where machine_id = 'laptop'"))

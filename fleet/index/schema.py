@@ -5,6 +5,8 @@ The schema version is the number of applied migrations (`Index.schema_version`).
 
 from __future__ import annotations
 
+import sqlite3
+
 from sqlite_utils import Database, Migrations
 
 migrations = Migrations("fleetdeck")
@@ -188,14 +190,19 @@ def m009_lean_history(db: Database) -> None:
     db.execute("DROP TABLE events")
     db.execute("CREATE INDEX event_rows_at ON event_rows (at)")
     db.execute("CREATE INDEX event_rows_repo_at ON event_rows (repo_id, at)")
+    _events_view(db.conn)
+
+
+def _events_view(conn: sqlite3.Connection) -> None:
+    """`events`, the view readers see over `event_rows`, with the triggers that let it be written."""
     columns = ", ".join(f"CASE WHEN r.id IS NULL THEN e.{c} ELSE r.{c} END AS {c}" if c in _EVENT_COPIES
                         else f"e.{c} AS {c}" for c in _EVENT_COLUMNS)
-    db.execute(f"CREATE VIEW events AS SELECT {columns} FROM event_rows e LEFT JOIN reflog r ON r.id = e.reflog_id")
+    conn.execute(f"CREATE VIEW events AS SELECT {columns} FROM event_rows e LEFT JOIN reflog r ON r.id = e.reflog_id")
     names = ", ".join(_EVENT_COLUMNS)
-    db.execute(f"CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN INSERT INTO event_rows ({names})"
-               f" VALUES ({', '.join('new.' + c for c in _EVENT_COLUMNS)}); END")
-    db.execute("CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
-               " DELETE FROM event_rows WHERE id = old.id; END")
+    conn.execute(f"CREATE TRIGGER events_insert INSTEAD OF INSERT ON events BEGIN INSERT INTO event_rows ({names})"
+                 f" VALUES ({', '.join('new.' + c for c in _EVENT_COLUMNS)}); END")
+    conn.execute("CREATE TRIGGER events_delete INSTEAD OF DELETE ON events BEGIN"
+                 " DELETE FROM event_rows WHERE id = old.id; END")
 
 
 @migrations()
@@ -255,3 +262,28 @@ def m014_team_outbox(db: Database) -> None:
     proposals, lost commits), a digest per row the hub holds. Advanced only after the hub committed."""
     db["team_cursors"].create({"kind": str, "value": int}, pk="kind", not_null={"value"})
     db["team_sent"].create({"kind": str, "key": str, "digest": str}, pk=("kind", "key"), not_null={"digest"})
+
+
+@migrations()
+def m015_event_ids_never_reused(db: Database) -> None:
+    """Event ids are never given twice (AUTOINCREMENT). A plain rowid table hands out max(id) + 1, so once
+    `prune-events` deleted the newest events (an idle fleet past its retention) new events took ids a
+    reader had already passed: team mode's outbox (fleet/index/outbox.py) sends events after the last id
+    the hub holds, and never sent them. The table is rebuilt with its rows, indexes, view and triggers, and
+    the sequence starts past the highest id the outbox has sent too, so ids already reused stop here."""
+    conn = db.conn
+    columns = ", ".join(_EVENT_COLUMNS)
+    conn.execute("DROP VIEW events")  # its INSTEAD OF triggers go with it
+    conn.execute("CREATE TABLE event_rows_new (id INTEGER PRIMARY KEY AUTOINCREMENT, repo_id INTEGER NOT NULL,"
+                 " ref TEXT NOT NULL, kind TEXT NOT NULL, at INTEGER NOT NULL, rewrote INTEGER, reflog_id INTEGER,"
+                 " old_sha TEXT, new_sha TEXT, identity TEXT, message TEXT)")
+    conn.execute(f"INSERT INTO event_rows_new ({columns}) SELECT {columns} FROM event_rows")
+    conn.execute("DROP TABLE event_rows")
+    conn.execute("ALTER TABLE event_rows_new RENAME TO event_rows")
+    conn.execute("CREATE INDEX event_rows_at ON event_rows (at)")
+    conn.execute("CREATE INDEX event_rows_repo_at ON event_rows (repo_id, at)")
+    _events_view(conn)
+    sent = conn.execute("SELECT value FROM team_cursors WHERE kind = 'events'").fetchone()
+    floor = max(sent[0] if sent else 0, conn.execute("SELECT ifnull(max(id), 0) FROM event_rows").fetchone()[0])
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'event_rows'")
+    conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('event_rows', ?)", (floor,))

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/index/schema.py; an index at this version opens without loading them.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 HISTORY_KEY = "history_backlog"  # meta: {total, ids} of the repos stored before their reflog history
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
