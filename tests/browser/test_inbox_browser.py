@@ -109,3 +109,39 @@ def test_inbox_page_approves_a_low_risk_proposal_inline_and_is_axe_clean(browser
         assert service.show(index, made["proposal_id"])["status"] == "completed"
     finally:
         context.close()
+
+
+FOCUSED = "() => { const li = document.activeElement.closest('[data-key]'); return li ? li.dataset.key : null; }"
+
+
+def test_inbox_is_keyboard_driven_like_the_queue_and_keeps_the_focus_through_live_updates(browser, served):
+    """j/k move through the items (across the groups), Enter opens the focused item's page; an item that
+    arrives over the event stream re-renders the list without taking the focus off the item you are on."""
+    server, index, built = served
+    first = service.propose(index, "claude-code", "branch", str(built["work"]), {"name": "keys-a"}, "a branch")
+    second = service.propose(index, "codex", "branch", str(built["work"]), {"name": "keys-b"}, "another")
+    context = browser.new_context()
+    tab = context.new_page()
+    try:
+        sign_in_tab(tab, server, "/inbox")
+        tab.wait_for_selector("#live-status.on")
+        keys = tab.eval_on_selector_all("#inbox-live li.inbox-item", "els => els.map(e => e.dataset.key)")
+        assert keys[:2] == [f"proposal:{first['proposal_id']}", f"proposal:{second['proposal_id']}"]
+        tab.keyboard.press("j")
+        assert tab.evaluate(FOCUSED) == keys[0]
+        tab.keyboard.press("j")
+        assert tab.evaluate(FOCUSED) == keys[1]
+        tab.keyboard.press("k")
+        tab.keyboard.press("j")
+        assert tab.evaluate(FOCUSED) == keys[1]
+        hook(built["db"], built["work"], "Notification", session_id="keys-live", notification_type="idle_prompt")
+        wait_for(lambda: tab.locator("#inbox-live li.inbox-item").count() == len(keys) + 1, "the new item", 5)
+        assert tab.evaluate(FOCUSED) == keys[1]                          # still on the item it was on
+        tab.keyboard.press("k")
+        assert tab.evaluate(FOCUSED) == keys[0]
+        tab.keyboard.press("Enter")
+        tab.wait_for_url(f"**/proposals/{first['proposal_id']}", timeout=10000)
+    finally:
+        context.close()
+        for made in (first, second):
+            service.reject(index, made["proposal_id"], "cli", "keys done")

@@ -86,6 +86,10 @@
     inFlight = true;
     const focusedId = document.activeElement && document.activeElement.closest
       ? (document.activeElement.closest("[data-repo-id]") || {}).dataset : null;
+    // An inbox item's link that j/k put the focus on keeps it across the update (its item, by its key).
+    const focusedItem = document.activeElement && document.activeElement.matches &&
+      document.activeElement.matches("[data-key] .repo-link")
+      ? document.activeElement.closest("[data-key]").dataset.key : null;
     fetch(fragmentUrl(), { headers: { Accept: "text/html" }, credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
       .then(function (html) {
@@ -106,6 +110,9 @@
         if (focusedId && focusedId.repoId) {
           const link = region.querySelector('tr[data-repo-id="' + focusedId.repoId + '"] a');
           if (link) link.focus();
+        } else if (focusedItem) {
+          const item = region.querySelector('[data-key="' + CSS.escape(focusedItem) + '"] .repo-link');
+          if (item) item.focus();
         }
         region.dispatchEvent(new CustomEvent("fleetdeck:patched", { bubbles: true }));
       })
@@ -346,7 +353,8 @@
     });
   }
 
-  // ---- keyboard: / search, j/k move through repos, g back to the queue ----------------------------------------
+  // ---- keyboard: / search, j/k move through the queue's repos or the inbox's items (Enter opens the focused
+  // link: the repo, the proposal), g back to the queue ------------------------------------------------------------
   document.addEventListener("keydown", function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const tag = (ev.target.tagName || "").toLowerCase();
