@@ -336,3 +336,33 @@ def test_guard_asks_copilot_cli_in_its_own_protocol(fleet, tmp_path: Path) -> No
     qwen = _hook("qwen-code", db, env, {**_payload(repo, "git clean -fd"), "tool_name": "run_shell_command"})
     out = json.loads(qwen.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "ask" and "uncommitted" in out["permissionDecisionReason"]
+
+
+def test_goose_gets_a_plugin_of_its_own_and_uninstall_takes_it_away(tmp_path: Path) -> None:
+    """Goose loads hooks only from plugins: fleetdeck's is ~/.agents/plugins/fleetdeck (a manifest and
+    hooks/hooks.json); uninstall removes both and the folders, and leaves the person's other plugins."""
+    env = _env(tmp_path)
+    other = tmp_path / "home" / ".agents" / "plugins" / "mine" / "plugin.json"
+    other.parent.mkdir(parents=True)
+    other.write_text('{"name": "mine"}')
+    install("goose", tmp_path / "fleet.db", None, env)
+    plugin = tmp_path / "home" / ".agents" / "plugins" / "fleetdeck"
+    (group,) = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]["PreToolUse"]
+    assert group["matcher"] == "^(developer__shell|developer__write|developer__edit)$"
+    assert group["hooks"][0]["timeout"] == 10 and "fleet.agenthooks goose" in group["hooks"][0]["command"]
+    assert json.loads((plugin / "plugin.json").read_text())["name"] == "fleetdeck"
+    uninstall("goose", tmp_path / "fleet.db", env)
+    assert not plugin.exists() and other.read_text() == '{"name": "mine"}'
+
+
+def test_guard_blocks_in_gooses_protocol(fleet, tmp_path: Path) -> None:
+    repo, db, env = fleet
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    payload = {"event": "PreToolUse", "session_id": "g", "tool_name": "developer__shell", "working_dir": str(repo),
+               "tool_input": {"command": "git reset --hard && git clean -fd"}, "tool_call_id": "c"}
+    done = _hook("goose", db, env, payload)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["decision"] == "block" and "would discard 2 uncommitted files" in answer["reason"]
+    harmless = _hook("goose", db, env, {**payload, "tool_input": {"command": "ls"}})
+    assert harmless.returncode == 0 and harmless.stdout == ""

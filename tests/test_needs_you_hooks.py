@@ -233,3 +233,37 @@ def test_qwen_code_events_drive_the_state(fleet) -> None:
     hook("qwen-code", db, env, repo, "SessionEnd", session="q1", reason="prompt_input_exit")
     assert {r["agent"]: r["state"] for r in presence(db, env)}["qwen"] == "recent"
     assert SECRET.encode() not in db.read_bytes()
+
+
+def goose_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> str:
+    """Run the command `fleetdeck hooks install goose` put in its plugin's hooks/hooks.json for `event`, as
+    Goose runs it (`sh -c`, the payload of its hooks guide on stdin)."""
+    plugin = Path(env["HOME"]) / ".agents" / "plugins" / "fleetdeck"
+    if not (plugin / "hooks" / "hooks.json").exists():
+        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "goose"), env=env, check=True,
+                       capture_output=True)
+    assert json.loads((plugin / "plugin.json").read_text())["name"] == "fleetdeck"
+    (group,) = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"][event]
+    done = subprocess.run(["sh", "-c", group["hooks"][0]["command"]], input=json.dumps({"event": event, **payload}),
+                          capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+def test_goose_events_drive_the_state(fleet) -> None:
+    """Goose names a folder only on tool events; its session's later events belong to the repo those named."""
+    repo, db, env = fleet
+    goose_hook(db, env, "SessionStart", {"session_id": "g-1"})
+    assert presence(db, env) == []                                   # no folder named yet: nothing to say
+    assert goose_hook(db, env, "PreToolUse", {
+        "session_id": "g-1", "matcher_context": "developer__shell", "tool_name": "developer__shell",
+        "tool_input": {"command": "ls"}, "working_dir": str(repo), "tool_call_id": "c1"}) == ""
+    assert [(r["agent"], r["state"], r["session"]) for r in presence(db, env)] == [("goose", "working", "g-1")]
+    goose_hook(db, env, "Stop", {"session_id": "g-1", "last_assistant_message": SECRET})
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"]) == ("waiting", "idle")
+    goose_hook(db, env, "UserPromptSubmit", {"session_id": "g-1", "matcher_context": SECRET, "message": SECRET})
+    assert presence(db, env)[0]["state"] == "working"
+    goose_hook(db, env, "SessionEnd", {"session_id": "g-1"})
+    assert [r["state"] for r in presence(db, env)] == ["recent"]
+    assert SECRET.encode() not in db.read_bytes()

@@ -36,7 +36,7 @@ def fleet(tmp_path: Path):
 
     def agent_process(name: str, *argv: str) -> subprocess.Popen:
         """A live process the process table names `name` (a copy of a system program under that name)."""
-        program = tmp_path / "bin" / name
+        program = tmp_path / ("shell" if argv else "sleep") / name     # bash runs argv; sleep just lives
         program.parent.mkdir(exist_ok=True)
         if not program.exists():
             shutil.copy("/bin/bash" if argv else "/bin/sleep", program)

@@ -5,10 +5,11 @@ uninstalling removes exactly those entries, and when the file is otherwise as it
 bytes. What was there before is kept in `installed-hooks.json` beside the index. Agents whose hook system is
 documented are in AGENTS; the rest are listed in UNSUPPORTED with the reason.
 
-Two layouts: Claude Code, Codex, Gemini CLI and Qwen Code group entries under a matcher (`{event: [{matcher,
+Two layouts: Claude Code, Codex, Gemini CLI, Qwen Code and Goose group entries under a matcher (`{event: [{matcher,
 hooks: [entry]}]}`); GitHub Copilot CLI lists entries per event with the matcher inside each (`{version: 1,
 hooks: {event: [entry]}}`), reads every `*.json` of its user hooks folder (fleetdeck's own file there is
 `fleetdeck.json`), and does not name the event in its camelCase payloads, so its command carries the event.
+Goose loads hooks only from plugins: fleetdeck's is `~/.agents/plugins/fleetdeck/` (a manifest beside).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class AgentHooks:
     timeout_key: str = "timeout"
     base: tuple[tuple[str, object], ...] = ()   # top-level keys a file fleetdeck creates starts with
     event_arg: bool = False             # the payload does not name its event: the command line does
+    companion: tuple[str, dict] | None = None   # a file beside the settings that makes them load (Goose's plugin
+                                                # manifest), made with the settings and gone with them
 
     def entry(self, command: str) -> dict:
         entry = {"type": "command", self.command_key: command, self.timeout_key: self.timeout}
@@ -91,6 +94,15 @@ AGENTS: dict[str, AgentHooks] = {
          "userPromptSubmitted": None, "notification": "permission_prompt|elicitation_dialog", "agentStop": None,
          "sessionStart": None, "sessionEnd": None}, 10, flat=True, command_key="bash", timeout_key="timeoutSec",
         base=(("version", 1),), event_arg=True),
+    "goose": AgentHooks(
+        "goose", lambda env: _home(env) / ".agents" / "plugins" / "fleetdeck" / "hooks" / "hooks.json",
+        {"PreToolUse": "^(developer__shell|developer__write|developer__edit)$", "UserPromptSubmit": None,
+         "Stop": None, "SessionStart": None, "SessionEnd": None}, 10,
+        companion=("../plugin.json", {"name": "fleetdeck", "version": "1.0.0",
+                                      "description": "fleetdeck: a snapshot before goose changes files, and goose's "
+                                                     "presence (fleetdeck hooks uninstall goose removes it)"}),
+        note="Goose has no `ask` answer: with guard = \"ask\" a destructive command is blocked with the reason; "
+             "its permission prompts have no hook, so it shows waiting only when its turn ended"),
     "qwen-code": AgentHooks(
         "qwen-code",
         lambda env: env_dir("QWEN_HOME", ".qwen", env, _home(env)) / "settings.json",
@@ -101,9 +113,9 @@ AGENTS: dict[str, AgentHooks] = {
 
 UNSUPPORTED = {
     "aider": "no hook system (its --lint-cmd/--test-cmd run after edits, not before a command)",
-    "cursor": "its command hooks (~/.cursor/hooks.json, cursor.com/docs/agent/hooks) are not wired in yet",
+    "cursor": "its command hooks (~/.cursor/hooks.json) are documented, but not what an answer without "
+              "`permission` does to Cursor's own approval; not wired in yet",
     "opencode": "extended by JavaScript plugins, not command hooks",
-    "goose": "its hooks come only from plugins (~/.agents/plugins/<name>/hooks/hooks.json); not wired in yet",
     "cline": "its hooks are executable files named after each event (~/Documents/Cline/Hooks/), "
              "not a settings entry fleetdeck can add and take back; not wired in yet",
     "amp": "no documented command hooks",
@@ -227,9 +239,39 @@ def install(agent: str, db_path: str | os.PathLike[str], db_option: str | None,
     state = _state(db_path)
     if not present:                     # what was there before fleetdeck's first entry
         state[str(path)] = {"agent": agent, "original": None if original is None else original.decode("utf-8")}
+        companion = _companion(spec, path)
+        if companion is not None and not companion.exists():
+            _write(companion, _companion_bytes(spec))
+            state[str(path)]["companion"] = str(companion)
     _save_state(db_path, state)
     _write(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
     return {"agent": agent, "settings": str(path), "installed": True, "changed": True, "note": spec.note}
+
+
+def _companion(spec: AgentHooks, path: Path) -> Path | None:
+    return Path(os.path.normpath(path.parent / spec.companion[0])) if spec.companion else None
+
+
+def _companion_bytes(spec: AgentHooks) -> bytes:
+    return (json.dumps(spec.companion[1], indent=2) + "\n").encode("utf-8") if spec.companion else b""
+
+
+def _remove_companion(spec: AgentHooks, path: Path, saved: dict) -> None:
+    """The companion file install made, unless the person changed it; then the folders it left empty."""
+    made = saved.get("companion")
+    if not made:
+        return
+    companion = Path(made)
+    try:
+        if companion.read_bytes() == _companion_bytes(spec):
+            companion.unlink()
+    except OSError:
+        pass
+    for folder in (path.parent, companion.parent):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass                        # not empty: something else lives there
 
 
 def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> dict:
@@ -259,6 +301,8 @@ def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str
             _write(path, original.encode("utf-8"))
     else:
         _write(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
+    if saved is not None and not path.exists():
+        _remove_companion(spec, path, saved)
     _save_state(db_path, state)
     return {"agent": agent, "settings": str(path), "installed": False, "changed": True}
 

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 DEADLINE = 8.0
 MAX_INPUT = 1024 * 1024
 MAX_COMMAND = 500
-ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny", "copilot-cli": "ask", "qwen-code": "ask"}
+ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny", "copilot-cli": "ask", "qwen-code": "ask",
+          "goose": "block"}
 TOOL_EVENTS = ("PreToolUse", "BeforeTool")
 
 
@@ -109,8 +110,7 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
 def handle(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
     """Record the session's presence, then (before a tool call that may change files) `decide`."""
     event = payload.get("hook_event_name", "PreToolUse")
-    cwd = payload.get("cwd")
-    if event_state(agent, payload) is not None and db_path.exists() and isinstance(cwd, str) and os.path.isabs(cwd):
+    if event_state(agent, payload) is not None and db_path.exists():    # (its cwd is judged there)
         with open_index(db_path) as index:
             recorded = record_hook_event(index, agent, payload)
         if recorded is not None:
@@ -131,6 +131,8 @@ def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
         out.write(json.dumps({"decision": word, "reason": reason}) + "\n")
     elif agent == "copilot-cli":
         out.write(json.dumps({"permissionDecision": word, "permissionDecisionReason": reason}) + "\n")
+    elif agent == "goose":
+        out.write(json.dumps({"decision": word, "reason": reason}) + "\n")
     else:
         out.write(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": word,
                                                      "permissionDecisionReason": reason}}) + "\n")
@@ -151,10 +153,10 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
             payload = json.loads(stdin.read(MAX_INPUT + 1)[:MAX_INPUT] or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("the hook's input is not a JSON object")
-            if agent == "copilot-cli":
-                from fleet.agenthooks.copilot import normalize
+            if agent in ("copilot-cli", "goose"):
+                from fleet.agenthooks import payloads
 
-                payload = normalize(event, payload)
+                payload = payloads.NORMALIZE[agent](event, payload)
             result["verdict"] = handle(agent, payload, Path(db) if db else default_db_path())
         except Exception as exc:        # never break the agent: say it, allow
             result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"

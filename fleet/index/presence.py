@@ -103,6 +103,12 @@ class PresenceRows:
         return self._conn.execute("SELECT state, waiting_kind, waiting_since, left_waiting_at FROM presence_hooks "
                                   "WHERE agent = ? AND repo = ? AND session = ?", (agent, repo, session)).fetchone()
 
+    def hook_repo(self, agent: str, session: str) -> str | None:
+        """The repository a hook session's newest record is in (for events that name no folder)."""
+        row = self._conn.execute("SELECT repo FROM presence_hooks WHERE agent = ? AND session = ? "
+                                 "ORDER BY at DESC LIMIT 1", (agent, session)).fetchone()
+        return row[0] if row else None
+
     def put_hook(self, agent: str, repo: str, session: str, state: str, waiting_kind: str | None,
                  waiting_since: float | None, left_waiting_at: float | None, tool: str | None, at: float) -> None:
         self._conn.execute("INSERT OR REPLACE INTO presence_hooks (agent, repo, session, state, waiting_kind, "

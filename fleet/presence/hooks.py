@@ -63,15 +63,18 @@ def record_hook_event(index, agent: str, payload: dict, now: float | None = None
     found = event_state(agent, payload)
     session = clean_session(payload.get("session_id"))
     cwd = payload.get("cwd")
-    if found is None or not session or not isinstance(cwd, str) or not os.path.isabs(cwd):
+    who = agent_id(agent)
+    if found is None or not session:
         return None
     records = index.summaries()
-    repo = RepoMap([r["path"] for r in records]).find(cwd)
-    if repo is None:
+    if isinstance(cwd, str) and os.path.isabs(cwd):
+        repo = RepoMap([r["path"] for r in records]).find(cwd)
+    else:                           # an event that names no folder (Goose's): the repo its session's tools named
+        repo = index.presence.hook_repo(who, session) if cwd is None else None
+    if repo is None or not any(r["path"] == repo for r in records):
         return None
     record = next(r for r in records if r["path"] == repo)
     state, kind = found
-    who = agent_id(agent)
     now = time.time() if now is None else now
     tool = payload.get("tool_name")
     tool = tool[:64] if isinstance(tool, str) and state != "open" else None
