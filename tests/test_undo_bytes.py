@@ -194,3 +194,23 @@ def test_a_restore_point_never_reads_through_a_folder_swapped_for_a_link(ops_fle
     assert undone["status"] == "completed", undone["error"]
     assert os.readlink(work / "lib") == str(outside)   # the link back, as it was
     assert (outside / "id_rsa").read_text() == "PRIVATE KEY\n"
+
+
+def test_a_repo_whose_index_has_stale_stat_data_can_be_changed_and_undone(ops_fleet):
+    """A tracked file touched (same bytes, new mtime) leaves the index's stat data stale, as any editor's save
+    or a build does. The restore point's `git stash create` ran without optional locks, could not refresh the
+    index, and exited 1: every approval there failed (GIT_FAILED) until the person ran `git update-index
+    --refresh`. The restore point now refreshes the index (stat data only) before it saves anything."""
+    work = ops_fleet["work"]
+    git(work, "checkout", "-q", "--", ".")                      # no change to stash: only stale stat data
+    tracked = next(p for p in git(work, "ls-files").splitlines() if (work / p).is_file())
+    stamp = os.stat(work / tracked).st_mtime + 5
+    os.utime(work / tracked, (stamp, stamp))
+    assert git(work, "--no-optional-locks", "diff-files", "--name-only").strip() == tracked  # stat differs
+    before = exact(work)
+    done = run(ops_fleet, "branch", {"name": "side", "checkout": True})
+    assert done["status"] == "completed", done["error"]
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/side"
+    undone = service.undo(ops_fleet["index"], done["id"], "cli")
+    assert undone["status"] == "completed", undone["error"]
+    assert exact(work) == before

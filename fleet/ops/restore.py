@@ -54,6 +54,10 @@ def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_cont
                                                       *writeset.expand(repo, writes or [])])))
     saved_refs = {ref: ref_sha(repo, ref) for ref in dict.fromkeys([*refs, *([head_ref] if head_ref else [])])}
     index_tree = text(exec_git(repo, ["write-tree"]).stdout).strip()
+    # `stash create` must refresh the index's stat data to tell a touched file from a changed one, and without
+    # optional locks (the person's git as fleetdeck runs it) cannot, and fails: refreshed here first (stat
+    # data only; `-q` goes on past files that really changed, which the snapshot then holds).
+    exec_git(repo, ["update-index", "-q", "--refresh"], check=False)
     snapshot = text(exec_git(repo, ["stash", "create"], literal=False).stdout).strip() or None
     files_commit = savedfiles.files_commit(repo, point_id, files)
     keep = {"HEAD": head, "stash": snapshot, "files": files_commit,
