@@ -47,6 +47,8 @@ LAZY = {
                             "load only for a call that needs them",
     "fleet.audit": "cryptography loads when the log is opened or verified, not with `from fleet import audit`",
     "fleet.presence": "an agent's hook records presence without loading every detector (refresh)",
+    "fleet.index.digestq": "the index's digest queries load git's runner only when recoverable commits are asked "
+                           "for (an agent's hook opens the index)",
     "fleet.index.store": "an agent's hook opens the index: sqlite_utils (migrations) and git's readers load only "
                          "when a scan stores repositories",
 }

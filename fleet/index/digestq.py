@@ -1,8 +1,8 @@
 """The digest's queries (`fleet.views.digest`): events in a window, their groups, and the fleet's state.
 
 Every method takes the window as (start, scope: repo ids or None for the whole fleet, kinds or None for
-all) and returns plain rows; the digest shapes them. A second engine implements this class over the same
-tables (`event_rows`, the `events` view, `repos`, `branches`, `stashes`).
+all) and returns plain rows; the digest shapes them. A second engine implements the same methods over its own
+tables (`fleet.index.reader.DigestSource`; the team hub's is fleet/team/hubread.py).
 """
 
 from __future__ import annotations
@@ -90,6 +90,37 @@ class DigestQueries:
         return self.index.conn.execute(
             "select r.name, s.idx, s.message, s.at from stashes s join repos r on r.id = s.repo_id"
             f" where r.gone = 0 and s.at < ?{in_scope} order by s.at", [stale, *args]).fetchall()
+
+    def stashes(self, repo_ids: list[int] | None) -> list[tuple]:
+        """(repo id, at (ISO), message) of every stash the repos hold (all repos: None)."""
+        where = "" if repo_ids is None else f" where repo_id in ({', '.join('?' * len(repo_ids))})"
+        return self.index.conn.execute(f"select repo_id, at, message from stashes{where}",
+                                       list(repo_ids or [])).fetchall()
+
+    def repo_events(self, repo_id: int, limit: int) -> list[tuple]:
+        """(id, ref, kind, old, new, at, identity, message, rewrote) of one repo's newest `limit` events."""
+        return self.index.conn.execute(
+            "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
+            " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
+
+    def of_kind(self, kind: str, since: float | None, repo_ids: list[int] | None) -> list[tuple]:
+        """(repo name, repo path, at, old, new, identity, message) of every `kind` event, newest first."""
+        where, args = ["e.kind = ?"], [kind]
+        if since is not None:
+            where.append("e.at >= ?")
+            args.append(int(since))
+        if repo_ids is not None:
+            where.append(f"e.repo_id IN ({', '.join('?' * len(repo_ids))})")
+            args.extend(repo_ids)
+        return self.index.conn.execute(
+            "SELECT r.name, r.path, e.at, e.old_sha, e.new_sha, e.identity, e.message FROM event_rows e "
+            f"JOIN repos r ON r.id = e.repo_id WHERE {' AND '.join(where)} ORDER BY e.at DESC", args).fetchall()
+
+    def recoverable(self, since: float | None, repo_ids: list[int] | None) -> dict:
+        """The commits events dropped that no ref reaches (`fleet.index.lost.lost_commits`: asked of git)."""
+        from fleet.index.lost import lost_commits   # git's reads: only when recoverable commits are asked for
+
+        return lost_commits(self.index, since=since, repo_ids=repo_ids)
 
     def rewrites(self, start: float, scope: list[int] | None) -> list[tuple]:
         """(repo, ref, kind, old, new, at, message) of each event since `start` that rewrote history."""

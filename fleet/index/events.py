@@ -463,9 +463,7 @@ def _logs_without_branch(prepared: "Prepared") -> bool:
 
 def repo_events(index: "Index", repo_id: int, limit: int = 60) -> list[dict]:
     """One repo's newest `limit` events, newest first (`at` in unix seconds, `rewrote` None when unknown)."""
-    rows = index.conn.execute(
-        "select id, ref, kind, old_sha, new_sha, at, identity, message, rewrote from events where repo_id = ?"
-        " order by at desc, id desc limit ?", (repo_id, limit)).fetchall()
+    rows = index.digest.repo_events(repo_id, limit)
     stashes = stash_times(index, [repo_id])
     return [as_stash({"id": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": r[5],
                       "identity": r[6], "message": r[7], "rewrote": None if r[8] is None else bool(r[8])},
@@ -479,10 +477,8 @@ def stash_times(index: "Index", repo_ids: list[int] | None) -> dict[tuple[int, i
     """(repo id, unix second) -> the message of each stash the repo still holds, made at that second."""
     from datetime import datetime
 
-    where = "" if repo_ids is None else f" where repo_id in ({', '.join('?' * len(repo_ids))})"
     out = {}
-    for repo_id, at, message in index.conn.execute(f"select repo_id, at, message from stashes{where}",
-                                                   list(repo_ids or [])):
+    for repo_id, at, message in index.digest.stashes(repo_ids):
         try:
             out[(repo_id, int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()))] = message or ""
         except (AttributeError, ValueError):
@@ -560,16 +556,7 @@ def add_seen_event(index: "Index", repo_id: int, ref: str, kind: str, at: int, o
 def events_of_kind(index: "Index", kind: str, since: float | None = None,
                    repo_ids: list[int] | None = None) -> list[tuple]:
     """(repo name, repo path, at, old, new, identity, message) of every `kind` event, newest first."""
-    where, args = ["e.kind = ?"], [kind]
-    if since is not None:
-        where.append("e.at >= ?")
-        args.append(int(since))
-    if repo_ids is not None:
-        where.append(f"e.repo_id IN ({', '.join('?' * len(repo_ids))})")
-        args.extend(repo_ids)
-    return index.conn.execute(
-        "SELECT r.name, r.path, e.at, e.old_sha, e.new_sha, e.identity, e.message FROM event_rows e "
-        f"JOIN repos r ON r.id = e.repo_id WHERE {' AND '.join(where)} ORDER BY e.at DESC", args).fetchall()
+    return index.digest.of_kind(kind, since, repo_ids)
 
 
 def count_of_kind(index: "Index", kind: str, since: int) -> int:

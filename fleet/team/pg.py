@@ -74,13 +74,17 @@ def without_password(dsn: str) -> tuple[str, str | None]:
 
 
 def connect(dsn: str, password: str | None = None, *, autocommit: bool = False,
-            timeout: float = CONNECT_TIMEOUT_S) -> Any:
-    """A connection with a connect timeout and a statement timeout, or HUB_UNREACHABLE naming the host."""
+            timeout: float = CONNECT_TIMEOUT_S, read_only: bool = False) -> Any:
+    """A connection with a connect timeout and a statement timeout, or HUB_UNREACHABLE naming the host.
+    `read_only`: every transaction of the session is read-only (the hub dashboard's: whatever role the DSN
+    names, nothing it runs can write)."""
     pg = psycopg()
     extra = {"password": password} if password else {}
+    options = f"-c statement_timeout={STATEMENT_TIMEOUT_MS}" + (" -c default_transaction_read_only=on"
+                                                                 if read_only else "")
     try:
         conn = pg.connect(secured(dsn), connect_timeout=max(1, int(timeout)), autocommit=autocommit,
-                          options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", application_name="fleetdeck",
+                          options=options, application_name="fleetdeck",
                           keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3,
                           tcp_user_timeout=TCP_USER_TIMEOUT_MS, **extra)
     except pg.Error as exc:

@@ -7,7 +7,6 @@ from fleet.index.events import repo_events
 from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
 from fleet.index.freshness import history_progress
-from fleet.index.lost import lost_commits
 from fleet.timespec import iso
 
 
@@ -51,7 +50,7 @@ def timeline(index, repo_id: int, limit: int = 60) -> list[dict]:
     """The repo's newest events (kept by the index after git expires its reflogs), each with `when` (ISO) and
     `recoverable`: the sha of the commit this very event dropped when no ref reaches it any more."""
     events = repo_events(index, repo_id, limit)
-    dropped = {(c["sha"], c["dropped_at"], c["ref"]) for c in lost_commits(index, repo_ids=[repo_id])["commits"]}
+    dropped = {(c["sha"], c["dropped_at"], c["ref"]) for c in index.digest.recoverable(None, [repo_id])["commits"]}
     for event in events:
         event["when"] = iso(event["at"])
         event["recoverable"] = event["old_sha"] if (event["old_sha"], event["at"], event["ref"]) in dropped else None

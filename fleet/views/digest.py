@@ -19,7 +19,6 @@ from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.events import KINDS, as_stash, stash_times
 from fleet.index.freshness import history_progress
-from fleet.index.lost import lost_commits
 from fleet.timespec import iso
 from fleet.snapshot.events import KIND as DISCARDED
 from fleet.snapshot.events import details as discarded_details
@@ -185,7 +184,7 @@ def fleet_state(index: "Index", start: float, scope: list[int] | None, now: floa
                for r in queries.stashes_before(iso(now - STALE_STASH_S), scope)]
     rewrites = [{"repo": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": iso(r[5]),
                  "message": r[6]} for r in queries.rewrites(start, scope)]
-    lost = lost_commits(index, since=start, repo_ids=scope)
+    lost = queries.recoverable(start, scope)
     return {
         "unpushed": unpushed[:SUMMARY_CAP], "unpushed_count": len(unpushed),
         "dirty": dirty[:SUMMARY_CAP], "dirty_count": len(dirty),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 from fleet.caps import cap, check_int, parse_int
 from fleet.errors import FleetError
@@ -105,14 +106,23 @@ def counts(entries: list[dict], presence_rows: list[dict]) -> dict[str, int]:
             "agents_working": sum(1 for r in presence_rows if r["state"] == "working")}
 
 
-def _matches(entry: dict, f: QueueFilter, by_repo: dict[str, list[dict]]) -> bool:
+AgentsOf = Callable[[dict], list[dict]]   # a queue entry -> the agents present in its repo
+
+
+def agents_of_paths(presence_rows: list[dict]) -> AgentsOf:
+    """The agents of an entry by its repo's path (one fleet: a path names one repo)."""
+    by_repo = agents_by_repo(presence_rows)
+    return lambda entry: by_repo.get(entry["path"], [])
+
+
+def _matches(entry: dict, f: QueueFilter, agents_of: AgentsOf) -> bool:
     if f.root and entry["root"] != f.root:
         return False
     if f.attention_only and entry["status"] == "clean":
         return False
     if f.reason and not any(r["code"] == f.reason for r in entry["reasons"]):
         return False
-    if f.agent and not any(a["agent"] == f.agent for a in by_repo.get(entry["path"], ())):
+    if f.agent and not any(a["agent"] == f.agent for a in agents_of(entry)):
         return False
     if f.q:
         needle = f.q.casefold()
@@ -130,13 +140,19 @@ def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = No
     entries that match the filter, `omitted_count` = those not on this page); the rest drives the page.
     """
     presence_rows = presence_rows or []
-    by_repo = agents_by_repo(presence_rows)
     entries = radar(index, include_clean=True, extra_sources=REASON_SOURCES)
-    shown = [e for e in entries if _matches(e, f, by_repo)]
+    return queue_page(entries, f, presence_rows, index.roots(), agents_of_paths(presence_rows))
+
+
+def queue_page(entries: list[dict], f: QueueFilter, presence_rows: list[dict], roots: list[str],
+               agents_of: AgentsOf) -> dict:
+    """`attention_queue` over ranked `entries` (one fleet's, or the hub's across machines)."""
+    shown = [e for e in entries if _matches(e, f, agents_of)]
     pages = max(1, math.ceil(len(shown) / f.per_page))
     page = min(f.page, pages)
     start = (page - 1) * f.per_page
-    kept = with_agents(shown[start:start + f.per_page], by_repo)
+    kept: list[RadarEntry] = [{**e, "agents": agents_of(e)}  # type: ignore[misc]
+                              for e in shown[start:start + f.per_page]]
     return {
         "entries": kept,
         "total": len(shown),
@@ -147,7 +163,7 @@ def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = No
         "pages": pages,
         "per_page": f.per_page,
         "counts": counts(entries, presence_rows),
-        "roots": index.roots(),
+        "roots": roots,
         "reasons": sorted({r["code"] for e in entries for r in e["reasons"]}, key=lambda c: -SCORES[c]),
         "agents": sorted({r["agent"] for r in presence_rows}),
         "filter": f.as_params(),

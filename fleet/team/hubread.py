@@ -1,0 +1,330 @@
+"""The hub's PostgreSQL implementation of the pages' read interface (`fleet.index.reader.FleetRead`), one
+machine at a time, over the rows each machine pushed (fleet/team/push.py).
+
+`HubMachine` answers what the local index answers, from the hub's copy: repo rows are the records as pushed,
+events, lost commits, presence and proposals their mirrored rows. fleet/views runs over it unchanged, so one
+machine's queue, digest and repo timeline on the hub equal those of its own index for the same rows
+(fleet/team/hubview.py merges the machines). What the hub does not hold is said, not guessed: stashes and
+remotes stay on their machine, commit history and working-tree files are read from git there, and
+recoverable commits are as of the machine's last push.
+
+Connections are read-only sessions (`default_transaction_read_only`), one per thread; a machine that shares
+names only (`[team] share = "names"`) has its repos keyed by `…/<name>` instead of a path it never sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from typing import Any
+
+from fleet.errors import FleetError
+from fleet.index.freshness import history_progress
+from fleet.team import pg
+from fleet.team.rows import HIDDEN
+from fleet.timespec import iso
+
+PRESENCE_JSON = ("sources", "files", "pids")   # presence columns the local store keeps as JSON text
+NO_BACKLOG = {"total": 0, "ids": []}            # a machine's history backlog stays on the machine
+
+
+class HubConnections:
+    """One read-only connection to the hub per thread (handlers run in a thread pool), re-opened when lost."""
+
+    def __init__(self, dsn: str, password: str | None = None) -> None:
+        self.dsn, self.password = dsn, password
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = pg.connect(self.dsn, self.password, autocommit=True, read_only=True)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def query(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        """Rows of one statement; a lost hub or a refused statement is one FleetError line (no password)."""
+        try:
+            return self.get().execute(sql, args).fetchall()
+        except pg.psycopg().Error as exc:
+            raise pg.unreachable(self.dsn, exc, self.password) from None
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+
+
+def _scope(column: str, ids: list[int] | None) -> tuple[str, list]:
+    return ("", []) if ids is None else (f" AND {column} = ANY(%s)", [list(ids)])
+
+
+def _window(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:
+    where, args = "e.machine_id = %s AND e.at >= %s", [math.ceil(start)]
+    if scope is not None:
+        where += " AND e.repo_id = ANY(%s)"
+        args.append(list(scope))
+    if kinds is not None:
+        where += " AND e.kind = ANY(%s)"
+        args.append(list(kinds))
+    return where, args
+
+
+# An event's columns as the local `events` view gives them, from the pushed row.
+EVENT = ("e.row->>'old_sha', e.row->>'new_sha', e.at, e.row->>'identity', e.row->>'message', "
+         "(e.row->>'rewrote')::int")
+
+
+class HubDigest:
+    """`fleet.index.reader.DigestSource` over one machine's hub rows."""
+
+    def __init__(self, machine: "HubMachine") -> None:
+        self.m = machine
+
+    def _q(self, sql: str, args: list) -> list[tuple]:
+        return self.m.conns.query(sql, [self.m.name, *args])
+
+    def events(self, start, scope, kinds, limit):
+        where, args = _window(start, scope, kinds)
+        total = self._q(f"SELECT count(*) FROM fleetdeck.events e WHERE {where}", args)[0][0]
+        rows = self._q(f"SELECT e.repo_id, e.ref, e.kind, e.row->>'old_sha', e.row->>'new_sha', e.at, "
+                       f"e.row->>'identity', e.row->>'message', (e.row->>'rewrote')::int FROM fleetdeck.events e "
+                       f"WHERE {where} ORDER BY e.at DESC, e.id DESC LIMIT %s", [*args, limit])
+        return total, rows
+
+    def event_times(self, start, scope, kinds, end):
+        where, args = _window(start, scope, kinds)
+        return self._q(f"SELECT e.repo_id, e.at FROM fleetdeck.events e WHERE {where} AND e.at <= %s",
+                       [*args, math.ceil(end)])
+
+    def groups(self, start, scope, kinds):
+        where, args = _window(start, scope, kinds)
+        refs = self._q(f"SELECT DISTINCT e.repo_id, e.kind, e.ref COLLATE \"C\" AS ref FROM fleetdeck.events e "
+                       f"WHERE {where} ORDER BY 3", args)
+        groups = self._q(f"SELECT e.repo_id, e.kind, count(*), min(e.at), max(e.at) FROM fleetdeck.events e "
+                         f"WHERE {where} GROUP BY e.repo_id, e.kind ORDER BY count(*) DESC, max(e.at) DESC", args)
+        return refs, groups
+
+    def names(self):
+        return dict(self._q("SELECT repo_id, name FROM fleetdeck.repos WHERE machine_id = %s", []))
+
+    def gone_names(self):
+        return {r[0] for r in self._q("SELECT name FROM fleetdeck.repos WHERE machine_id = %s AND gone", [])}
+
+    def scanned(self, scope):
+        where, args = ("AND NOT gone", []) if scope is None else _scope("repo_id", scope)
+        return self._q(f"SELECT name, record->>'error' FROM fleetdeck.repos WHERE machine_id = %s {where} "
+                       "ORDER BY repo_id", args)
+
+    def unpushed(self, scope):
+        where, args = _scope("r.repo_id", scope)
+        return self._q(
+            "SELECT r.name, b.name, (b.row->>'ahead')::int, b.row->>'upstream' FROM fleetdeck.branches b "
+            "JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE r.machine_id = %s AND NOT r.gone "
+            "AND NOT coalesce((r.record->>'bare')::boolean, true) AND ((b.row->>'ahead')::int > 0 OR "
+            f"(b.row->>'upstream' IS NULL AND b.row->>'head' IS NOT NULL)){where} ORDER BY "
+            "b.row->>'upstream' IS NULL, (b.row->>'ahead')::int DESC NULLS LAST, r.name COLLATE \"C\", "
+            "b.name COLLATE \"C\"", args)
+
+    def dirty(self, scope):
+        where, args = _scope("repo_id", scope)
+        counts = ", ".join(f"(record->>'{c}')::int" for c in ("staged", "unstaged", "untracked", "conflicted"))
+        total = " + ".join(f"coalesce((record->>'{c}')::int, 0)"
+                           for c in ("staged", "unstaged", "untracked", "conflicted"))
+        return self._q(f"SELECT name, {counts} FROM fleetdeck.repos WHERE machine_id = %s AND NOT gone AND "
+                       f"{total} > 0{where} ORDER BY name COLLATE \"C\"", args)
+
+    def stashes_before(self, stale, scope):
+        return []   # stashes stay on their machine (a stash's message may hold anything)
+
+    def stashes(self, repo_ids):
+        return []
+
+    def repo_events(self, repo_id, limit):
+        return self._q(f"SELECT e.id, e.ref, e.kind, {EVENT} FROM fleetdeck.events e WHERE e.machine_id = %s "
+                       "AND e.repo_id = %s ORDER BY e.at DESC, e.id DESC LIMIT %s", [repo_id, limit])
+
+    def of_kind(self, kind, since, repo_ids):
+        where, args = _scope("e.repo_id", repo_ids)
+        if since is not None:
+            where += " AND e.at >= %s"
+            args.append(int(since))
+        return self._q(f"SELECT r.name, coalesce(r.path, '{HIDDEN}/' || r.name), e.at, e.row->>'old_sha', "
+                       "e.row->>'new_sha', e.row->>'identity', e.row->>'message' FROM fleetdeck.events e "
+                       "JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE e.machine_id = %s AND "
+                       f"e.kind = %s{where} ORDER BY e.at DESC", [kind, *args])
+
+    def recoverable(self, since, repo_ids):
+        """The lost commits as of the machine's last push (it asked its git then; the hub has no git)."""
+        where, args = _scope("l.repo_id", repo_ids)
+        if since is not None:
+            where += " AND l.dropped_at >= %s"
+            args.append(int(since))
+        rows = self._q(f"SELECT l.row, coalesce(r.path, '{HIDDEN}/' || r.name) FROM fleetdeck.lost l "
+                       "JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE l.machine_id = %s AND NOT r.gone"
+                       f"{where}", args)
+        commits = [{**row, "path": row.get("path") or path} for row, path in rows]
+        commits.sort(key=lambda c: (-c["dropped_at"], c["repo"], c["sha"]))
+        return {"commits": commits, "errors": [], "history": history_progress(self.m)}
+
+    def rewrites(self, start, scope):
+        where, args = _scope("r.repo_id", scope)
+        return self._q("SELECT r.name, e.ref, e.kind, e.row->>'old_sha', e.row->>'new_sha', e.at, e.row->>'message' "
+                       "FROM fleetdeck.events e JOIN fleetdeck.repos r USING (machine_id, repo_id) "
+                       f"WHERE e.machine_id = %s AND (e.row->>'rewrote')::int = 1 AND e.at >= %s{where} "
+                       "ORDER BY e.at DESC, e.id DESC", [math.ceil(start), *args])
+
+
+class HubPresence:
+    """`fleet.index.reader.PresenceSource`: the machine's agents the hub has not expired yet."""
+
+    def __init__(self, machine: "HubMachine") -> None:
+        self.m = machine
+
+    def rows(self, repo: str | None = None) -> list[dict]:
+        found = [self._stored(r[0]) for r in self.m.conns.query(
+            "SELECT row FROM fleetdeck.presence WHERE machine_id = %s AND expires_at > now()", [self.m.name])]
+        return [r for r in found if repo is None or r["repo"] == repo]
+
+    def _stored(self, row: dict) -> dict:
+        """The row as the local store holds it (its lists as JSON text), keyed by the repo's shown path."""
+        out = {k: (json.dumps(v) if k in PRESENCE_JSON else v) for k, v in row.items()}
+        out["repo"] = self.m.shown_path(row["repo"])
+        return out
+
+
+class HubPending:
+    """`fleet.index.reader.PendingSource`: the machine's mirrored proposals still pending."""
+
+    def __init__(self, machine: "HubMachine") -> None:
+        self.m = machine
+
+    def pending_by_repo(self, now: float) -> list[tuple[str, str, str, str]]:
+        rows = self.m.conns.query(
+            "SELECT row->>'repo', id, row->>'op', row->>'agent' FROM fleetdeck.proposals WHERE machine_id = %s "
+            "AND status = 'pending' AND expires_at > %s ORDER BY created_at", [self.m.name, now])
+        return [(self.m.shown_path(repo), pid, op, agent) for repo, pid, op, agent in rows]
+
+
+class HubMachine:
+    """`fleet.index.reader.FleetRead` over machine `name`'s rows on the hub (see the module's docstring)."""
+
+    def __init__(self, conns: HubConnections, name: str, names_only: bool, instance: str) -> None:
+        self.conns, self.name, self.names_only, self.instance = conns, name, names_only, instance
+        self.path = f"hub:{pg.hub_label(conns.dsn)}#{name}"
+        self.digest = HubDigest(self)
+        self.presence = HubPresence(self)
+        self.proposals = HubPending(self)
+
+    def shown_path(self, path_or_name: str) -> str:
+        """A repo as this machine's rows name it: its path, or (names only) `…/<name>`."""
+        return f"{HIDDEN}/{path_or_name}" if self.names_only else path_or_name
+
+    def _q(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        return self.conns.query(sql, [self.name, *args])
+
+    def _row(self, record: dict) -> dict:
+        if self.names_only:
+            record.update(path=self.shown_path(record["name"]), root=HIDDEN, gitdir=None)
+        return record
+
+    def generation(self) -> int:
+        return self._q("SELECT coalesce(max(generation), 0) FROM fleetdeck.repos WHERE machine_id = %s")[0][0]
+
+    def changed_since(self, gen: int) -> list[int]:
+        return [r[0] for r in self._q("SELECT repo_id FROM fleetdeck.repos WHERE machine_id = %s AND "
+                                      "generation > %s", [gen])]
+
+    def _rows(self, where: str, args: list) -> list[dict]:
+        return [self._row(r[0]) for r in self._q(
+            f"SELECT record FROM fleetdeck.repos WHERE machine_id = %s{where} ORDER BY coalesce(path, name) "
+            "COLLATE \"C\"", args)]
+
+    def summaries(self, include_gone: bool = False) -> list[dict]:
+        return self._rows("" if include_gone else " AND NOT gone", [])
+
+    def changed_rows(self, gen: int) -> list[dict]:
+        return self._rows(" AND generation > %s", [gen])
+
+    def repo_id(self, name_or_path: str, path: str | None = None) -> int | None:
+        key = name_or_path if path is None else path
+        if self.names_only and key.startswith(HIDDEN + "/"):
+            key = key[len(HIDDEN) + 1:]
+        found = self._q("SELECT repo_id FROM fleetdeck.repos WHERE machine_id = %s AND (path = %s OR name = %s) "
+                        "ORDER BY gone, repo_id LIMIT 1", [key, name_or_path])
+        return found[0][0] if found else None
+
+    def repo(self, key: int | str) -> dict | None:
+        repo_id = int(key) if isinstance(key, int) or str(key).isdigit() else self.repo_id(str(key))
+        found = self._q("SELECT record FROM fleetdeck.repos WHERE machine_id = %s AND repo_id = %s", [repo_id])
+        if not found:
+            return None
+        record = self._row(found[0][0])
+        for table, order in (("branches", "name"), ("worktrees", "path"), ("submodules", "path")):
+            record[table] = [r[0] for r in self._q(
+                f"SELECT row FROM fleetdeck.{table} WHERE machine_id = %s AND repo_id = %s ORDER BY {order} "
+                "COLLATE \"C\"", [repo_id])]
+        record.update(stash_list=[], remotes=[])
+        return record
+
+    def roots(self) -> list[str]:
+        return sorted(r[0] for r in self._q("SELECT DISTINCT record->>'root' FROM fleetdeck.repos WHERE "
+                                            "machine_id = %s AND NOT gone AND record ? 'root'")) or \
+            ([HIDDEN] if self.names_only else [])
+
+    def meta(self, key: str, default: object = None) -> object:
+        return self.instance if key == "instance" else default
+
+    def history_backlog(self) -> dict:
+        return dict(NO_BACKLOG)
+
+
+class Hub:
+    """The hub as the dashboard reads it: its machines (with their freshness) and each one's `HubMachine`."""
+
+    def __init__(self, dsn: str, password: str | None = None) -> None:
+        self.conns = HubConnections(dsn, password)
+        self._machines: dict[tuple[str, bool, str], HubMachine] = {}
+
+    @property
+    def label(self) -> str:
+        return pg.hub_label(self.conns.dsn)
+
+    def check(self) -> None:
+        """That this login may read the whole hub (a machine's own login sees its rows only: refused)."""
+        found = self.conns.query("SELECT pg_has_role(current_user, 'fleetdeck_hub', 'member') OR "
+                                 "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)")
+        if not found[0][0]:
+            raise FleetError("UNAUTHORIZED", f"the login for the hub at {self.label} is not a member of "
+                                             "fleetdeck_hub: a hub dashboard reads with a dashboard login")
+
+    def machines(self) -> list[dict]:
+        """Every enrolled machine: name, share, when it enrolled, last pushed and left (ISO or None)."""
+        rows = self.conns.query("SELECT name, share, enrolled_at, last_push_at, left_at, "
+                                "extract(epoch FROM now() - last_push_at) FROM fleetdeck.machines ORDER BY name")
+        return [{"name": n, "share": share or "paths", "enrolled_at": _iso(enrolled), "last_push_at": _iso(pushed),
+                 "left_at": _iso(left), "age_s": None if age is None else round(float(age), 1)}
+                for n, share, enrolled, pushed, left, age in rows]
+
+    def machine(self, row: dict) -> HubMachine:
+        key = (row["name"], row["share"] == "names", row["enrolled_at"] or "")
+        if key not in self._machines:
+            self._machines[key] = HubMachine(self.conns, row["name"], key[1], f"{key[0]}@{key[2]}")
+        return self._machines[key]
+
+    def stamp(self) -> tuple:
+        """A value that moves whenever a push landed (the live stream's poll): each machine's last push."""
+        return tuple(self.conns.query("SELECT name, last_push_at FROM fleetdeck.machines ORDER BY name"))
+
+    def close(self) -> None:
+        self.conns.close()
+
+
+def _iso(stamp: Any) -> str | None:
+    return None if stamp is None else iso(stamp.timestamp())
