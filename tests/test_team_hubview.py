@@ -104,3 +104,38 @@ def test_the_same_rows_give_the_same_queue_digest_and_search(reader, pushed, eng
                     part.pop("generated_at")
                     part["fleet"].pop("stale_stashes"), part["fleet"].pop("stale_stash_count")
                 assert ours == theirs
+
+
+def test_the_hub_queue_holds_both_machines_with_machine_on_every_entry(reader, pushed):
+    from fleet.team import hubview
+
+    both = hubview.queue(reader, {})
+    local = {}
+    for m in pushed:
+        with open_index(m.db) as idx:
+            local[m.name] = attention_queue(idx, QueueFilter(), presence(idx))
+    assert {e["machine"] for e in both["entries"]} == {"laptop", "desktop"}
+    assert both["counts"]["repos"] == sum(q["counts"]["repos"] for q in local.values())
+    for name, q in local.items():
+        theirs = [e for e in both["entries"] if e["machine"] == name]
+        assert _without_machine(theirs) == q["entries"]        # each machine's own ranking, merged
+        only = hubview.queue(reader, {"machine": name})
+        assert _without_machine(only["entries"]) == q["entries"] and only["filter"]["machine"] == name
+    assert [m["name"] for m in both["machines"]] == ["desktop", "laptop"]
+    assert all(m["state"] == "live" for m in both["machines"])
+
+
+def test_the_hub_digest_merges_the_machines(reader, pushed):
+    from fleet.team import hubview
+
+    merged = hubview.hub_digest(reader, 0, max_events=1000)
+    per = {}
+    for m in pushed:
+        with open_index(m.db) as idx:
+            per[m.name] = digest(idx, 0, max_events=1000)
+    assert merged["event_count"] == sum(d["event_count"] for d in per.values())
+    for name, d in per.items():
+        assert _without_machine([e for e in merged["events"] if e["machine"] == name]) == d["events"]
+    assert hubview.hub_digest(reader, 0, machine="laptop")["event_count"] == per["laptop"]["event_count"]
+    text = hubview.hub_report(reader, 0)
+    assert {e["repo"].split(": ")[0] for e in text["digest"]["events"]} == {"laptop", "desktop"}

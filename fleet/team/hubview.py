@@ -1,0 +1,236 @@
+"""The hub's pages as data: each machine's answer from the same view code as its own dashboard's (over
+`fleet.team.hubread.HubMachine`), merged across machines with `machine` on every record, and each machine's
+freshness, so an offline machine's rows are never mistaken for live ones.
+
+A machine is `live` while its pushes keep coming (the pusher pushes at least every minute: `PUSH_HEARTBEAT_S`),
+`offline` when the last one is older than OFFLINE_AFTER_S, `never` before its first push and `left` after
+`team leave`. What needs the machine itself (git's commit history, working-tree files, a decision) is said to
+live there.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from fleet.caps import check_int
+from fleet.errors import FleetError
+from fleet.presence import collisions, presence
+from fleet.team.hubread import Hub, HubMachine
+from fleet.team.push import HEARTBEAT_S
+from fleet.timespec import iso, parse_since
+from fleet.views.detail import timeline
+from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, activity_by_repo_day, digest, report
+from fleet.views.queue import REASON_SOURCES, QueueFilter, queue_page
+from fleet.views.radar import radar
+from fleet.views.ranking import sort_key
+
+OFFLINE_AFTER_S = 3 * HEARTBEAT_S
+NOT_ON_THE_HUB = ("commit history and working-tree files are read from git on {machine} itself: the hub holds "
+                  "the index's rows (open {machine}'s own dashboard for them)")
+
+
+def freshness(hub: Hub, now: float | None = None) -> list[dict]:
+    """Every machine with `state` (live, offline, never, left) and the age of its last push, in words too."""
+    out = []
+    for row in hub.machines():
+        age = row["age_s"]
+        state = ("left" if row["left_at"] else "never" if age is None
+                 else "offline" if age > OFFLINE_AFTER_S else "live")
+        out.append({**row, "state": state, "last_push": "never" if age is None else ago(age)})
+    return out
+
+
+def ago(seconds: float) -> str:
+    """`3 days ago`, `40 s ago`: how old a machine's last push is, in the words a person reads."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return f"{int(seconds)} s ago"
+
+
+def chosen(hub: Hub, machine: str | None) -> list[tuple[dict, HubMachine]]:
+    """(freshness row, reader) of every machine, or of the one named (unknown: NOT_FOUND)."""
+    rows = [(row, hub.machine(row)) for row in freshness(hub)]
+    if machine:
+        rows = [r for r in rows if r[0]["name"] == machine]
+        if not rows:
+            raise FleetError("NOT_FOUND", f"no machine {machine!r} on this hub")
+    return rows
+
+
+def _tagged(items: list[dict], machine: str) -> list[dict]:
+    return [{**item, "machine": machine} for item in items]
+
+
+def queue(hub: Hub, params: Mapping[str, str]) -> dict:
+    """The attention queue across machines (or the one `params["machine"]` names), ranked as one fleet:
+    `attention_queue`'s answer with `machine` on every entry, `machines` (each one's freshness) and the filter."""
+    f = QueueFilter.from_params(dict(params))
+    machines = freshness(hub)
+    wanted = params.get("machine", "")
+    entries: list[dict] = []
+    rows: list[dict] = []
+    roots: set[str] = set()
+    for row, m in chosen(hub, None):
+        if wanted and row["name"] != wanted:
+            continue
+        entries += _tagged(radar(m, include_clean=True, extra_sources=REASON_SOURCES), row["name"])
+        rows += _tagged(presence(m), row["name"])
+        roots.update(m.roots())
+    entries.sort(key=lambda e: (*sort_key(e), e["machine"]))
+    by_repo: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        by_repo.setdefault((r["machine"], r["repo"]), []).append({"agent": r["agent"], "state": r["state"]})
+    page = queue_page(entries, f, rows, sorted(roots), lambda e: by_repo.get((e["machine"], e["path"]), []))
+    page["filter"] = {**page["filter"], **({"machine": wanted} if wanted else {})}
+    return {**page, "machines": machines}
+
+
+def repo_page(hub: Hub, machine: str, repo_id: int) -> dict | None:
+    """One machine's repo as the hub holds it (None: no such repo), shaped as the repo page's data."""
+    (row, m), = chosen(hub, machine)
+    record = m.repo(repo_id)
+    if record is None:
+        return None
+    agents = [a for a in presence(m) if a["repo"] == record["path"]]
+    return {"repo": {**record, "machine": machine}, "reasons": record.get("reasons") or [], "commits": [],
+            "more_commits": 0, "timeline": timeline(m, record["id"]), "agents": agents,
+            "history_error": NOT_ON_THE_HUB.format(machine=machine), "files": None,
+            "history": {"complete": True, "read": 0, "total": 0}, "machine": row}
+
+
+def _merge_digests(parts: list[tuple[str, dict]], max_events: int) -> dict:
+    """One digest from each machine's: events newest first (at most `max_events`), counts summed."""
+    events = sorted((e for name, d in parts for e in _tagged(d["events"], name)),
+                    key=lambda e: (e["at"], e["machine"]), reverse=True)
+    total = sum(d["event_count"] for _, d in parts)
+    shown = events[:max_events]
+    return {"since": parts[0][1]["since"] if parts else None, "events": shown, "event_count": total,
+            "truncated": total > len(shown), "omitted_count": total - len(shown),
+            "repos_scanned": sum(d["repos_scanned"] for _, d in parts),
+            "errors": [e for name, d in parts for e in _tagged(d["errors"], name)],
+            "gone_repos": sorted({g for _, d in parts for g in d["gone_repos"]}),
+            "history": {"complete": True, "read": 0, "total": 0}}
+
+
+def _scoped(m: HubMachine, repos: list[str] | None) -> list[str] | None | bool:
+    """The repos of `repos` this machine holds (None: all; False: none of them, skip the machine)."""
+    if repos is None:
+        return None
+    mine = [r for r in repos if m.repo_id(r, r.rstrip("/") or r) is not None]
+    return mine or False
+
+
+def _each(hub: Hub, machine: str | None, repos: list[str] | None):
+    """(machine name, reader, its repos) of the machines a digest covers; a repo no machine holds is an error."""
+    found = []
+    held: set[str] = set()
+    for row, m in chosen(hub, machine):
+        scope = _scoped(m, repos)
+        if scope is not False:
+            found.append((row["name"], m, scope))
+            held.update(scope or ())
+    missing = sorted(set(repos or ()) - held)
+    if missing:
+        raise FleetError("REPO_NOT_IN_FLEET", f"not a repository on any machine of the hub: {missing[0]}")
+    return found
+
+
+def hub_digest(hub: Hub, since: str | int | float, repos: list[str] | None = None, kinds: list[str] | None = None,
+               max_events: int = 200, machine: str | None = None) -> dict:
+    """`fleet.views.digest.digest` across machines (the `/api/digest` and `digest --team --format json` answer)."""
+    check_int(max_events, "max_events", 1, MAX_EVENTS_LIMIT)
+    start = parse_since(since)
+    parts = [(name, digest(m, since, repos=scope, kinds=kinds, max_events=max_events))
+             for name, m, scope in _each(hub, machine, repos)]
+    return {**_merge_digests(parts, max_events), "since": iso(start)}
+
+
+def hub_report(hub: Hub, since: str | int | float, repos: list[str] | None = None, kinds: list[str] | None = None,
+               max_events: int = 200, machine: str | None = None) -> dict:
+    """`fleet.views.digest.report` across machines: the digest merged, the chart and the fleet's state with each
+    repository named `machine: repo` (two machines may hold repos of one name)."""
+    parts = [(name, report(m, since, repos=scope, kinds=kinds, max_events=max_events))
+             for name, m, scope in _each(hub, machine, repos)]
+    body = {**_merge_digests([(n, p["digest"]) for n, p in parts], max_events), "since": iso(parse_since(since))}
+    for e in body["events"]:
+        e["repo"] = f"{e['machine']}: {e['repo']}"
+    body["gone_repos"] = sorted(f"{n}: {g}" for n, p in parts for g in p["digest"]["gone_repos"])
+    every = [{"repo": f"{n}: {row['repo']}", "at": day}
+             for n, p in parts for row in p["activity"]["rows"]
+             for day, count in zip(p["activity"]["days"], row["counts"]) for _ in range(count)]
+    days = parts[0][1]["activity"]["days"] if parts else []
+    return {"generated_at": parts[0][1]["generated_at"] if parts else None, "digest": body,
+            "activity": _chart(every, days), "bulk": _merged_bulk(parts), "fleet": _merged_state(parts)}
+
+
+def _chart(every: list[dict], days: list[str]) -> dict:
+    """The activity chart over the machines' days (each machine's rows already counted per local day)."""
+    if not days:
+        return {"days": [], "rows": [], "max": 0}
+    chart = activity_by_repo_day([{"repo": e["repo"], "at": e["at"] + "T12:00:00"} for e in every],
+                                 start=None, end=None)
+    index = {d: i for i, d in enumerate(chart["days"])}
+    rows = [{"repo": r["repo"], "counts": [r["counts"][index[d]] if d in index else 0 for d in days],
+             "total": r["total"]} for r in chart["rows"]]
+    return {"days": days, "rows": rows, "max": max((c for r in rows for c in r["counts"]), default=0)}
+
+
+def _named(items: list[dict], machine: str) -> list[dict]:
+    return [{**item, "machine": machine, "repo": f"{machine}: {item['repo']}"} for item in items]
+
+
+def _merged_bulk(parts: list[tuple[str, dict]]) -> dict:
+    groups = sorted((g for n, p in parts for g in _named(p["bulk"]["groups"], n)),
+                    key=lambda g: (-g["count"], g["last_at"]))
+    total = sum(g["count"] for g in groups)
+    kinds = "/".join(sorted({g["kind"] for g in groups}))
+    summary = (f"{total} {kinds} event{'s' if total != 1 else ''} in {len(groups)} "
+               f"repositor{'ies' if len(groups) != 1 else 'y'} (grouped per repository)") if groups else ""
+    return {"groups": groups, "event_count": total, "summary": summary}
+
+
+def _merged_state(parts: list[tuple[str, dict]]) -> dict:
+    out: dict[str, Any] = {}
+    for key, count in (("unpushed", "unpushed_count"), ("dirty", "dirty_count"),
+                       ("stale_stashes", "stale_stash_count"), ("rewrites", "rewrite_count"),
+                       ("recoverable", "recoverable_count")):
+        out[key] = [i for n, p in parts for i in _named(p["fleet"][key], n)][:SUMMARY_CAP]
+        out[count] = sum(p["fleet"][count] for _, p in parts)
+    out["errors"] = [e for n, p in parts for e in _tagged(p["fleet"]["errors"], n)]
+    return out
+
+
+def agents(hub: Hub, machine: str | None = None) -> dict:
+    """Agents present on every machine (or one), with the collisions each machine sees among its own."""
+    rows, clashes = [], []
+    for row, m in chosen(hub, machine):
+        mine = presence(m)
+        rows += _tagged(mine, row["name"])
+        clashes += _tagged(collisions(mine), row["name"])
+    return {"agents": rows, "collisions": clashes, "machines": freshness(hub)}
+
+
+def proposals(hub: Hub, machine: str | None = None, limit: int = 300) -> dict:
+    """The proposals the machines mirrored (preview and fingerprint, never the arguments), newest first."""
+    names = [row["name"] for row, _ in chosen(hub, machine)]
+    found = hub.conns.query("SELECT machine_id, row FROM fleetdeck.proposals WHERE machine_id = ANY(%s) "
+                            "ORDER BY created_at DESC LIMIT %s", [names, limit + 1])
+    rows = [{**row, "machine": name} for name, row in found[:limit]]
+    now = time.time()
+    return {"pending": [r for r in rows if r["status"] == "pending" and r["expires_at"] > now],
+            "others": [r for r in rows if not (r["status"] == "pending" and r["expires_at"] > now)],
+            "truncated": len(found) > limit, "machines": freshness(hub)}
+
+
+def audit(hub: Hub, machine: str, limit: int = 100) -> dict:
+    """One machine's audit entries as the hub holds them, newest first, and the chain's check on the hub."""
+    from fleet.team.verify import verify_hub   # the signature checks' cryptography: for the audit page only
+
+    (row, _m), = chosen(hub, machine)
+    found = hub.conns.query("SELECT seq, entry FROM fleetdeck.audit WHERE machine_id = %s ORDER BY seq DESC "
+                            "LIMIT %s", [machine, limit + 1])
+    return {"machine": row, "entries": [{**entry, "machine": machine} for _seq, entry in found[:limit]],
+            "truncated": len(found) > limit, "chain": verify_hub(hub.conns.dsn, machine, {}).as_dict()}
