@@ -10,8 +10,10 @@ import re
 import subprocess
 import time
 
+import httpx
 import pytest
 
+from fleet.errors import FleetError
 from fleet.index.reader import DigestSource, FleetRead, PendingSource, PresenceSource
 from fleet.index.store import open_index
 from fleet.team.hubread import Hub
@@ -19,6 +21,7 @@ from fleet.views.digest import digest, report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
 from tests.fleets.gitbuild import commit_file, git
+from tests.fleets.serving import Server, sign_in
 from tests.test_team import Machine, build_fleet, server  # noqa: F401  (server: the module's PostgreSQL)
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
@@ -52,6 +55,7 @@ def pushed(server, hub, tmp_path_factory):
         made = admin.json("team", "enroll", m.name, "--dsn", hub)
         m.run("team", "join", made["dsn"], "--machine", m.name)
         m.run("team", "push", "--once")
+        m.enrolled_dsn = made["dsn"]
     return pair
 
 
@@ -139,3 +143,86 @@ def test_the_hub_digest_merges_the_machines(reader, pushed):
     assert hubview.hub_digest(reader, 0, machine="laptop")["event_count"] == per["laptop"]["event_count"]
     text = hubview.hub_report(reader, 0)
     assert {e["repo"].split(": ")[0] for e in text["digest"]["events"]} == {"laptop", "desktop"}
+
+
+def test_digest_team_for_cron_in_every_format(pushed, dash, tmp_path):
+    laptop = pushed[0]
+    body = json.loads(laptop.run("digest", "--team", dash, "--since", "0", "--format", "json",
+                                 "--max-events", "1000").stdout)
+    with open_index(laptop.db) as idx:
+        mine = digest(idx, 0, max_events=1000)
+    assert {e["machine"] for e in body["events"]} == {"laptop", "desktop"}
+    assert _without_machine([e for e in body["events"] if e["machine"] == "laptop"]) == mine["events"]
+    md = laptop.run("digest", "--team", dash, "--since", "0").stdout
+    assert "laptop: laptop-web" in md and "desktop: desktop-web" in md
+    html = laptop.run("digest", "--team", dash, "--since", "0", "--format", "html", "--machine", "desktop").stdout
+    assert "desktop: desktop-web" in html and "laptop-web" not in html
+    password = psycopg.conninfo.conninfo_to_dict(laptop.enrolled_dsn)["password"]
+    refused = laptop.run("digest", "--team", laptop.enrolled_dsn, "--since", "0", check=False)
+    assert refused.returncode == 1 and "fleetdeck_hub" in refused.stderr and password not in refused.stderr
+
+
+@pytest.fixture(scope="module")
+def hub_server(dash, tmp_path_factory):
+    server = Server(tmp_path_factory.mktemp("dash") / "fleet.db", [], extra=["--team", dash])
+    yield server
+    server.stop()
+
+
+def test_serve_team_serves_the_queue_api_and_pages_across_machines(hub_server, dash, pushed):
+    password = psycopg.conninfo.conninfo_to_dict(dash)["password"]
+    assert all(password not in line for line in hub_server.printed)
+    with httpx.Client(base_url=hub_server.base, timeout=30) as client:
+        assert client.get("/api/radar").status_code == 401                     # the same guards
+        assert client.get("/api/radar", headers={**hub_server.auth, "Host": "evil.example"}).status_code == 421
+        radar = client.get("/api/radar", headers=hub_server.auth).json()
+        assert {e["machine"] for e in radar["entries"]} == {"laptop", "desktop"}
+        with open_index(pushed[0].db) as idx:
+            local = attention_queue(idx, QueueFilter(), presence(idx))
+        only = client.get("/api/radar?machine=laptop", headers=hub_server.auth).json()
+        assert _without_machine(only["entries"]) == local["entries"]
+        assert [m["state"] for m in radar["machines"]] == ["live", "live"]
+        events = client.get("/api/digest?since=0&max_events=1000", headers=hub_server.auth).json()["events"]
+        assert {e["machine"] for e in events} == {"laptop", "desktop"}
+        sign_in(client, hub_server.db)
+        page = client.get("/", headers={"Accept": "text/html"}).text
+        assert '<th scope="col">Machine</th>' in page and "last push" in page and password not in page
+        entry = next(e for e in only["entries"] if e["name"] == "laptop-web")
+        repo = client.get(f"/machines/laptop/repos/{entry['id']}")
+        assert repo.status_code == 200 and "laptop-web" in repo.text and "read from git on laptop" in repo.text
+        assert client.get(f"/machines/nobody/repos/{entry['id']}").status_code == 404
+        assert client.get("/machines/laptop/repos/999999").status_code == 404
+        for path in ("/digest?since=7d", "/agents", "/proposals", "/audit?machine=desktop", "/api/machines"):
+            r = client.get(path)
+            assert r.status_code == 200 and password not in r.text, path
+        assert "intact chain" in client.get("/audit?machine=laptop").text
+
+
+def test_the_hub_dashboard_cannot_write_whatever_login_it_is_given(hub):
+    """Its sessions are read-only: even an admin DSN given to `serve --team` writes nothing through it."""
+    h = Hub(hub)
+    try:
+        with pytest.raises(FleetError) as refused:
+            h.conns.query("UPDATE fleetdeck.machines SET last_push_at = NULL RETURNING name")
+        assert "read-only" in refused.value.message
+    finally:
+        h.close()
+
+
+def test_a_machine_that_stopped_pushing_is_shown_offline_with_its_age(hub_server, hub, pushed):
+    """desktop's last push put back three days (as if it had been off since): the hub says so everywhere."""
+    with psycopg.connect(hub, autocommit=True) as conn:
+        conn.execute("UPDATE fleetdeck.machines SET last_push_at = now() - interval '3 days 1 minute' "
+                     "WHERE name = 'desktop'")
+    try:
+        with httpx.Client(base_url=hub_server.base, timeout=30) as client:
+            machines = {m["name"]: m for m in client.get("/api/machines", headers=hub_server.auth).json()}
+            assert machines["desktop"]["state"] == "offline" and machines["desktop"]["last_push"] == "3 days ago"
+            assert machines["laptop"]["state"] == "live"
+            sign_in(client, hub_server.db)
+            page = client.get("/", headers={"Accept": "text/html"}).text
+            assert re.search(r"<strong>desktop</strong>: last push <time[^>]*>3 days ago</time> — <strong>offline"
+                             r"</strong>: its rows are as of that push, not live", page)
+            assert "(offline)" in page                      # beside each of its rows in the queue
+    finally:
+        pushed[1].run("team", "push", "--once")

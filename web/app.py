@@ -55,7 +55,7 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-def _redeem(db_path: str | Path, code: str | None) -> bool:
+def redeem_landing(db_path: str | Path, code: str | None) -> bool:
     """Spend a landing code (fleet/ops/landing.py) on the index the dashboard serves."""
     with open_index(db_path) as idx:
         return landing.redeem(idx, code)
@@ -73,7 +73,7 @@ def create_app(db_path: str | Path, token: str, bind_host: str = "127.0.0.1", *,
     streams (`serve` hands the same counter to its desktop notifications); `bell`, rung by the agents' hooks,
     wakes the event streams at once.
     """
-    guard = Guard(token, allowed_hosts_for(bind_host), redeem=partial(_redeem, db_path),
+    guard = Guard(token, allowed_hosts_for(bind_host), redeem=partial(redeem_landing, db_path),
                   approver=partial(is_approver, db_path), agent_of=credentials.Lookup(db_path))
     return Starlette(routes=[*routes(), *mounts], lifespan=Lifespan(db_path, services, tabs or Tabs(), bell),
                      exception_handlers={HTTPException: http_error}, middleware=guards(guard))

@@ -10,7 +10,7 @@ the form); a missing thing is an `HTTPException(404)`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -37,15 +37,18 @@ from fleet.views.render import environment
 from fleet.views.report import chart_geometry
 from web.params import digest_form
 from web.proposals import list_context, pending_badge, proposal_context, waiting_in
-from web.state import AppState, index
+from web.state import AppState, has_index, index
 
 MAX_ROW_ID = 2**63 - 1  # SQLite's integer range: a larger id names no row (and must not overflow)
 
 
 def _paths(request: Request) -> dict:
     """`url_for` in templates gives paths (`/repos/3`) rather than absolute URLs, so every link stays on
-    the address the browser used."""
-    return {"url_for": lambda name, /, **params: request.app.url_path_for(name, **params)}
+    the address the browser used; `repo_url(id, machine)` is a repo page's (the hub's name the machine too)."""
+    def repo_url(repo_id: int, machine: object = None, name: str = "repo") -> str:
+        return request.app.url_path_for(name, repo_id=repo_id, **({"machine": machine} if machine else {}))
+
+    return {"url_for": lambda name, /, **params: request.app.url_path_for(name, **params), "repo_url": repo_url}
 
 
 def needs_you(request: Request) -> dict:
@@ -60,7 +63,7 @@ def needs_you(request: Request) -> dict:
 templates = Jinja2Templates(env=environment(), context_processors=[_paths, pending_badge, needs_you])
 templates.env.globals["needs_explicit"] = needs_explicit  # _decide.html asks for the confirmation the route requires
 
-Context = Callable[[Request, Index], dict]
+Context = Callable[[Request, Any], dict]   # (request, what `Page.source` gives: the index, or the hub)
 
 
 def ok(_context: dict) -> int:
@@ -78,8 +81,9 @@ def render(request: Request[AppState], name: str, context: dict, status: int = 2
 
 
 def reverify(request: Request) -> dict | None:
-    """The watcher's start-up re-check (`fleet.index.freshness.reverify_progress`), or None."""
-    return watcher_state(index(request))["reverify"]
+    """The watcher's start-up re-check (`fleet.index.freshness.reverify_progress`), or None (the hub's
+    dashboard has no watcher)."""
+    return watcher_state(index(request))["reverify"] if has_index(request) else None
 
 
 def reverify_fragment(request: Request) -> Response:
@@ -159,9 +163,10 @@ class Page:
     fragment: str
     api_path: str | None = None
     status: Callable[[dict], int] = ok
+    source: Callable[[Request], object] = index   # what `context` reads: the index (the hub's: web/hub.py)
 
     def _rendered(self, request: Request, template: str) -> Response:
-        data = self.context(request, index(request))
+        data = self.context(request, self.source(request))
         return render(request, template, data, self.status(data))
 
     def page(self, request: Request) -> Response:
@@ -171,7 +176,7 @@ class Page:
         return self._rendered(request, self.fragment)
 
     def json(self, request: Request) -> Response:
-        return JSONResponse(self.context(request, index(request)))
+        return JSONResponse(self.context(request, self.source(request)))
 
     def routes(self) -> list[Route]:
         routes = [Route(self.path, self.page, name=self.name),

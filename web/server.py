@@ -42,7 +42,7 @@ from fleet.ops import landing
 from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.coldstart import ColdStart
 from fleet.watch.service import watching
-from web.app import create_app
+from web.app import redeem_landing, create_app
 from web.conn import ACCEPT_BURST, GuardedH11
 from web.errors import json_error
 from web.security import allowed_hosts_for, is_loopback, new_token
@@ -202,6 +202,16 @@ def _stop(signum: int, _frame: object) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
+def _remote_check(host: str, allow_remote: bool) -> None:
+    """A non-loopback host needs `allow_remote`, and says what it exposes."""
+    if not is_loopback(host):
+        if not allow_remote:
+            raise FleetError("BAD_ARGUMENT", f"{host} is not a loopback address: pass --allow-remote to expose "
+                             "the dashboard (and your repositories' state) to the network")
+        print(f"fleetdeck: warning: listening on {host}: anyone who can reach this machine and has the token "
+              "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
+
+
 def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False,
           open_browser: bool = False, watch: bool = True, cold: ColdStart | None = None) -> None:
     """Serve the dashboard with the watcher over the saved roots until SIGINT or SIGTERM. Without `watch`,
@@ -211,12 +221,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
 
     A non-loopback host needs `allow_remote` (and says so).
     """
-    if not is_loopback(host):
-        if not allow_remote:
-            raise FleetError("BAD_ARGUMENT", f"{host} is not a loopback address: pass --allow-remote to expose "
-                             "the dashboard (and your repositories' state) to the network")
-        print(f"fleetdeck: warning: listening on {host}: anyone who can reach this machine and has the token "
-              "can read your fleet's state. Traffic is plain HTTP.", file=sys.stderr)
+    _remote_check(host, allow_remote)
     audit.setup(db_path)  # a configured key that cannot be used stops serve before it answers (fail closed)
     sock = bind(host, port)
     token = new_token()  # the MCP clients' bearer token; the person's browser signs in with a landing code
@@ -251,9 +256,21 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
               + ("" if watch else " (--no-watch: once, then not kept fresh)"), flush=True)
     if open_browser:
         webbrowser.open(url)
+    try:
+        run(app, sock, answering)
+    finally:
+        bell.close()
+        with open_index(db_path) as idx:
+            announce_dashboard(idx, None)
+
+
+def run(app: ASGIApp, sock: socket.socket, answering: Answering | None = None) -> None:
+    """uvicorn over `app` on the bound `sock` until SIGINT or SIGTERM (a normal return), then close it."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http=GuardedH11,
                             backlog=ACCEPT_BURST)
-    answering.server = server = uvicorn.Server(config)
+    server = uvicorn.Server(config)
+    if answering is not None:
+        answering.server = server
     # uvicorn traps both signals while it runs, shuts down gracefully, then re-raises the signal it caught
     # with the handler that was there before: ours turns that into a normal return instead of a kill.
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -265,6 +282,34 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
-        bell.close()
-        with open_index(db_path) as idx:
-            announce_dashboard(idx, None)
+
+
+def serve_hub(db_path: str | Path, dsn: str, host: str = "127.0.0.1", port: int = 8765, *,
+              allow_remote: bool = False, open_browser: bool = False) -> None:
+    """`fleetdeck serve --team DSN`: the hub's dashboard (web/hub.py), read-only, with the local dashboard's
+    guards; the landing code is kept in this machine's own index at `db_path`. Nothing printed names the
+    DSN's user or password: the hub is `host:port/dbname`."""
+    from fleet.team.hubread import Hub
+    from fleet.team.listen import Listener
+    from web.hub import create_hub_app
+
+    _remote_check(host, allow_remote)
+    hub = Hub(dsn)
+    try:
+        hub.check()
+    except FleetError:
+        hub.close()
+        raise
+    sock = bind(host, port)
+    base = base_url(host, sock.getsockname()[1])
+    token = new_token()   # scripts' bearer token for the same JSON (`/api/radar`, `/api/digest`, …)
+    app = create_hub_app(hub, Listener(dsn), token, bind_host=host, redeem=partial(redeem_landing, db_path))
+    with open_index(db_path) as idx:
+        url = landing.link(base, landing.issue(idx))
+    print(f"fleetdeck hub dashboard ({hub.label}, read-only): {url}", flush=True)
+    print(f"fleetdeck: the link works once, within {landing.LANDING_TTL_S // 60} minutes", flush=True)
+    print(f"fleetdeck hub API: {base}/api/radar (and the rest of /api/) with Authorization: Bearer {token}",
+          flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    run(app, sock)

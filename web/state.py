@@ -121,3 +121,8 @@ class Lifespan:
 def index(request: Request[AppState]) -> Index:
     """This thread's index handle."""
     return request.state["indexes"].get()
+
+
+def has_index(request: Request) -> bool:
+    """Whether this app serves a local index (the hub's dashboard reads PostgreSQL: web/hub.py)."""
+    return "indexes" in request.scope.get("state", {})

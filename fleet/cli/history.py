@@ -4,8 +4,10 @@ forgetting old events."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from functools import partial
 
 from fleet.cli.args import bounded, index_for
 from fleet.cli.output import emit_json
@@ -18,14 +20,24 @@ def cmd_digest(args: argparse.Namespace) -> int:
     from fleet.views.digest import digest, report
 
     kinds = [k for part in args.kinds for k in part.split(",") if k] or None
-    with index_for(args) as index:
+    with contextlib.ExitStack() as stack:
+        if args.team:   # the hub's digest across machines (fleet/team/hubview.py), same formats
+            from fleet.team import hubview
+            from fleet.team.hubread import Hub
+
+            hub = stack.enter_context(contextlib.closing(Hub(args.team)))
+            hub.check()
+            source, digest, report = hub, partial(hubview.hub_digest, machine=args.machine), \
+                partial(hubview.hub_report, machine=args.machine)
+        else:
+            source = stack.enter_context(index_for(args))
         if args.format == "json":
-            text = json_safe(json.dumps(digest(index, args.since, repos=args.repo or None, kinds=kinds,
+            text = json_safe(json.dumps(digest(source, args.since, repos=args.repo or None, kinds=kinds,
                                                max_events=args.max_events), indent=2, ensure_ascii=False)) + "\n"
         else:
             from fleet.views.report import render_html, render_markdown
 
-            data = report(index, args.since, repos=args.repo or None, kinds=kinds, max_events=args.max_events)
+            data = report(source, args.since, repos=args.repo or None, kinds=kinds, max_events=args.max_events)
             text = render_markdown(data) if args.format == "md" else render_html(data)
     if args.out:
         try:
@@ -91,6 +103,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", dest="kinds", action="append", default=[], metavar="KIND",
                    help="only these event kinds (repeatable or comma-separated)")
     p.add_argument("--max-events", type=bounded(1, 1000), default=200, help="1..1000 (default 200)")
+    p.add_argument("--team", metavar="DSN", help="the team hub's digest across machines (a login holding "
+                                                 "fleetdeck_hub; the password from the DSN, PGPASSWORD or ~/.pgpass)")
+    p.add_argument("--machine", metavar="NAME", help="with --team: only this machine")
     p.set_defaults(func=cmd_digest)
 
     p = sub.add_parser("lost", help="recoverable commits: dropped tips no ref reaches any more")

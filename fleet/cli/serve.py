@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 
 from fleet.cli.args import bounded, index_for, require_dirs
+from fleet.errors import FleetError
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Add ROOTs to the saved roots and serve the dashboard at once, from the index as it is. The watcher in
     the same process re-checks the fleet behind the first page (new repos first) and the pages fill in
     live; with `--no-watch` it re-checks once and stops, and the pages say the index is not kept fresh."""
+    if args.team:
+        return _serve_hub(args)
     from fleet.watch.coldstart import begin
 
     require_dirs(args.roots)
@@ -29,6 +32,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if cold is not None and not cold.taken:
             cold.abandon()
         raise
+    return 0
+
+
+def _serve_hub(args: argparse.Namespace) -> int:
+    """`serve --team DSN`: the hub's dashboard over PostgreSQL (read-only; no watcher: the machines push)."""
+    if args.roots or args.no_watch:
+        raise FleetError("BAD_ARGUMENT", "serve --team shows the hub: it takes no ROOT and no --no-watch")
+    with index_for(args, create=True) as index:   # this machine's own index keeps the landing code
+        db_path = index.path
+    from web.server import serve_hub
+
+    serve_hub(db_path, args.team, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open)
     return 0
 
 
@@ -56,6 +71,10 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the dashboard (and watcher) on http://127.0.0.1:8765")
     p.add_argument("roots", nargs="*", metavar="ROOT",
                    help="add these roots to the saved ones (every saved root is watched and shown)")
+    p.add_argument("--team", metavar="DSN",
+                   help="serve the team hub's dashboard instead: every machine's rows from this PostgreSQL DSN "
+                        "(a login holding fleetdeck_hub; read-only; the password from the DSN, PGPASSWORD or "
+                        "~/.pgpass, never shown)")
     p.set_defaults(func=cmd_serve)
     add_server_options(p)
 
