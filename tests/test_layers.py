@@ -56,6 +56,7 @@ FORBIDDEN = ("starlette", "uvicorn", "sse_starlette", "mcp", "web", "mcp_bridge"
 # (module file, enclosing function, imported module): the composition root's lazy imports.
 ALLOWED = {
     ("cli/serve.py", "cmd_serve", "web.server"),
+    ("cli/serve.py", "_serve_hub", "web.server"),   # `serve --team`: the hub's dashboard
     ("cli/serve.py", "cmd_mcp", "mcp_bridge.server"),
 }
 

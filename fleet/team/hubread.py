@@ -318,9 +318,15 @@ class Hub:
             self._machines[key] = HubMachine(self.conns, row["name"], key[1], f"{key[0]}@{key[2]}")
         return self._machines[key]
 
-    def stamp(self) -> tuple:
-        """A value that moves whenever a push landed (the live stream's poll): each machine's last push."""
-        return tuple(self.conns.query("SELECT name, last_push_at FROM fleetdeck.machines ORDER BY name"))
+    def proposals(self, machines: list[str], limit: int) -> list[tuple[str, dict]]:
+        """(machine, mirrored row) of the newest `limit` proposals of `machines`."""
+        return self.conns.query("SELECT machine_id, row FROM fleetdeck.proposals WHERE machine_id = ANY(%s) "
+                                "ORDER BY created_at DESC LIMIT %s", [machines, limit])
+
+    def audit(self, machine: str, limit: int) -> list[dict]:
+        """The newest `limit` audit entries of `machine` as the hub holds them, newest first."""
+        return [r[0] for r in self.conns.query("SELECT entry FROM fleetdeck.audit WHERE machine_id = %s "
+                                               "ORDER BY seq DESC LIMIT %s", [machine, limit])]
 
     def close(self) -> None:
         self.conns.close()

@@ -18,6 +18,7 @@ from fleet.errors import FleetError
 from fleet.presence import collisions, presence
 from fleet.team.hubread import Hub, HubMachine
 from fleet.team.push import HEARTBEAT_S
+from fleet.team.verify import verify_hub
 from fleet.timespec import iso, parse_since
 from fleet.views.detail import timeline
 from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, activity_by_repo_day, digest, report
@@ -216,8 +217,7 @@ def agents(hub: Hub, machine: str | None = None) -> dict:
 def proposals(hub: Hub, machine: str | None = None, limit: int = 300) -> dict:
     """The proposals the machines mirrored (preview and fingerprint, never the arguments), newest first."""
     names = [row["name"] for row, _ in chosen(hub, machine)]
-    found = hub.conns.query("SELECT machine_id, row FROM fleetdeck.proposals WHERE machine_id = ANY(%s) "
-                            "ORDER BY created_at DESC LIMIT %s", [names, limit + 1])
+    found = hub.proposals(names, limit + 1)
     rows = [{**row, "machine": name} for name, row in found[:limit]]
     now = time.time()
     return {"pending": [r for r in rows if r["status"] == "pending" and r["expires_at"] > now],
@@ -227,10 +227,7 @@ def proposals(hub: Hub, machine: str | None = None, limit: int = 300) -> dict:
 
 def audit(hub: Hub, machine: str, limit: int = 100) -> dict:
     """One machine's audit entries as the hub holds them, newest first, and the chain's check on the hub."""
-    from fleet.team.verify import verify_hub   # the signature checks' cryptography: for the audit page only
-
     (row, _m), = chosen(hub, machine)
-    found = hub.conns.query("SELECT seq, entry FROM fleetdeck.audit WHERE machine_id = %s ORDER BY seq DESC "
-                            "LIMIT %s", [machine, limit + 1])
-    return {"machine": row, "entries": [{**entry, "machine": machine} for _seq, entry in found[:limit]],
+    found = hub.audit(machine, limit + 1)
+    return {"machine": row, "entries": [{**entry, "machine": machine} for entry in found[:limit]],
             "truncated": len(found) > limit, "chain": verify_hub(hub.conns.dsn, machine, {}).as_dict()}
