@@ -307,13 +307,17 @@ class Hub:
     def machines(self) -> list[dict]:
         """Every enrolled machine: name, share, when it enrolled, last pushed and left (ISO or None)."""
         rows = self.conns.query("SELECT name, share, enrolled_at, last_push_at, left_at, "
-                                "extract(epoch FROM now() - last_push_at) FROM fleetdeck.machines ORDER BY name")
+                                "extract(epoch FROM now() - last_push_at), instance FROM fleetdeck.machines "
+                                "ORDER BY name")
         return [{"name": n, "share": share or "paths", "enrolled_at": _iso(enrolled), "last_push_at": _iso(pushed),
-                 "left_at": _iso(left), "age_s": None if age is None else round(float(age), 1)}
-                for n, share, enrolled, pushed, left, age in rows]
+                 "left_at": _iso(left), "age_s": None if age is None else round(float(age), 1),
+                 "instance": instance}
+                for n, share, enrolled, pushed, left, age, instance in rows]
 
     def machine(self, row: dict) -> HubMachine:
-        key = (row["name"], row["share"] == "names", row["enrolled_at"] or "")
+        """The reader of one machine's rows; a new one when the machine's index file is another (a rebuilt
+        index numbers its repos and generations afresh: the ranked queue of the old one must not be kept)."""
+        key = (row["name"], row["share"] == "names", f"{row['enrolled_at']}/{row['instance']}")
         if key not in self._machines:
             self._machines[key] = HubMachine(self.conns, row["name"], key[1], f"{key[0]}@{key[2]}")
         return self._machines[key]
