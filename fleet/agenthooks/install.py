@@ -116,8 +116,8 @@ UNSUPPORTED = {
     "cursor": "its command hooks (~/.cursor/hooks.json) are documented, but not what an answer without "
               "`permission` does to Cursor's own approval; not wired in yet",
     "opencode": "extended by JavaScript plugins, not command hooks",
-    "cline": "its hooks are executable files named after each event (~/Documents/Cline/Hooks/), "
-             "not a settings entry fleetdeck can add and take back; not wired in yet",
+    "cline": "its hooks are executable files named after each event (~/Documents/Cline/Hooks/; the VS Code "
+             "extension also needs its Enable Hooks setting); not wired in yet",
     "amp": "no documented command hooks",
 }
 
