@@ -7,10 +7,10 @@ and repo.
 
 States: `waiting` — the agent's own hook said it is blocked on the person (a permission prompt, a
 question, its finished turn) and nothing newer says it went on, or, ranked below the hooks, its session file
-says so (a tool call that asks, unanswered; a finished turn) while its process lives; `working` — positive evidence of work (a
-busy status, a freshly started child process, a running tool) or activity within `thresholds.working`
-whose turn is not known to be finished (a hook's `working` is itself evidence: its time alone proves
-nothing); `open` — an agent process is alive in the repo but quiet; `recent` — something touched the
+says so (a tool call that asks, unanswered; a finished turn) while its process lives; `working` — positive
+evidence of work (a busy status, a freshly started child process, a running tool) or activity within
+`thresholds.working` whose turn is not known to be finished (a hook's `working` is itself evidence: its time
+alone proves nothing); `open` — an agent process is alive in the repo but quiet; `recent` — something touched the
 repo within `thresholds.recent`. Anything older is gone (no row). Editor-only sightings (`ide`) never make `working`.
 """
 
