@@ -92,6 +92,7 @@ class Push:
         self.share = config.sharing(index.roots() + [path for _, path in repos.values()])
         self.names = {path: name for name, path in repos.values()}
         self.ids = {path: rid for rid, (_, path) in repos.items()}
+        self.lost_read: set[int] | None = set()  # repos whose lost commits this push has read (None: all)
 
     def run(self) -> dict[str, int]:
         """Send every batch; {table: rows sent}. FleetError HUB_UNREACHABLE when the hub goes away midway
@@ -167,10 +168,22 @@ class Push:
             batch.sent["proposals"] = digests
 
     def _lost(self, batch: Batch, repo_ids: list[int], everything: bool) -> None:
-        """The lost commits of the repos these events touched (all repos on a first push), replaced whole."""
+        """The lost commits of the repos these events touched (all repos on a first push), replaced whole. Read
+        once per repo and push: they come from every event the index holds, not only this batch's, so a backlog
+        sent in many batches does not read them again for each (the next push reads a repo's anew)."""
+        if self.lost_read is None:
+            return
+        if not everything:
+            repo_ids = [rid for rid in repo_ids if rid not in self.lost_read]
+            if not repo_ids:
+                return
         found = lost_commits(self.index, repo_ids=None if everything else repo_ids)
+        if everything:
+            self.lost_read = None
+        else:
+            self.lost_read.update(repo_ids)
         ids = self.ids
-        touched = set(repo_ids) | ({ids[c["path"]] for c in found["commits"]} if everything else set())
+        touched = set(ids.values()) if everything else set(repo_ids)  # a first push replaces the machine's set
         batch.lost_repos = sorted(touched)
         held = outbox.sent(self.index, "lost")
         new = {}

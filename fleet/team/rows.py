@@ -84,8 +84,11 @@ def preview_digest(preview: Any) -> str:
     return digest(preview)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps makes one per call
+
+
 def jsonb(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 # A record's lists that are not the repo row: its children go to their own hub tables; stashes and remotes stay on
