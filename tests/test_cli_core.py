@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet import cli
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import init_repo, write
 
@@ -163,7 +165,8 @@ def test_a_core_command_builds_only_its_own_parsers_and_every_command_still_pars
 
     assert loaded("--db", "x.db", "scan", "root") == "[]"
     assert loaded("--po", "radar", "repos", "--json") == "[]"           # --po(licy) takes `radar` as its value
-    assert loaded("--db", "scan", "proposals", "list") == "['audit', 'ops', 'patch']"
+    assert loaded("--db", "scan", "proposals", "list") == "['audit', 'ops']"      # the proposals group alone
+    assert loaded("audit", "verify") == "[]"                            # its own group only: no write side
     assert loaded("--help") == "['audit', 'ops', 'patch']"
     for argv in (("--db", str(tmp_path / "f.db"), "proposals", "list", "--json"), ("--db=scan", "patch", "--help"),
                  ("--verbose", "audit", "--help")):
@@ -171,3 +174,21 @@ def test_a_core_command_builds_only_its_own_parsers_and_every_command_still_pars
         assert proc.returncode in (0, 1) and "invalid choice" not in proc.stderr, (argv, proc.stderr)
     proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=env, timeout=60)
     assert all(name in proc.stdout for name in ("scan", "patch", "proposals", "audit"))
+
+
+def _commands(*argv: str) -> list[str]:
+    """The command words of the parser built for `argv`, in `--help`'s order."""
+    parser = cli.build_parser(list(argv))
+    return list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+def test_each_lazy_command_builds_its_own_group_and_none_builds_them_all():
+    """`LAZY_GROUPS` names exactly the commands each group adds: a command line naming one gets that group's
+    parsers (no other group's), any other gets every group, in the order `--help` lists them."""
+    core, every = _commands("scan"), _commands()
+    assert [w for w in every if w not in core] == [w for _m, _f, words in cli.LAZY_GROUPS for w in words]
+    assert _commands("--help") == _commands("typo") == every
+    for _module, _function, words in cli.LAZY_GROUPS:
+        for word in words:
+            owners = [w for _m, _f, ws in cli.LAZY_GROUPS if word in ws for w in ws]
+            assert _commands("--db", "x.db", word) == core + owners, word

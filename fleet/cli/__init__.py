@@ -9,10 +9,12 @@ fleet.safetext: as text, never as rich markup, with control characters made visi
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from fleet import __version__
 from fleet.cli import demo, history, repos, roots, serve
@@ -49,9 +51,10 @@ class VersionAction(argparse.Action):
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The whole command line, except that the parsers of `patch`, the proposal commands, `audit` and `agents`
-    (which import their packages to describe themselves: a third of a CLI call's start-up) are added only when
-    `argv` may name one of them: a command defined here runs without them."""
+    """The whole command line, except that the parsers of the lazy groups (`patch`, the proposal commands,
+    `audit`, `team`..., which import their packages to describe themselves: most of a CLI call's start-up) are
+    added only when `argv` may name one of them, and then only the group that defines the command: a command
+    defined here runs without any of them, `audit verify` without the write side or team mode."""
     parser = argparse.ArgumentParser(prog="fleetdeck", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action=VersionAction, help="show fleetdeck's version and the git it runs")
     parser.add_argument("--db", help="index database (default: $FLEETDECK_DB or $XDG_DATA_HOME/fleetdeck/fleet.db)")
@@ -66,14 +69,34 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     # The global options that take a value, as argparse knows them (the subparsers' action has no option).
     valued = [s for a in parser._actions if a.nargs != 0 for s in a.option_strings if s.startswith("--")]
-    if _command_of(sys.argv[1:] if argv is None else argv, valued) not in sub.choices:
-        from fleet.cli import agents, audit, dashboard, hooks, inbox, patch, policy, proposals, snapshot, team
-
-        for add in (patch.add_parsers, proposals.add_parsers, dashboard.add_parsers, policy.add_parsers,
-                    proposals.add_restore_points_parser, audit.add_parsers, snapshot.add_parsers,
-                    hooks.add_parsers, agents.add_parsers, inbox.add_parsers, team.add_parsers):
+    command = _command_of(sys.argv[1:] if argv is None else argv, valued)
+    if command not in sub.choices:
+        for add in _lazy_parsers(command):
             add(sub)
     return parser
+
+
+# The command groups imported only when a command line may name one of their commands (module in fleet/cli,
+# its function that adds the parsers, the commands it adds), in the order `--help` lists them: a command named
+# here loads its own group only; any other command line (none, `--help`, a typo) loads them all.
+# tests/test_cli_core.py checks the commands against what each function adds.
+LAZY_GROUPS = (("patch", "add_parsers", ("patch",)), ("proposals", "add_parsers", ("proposals",)),
+               ("dashboard", "add_parsers", ("dashboard",)), ("policy", "add_parsers", ("policy",)),
+               ("proposals", "add_restore_points_parser", ("restore-points",)), ("audit", "add_parsers", ("audit",)),
+               ("snapshot", "add_parsers", ("snapshot", "snapshots", "restore")),
+               ("hooks", "add_parsers", ("hooks", "hook")), ("agents", "add_parsers", ("agents",)),
+               ("inbox", "add_parsers", ("inbox",)), ("team", "add_parsers", ("team",)))
+
+
+def _lazy_parsers(command: str | None) -> list[Callable[[Any], None]]:
+    """The functions adding the parsers of the lazy group that defines `command` (importing its module only),
+    or of every lazy group when none does."""
+    named = [(module, name) for module, name, words in LAZY_GROUPS if command in words]
+    if named:
+        return [getattr(importlib.import_module(f"fleet.cli.{module}"), name) for module, name in named]
+    from fleet.cli import agents, audit, dashboard, hooks, inbox, patch, policy, proposals, snapshot, team  # noqa: F401
+
+    return [getattr(sys.modules[f"fleet.cli.{module}"], name) for module, name, _words in LAZY_GROUPS]
 
 
 def _command_of(argv: list[str], valued: list[str]) -> str | None:
