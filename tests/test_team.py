@@ -23,6 +23,8 @@ from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream
 from tests.fleets.postgres import PgServer
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
+# each test starts machines through the CLI (fleets built, scanned, enrolled, joined) on a real PostgreSQL
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ def hub_dump(dsn: str) -> str:
                                                        for t in ALL_TABLES)), default=str)
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_share_names_hides_a_worktree_outside_the_fleet_and_home(tmp_path, hub):  # noqa: F811
     admin = Machine(tmp_path, "admin")
     admin.run("team", "init", hub)
@@ -37,6 +38,7 @@ def test_share_names_hides_a_worktree_outside_the_fleet_and_home(tmp_path, hub):
     assert str(tmp_path) not in dump and str(outside) not in dump
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_enroll_never_sends_the_password_in_clear(tmp_path, hub, server):  # noqa: F811
     """A hub that logs DDL (`log_statement = 'ddl'`, common on a shared server) logs `CREATE ROLE … PASSWORD`:
     the statement must carry the SCRAM verifier, never the password itself."""
@@ -54,6 +56,7 @@ def test_enroll_never_sends_the_password_in_clear(tmp_path, hub, server):  # noq
         assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("laptop",)
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_an_event_the_index_replaces_after_a_push_reaches_the_hub(machines, hub):  # noqa: F811
     """HEAD's reflog line read before its branch's (a scan between git's two appends): the index later replaces
     the HEAD event by the branch's. The hub must end with the index's events, not the pushed twin."""
@@ -93,6 +96,7 @@ def test_join_writes_the_password_through_no_planted_temp_file(tmp_path, monkeyp
     assert (folder / "team-password").stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_enrolling_a_name_that_maps_to_an_enrolled_role_is_a_conflict(tmp_path, hub):  # noqa: F811
     """`a-b` and `a_b` are one PostgreSQL role: enrolling the second must neither reset the first's password
     nor answer with the hub's raw constraint error."""
@@ -105,6 +109,7 @@ def test_enrolling_a_name_that_maps_to_an_enrolled_role_is_a_conflict(tmp_path, 
         assert conn.execute("select fleetdeck.current_machine()").fetchone() == ("lap-top",)
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_the_join_command_enroll_prints_puts_no_password_in_the_process_list(tmp_path, hub):  # noqa: F811
     """`enroll` printed `fleetdeck team join '<DSN with the password>'`: run as shown, the password sat in
     argv, readable by every local user in /proc/<pid>/cmdline while `join` ran. The printed command now carries
@@ -153,6 +158,7 @@ def test_a_password_file_swapped_for_a_link_or_a_fifo_is_refused_not_read(tmp_pa
         team_config.read_password()
 
 
+@pytest.mark.slow  # a real PostgreSQL and the CLI of several machines
 def test_a_rebuilt_index_replaces_its_old_rows_on_the_hub(machines, hub):  # noqa: F811
     """The index deleted and the fleet scanned again numbers repos and events afresh from 1: the hub kept the
     old file's rows under the same keys (a record replaced only by a newer generation, events never), so it
