@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -19,6 +21,13 @@ os.environ["FLEETDECK_CHECK_OUTPUTS"] = "1"  # every MCP answer validated agains
 os.environ.pop("FLEETDECK_DB", None)
 # no test notifies the desktop of the person running the tests: the D-Bus tests start a bus of their own
 os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
+# The tests start Python a thousand times (the CLI, the hooks, the bridges): each reuses the bytecode the first
+# compiled, as an installed fleetdeck does (pip byte-compiles it), kept in a folder of this run, never in the
+# checkout. Under PYTHONDONTWRITEBYTECODE every child would compile every module it imports again.
+_PYCACHE = tempfile.mkdtemp(prefix="fleetdeck-pycache-")
+atexit.register(shutil.rmtree, _PYCACHE, True)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
 
 
 @pytest.fixture
