@@ -168,3 +168,20 @@ def _comparable(event: dict) -> tuple:
     return tuple((k, None if k == "at" and event["message"].startswith("branch: deleted (seen by") else v)
                  for k, v in sorted(event.items()))
 
+
+
+def test_a_repo_made_while_a_cold_serve_reads_the_fleet_is_found_without_waiting_for_discovery(
+        fleet, tmp_path: Path) -> None:
+    """The cold start walks the roots once, and the watcher walks them again only after every repo's state is
+    in (not while the reads need the CPU): a repo made in between is still found then, long before the
+    periodic discovery (a minute)."""
+    from tests.fleets.gitbuild import init_repo
+
+    root, scanned = fleet
+    server = Server(tmp_path / "served.db", [root])
+    try:
+        init_repo(root / "made-during-the-cold-start", commits=1)
+        client = httpx.Client(base_url=server.base, headers=server.auth, timeout=30)
+        wait_for(lambda: _get(client, "/api/radar")["total"] == scanned.count() + 1, "the new repo listed", 20)
+    finally:
+        server.stop()

@@ -245,9 +245,13 @@ class Watcher:
         discovered: asyncio.Future[list[Found]] = self._loop.create_future()
         recheck = asyncio.ensure_future(self._recheck(known, discovered, cold))
         try:
-            discovered.set_result(await self._discover(initial=True, skip=read))
+            # A cold start's own walk just found the fleet: walking the roots again now would take CPU from the
+            # reads of every repo's state; it runs once they are in, for what came since.
+            discovered.set_result([] if cold else await self._discover(initial=True))
             if not self.once:
                 await self._read_all.wait()
+                if cold:
+                    await self._discover(skip=read)
                 await self._rebuild(initial=True)
             self._started = True  # before `_watch_up` records the watcher live: that record names the mode
             if not self.once:
