@@ -13,7 +13,6 @@ from pydantic import Field
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
 from fleet.index.freshness import freshness
-from fleet.index.scan import refresh_repo
 from fleet.index.search import KINDS as SEARCH_KINDS, search
 from fleet.presence import presence
 from fleet.views.digest import digest
@@ -36,8 +35,13 @@ def register(kit: Toolkit) -> None:
     bridge = kit.bridge
 
     def fresh(refresh: list[str] | None) -> dict:
-        """Re-read the named repos (each one's failure reported, not raised), then say how fresh the index is."""
+        """Re-read the named repos (each one's failure reported, not raised), then say how fresh the index is.
+
+        The scanner (and the libgit2 status it may use) loads only when a call names repos to re-read: a
+        connect's first fleet-wide answer stays without it."""
         done = []
+        if refresh:
+            from fleet.index.scan import refresh_repo
         for name in refresh or []:
             try:
                 path = bridge.resolve(name).path

@@ -96,6 +96,7 @@ def test_tools_list_from_the_cache_imports_no_tool_module_and_a_call_only_its_ow
     assert not replies[2]["result"]["isError"]
     assert {"mcp_bridge.tools_fleet", "mcp_bridge.models"} <= modules
     assert not {"mcp_bridge.tools_git", "mcp_bridge.tools_patch", "mcp_bridge.tools_ops", *WRITE_SIDE} & modules
+    assert not {"fleet.index.scan", "pygit2"} & modules  # the scanner loads only for a call's `refresh`
     replies, modules = session(db, INITIALIZED, LIST_TOOLS, STATUS, **cache)
     assert replies[2]["result"]["isError"] and "p-no-such-proposal" in replies[2]["result"]["content"][0]["text"]
     assert set(WRITE_SIDE) <= modules, sorted(set(WRITE_SIDE) - modules)

@@ -49,6 +49,9 @@ def _serve_hub(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """MCP on stdio: stdout carries JSON-RPC only, so everything else (logs included) goes to stderr."""
+    from mcp_bridge.sdk import without_client
+
+    without_client()  # before anything imports the SDK: this process never loads its client half
     from mcp_bridge.server import run_stdio
 
     run_stdio(args.db)
