@@ -124,9 +124,13 @@ def connect_times(db: Path, runs: int) -> dict:
     definitions' cache (mcp_bridge/catalog.py) lives in a folder of this run: the first connect finds none
     (`stdio_first_answer_cold_cache_ms`, as after an upgrade), the medians are over warm connects. The 1-minute
     load average is recorded before and after (`load_average_1m`): on this shared 2-core machine the wall
-    figures move with it, the CPU ones (`stdio_session_cpu_ms`, `import_ms`) much less."""
+    figures move with it, the CPU ones (`stdio_session_cpu_ms`, `import_ms`) much less. fleetdeck's modules
+    are byte-compiled first, as `pip install` leaves them (run from a checkout with PYTHONDONTWRITEBYTECODE, as
+    on this machine, every start would compile them from source: `byte_compiled` says it was done)."""
     from mcp import Client, StdioServerParameters
 
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "fleet"), str(ROOT / "mcp_bridge")],
+                   check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
     load_before = os.getloadavg()[0]
     cache = db.parent / "cache"
     shutil.rmtree(cache, ignore_errors=True)
@@ -156,13 +160,14 @@ def connect_times(db: Path, runs: int) -> dict:
     result["stdio_session_cpu_ms"] = median_ms(cpu)
     imports = []
     for _ in range(runs):
-        code = ("import time; t = time.perf_counter(); import fleet.cli, mcp_bridge.server; "
-                "print(time.perf_counter() - t)")
+        code = ("import time; t = time.perf_counter(); import fleet.cli, mcp_bridge.sdk; "  # as `fleetdeck mcp` does
+                "mcp_bridge.sdk.without_client(); import mcp_bridge.server; print(time.perf_counter() - t)")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**env, "PYTHONPATH": str(ROOT)})
         imports.append(float(proc.stdout))
     result["import_ms"] = median_ms(imports)
     result["load_average_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # before, after
+    result["byte_compiled"] = True
     return result
 
 
