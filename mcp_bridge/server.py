@@ -346,6 +346,7 @@ def run_stdio(db_path: str | None = None) -> None:
     """
     from fleet import audit
     from fleet.procinfo import ancestors
+    from mcp_bridge.sdk import serving
     from mcp_bridge.stdio import serve_stdio
 
     # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.
@@ -363,4 +364,5 @@ def run_stdio(db_path: str | None = None) -> None:
         server.agent_token = token
     audit.setup(db_path)
     server.client_pids = ancestors(os.getpid())
+    serving()
     anyio.run(serve_stdio, server)

@@ -1,5 +1,6 @@
 """`fleetdeck mcp` loads the SDK's server half only (mcp_bridge/sdk.py): the real server, driven by the official
-stdio client, answers a tool call without `mcp.client` ever entering its `sys.modules`; the deferred package
+stdio client, answers a tool call without `mcp.client` ever entering its `sys.modules` (and serves with the
+garbage collector on, start-up's objects frozen out of it); the deferred package
 completes into what a plain import makes; and the trick steps aside (the plain import) when it cannot hold.
 Controls make each check able to fail: a plain import of `mcp.server` does load the client."""
 
@@ -19,8 +20,9 @@ from tests.fleets.cli import PROJECT_ROOT, fleetdeck_env
 from tests.fleets.mcp_fleet import ok
 
 # `python -m fleet mcp`, with the process's module table written to stderr as its last act.
-SERVER = ("import atexit, json, runpy, sys\n"
+SERVER = ("import atexit, gc, json, runpy, sys\n"
           "atexit.register(lambda: print('MODULES ' + json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+          "atexit.register(lambda: print('GC', gc.isenabled(), gc.get_freeze_count(), file=sys.stderr))\n"
           "sys.argv = ['fleetdeck', 'mcp']\n"
           "runpy.run_module('fleet', run_name='__main__', alter_sys=True)\n")
 
@@ -52,6 +54,9 @@ async def test_the_stdio_server_answers_without_ever_importing_the_sdk_client(mc
     for modules in tables:
         assert {"mcp", "mcp.server.lowlevel.server", "mcp.server.stdio", "mcp_bridge.tools_fleet"} <= set(modules)
         assert client_modules(modules) == []
+    # The collector ran again while serving, with start-up's objects (the SDK's models) frozen out of it.
+    collector = [line.split() for line in errlog.read_text().splitlines() if line.startswith("GC ")]
+    assert [(enabled, int(frozen) > 50_000) for _gc, enabled, frozen in collector] == [("True", True)] * 2
     control = python("import json, sys, mcp.server; print(json.dumps(sorted(sys.modules)))")
     assert "mcp.client.client" in client_modules(json.loads(control.stdout))  # what the plain import does
 

@@ -49,9 +49,9 @@ def _serve_hub(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """MCP on stdio: stdout carries JSON-RPC only, so everything else (logs included) goes to stderr."""
-    from mcp_bridge.sdk import without_client
+    from mcp_bridge.sdk import start_up
 
-    without_client()  # before anything imports the SDK: this process never loads its client half
+    start_up()  # before anything imports the SDK: its server half only, without the garbage collector's passes
     from mcp_bridge.server import run_stdio
 
     run_stdio(args.db)
