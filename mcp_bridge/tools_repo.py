@@ -7,13 +7,14 @@ from typing import Annotated
 
 from pydantic import Field
 
+from fleet.ops.catalog import RepoName
 from fleet.repo.brief import MAX_COMMITS, repo_brief
 from fleet.repo.parts import stash_list, submodule_status, worktree_list
 from mcp_bridge import models
+from mcp_bridge.argtypes import pydantic_type
 from mcp_bridge.toolkit import Toolkit
 
-Repo = Annotated[str, Field(min_length=1, max_length=4096,
-                            description="fleet name (see fleet.repos) or absolute path inside a fleet root")]
+Repo = pydantic_type(RepoName)
 Limit = Annotated[int, Field(ge=1, le=1000, description="most entries to return (1..1000)")]
 
 

@@ -22,8 +22,11 @@ def _diverge(work, conflict: bool = False):
     commit_file(work, "README.md" if conflict else "main.txt", "main side\n", "main change")
 
 
-def test_every_op_is_in_the_catalog():
-    assert set(service.OPS) == set(CATALOG)
+def test_every_op_in_the_catalog_has_its_preview_and_run():
+    """One registry: once the executor is loaded, every op's class holds the preview and run its module bound."""
+    assert service.OPS is CATALOG
+    for op, spec in CATALOG.items():
+        assert "preview" in spec.__dict__ and "run" in spec.__dict__, op
 
 
 @pytest.mark.parametrize("mode", ["merge", "squash"])

@@ -1,4 +1,10 @@
-"""The operations agents may propose, with the risk level a person sees before approving each one.
+"""The operations agents may propose, each declared once: one class per op holding its arguments (names,
+types, bounds, wording), its risk level, what it may destroy, whether it is undone, and its preview and run.
+
+Every surface takes what it needs from that class: the MCP tool `operation.preview.<op>` its signature, title
+and description (mcp_bridge/tools_ops.py), the previews the argument names they accept (`OpSpec.known`)
+and the bounds they check, the policy the op names, the executor the preview and run that the op's module
+binds (`OpSpec.bind`: each op module binds its own; fleet.ops.service imports them all).
 
 Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
@@ -14,61 +20,315 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Any, Callable, ClassVar, Literal, NotRequired, TypedDict, get_type_hints
 
 from fleet.errors import FleetError
-
-
-@dataclass(frozen=True)
-class OpInfo:
-    name: str
-    risk: str            # the op's usual risk; risk_of() raises it for destructive arguments
-    destructive: bool    # may throw work away or rewrite history (the MCP destructiveHint)
-    undoable: bool       # a restore point brings the repository back
-    summary: str
-
-
-OPS: dict[str, OpInfo] = {op.name: op for op in (
-    OpInfo("stage", "low", False, True, "stage paths (or everything) into the index"),
-    OpInfo("unstage", "low", False, True, "take paths out of the index, keeping the working-tree files"),
-    OpInfo("commit", "medium", False, True, "commit the staged changes (or only given paths) as the person, "
-                                            "with a Proposed-by trailer; amend rewrites the last commit"),
-    OpInfo("branch", "low", False, True, "create a branch at a start point, optionally checking it out"),
-    OpInfo("checkout", "medium", False, True, "switch to a local branch, or detach HEAD at a commit"),
-    OpInfo("stash", "low", False, True, "stash the working-tree changes (optionally untracked files too)"),
-    OpInfo("stash_pop", "medium", False, True, "apply a stash and drop it"),
-    OpInfo("reset", "medium", True, True, "move the current branch to a commit (soft, mixed, hard, keep "
-                                         "or merge)"),
-    OpInfo("discard", "high", True, True, "throw away working-tree changes to paths (the restore point keeps "
-                                          "every file's exact content)"),
-    OpInfo("merge", "medium", False, True, "merge a branch or commit into the checked-out branch (merge, squash "
-                                           "or fast-forward only); conflicts abort it"),
-    OpInfo("rebase", "high", True, True, "replay the checked-out branch's commits onto another commit (never "
-                                         "interactive); conflicts abort it"),
-    OpInfo("patch", "medium", True, True, "apply a unified diff to the working tree or the index"),
-    OpInfo("patch_file_write", "medium", True, True, "write a patch file (.patch/.diff) into the repository, "
-                                                     "where tools such as patch-package apply it"),
-    OpInfo("stage_hunks", "low", False, True, "stage chosen hunks of one file (ids from repo.changes)"),
-    OpInfo("push", "medium", True, False, "push a branch to a remote (cannot be undone by fleetdeck); a force "
-                                          "only as force-with-lease pinned to the sha the preview saw"),
-    OpInfo("branch_delete", "high", True, True, "delete local branches across the fleet (merged ones only by "
-                                                "default; never a checked-out one); tips kept for undo"),
-    OpInfo("worktree", "low", False, True, "add a linked worktree (optionally on a new branch)"),
-    OpInfo("submodule_pointer", "medium", False, True, "record a submodule's checked-out commit as the new "
-                                                       "pointer (a commit), or return it to the recorded one"),
-    OpInfo("plan", "medium", False, True, "up to ten steps (stage, unstage, stage_hunks, commit, branch, "
-                                          "checkout, stash, merge, rebase, discard, reset, patch), each "
-                                          "previewed after the ones before it, approved once, run in order, "
-                                          "undone at once"),
-    OpInfo("restore", "medium", True, True, "bring a repository back to the state before a completed proposal"),
-    OpInfo("restore_snapshot", "medium", True, True, "put a safety-net snapshot's files (all, or some paths; "
-                                                     "with index its staged state) back into the working tree"),
-)}
+from fleet.ops.model import MAX_MESSAGE, MAX_PATCH_BYTES, MAX_PATHS, Ctx, Plan, known_args
 
 HIGH = "high"
 LEVELS = ("low", "medium", "high")
+# Bounds the previews check and the MCP tools publish.
+MAX_REPOS, MAX_PER_REPO, MAX_TOTAL = 20, 20, 100   # a fleet-wide branch clean-up
+MAX_STEPS = 10                                     # a plan
+MAX_HUNKS = 500                                    # stage_hunks
+STEP_OPS = ("stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash", "merge", "rebase",
+            "discard", "reset", "patch")
 
 
-def op_info(op: str) -> OpInfo:
+@dataclass(frozen=True)
+class Arg:
+    """An argument's bounds and wording (the metadata of an `Annotated` type): what the MCP tool publishes and
+    refuses before the op sees it. `omit_false`: the op receives the flag only when it is true (as it has
+    always been stored); `default_factory`: a record key's default, made afresh."""
+
+    description: str | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    ge: int | None = None
+    le: int | None = None
+    omit_false: bool = False
+    default_factory: Callable[[], Any] | None = None
+
+
+RepoName = Annotated[str, Arg("fleet name (see fleet.repos) or absolute path inside a fleet root", 1, 4096)]
+RelPath = Annotated[str, Arg("a literal path relative to the repository root", 1, 4096)]
+Paths = Annotated[list[RelPath], Arg(min_length=1, max_length=MAX_PATHS)]
+Rev = Annotated[str, Arg("a branch, tag, sha, HEAD~2, ...", 1, 4096)]
+Message = Annotated[str, Arg(min_length=1, max_length=MAX_MESSAGE)]
+ProposalId = Annotated[str, Arg(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+PatchText = Annotated[str, Arg("unified diff text (at most 1 MiB)", 1, MAX_PATCH_BYTES)]
+SetFlag = Annotated[bool, Arg(omit_false=True)]  # a flag the op receives only when true
+
+
+class Target(TypedDict):
+    repo: RepoName
+    branches: Annotated[list[Rev], Arg(min_length=1, max_length=MAX_PER_REPO)]
+
+
+class Step(TypedDict):
+    op: Literal[STEP_OPS]  # type: ignore[valid-type]
+    args: NotRequired[Annotated[dict, Arg("the op's own arguments (as its preview tool takes them)",
+                                          default_factory=dict)]]
+
+
+class OpSpec:
+    """Base of every op's class: its arguments are the class's annotated attributes (a default is the class
+    attribute's value), in the order the tool lists them; what follows here is the op's catalog entry."""
+
+    op: ClassVar[str]
+    title: ClassVar[str]           # the MCP tool's title
+    risk: ClassVar[str]            # the op's usual risk; risk_of() raises it for destructive arguments
+    destructive: ClassVar[bool]    # may throw work away or rewrite history (the MCP destructiveHint)
+    undoable: ClassVar[bool] = True     # a restore point brings the repository back
+    leaves_machine: ClassVar[bool] = False  # reaches another machine (the MCP openWorldHint)
+    per_repo: ClassVar[bool] = True     # takes a `repo`; else its repositories are its targets' (`repos`)
+    summary: ClassVar[str]
+    preview: ClassVar[Callable[[Ctx, dict], Plan]]
+    run: ClassVar[Callable[[Ctx, dict], dict]]  # returns the result recorded on the proposal
+
+    @classmethod
+    def args(cls) -> dict[str, tuple[Any, Any]]:
+        """name -> (type, default) of each argument (`...`: required), in declaration order."""
+        hints = get_type_hints(cls, include_extras=True)
+        return {name: (hints[name], cls.__dict__.get(name, ...)) for name in cls.__dict__.get("__annotations__", {})}
+
+    @classmethod
+    def known(cls, args: dict, label: str | None = None) -> None:
+        """BAD_ARGUMENT for an argument the op does not declare."""
+        known_args(label or cls.op, args, set(cls.args()))
+
+    @classmethod
+    def repos(cls, args: dict) -> list[str]:
+        """The repositories a fleet-wide op's arguments name (a per-repo op: none beyond its `repo`)."""
+        return []
+
+    @classmethod
+    def bind(cls, preview: Callable[[Ctx, dict], Plan], run: Callable[[Ctx, dict], dict]) -> None:
+        """The op's module gives it its preview and run (once: two modules binding one op is a defect)."""
+        if "preview" in cls.__dict__:
+            raise RuntimeError(f"op {cls.op} is bound twice")
+        cls.preview, cls.run = staticmethod(preview), staticmethod(run)
+
+
+class Stage(OpSpec):
+    """Propose `git add` of literal `paths` (or `all: true`: every change, untracked files included).
+    A person approves it before it runs; poll operation.status."""
+    op, title, risk, destructive = "stage", "Propose staging files", "low", False
+    summary = "stage paths (or everything) into the index"
+    paths: Paths | None = None
+    all: SetFlag = False
+
+
+class Unstage(OpSpec):
+    """Propose taking `paths` out of the index (the working-tree files stay as they are)."""
+    op, title, risk, destructive = "unstage", "Propose unstaging files", "low", False
+    summary = "take paths out of the index, keeping the working-tree files"
+    paths: Paths
+
+
+class Commit(OpSpec):
+    """Propose committing the staged changes (or only `paths`) as the person, with a
+    `Proposed-by: <agent>` trailer. `amend: true` rewrites the last commit (high risk)."""
+    op, title, risk, destructive = "commit", "Propose a commit", "medium", False
+    summary = ("commit the staged changes (or only given paths) as the person, with a Proposed-by trailer; "
+               "amend rewrites the last commit")
+    message: Message
+    paths: Paths | None = None
+    amend: SetFlag = False
+
+
+class Branch(OpSpec):
+    """Propose creating branch `name` at `start_point` (default HEAD), optionally checking it out."""
+    op, title, risk, destructive = "branch", "Propose a new branch", "low", False
+    summary = "create a branch at a start point, optionally checking it out"
+    name: Rev
+    start_point: Rev = "HEAD"
+    checkout: bool = False
+
+
+class Checkout(OpSpec):
+    """Propose switching to local branch `ref` (or, with `detach: true`, to any commit, detached)."""
+    op, title, risk, destructive = "checkout", "Propose a checkout", "medium", False
+    summary = "switch to a local branch, or detach HEAD at a commit"
+    ref: Rev
+    detach: bool = False
+
+
+class Stash(OpSpec):
+    """Propose `git stash push` of the working-tree changes (untracked files with include_untracked)."""
+    op, title, risk, destructive = "stash", "Propose stashing changes", "low", False
+    summary = "stash the working-tree changes (optionally untracked files too)"
+    message: Message | None = None
+    include_untracked: bool = False
+
+
+class StashPop(OpSpec):
+    """Propose applying stash@{index} and dropping it."""
+    op, title, risk, destructive = "stash_pop", "Propose popping a stash", "medium", False
+    summary = "apply a stash and drop it"
+    index: Annotated[int, Arg(ge=0, le=10000)] = 0
+
+
+class Reset(OpSpec):
+    """Propose moving the current branch to `target`. The preview lists the commits it leaves behind
+    and, for `hard` (high risk), the uncommitted changes it throws away (kept in the restore point)."""
+    op, title, risk, destructive = "reset", "Propose a reset", "medium", True
+    summary = "move the current branch to a commit (soft, mixed, hard, keep or merge)"
+    target: Rev
+    mode: Literal["soft", "mixed", "hard"] = "mixed"
+
+
+class Discard(OpSpec):
+    """Propose throwing away the unstaged changes to `paths` (and deleting untracked files there with
+    include_untracked). High risk; the restore point keeps every file's exact content."""
+    op, title, risk, destructive = "discard", "Propose discarding changes", "high", True
+    summary = "throw away working-tree changes to paths (the restore point keeps every file's exact content)"
+    paths: Paths
+    include_untracked: bool = False
+
+
+class Merge(OpSpec):
+    """Propose merging `source` into the checked-out branch (a merge commit, a squash commit, or a
+    fast-forward only). The preview carries the merge-tree conflict preflight; a merge that conflicts
+    is aborted and the proposal fails."""
+    op, title, risk, destructive = "merge", "Propose a merge", "medium", False
+    summary = ("merge a branch or commit into the checked-out branch (merge, squash or fast-forward only); "
+               "conflicts abort it")
+    source: Rev
+    mode: Literal["merge", "squash", "ff_only"] = "merge"
+    message: Message | None = None
+
+
+class Rebase(OpSpec):
+    """Propose replaying the checked-out branch onto `onto` (never interactive; high risk: rewrites
+    history). The preflight replays commit by commit and names the first one that would conflict."""
+    op, title, risk, destructive = "rebase", "Propose a rebase", "high", True
+    summary = "replay the checked-out branch's commits onto another commit (never interactive); conflicts abort it"
+    onto: Rev
+
+
+class Patch(OpSpec):
+    """Propose applying a unified diff (e.g. from patch.generate; at most 1 MiB) to the working tree or
+    the index. It must be the diff alone, every byte of it one git reads (no mail headers, commit
+    message or other text git would skip: refused); every path is checked and `git apply --check`
+    must accept it before a proposal is made."""
+    op, title, risk, destructive = "patch", "Propose applying a patch", "medium", True
+    summary = "apply a unified diff to the working tree or the index"
+    patch: PatchText
+    target: Literal["worktree", "index"] = "worktree"
+
+
+class PatchFileWrite(OpSpec):
+    """Propose putting a patch file into the repository (where tools such as patch-package apply it):
+    its content is `patch_file` (from fleetdeck's patch folder) or `patch` (text). patch.generate and
+    patch.remove write only to that folder; this is the one way a patch file reaches a repository."""
+    op, title, risk, destructive = "patch_file_write", "Propose writing a patch file into a repository", "medium", True
+    summary = "write a patch file (.patch/.diff) into the repository, where tools such as patch-package apply it"
+    path: Annotated[str, Arg("where in the repository, ending in .patch or .diff (e.g. patches/x.patch)", 1, 4096)]
+    patch_file: Annotated[str | None, Arg("a patch file in fleetdeck's patch folder (patch.generate's)", 1,
+                                          4096)] = None
+    patch: PatchText | None = None
+
+
+class StageHunks(OpSpec):
+    """Propose staging some hunks of one file: `hunks` are the `id`s repo.changes gives unstaged hunks
+    (stable while the file is unchanged, whatever `unified` was used to list them)."""
+    op, title, risk, destructive = "stage_hunks", "Propose staging chosen hunks", "low", False
+    summary = "stage chosen hunks of one file (ids from repo.changes)"
+    path: RelPath
+    hunks: Annotated[list[Annotated[str, Arg(min_length=1, max_length=64)]], Arg(min_length=1, max_length=MAX_HUNKS)]
+
+
+class Push(OpSpec):
+    """Propose pushing a local branch (default: the checked-out one) to `remote`. It cannot be undone by
+    fleetdeck. A force exists only as `force_with_lease`, pinned to the remote sha the preview saw."""
+    op, title, risk, destructive = "push", "Propose a push", "medium", True
+    undoable, leaves_machine = False, True
+    summary = ("push a branch to a remote (cannot be undone by fleetdeck); a force only as force-with-lease "
+               "pinned to the sha the preview saw")
+    remote: Rev = "origin"
+    branch: Rev | None = None
+    set_upstream: bool = False
+    force_with_lease: bool = False
+
+
+class BranchDelete(OpSpec):
+    """Propose deleting local branches in one or more repositories (targets: [{repo, branches}], at most
+    20 x 20, 100 in all) with one approval. Never a checked-out branch or one whose tip moved since the
+    preview; with merged_only (default) only branches merged into their upstream or default branch. The
+    preview and the result say, per branch, deleted / kept / failed and why. Undo recreates them."""
+    op, title, risk, destructive = "branch_delete", "Propose a branch clean-up across the fleet", "high", True
+    per_repo = False
+    summary = ("delete local branches across the fleet (merged ones only by default; never a checked-out one); "
+               "tips kept for undo")
+    targets: Annotated[list[Target], Arg(min_length=1, max_length=MAX_REPOS)]
+    merged_only: bool = True
+
+    @classmethod
+    def repos(cls, args: dict) -> list[str]:
+        return [t["repo"] for t in args["targets"]]
+
+
+class Worktree(OpSpec):
+    """Propose `git worktree add` at `path` on `branch` (created at HEAD with new_branch: true)."""
+    op, title, risk, destructive = "worktree", "Propose a new worktree", "low", False
+    summary = "add a linked worktree (optionally on a new branch)"
+    path: Annotated[str, Arg("absolute path, inside a fleet root", 1, 4096)]
+    branch: Rev
+    new_branch: bool = False
+
+
+class SubmodulePointer(OpSpec):
+    """`record`: commit the submodule's checked-out commit as the new pointer (needs `message`);
+    `return`: check out the recorded commit in the submodule. Refused unless the submodule is
+    initialized, clean and differs; both shas are pinned from the preview."""
+    op, title, risk, destructive = "submodule_pointer", "Propose moving a submodule pointer", "medium", False
+    summary = ("record a submodule's checked-out commit as the new pointer (a commit), or return it to the "
+               "recorded one")
+    path: RelPath
+    action: Literal["record", "return"]
+    message: Message | None = None
+
+
+class PlanSteps(OpSpec):
+    """Propose up to ten steps in one repository (stage, unstage, stage_hunks, commit, branch, checkout,
+    stash, merge, rebase, discard, reset, patch), each previewed against what the steps before it leave,
+    approved once, run in order, stopping at the first failure; one undo returns to the state before
+    the plan."""
+    op, title, risk, destructive = "plan", "Propose a plan of steps", "medium", False
+    summary = ("up to ten steps (stage, unstage, stage_hunks, commit, branch, checkout, stash, merge, rebase, "
+               "discard, reset, patch), each previewed after the ones before it, approved once, run in order, "
+               "undone at once")
+    steps: Annotated[list[Step], Arg(min_length=1, max_length=MAX_STEPS)]
+
+
+class Restore(OpSpec):
+    """Propose going back to the state before a completed proposal (its id is its restore point).
+    Refused (STALE) when the repository changed since that proposal ran."""
+    op, title, risk, destructive = "restore", "Propose undoing a proposal", "medium", True
+    summary = "bring a repository back to the state before a completed proposal"
+    restore_point: ProposalId
+
+
+class RestoreSnapshot(OpSpec):
+    """Propose putting a safety-net snapshot's files back (all, or only `paths`; with `index` its staged
+    state too), e.g. the work a `discarded` event (repo.lost) names. The preview lists every file it would
+    overwrite, recreate or remove; the present is snapshotted first and the restore point keeps it."""
+    op, title, risk, destructive = "restore_snapshot", "Propose restoring files from a snapshot", "medium", True
+    summary = ("put a safety-net snapshot's files (all, or some paths; with index its staged state) back into "
+               "the working tree")
+    snapshot: Annotated[str, Arg("snapshot id (or a unique prefix), from snapshot.list", pattern=r"^[0-9a-f]{4,40}$")]
+    paths: Paths | None = None
+    index: bool = False
+
+
+OPS: dict[str, type[OpSpec]] = {spec.op: spec for spec in (
+    Stage, Unstage, Commit, Branch, Checkout, Stash, StashPop, Reset, Discard, Merge, Rebase, Patch,
+    PatchFileWrite, StageHunks, Push, BranchDelete, Worktree, SubmodulePointer, PlanSteps, Restore, RestoreSnapshot)}
+
+
+def op_info(op: str) -> type[OpSpec]:
     info = OPS.get(op)
     if info is None:
         raise FleetError("BAD_ARGUMENT", f"unknown operation {op!r}; known: {', '.join(sorted(OPS))}")

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from fleet.errors import FleetError
 from fleet.git.run import run, text
+from fleet.ops import catalog
+from fleet.ops.catalog import MAX_PER_REPO, MAX_REPOS, MAX_TOTAL
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Op, Plan, flag, is_ancestor, known_args, local_branch
+from fleet.ops.model import Ctx, Plan, flag, is_ancestor, known_args, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.restore import restore_ref
 from fleet.ops.pins import ref_sha
 from fleet.repo.parts import worktree_list
 from fleet.index.target import resolve_target
-
-MAX_REPOS, MAX_PER_REPO, MAX_TOTAL = 20, 20, 100
 
 
 def checked_out(index, repo: str) -> dict[str, str]:
@@ -68,7 +68,7 @@ def _judge(repo: str, name: str, merged_only: bool, busy: dict[str, str], defaul
 
 
 def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
-    known_args("branch_delete", args, {"targets", "merged_only"})
+    catalog.BranchDelete.known(args)
     merged_only = flag(args, "merged_only", True)
     targets = args.get("targets")
     if not isinstance(targets, list) or not targets or not all(isinstance(t, dict) for t in targets):
@@ -77,7 +77,7 @@ def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
         raise FleetError("LIMIT", f"at most {MAX_REPOS} repositories in one clean-up")
     repos, total, seen = [], 0, set()
     for target in targets:
-        known_args("branch_delete target", target, {"repo", "branches"})
+        known_args("branch_delete target", target, set(catalog.Target.__annotations__))
         branches = target.get("branches")
         if not isinstance(branches, list) or not branches or not all(isinstance(b, str) for b in branches):
             raise FleetError("BAD_ARGUMENT", "each target needs branches: a non-empty list of branch names")
@@ -157,4 +157,4 @@ def undo_branch_delete(result: dict) -> dict:
     return {"recreated": len(deleted)}
 
 
-OPS = {"branch_delete": Op(preview_branch_delete, run_branch_delete)}
+catalog.BranchDelete.bind(preview_branch_delete, run_branch_delete)

@@ -14,10 +14,10 @@ from fleet.errors import FleetError
 from fleet.git.files import short_ref
 from fleet.git.revs import index_base
 from fleet.git.run import run, text
-from fleet.ops import writeset
+from fleet.ops import catalog, writeset
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, capped_diff, commit_of, commit_paths, commits_between,
-                             flag, inside, is_ancestor, known_args, local_branch, repo_paths, string,
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, capped_diff, commit_of, commit_paths, commits_between,
+                             flag, inside, is_ancestor, local_branch, repo_paths, string,
                              tree_paths)
 from fleet.ops.pins import head_state, read_status, ref_sha
 
@@ -58,7 +58,7 @@ def head_after(ctx: Ctx) -> dict:
 # --- stage / unstage ---------------------------------------------------------------------------------------
 
 def preview_stage(ctx: Ctx, args: dict) -> Plan:
-    known_args("stage", args, {"paths", "all"})
+    catalog.Stage.known(args)
     everything = flag(args, "all")
     if everything == ("paths" in args and args["paths"] is not None):
         raise FleetError("BAD_ARGUMENT", "stage takes either paths or all: true")
@@ -80,7 +80,7 @@ def run_stage(ctx: Ctx, args: dict) -> dict:
 
 
 def preview_unstage(ctx: Ctx, args: dict) -> Plan:
-    known_args("unstage", args, {"paths"})
+    catalog.Unstage.known(args)
     paths = repo_paths(ctx.repo, args)
     status, _ = read_status(ctx.repo, paths)
     todo = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
@@ -102,7 +102,7 @@ def run_unstage(ctx: Ctx, args: dict) -> dict:
 # --- commit -------------------------------------------------------------------------------------------------
 
 def preview_commit(ctx: Ctx, args: dict) -> Plan:
-    known_args("commit", args, {"message", "paths", "amend"})
+    catalog.Commit.known(args)
     message = string(args, "message", max_len=MAX_MESSAGE)
     amend = flag(args, "amend")
     paths = repo_paths(ctx.repo, args, required=False)
@@ -172,7 +172,7 @@ def run_commit(ctx: Ctx, args: dict) -> dict:
 # --- branch / checkout ------------------------------------------------------------------------------------
 
 def preview_branch(ctx: Ctx, args: dict) -> Plan:
-    known_args("branch", args, {"name", "start_point", "checkout"})
+    catalog.Branch.known(args)
     ref = local_branch(ctx.repo, string(args, "name"), "name")
     start = string(args, "start_point", required=False) or "HEAD"
     sha = commit_of(ctx.repo, start, "start_point")
@@ -202,7 +202,7 @@ def run_branch(ctx: Ctx, args: dict) -> dict:
 
 
 def preview_checkout(ctx: Ctx, args: dict) -> Plan:
-    known_args("checkout", args, {"ref", "detach"})
+    catalog.Checkout.known(args)
     name = string(args, "ref")
     detach = flag(args, "detach")
     head_ref, head = _need_head(ctx.repo, "checkout")
@@ -248,7 +248,7 @@ def run_checkout(ctx: Ctx, args: dict) -> dict:
 # --- stash ---------------------------------------------------------------------------------------------
 
 def preview_stash(ctx: Ctx, args: dict) -> Plan:
-    known_args("stash", args, {"message", "include_untracked"})
+    catalog.Stash.known(args)
     message = string(args, "message", required=False, max_len=MAX_MESSAGE)
     untracked = flag(args, "include_untracked")
     _need_head(ctx.repo, "stash")
@@ -276,7 +276,7 @@ def run_stash(ctx: Ctx, args: dict) -> dict:
 
 
 def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
-    known_args("stash_pop", args, {"index"})
+    catalog.StashPop.known(args)
     n = args.get("index", 0)
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10000:
         raise FleetError("BAD_ARGUMENT", "index must be an integer 0..10000 (stash@{index})")
@@ -318,7 +318,7 @@ UPDATES_FILES = ("hard", "keep", "merge")  # the modes that write working-tree f
 
 
 def preview_reset(ctx: Ctx, args: dict) -> Plan:
-    known_args("reset", args, {"mode", "target"})
+    catalog.Reset.known(args)
     mode = args.get("mode", "mixed")
     if mode not in RESET_MODES:
         raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed, hard, keep or merge")
@@ -361,7 +361,7 @@ def run_reset(ctx: Ctx, args: dict) -> dict:
 
 
 def preview_discard(ctx: Ctx, args: dict) -> Plan:
-    known_args("discard", args, {"paths", "include_untracked"})
+    catalog.Discard.known(args)
     paths = repo_paths(ctx.repo, args)
     untracked = flag(args, "include_untracked")
     status, _ = read_status(ctx.repo, paths)
@@ -392,14 +392,12 @@ def run_discard(ctx: Ctx, args: dict) -> dict:
     return {"discarded": len(args["tracked"]), "deleted": len(args["untracked"])}
 
 
-OPS = {
-    "stage": Op(preview_stage, run_stage),
-    "unstage": Op(preview_unstage, run_unstage),
-    "commit": Op(preview_commit, run_commit),
-    "branch": Op(preview_branch, run_branch),
-    "checkout": Op(preview_checkout, run_checkout),
-    "stash": Op(preview_stash, run_stash),
-    "stash_pop": Op(preview_stash_pop, run_stash_pop),
-    "reset": Op(preview_reset, run_reset),
-    "discard": Op(preview_discard, run_discard),
-}
+catalog.Stage.bind(preview_stage, run_stage)
+catalog.Unstage.bind(preview_unstage, run_unstage)
+catalog.Commit.bind(preview_commit, run_commit)
+catalog.Branch.bind(preview_branch, run_branch)
+catalog.Checkout.bind(preview_checkout, run_checkout)
+catalog.Stash.bind(preview_stash, run_stash)
+catalog.StashPop.bind(preview_stash_pop, run_stash_pop)
+catalog.Reset.bind(preview_reset, run_reset)
+catalog.Discard.bind(preview_discard, run_discard)

@@ -18,11 +18,11 @@ from fleet.git.files import short_ref
 from fleet.git.mergetree import scratch_repo
 from fleet.git.revs import git_dirs
 from fleet.git.run import GitError, run, run_git, text
-from fleet.ops import writeset
+from fleet.ops import catalog, writeset
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, commit_of, commit_paths, commits_between, is_ancestor,
-                             known_args, string, tree_paths)
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, commit_of, commit_paths, commits_between, is_ancestor,
+                             string, tree_paths)
 from fleet.ops.repocode import driver_paths
 from fleet.ops.pins import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight
@@ -51,7 +51,7 @@ def _with_trailer(message: str, agent: str) -> str:
 # --- merge -----------------------------------------------------------------------------------------------
 
 def preview_merge(ctx: Ctx, args: dict) -> Plan:
-    known_args("merge", args, {"source", "mode", "message"})
+    catalog.Merge.known(args)
     mode = args.get("mode", "merge")
     if mode not in ("merge", "squash", "ff_only"):
         raise FleetError("BAD_ARGUMENT", "mode must be merge, squash or ff_only")
@@ -170,7 +170,7 @@ def replay_preflight(repo: str, onto: str, head: str) -> dict:
 
 
 def preview_rebase(ctx: Ctx, args: dict) -> Plan:
-    known_args("rebase", args, {"onto"})
+    catalog.Rebase.known(args)
     onto = string(args, "onto")
     head_ref, head = _on_branch(ctx.repo, "rebase")
     sha = commit_of(ctx.repo, onto, "onto")
@@ -229,4 +229,5 @@ def run_rebase(ctx: Ctx, args: dict) -> dict:
     return head_after(ctx)
 
 
-OPS = {"merge": Op(preview_merge, run_merge), "rebase": Op(preview_rebase, run_rebase)}
+catalog.Merge.bind(preview_merge, run_merge)
+catalog.Rebase.bind(preview_rebase, run_rebase)

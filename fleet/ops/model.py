@@ -2,15 +2,14 @@
 
 `Plan` is the preview's output: the normalised arguments that will run, what people and agents are shown,
 and what the executor must pin (refs, working-tree paths) and save in the restore point (refs it moves,
-untracked files it may delete, every path it may write). `Op` pairs an op's preview and run functions.
+untracked files it may delete, every path it may write). Each op's declaration, with its preview and run, is
+its class in fleet/ops/catalog.py.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
-
 from fleet.errors import FleetError
 from fleet.git.revs import check_rev, resolve_commit
 from fleet.git.run import run, text
@@ -54,12 +53,6 @@ class Ctx:
     agent: str
     index: object
     proposal_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Op:
-    preview: Callable[[Ctx, dict], Plan]
-    run: Callable[[Ctx, dict], dict]               # returns the result recorded on the proposal
 
 
 # --- argument checks shared by the ops ------------------------------------------------------------------

@@ -15,11 +15,12 @@ import os
 from fleet.errors import FleetError
 from fleet.git.files import short_ref
 from fleet.git.run import run, text
+from fleet.ops import catalog
 from fleet.ops.anchor import new_folder
 from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Op, Plan, flag, known_args, local_branch, string)
+from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, flag, local_branch, string)
 from fleet.ops.pins import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
 
@@ -27,7 +28,7 @@ from fleet.repo.scope import resolve_file_in_repo
 # --- worktree ---------------------------------------------------------------------------------------------
 
 def preview_worktree(ctx: Ctx, args: dict) -> Plan:
-    known_args("worktree", args, {"path", "branch", "new_branch"})
+    catalog.Worktree.known(args)
     target = new_folder(ctx.index.roots(), string(args, "path"))
     new = flag(args, "new_branch")
     ref = local_branch(ctx.repo, string(args, "branch"), "branch")
@@ -80,7 +81,7 @@ def _submodule(repo: str, rel: str) -> dict:
 
 
 def preview_submodule_pointer(ctx: Ctx, args: dict) -> Plan:
-    known_args("submodule_pointer", args, {"path", "action", "message"})
+    catalog.SubmodulePointer.known(args)
     rel = resolve_file_in_repo(ctx.repo, string(args, "path"))
     action = args.get("action")
     if action not in ("record", "return"):
@@ -120,5 +121,5 @@ def run_submodule_pointer(ctx: Ctx, args: dict) -> dict:
                                         "now": args["recorded"]}}}
 
 
-OPS = {"worktree": Op(preview_worktree, run_worktree),
-       "submodule_pointer": Op(preview_submodule_pointer, run_submodule_pointer)}
+catalog.Worktree.bind(preview_worktree, run_worktree)
+catalog.SubmodulePointer.bind(preview_submodule_pointer, run_submodule_pointer)

@@ -17,9 +17,10 @@ from fleet.words import plural
 from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
-from fleet.ops import proposals
+from fleet.ops import catalog, proposals
+from fleet.ops.catalog import MAX_HUNKS
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import MAX_PATCH_BYTES, Ctx, Op, Plan, known_args, shown_diff, string
+from fleet.ops.model import MAX_PATCH_BYTES, Ctx, Plan, shown_diff, string
 from fleet.patch.canonical import canonical_entries, file_rows
 from fleet.patch.file import PATCH_SUFFIXES, parse_patch
 from fleet.patch.folder import agent_patch_file
@@ -28,8 +29,6 @@ from fleet.repo import hunkids
 from fleet.repo.changes import DIFF_FLAGS
 from fleet.repo.scope import resolve_file_in_repo
 from fleet.safetext import visible
-
-MAX_HUNKS = 500
 
 
 def _apply_flags(target: str) -> list[str]:
@@ -58,7 +57,7 @@ def checked_patch(ctx: Ctx, patch: object, target: str) -> dict:
 
 
 def preview_patch(ctx: Ctx, args: dict) -> Plan:
-    known_args("patch", args, {"patch", "target"})
+    catalog.Patch.known(args)
     target = args.get("target", "worktree")
     if target not in ("worktree", "index"):
         raise FleetError("BAD_ARGUMENT", "target must be worktree or index")
@@ -91,7 +90,7 @@ def preview_patch_file_write(ctx: Ctx, args: dict) -> Plan:
     """Put a patch file into the repository (where tools such as patch-package apply it): the change is the
     `patch` op's, a diff that creates or rewrites that one file, shown and pinned like any patch. The
     content is a patch from fleetdeck's patch folder (`patch_file`) or given as text (`patch`)."""
-    known_args("patch_file_write", args, {"path", "patch_file", "patch"})
+    catalog.PatchFileWrite.known(args)
     target = resolve_file_in_repo(ctx.repo, string(args, "path"))
     if not target.endswith(PATCH_SUFFIXES):
         raise FleetError("BAD_PATH", f"path {target!r} must end in .patch or .diff")
@@ -174,7 +173,7 @@ def _resolve(path: str, wanted: list[str], parsed: list[dict]) -> list[int]:
 
 
 def preview_stage_hunks(ctx: Ctx, args: dict) -> Plan:
-    known_args("stage_hunks", args, {"path", "hunks"})
+    catalog.StageHunks.known(args)
     path = resolve_file_in_repo(ctx.repo, string(args, "path"))
     wanted = args.get("hunks")
     if not isinstance(wanted, list) or not wanted or not all(isinstance(h, str) and h for h in wanted):
@@ -205,5 +204,6 @@ def run_stage_hunks(ctx: Ctx, args: dict) -> dict:
     return {"path": args["path"], "staged_blocks": len(args["blocks"])}
 
 
-OPS = {"patch": Op(preview_patch, run_patch), "patch_file_write": Op(preview_patch_file_write, run_patch),
-       "stage_hunks": Op(preview_stage_hunks, run_stage_hunks)}
+catalog.Patch.bind(preview_patch, run_patch)
+catalog.PatchFileWrite.bind(preview_patch_file_write, run_patch)
+catalog.StageHunks.bind(preview_stage_hunks, run_stage_hunks)

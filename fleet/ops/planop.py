@@ -20,19 +20,16 @@ import re
 
 from fleet.agents.identity import PERSON
 from fleet.errors import FleetError
-from fleet.ops import coreops, integrate, patchops, restore
-from fleet.ops.catalog import risk_of
-from fleet.ops.model import Ctx, Op, Plan, known_args
+from fleet.ops import catalog, restore
+from fleet.ops import coreops, integrate, patchops  # noqa: F401  (they bind the step ops' previews and runs)
+from fleet.ops.catalog import MAX_STEPS, STEP_OPS, OpSpec, risk_of
+from fleet.ops.model import Ctx, Plan, known_args
 from fleet.ops.policy import evaluate, load_policy, policy_subjects
 from fleet.ops.scratch import scratch_copy
 from fleet.words import plural
 
-STEP_OPS = ("stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "stash", "merge", "rebase",
-            "discard", "reset", "patch")
-MAX_STEPS = 10
-# The ops a step may be, from the modules that define them (the executor's registry holds this module too).
-STEPS: dict[str, Op] = {name: op for name, op in {**coreops.OPS, **integrate.OPS, **patchops.OPS}.items()
-                        if name in STEP_OPS}
+# The ops a step may be.
+STEPS: dict[str, type[OpSpec]] = {name: catalog.OPS[name] for name in STEP_OPS}
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -44,7 +41,7 @@ def _steps(args: dict) -> list[dict]:
     for n, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise FleetError("BAD_ARGUMENT", f"step {n} must be an object {{op, args}}")
-        known_args(f"step {n}", step, {"op", "args"})
+        known_args(f"step {n}", step, set(catalog.Step.__annotations__))
         op, step_args = step.get("op"), step.get("args", {})
         if op not in STEP_OPS:
             raise FleetError("BAD_ARGUMENT", f"step {n}: {op!r} cannot be a plan step (allowed: {', '.join(STEP_OPS)})")
@@ -86,7 +83,7 @@ def _sequence(ctx: Ctx, steps: int):
 
 
 def preview_plan(ctx: Ctx, args: dict) -> Plan:
-    known_args("plan", args, {"steps"})
+    catalog.PlanSteps.known(args)
     steps = _steps(args)
     ops = STEPS
     shown, refs, moves, untracked, subjects, undo, paths = [], [], [], [], [], {}, []
@@ -167,4 +164,4 @@ def run_plan(ctx: Ctx, args: dict) -> dict:
     return {"steps": done, "undo": undo}
 
 
-OPS = {"plan": Op(preview_plan, run_plan)}
+catalog.PlanSteps.bind(preview_plan, run_plan)

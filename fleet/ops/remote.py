@@ -22,8 +22,9 @@ import re
 from fleet.errors import FleetError
 from fleet.git.files import redact_url
 from fleet.git.run import run, text
+from fleet.ops import catalog
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Op, Plan, commit_paths, commits_between, flag, is_ancestor, known_args, local_branch, string
+from fleet.ops.model import Ctx, Plan, commit_paths, commits_between, flag, is_ancestor, local_branch, string
 from fleet.git.files import short_ref
 from fleet.ops.pins import head_state, ref_sha
 from fleet.git.revs import check_rev
@@ -65,7 +66,7 @@ def _digest(urls: list[str]) -> str:
 
 
 def preview_push(ctx: Ctx, args: dict) -> Plan:
-    known_args("push", args, {"remote", "branch", "set_upstream", "force_with_lease"})
+    catalog.Push.known(args)
     remote = string(args, "remote", required=False) or "origin"
     check_rev(remote, "remote")
     if remote not in _remotes(ctx.repo):
@@ -135,4 +136,4 @@ def run_push(ctx: Ctx, args: dict) -> dict:
             "report": text(result.stdout)[-2000:], "stderr": result.stderr[-2000:]}
 
 
-OPS = {"push": Op(preview_push, run_push)}
+catalog.Push.bind(preview_push, run_push)

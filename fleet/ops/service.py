@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import time
 
 from fleet.agents.identity import PERSON, is_authenticated, quota_key
 from fleet.errors import FleetError
 from fleet.index.store import Index
-from fleet.ops import anchor, cleanup, coreops, gitexec, integrate, observe, partsops, patchops, planop, proposals
-from fleet.ops import remote, repocode, restore, snapshotop
+from fleet.ops import anchor, gitexec, observe, proposals, repocode, restore
+# Each op module binds its ops' preview and run to their classes in the catalog (OpSpec.bind).
+from fleet.ops import cleanup, coreops, integrate, partsops, patchops, planop, remote, snapshotop  # noqa: F401
 from fleet.ops import undo as undo_op
-from fleet.ops.catalog import op_info, risk_of
+from fleet.ops.catalog import OPS, op_info, risk_of
 from fleet.ops.landing import SERVE_URL, SERVE_WORKER, running_dashboard
-from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Op, Plan
+from fleet.ops.model import MAX_ARGS_BYTES, MAX_PATCH_BYTES, Ctx, Plan
 from fleet.ops.policy import Decision, Subject, evaluate, load_policy, policy_subjects, repo_label
 from fleet.ops.pins import pin, revalidate
 from fleet.procinfo import process_identity
@@ -37,8 +37,6 @@ from fleet.presence.store import read_rows
 
 log = logging.getLogger("fleetdeck.ops")
 
-OPS: dict[str, Op] = {**coreops.OPS, **integrate.OPS, **patchops.OPS, **remote.OPS, **cleanup.OPS,
-                      **partsops.OPS, **planop.OPS, **undo_op.OPS, **snapshotop.OPS}
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REASON = 500
 ACTIVE = ("pending", "approved", "executing")
@@ -168,7 +166,7 @@ def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: st
         if existing is not None:
             return summary(index, proposals.get(index, existing), replayed=True)
     ctx = Ctx(found.path, agent, index)
-    plan: Plan = OPS[op].preview(ctx, args)
+    plan: Plan = info.preview(ctx, args)
     risk = risk_of(op, plan.args, plan.preview)
     code = repocode.inventory(found.path)
     subjects = policy_subjects(index, op, found.path, plan, risk)

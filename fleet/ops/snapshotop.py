@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from fleet.errors import FleetError
-from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Op, Plan, flag, known_args, string
+from fleet.ops import catalog
+from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Plan, flag, string
 from fleet.repo.scope import check_rel_path
 from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore
@@ -37,7 +38,7 @@ def _paths(args: dict) -> list[str]:
 
 
 def preview_restore_snapshot(ctx: Ctx, args: dict) -> Plan:
-    known_args("restore_snapshot", args, {"snapshot", "paths", "index"})
+    catalog.RestoreSnapshot.known(args)
     wanted = string(args, "snapshot", max_len=40)
     if not SNAPSHOT_ID.match(wanted):
         raise FleetError("BAD_ARGUMENT", "snapshot must be a snapshot id (4 to 40 hex digits)")
@@ -71,4 +72,4 @@ def run_restore_snapshot(ctx: Ctx, args: dict) -> dict:
     return {k: done[k] for k in ("restored", "removed", "index", "snapshot", "snapshot_before")}
 
 
-OPS = {"restore_snapshot": Op(preview_restore_snapshot, run_restore_snapshot)}
+catalog.RestoreSnapshot.bind(preview_restore_snapshot, run_restore_snapshot)

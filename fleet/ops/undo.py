@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 from fleet.errors import FleetError
-from fleet.ops import restore
+from fleet.ops import catalog, restore
 from fleet.ops.catalog import op_info
 from fleet.ops.cleanup import undo_branch_delete
 from fleet.git.run import run, text
-from fleet.ops.model import Ctx, Op, Plan, known_args, string, tree_paths
+from fleet.ops.model import Ctx, Plan, string, tree_paths
 from fleet.git.files import short_ref
 from fleet.ops.pins import head_state, ref_sha
 
@@ -40,7 +40,7 @@ def _proposal(ctx: Ctx, point_id: str) -> dict | None:
 
 
 def preview_restore(ctx: Ctx, args: dict) -> Plan:
-    known_args("restore", args, {"restore_point"})
+    catalog.Restore.known(args)
     point_id = string(args, "restore_point", max_len=128)
     point = restore.details(ctx.index, point_id)
     row = _proposal(ctx, point_id)
@@ -97,4 +97,4 @@ def run_restore(ctx: Ctx, args: dict) -> dict:
     return {"restored": point_id, **restore.apply(ctx.repo, point)}
 
 
-OPS = {"restore": Op(preview_restore, run_restore)}
+catalog.Restore.bind(preview_restore, run_restore)
