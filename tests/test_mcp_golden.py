@@ -9,6 +9,7 @@ everything else, shas included (tests/fleets/gitbuild.py fixes every commit's da
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ WRITE = os.environ.get("FLEETDECK_WRITE_GOLDEN") == "1"
 VOLATILE = {"indexed_at", "age_s", "heartbeat_age_s", "expires_at", "last_activity", "first_seen", "last_seen",
             "snapshot_at", "scanned_at", "proposal_id", "approve_url", "next_action", "mtime", "since"}
 # The session's template folder (a submodule's URL names the repository it was cloned from).
-TEMPLATE = re.compile(r"/tmp/fleetdeck-templates-[^/]+/")
+TEMPLATE = re.compile(r"/tmp/fleetdeck-templates-[^/]+/[0-9]+-")
 # (tool, arguments): read answers of every per-repo shape, and the write side's previews (nothing stored).
 CALLS: list[tuple[str, dict]] = [
     ("repo.brief", {"repo": "alpha"}),
@@ -80,7 +81,10 @@ def _check(name: str, text: str) -> None:
     if WRITE:
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    assert path.read_text(encoding="utf-8") == text, f"{name} differs from its golden file"
+    golden = path.read_text(encoding="utf-8")
+    if golden != text:
+        diff = difflib.unified_diff(golden.splitlines(), text.splitlines(), "golden", "now", lineterm="", n=2)
+        raise AssertionError(f"{name} differs from its golden file:\n" + "\n".join(list(diff)[:60]))
 
 
 def _normalised(value: object, root: str) -> object:
