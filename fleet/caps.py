@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypedDict
 
 from fleet.errors import FleetError
 
 T = TypeVar("T")
 
 DEFAULT_CAP = 200
+
+
+class Capped(TypedDict):
+    truncated: bool
+    omitted_count: int
 
 
 def cap(items: list[T], limit: int) -> tuple[list[T], dict[str, Any]]:

@@ -10,7 +10,9 @@ The same commit appears in HEAD's and its branch's reflog: each movement is repo
 
 from __future__ import annotations
 
-from fleet.caps import check_int
+from typing import TypedDict
+
+from fleet.caps import Capped, check_int
 from fleet.errors import FleetError
 from fleet.index.history import MAX_PER_REPO, WINDOW_DAYS, sync_history
 from fleet.index.store import Index
@@ -24,6 +26,23 @@ MAX_LIMIT = 500
 
 
 SEARCH_UPTO_KEY = "reflog_search_upto"
+
+
+class SearchMatch(TypedDict):
+    kind: str
+    repo: str | None
+    path: str | None
+    ref: str | None
+    sha: str | None
+    text: str | None
+    at: str | None
+
+
+class SearchResult(Capped):  # with the freshness the adapter adds (mcp_bridge/models.py)
+    query: str
+    matches: list[SearchMatch]
+    match_count: int
+    searched: dict
 
 
 def sync_search_index(index: Index) -> int:

@@ -21,6 +21,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from fleet.errors import FleetError
 from fleet.git.patchtext import hunk_header, quoted_end, unquote_path
@@ -33,6 +34,36 @@ MAX_PATCH_BYTES = 16 * 1024 * 1024
 WRITE_MODES = ("append", "upsert", "overwrite", "create_only")
 PATCH_SUFFIXES = (".patch", ".diff")
 
+
+
+class PatchInspected(TypedDict):
+    patch_file: str
+    entries: list[dict]
+    entry_count: int
+    duplicate_paths: list[str]
+    insertions: int
+    deletions: int
+    bytes: int
+    tool_policy_ok: bool
+
+
+class PatchRemoved(TypedDict):
+    patch_file: str
+    removed: list[dict]
+    removed_count: int
+    entries_before: int
+    entries_after: int
+
+
+class PatchValidated(TypedDict):
+    valid: bool
+    entries: list[dict]
+    entry_count: int
+    total_hunks: int
+    duplicate_paths: list[str]
+    error: dict | None
+    git_check: dict | None
+    tool_policy_ok: bool
 
 
 def as_bytes(text: str) -> bytes:

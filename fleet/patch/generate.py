@@ -33,6 +33,7 @@ import difflib
 import os
 import stat
 from pathlib import Path
+from typing import TypedDict
 
 from fleet.errors import FleetError
 from fleet.git.patchtext import quote_text
@@ -55,6 +56,18 @@ MODES = {
 }
 COMMON = {"mode", "path", "encoding"}
 FILE_MODES = ("100644", "100755")
+
+
+class PatchGenerated(TypedDict):
+    patch: str
+    entries: list[dict]
+    unchanged: list[str]
+    files_changed: int
+    insertions: int
+    deletions: int
+    bytes: int
+    git_check: dict | None
+    patch_file: dict | None
 
 
 def generate_patch(repo: str | None, changes: list[dict], context_lines: int = 3, patch_file: str | None = None,

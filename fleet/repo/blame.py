@@ -11,7 +11,7 @@ import re
 from json.encoder import encode_basestring as _string
 from typing import Any
 
-from fleet.caps import check_int
+from fleet.caps import Capped, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import resolve_commit
 from fleet.git.run import run, text
@@ -33,6 +33,18 @@ _ENTRY = re.compile(r"^([0-9a-f]{40,64}) (\d+) (\d+)(?: \d+)?\n"
                     r"(boundary\n)?(?:previous ([0-9a-f]+) (.*)\n)?filename (.*)\n"
                     r"|((?:[^\t\n].*\n|\n)*))"
                     r"\t(.*)$", re.M)
+
+
+class Blame(Capped):
+    file: str
+    ref: str | None
+    ref_sha: str | None
+    binary: bool
+    line_count: int | None
+    start_line: int
+    end_line: int | None
+    ranges: list[dict]
+    commits: list[dict]
 
 
 def parse_porcelain(data: bytes) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -7,9 +7,11 @@ Hints reuse the attention reasons (fleet.attention), each pointing at the read t
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from fleet.git.layout import Found
 from fleet.attention import attention
-from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
+from fleet.repo.conventions import Conventions, MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import read_repo
 from fleet.timespec import iso
@@ -38,6 +40,57 @@ _FOLLOW_UP = {
     "broken": "repo.status",
     "no_upstream": "repo.refs",
 }
+
+
+class BriefHead(TypedDict):
+    branch: str | None
+    detached: bool
+    sha: str | None
+    unborn: bool
+    upstream: str | None
+    upstream_gone: bool
+    ahead: int | None
+    behind: int | None
+
+
+class WorkingTree(TypedDict):
+    clean: bool
+    staged: int
+    unstaged: int
+    untracked: int
+    conflicted: int
+
+
+class BriefSubmodules(TypedDict):
+    total: int
+    clean: int
+    drifted: int
+    uninitialized: int
+    conflict: int
+    attention: list[dict]
+    attention_truncated: bool
+
+
+class BriefCommit(TypedDict):
+    sha: str
+    at: str | None
+    subject: str | None
+
+
+class Brief(TypedDict):
+    path: str | None
+    default_branch: str | None
+    conventions: Conventions | None
+    head: BriefHead
+    operation: dict | None
+    working_tree: WorkingTree | None
+    stashes: int
+    submodules: BriefSubmodules
+    worktrees: int
+    worktree_attention: list[dict]
+    recent_commits: list[BriefCommit]
+    hints: list[str]
+    error: str | None
 
 
 def _clip(text: str | None, size: int = MAX_TEXT) -> str | None:

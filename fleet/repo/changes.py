@@ -8,21 +8,68 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from fleet.git import diffparse
+from fleet.git import diffparse, files as gitfiles
 from fleet.repo import hunkids
-from fleet.caps import DEFAULT_CAP, cap, check_int
-from fleet.git import files as gitfiles
+from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.git.revs import git_dirs, index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 from fleet.repo.jsonbudget import Timeless
-from fleet.git.status import STATUS_ARGS, Status, parse_status
+from fleet.git.status import STATUS_ARGS, Status as GitStatus, parse_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
 BINARY_SNIFF = 8000
 DIFF_FLAGS = ["-z", "--raw", "--patch", *diffparse.PATCH_FLAGS]
+
+
+class Hunk(TypedDict):
+    id: NotRequired[str | None]  # stable while the file is unchanged; operation.preview.stage_hunks takes it
+    header: str
+    old_start: int
+    old_lines: int
+    new_start: int
+    new_lines: int
+    lines: list[str]
+
+
+class Change(TypedDict):
+    id: str
+    path: str
+    old_path: str | None
+    status: str
+    binary: bool
+    insertions: int | None
+    deletions: int | None
+    hunks: NotRequired[list[Hunk] | None]
+
+
+class Status(Capped):
+    branch: str | None
+    detached: bool
+    head: str | None
+    upstream: str | None
+    upstream_gone: bool
+    ahead: int | None
+    behind: int | None
+    stashes: int
+    operation: str | None
+    staged: list[dict]
+    unstaged: list[dict]
+    untracked: list[str]
+    conflicted: list[dict]
+    counts: dict[str, int]
+    clean: bool
+
+
+class Changes(Capped):
+    changes: list[Change]
+    change_count: int
+    staged_count: int
+    unstaged_count: int
+    untracked_count: int
+    summary_only: bool
 
 
 def _pathspec(path_filter: str | None) -> list[str]:
@@ -134,7 +181,7 @@ CONFLICT_KIND = {"DD": "both_deleted", "AU": "added_by_us", "UD": "deleted_by_th
                  "UA": "added_by_them", "DU": "deleted_by_us", "AA": "both_added", "UU": "both_modified"}
 
 
-def _status_lists(status: Status) -> dict[str, list]:
+def _status_lists(status: GitStatus) -> dict[str, list]:
     """Porcelain v2 entries as labelled staged/unstaged/untracked/conflicted lists."""
     lists: dict[str, list] = {"staged": [], "unstaged": [], "untracked": [], "conflicted": []}
     for entry in status.entries:

@@ -10,21 +10,38 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fleet.caps import cap, check_int
+from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
-from fleet.git.revs import git_dirs, merge_base_of, resolve_commit
-from fleet.git.run import out, run, text
-from fleet.git.run import GitError
+from fleet.git.revs import check_rev, git_dirs, merge_base_of, resolve_commit
+from fleet.git.run import GitError, out, run, text
 from fleet.git.mergetree import merge_tree
 from fleet.repo.scope import resolve_file_in_repo
-from fleet.git.revs import check_rev
 
 BINARY_SNIFF = 8000
 BLOB_READ_LIMIT = 8 * 1024 * 1024
 MARKER_SCAN_LIMIT = 8 * 1024 * 1024
 SIDE_EFFECTS = ("none: git merge-tree wrote its objects to a throwaway directory; the repository's objects, refs, "
                 "HEAD, index and working tree are untouched")
+
+
+class Preflight(Capped):
+    source: str
+    target: str
+    source_sha: str
+    target_sha: str
+    merge_base: str | None
+    result: str
+    unrelated_histories: bool
+    conflicted_paths: list[str]
+    conflict_count: int
+
+
+class ConflictRead(Capped):
+    in_conflict: bool
+    operation: str | None
+    files: list[dict]
+    conflicted_file_count: int
 
 
 def _is_ancestor(path: str, a: str, b: str) -> bool:

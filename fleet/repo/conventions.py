@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from statistics import median
-from typing import Any
+from typing import Any, TypedDict
 
 from fleet.git.run import GitError, run_git
 
@@ -23,6 +23,20 @@ CONVENTIONAL_TYPES = frozenset({"feat", "fix", "docs", "style", "refactor", "per
 _TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9})-\d+\b")
 _ISSUE_REF = re.compile(r"(?:^|\s|\()#\d+\b")
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,40}): \S")
+
+
+class Conventions(TypedDict):
+    sampled: int
+    conventional_commits: bool
+    conventional_ratio: float
+    types: list[str]
+    area_prefix_ratio: float
+    area_prefixes: list[str]
+    signed_off_ratio: float
+    trailers: dict[str, int]
+    subject_length: dict[str, int]
+    ticket_prefixes: dict[str, int]
+    issue_refs_ratio: float
 
 
 def head_log(path: str, count: int, fields: str, max_bytes: int, *,

@@ -5,15 +5,45 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.git import diffparse
-from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.caps import Capped, DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS
 from fleet.repo.jsonbudget import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
 from fleet.repo.scope import check_rel_path
+from fleet.repo.changes import Change
 
 PATCH_READ_LIMIT = 64 * 1024 * 1024
+
+
+class RefPair(Capped):
+    """What a two-ref comparison resolved: both refs, their shas, and the side the diff starts from."""
+    base: str
+    head: str
+    base_sha: str
+    head_sha: str
+    merge_base: str | None
+    diff_from: str
+
+
+class DiffRefs(RefPair):
+    changes: list[Change]
+    file_count: int
+    hunks_omitted_count: int
+    lines_omitted_count: int
+
+
+class DiffText(Capped):
+    mode: str
+    patch: str
+    patch_truncated: bool
+    total_bytes: int
+    total_lines: int
+    returned_bytes: int
+    returned_lines: int
+    files: list[dict]
+    files_truncated: bool
 
 
 def _spec(path_filter: str | None) -> list[str]:

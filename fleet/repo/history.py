@@ -8,16 +8,16 @@ import json
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fleet.git import diffparse
-from fleet.caps import DEFAULT_CAP, check_int
+from fleet.caps import Capped, DEFAULT_CAP, check_int
 from fleet.errors import FleetError
-from fleet.git.revs import head_commit, resolve_commit
+from fleet.git.revs import check_rev, head_commit, resolve_commit
 from fleet.git.run import GitError, out, run_git, text
 from fleet.repo.scope import check_rel_path
-from fleet.git.revs import check_rev
 from fleet.repo.jsonbudget import DEFAULT_MAX_HUNKS, DEFAULT_MAX_LINES, json_size, shape_changes
+from fleet.repo.changes import Change
 
 # Fields are NUL-separated; `-z` ends each record with a NUL too, so every commit is exactly N fields.
 _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "committer_name",
@@ -25,6 +25,45 @@ _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "
 _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s"
 DIFF_FLAGS = ["-z", "--raw", "--patch", "-M", *diffparse.PATCH_FLAGS]
 DEFAULT_DIFF_BYTES = 256 * 1024
+
+
+class Commit(TypedDict):
+    sha: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    author_time: str
+    committer_name: str
+    committer_email: str
+    committer_time: str
+    subject: str
+    is_merge: bool
+
+
+class History(TypedDict):
+    ref: str | None
+    head_sha: str | None
+    range: NotRequired[str | None]
+    commits: list[Commit]
+    next_cursor: str | None
+    truncated: bool
+    has_more: bool
+    omitted_count: int | None
+    omitted_count_at_least: int
+    path_match: NotRequired[str | None]
+    note: NotRequired[str | None]
+
+
+class CommitDetails(Commit, Capped):  # the order of the published fields: Commit's, then the cap's
+    tree: str
+    message: str
+    message_truncated: bool
+    diff_against: str
+    is_root: bool
+    changes: list[Change]
+    file_count: int
+    hunks_omitted_count: int
+    lines_omitted_count: int
 
 
 def _check_date(value: str | None, field: str) -> str | None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from fleet.caps import cap, check_int
+from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import has_head
 from fleet.git.run import out, run, text
@@ -28,6 +28,42 @@ GITLAB_PLACES = ("CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
 MAX_CODEOWNERS = 3 * 1024 * 1024  # GitHub ignores larger files
 MAX_COMMITS = 10000
 _SECTION = re.compile(r"^\^?\[([^\]]+)\](?:\[\d+\])?(?:\s+(.*))?$")
+
+
+class ScopeAuthor(TypedDict):
+    name: str
+    email: str
+    commits: int
+
+
+class ScopeFile(TypedDict):
+    path: str
+    commits: int
+    owners: NotRequired[list[str] | None]
+
+
+class CodeOwners(TypedDict):
+    file: str
+    read_by: list[str]
+    files_found: list[str]
+    owners: list[str]
+    rules: list[dict]
+
+
+class Scope(Capped):
+    path: str | None
+    since: str | None
+    commit_count: int
+    commits_truncated: bool
+    first_commit_at: str | None
+    last_commit_at: str | None
+    authors: list[ScopeAuthor]
+    author_count: int
+    authors_truncated: bool
+    files: list[ScopeFile]
+    file_count: int
+    files_truncated: bool
+    codeowners: CodeOwners | None
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:

@@ -7,7 +7,9 @@ does, whichever worktree the caller named.
 
 from __future__ import annotations
 
-from fleet.caps import cap
+from typing import TypedDict
+
+from fleet.caps import Capped, cap
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.config import read_config
@@ -15,6 +17,58 @@ from fleet.git.layout import Found
 from fleet.repo.record import linked_worktrees, main_worktree, read_stashes, read_submodules, worktree_counts
 
 DEFAULT_LIMIT = 200
+
+
+class Worktree(TypedDict):
+    path: str
+    head: str | None
+    branch: str | None
+    detached: bool
+    bare: bool
+    locked: bool
+    lock_reason: str | None
+    prunable: bool
+    prunable_reason: str | None
+    is_main: bool
+    operation: str | None
+    staged: int | None
+    unstaged: int | None
+    untracked: int | None
+    conflicted: int | None
+    current: bool
+
+
+class WorktreeList(Capped):
+    worktrees: list[Worktree]
+    count: int
+
+
+class Submodule(TypedDict):
+    path: str
+    name: str | None
+    url: str | None
+    recorded: str | None
+    checked_out: str | None
+    state: str
+
+
+class SubmoduleStatus(Capped):
+    submodules: list[Submodule]
+    count: int
+    counts: dict[str, int]
+
+
+class Stash(TypedDict):
+    index: int
+    selector: str
+    sha: str | None
+    message: str | None
+    at: str | None
+
+
+class StashList(Capped):
+    stashes: list[Stash]
+    count: int
 
 
 def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:

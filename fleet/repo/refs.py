@@ -10,15 +10,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.caps import Capped, DEFAULT_CAP, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.config import read_config
-from fleet.git.revs import git_dirs
+from fleet.git.revs import check_rev, git_dirs
 from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
 from fleet.repo.scope import inside
-from fleet.git.revs import check_rev
+
+
+class Refs(Capped):
+    head_ref: str | None
+    detached: bool
+    tag_sort: str
+    branches: list[dict]
+    remote_branches: list[dict]
+    tags: list[dict]
+    remotes: list[dict]
+    stashes: list[dict]
+    counts: dict[str, int]
 
 
 def _reflog_file(path: str, ref: str) -> tuple[str, str]:

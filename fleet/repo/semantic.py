@@ -17,17 +17,53 @@ from __future__ import annotations
 import ast
 import os
 import warnings
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
 from fleet.git.revs import resolve_range
 from fleet.git.run import out, text
 from fleet.repo import treesitter
 from fleet.repo.scope import check_rel_path
+from fleet.repo.diffs import RefPair
 
 MAX_PARSE_BYTES = 1024 * 1024
 PYTHON = (".py", ".pyi", ".pyw")
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "type_changed", "R": "renamed", "C": "copied"}
+
+
+class Symbol(TypedDict):
+    name: str
+    kind: str
+    line: int
+    end_line: int | None
+
+
+class AddedSymbol(Symbol):
+    same_body_as: str | None
+
+
+class ChangedSymbol(Symbol):
+    old_line: int
+
+
+class SemanticFile(TypedDict):
+    path: str
+    old_path: str | None
+    status: str
+    language: str | None
+    supported: bool
+    reason: NotRequired[str | None]
+    text_diff: NotRequired[dict | None]
+    added: NotRequired[list[AddedSymbol] | None]
+    removed: NotRequired[list[Symbol] | None]
+    changed: NotRequired[list[ChangedSymbol] | None]
+
+
+class SemanticDiff(RefPair):
+    supported: bool
+    files: list[SemanticFile]
+    file_count: int
+    supported_count: int
 
 
 def _symbols(source: bytes) -> dict[str, dict[str, Any]]:

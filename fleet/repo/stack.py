@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, TypedDict
 
-from fleet.caps import cap, check_int
+from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file, short_ref
 from fleet.git.revs import git_dirs, resolve_commit
@@ -20,6 +20,36 @@ from fleet.git.run import out, text
 
 _USUAL_DEFAULTS = ("main", "master", "trunk", "develop")
 STACK_CAP = 50
+
+
+class StackBranch(TypedDict):
+    name: str
+    sha: str
+    ahead: int
+
+
+class Upstream(TypedDict):
+    name: str
+    gone: bool
+    sha: str | None
+    ahead: int | None
+    behind: int | None
+    merge_base: str | None
+
+
+class BranchStack(Capped):
+    branch: str
+    sha: str
+    base: str
+    base_sha: str
+    default_branch: str | None
+    default_branch_source: str | None
+    merge_base: str | None
+    ahead: int
+    behind: int
+    upstream: Upstream | None
+    stacked_above: list[StackBranch]
+    stacked_below: list[StackBranch]
 
 
 def local_branches(path: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypedDict
 
 from fleet.index.events import add_seen_event, events_of_kind
 from fleet.index.store import Index, open_index
@@ -19,6 +20,23 @@ from fleet.timespec import iso
 
 KIND = "discarded"
 REF = "(working tree)"
+
+
+class DiscardedWork(TypedDict):
+    repo: str
+    path: str
+    at: str
+    restore_from: str
+    snapshot: str
+    agents: list[str]
+    files: list[str]
+    count: int
+    lines: int
+    bytes: int
+    stashes_dropped: list[str]
+    command: str | None
+    summary: str
+    restore: str
 
 
 def summary(lost: dict, at: float) -> str:

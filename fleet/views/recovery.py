@@ -9,14 +9,63 @@ brings the commit back as a branch; nothing here runs it.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any, TYPE_CHECKING, TypedDict
 
-from fleet.caps import cap, check_int
+from fleet.caps import Capped, cap, check_int
 from fleet.index.lost import lost_commits, unreachable_commits
-from fleet.snapshot.events import discarded_in_fleet
+from fleet.snapshot.events import DiscardedWork, discarded_in_fleet
+from fleet.views.records import HistoryProgress
 
 if TYPE_CHECKING:
     from fleet.index.store import Index
+
+
+class Dropped(TypedDict):
+    sha: str
+    subject: str
+    recover: str
+
+
+class ReflogEntry(TypedDict):
+    index: int
+    selector: str
+    old_sha: str | None
+    new_sha: str | None
+    identity: str
+    at: str | None
+    message: str
+    dropped: Dropped | None
+
+
+class Reflog(Capped):
+    ref: str
+    full_ref: str
+    entries: list[ReflogEntry]
+    entry_count: int
+    dropped_count: int
+
+
+class LostCommit(TypedDict):
+    repo: str
+    path: str
+    sha: str
+    subject: str
+    author: str
+    committed_at: str | None
+    dropped_at: str | None
+    dropped_by: str
+    ref: str | None
+    message: str | None
+    recover: str
+
+
+class Lost(Capped):
+    commits: list[LostCommit]
+    commit_count: int
+    errors: list[dict]
+    discarded: list[DiscardedWork]
+    discarded_count: int
+    history: HistoryProgress
 
 
 def recover_command(path: str, sha: str) -> str:
