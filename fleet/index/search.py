@@ -87,7 +87,7 @@ def _repo_ids(index: Index, repos: list[str] | None) -> list[int] | None:
 
 
 def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: list[str] | None = None,
-           limit: int = DEFAULT_LIMIT) -> dict:
+           limit: int = DEFAULT_LIMIT) -> SearchResult:
     """Matches for `query`, branches first, then commits and other reflog events newest first."""
     if not isinstance(query, str) or not query.strip():
         raise FleetError("BAD_ARGUMENT", "query must be a non-empty string")

@@ -536,7 +536,7 @@ def _duplicates(entries: list[PatchEntry]) -> list[str]:
     return sorted(dup)
 
 
-def inspect_patch(patch_file: str) -> dict:
+def inspect_patch(patch_file: str) -> PatchInspected:
     """List a patch file's entries.
 
     Input: `patch_file` (absolute path to a .patch/.diff file).
@@ -554,7 +554,7 @@ def inspect_patch(patch_file: str) -> dict:
 
 
 def remove_patch_entries(patch_file: str, paths: list[str] | None = None,
-                         indices: list[int] | None = None) -> dict:
+                         indices: list[int] | None = None) -> PatchRemoved:
     """Drop entries from a patch file by path (every entry holding it) and/or by 0-based index.
 
     Output: `{patch_file, removed: [entry summaries with their former index], removed_count,
@@ -603,7 +603,7 @@ def git_apply_check(root: Path, patch: bytes) -> dict:
     return {"ok": False, "message": result.stderr.strip()[:4000] or f"git apply exited {result.returncode}"}
 
 
-def validate_patch(patch: str | None = None, patch_file: str | None = None, repo: str | None = None) -> dict:
+def validate_patch(patch: str | None = None, patch_file: str | None = None, repo: str | None = None) -> PatchValidated:
     """Check that a patch parses and, given `repo`, that `git apply --check` accepts it there.
 
     Input: exactly one of `patch` (the text) or `patch_file` (absolute path); optional `repo` (absolute

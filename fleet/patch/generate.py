@@ -72,7 +72,7 @@ class PatchGenerated(TypedDict):
 
 def generate_patch(repo: str | None, changes: list[dict], context_lines: int = 3, patch_file: str | None = None,
                    write_mode: str = "append", check: bool = True, plain_folder: bool = False,
-                   with_bytes: bool = False) -> dict:
+                   with_bytes: bool = False) -> PatchGenerated:
     """Turn `changes` into one unified diff against the work tree of `repo`.
 
     Input: `repo` (absolute path to the top of a git work tree; None when every change is a text_pair;

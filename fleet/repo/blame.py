@@ -147,7 +147,7 @@ def _range_json(line_range: dict[str, Any]) -> str:
 
 def repo_blame(path: str, file: str, ref: str | None = None, start_line: int | None = None,
                end_line: int | None = None, ignore_whitespace: bool = False, detect_moves: bool = False,
-               max_lines: int = 200) -> dict[str, Any]:
+               max_lines: int = 200) -> Blame:
     """Who last changed each line of `file` (at `ref`, or in the working tree when `ref` is None).
 
     An `end_line` past the end of the file is clamped (as git does); a `start_line` past it is an error.

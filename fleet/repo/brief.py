@@ -11,7 +11,7 @@ from typing import TypedDict
 
 from fleet.git.layout import Found
 from fleet.attention import attention
-from fleet.repo.conventions import Conventions, MAX_LOG_BYTES, SAMPLE, head_log, house_rules, non_merge_messages
+from fleet.repo.conventions import MAX_LOG_BYTES, SAMPLE, Conventions, head_log, house_rules, non_merge_messages
 from fleet.repo.identity import repo_identity
 from fleet.repo.record import read_repo
 from fleet.timespec import iso
@@ -208,7 +208,7 @@ def _fit(brief: dict) -> dict:
     return brief
 
 
-def repo_brief(found: Found, commits: int = 5) -> dict:
+def repo_brief(found: Found, commits: int = 5) -> Brief:
     """Read the repository now and summarise it (see `brief_of`): its record, then one `git log` for the
     recent commits and the house rules (two when merges thin the rules' sample) and, when origin names no
     HEAD, the person's `init.defaultBranch`."""

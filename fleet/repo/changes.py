@@ -141,7 +141,7 @@ def _merge(staged: dict[str, Any] | None, unstaged: dict[str, Any] | None) -> di
 
 
 def repo_changes(path: str, path_filter: str | None = None, summary_only: bool = False,
-                 unified: int = 3, max_changes: int = DEFAULT_CAP) -> dict[str, Any]:
+                 unified: int = 3, max_changes: int = DEFAULT_CAP) -> Changes:
     """Every uncommitted change (staged, unstaged, untracked) as Change[], sorted by path, ids change-N."""
     check_int(unified, "unified", 0, 20)
     check_int(max_changes, "max_changes", 1, 1000)
@@ -198,7 +198,7 @@ def _status_lists(status: GitStatus) -> dict[str, list]:
     return lists
 
 
-def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> dict[str, Any]:
+def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> Status:
     """Branch, upstream, ahead/behind, operation, and capped staged/unstaged/untracked/conflicted lists."""
     check_int(max_entries, "max_entries", 1, 10000)
     status = parse_status(out(path, STATUS_ARGS))

@@ -71,7 +71,7 @@ def _merge_tree_messages(data: bytes) -> list[dict[str, Any]]:
     return messages
 
 
-def conflict_preflight(path: str, target: str | None = None, source: str = "HEAD") -> dict[str, Any]:
+def conflict_preflight(path: str, target: str | None = None, source: str = "HEAD") -> Preflight:
     """Predict merging `target` (default: the upstream of `source`) into `source` without touching them."""
     check_rev(source, "source")
     target_name = target if target is not None else _upstream_of(path, source)
@@ -254,7 +254,7 @@ def _side(path: str, ref: str | None) -> dict[str, Any] | None:
     return {"ref": ref, "sha": sha, "subject": subject}
 
 
-def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20, context_lines: int = 3) -> dict[str, Any]:
+def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20, context_lines: int = 3) -> ConflictRead:
     """The conflict in progress: operation, ours/theirs, and per file its kind, its conflict regions first
     (the text of each side with `context_lines` around it, `max_bytes` of it per file), then the whole
     base/ours/theirs contents of the sides that fit in `max_bytes` each."""

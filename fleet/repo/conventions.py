@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from statistics import median
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from fleet.git.run import GitError, run_git
 
@@ -69,7 +69,7 @@ def _trailers(body: str) -> list[str]:
     return keys if len(keys) == len(lines) else []
 
 
-def house_rules(messages: list[tuple[str, str]]) -> dict[str, Any] | None:
+def house_rules(messages: list[tuple[str, str]]) -> Conventions | None:
     """`{sampled, conventional_commits, conventional_ratio, types, area_prefix_ratio, area_prefixes,
     signed_off_ratio, trailers, subject_length {median, p90, max}, ticket_prefixes, issue_refs_ratio}` of
     the (subject, body) of the newest non-merge commits (`non_merge_messages`); None without commits."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fleet.git import diffparse
-from fleet.caps import Capped, DEFAULT_CAP, cap, check_int
+from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
@@ -53,7 +51,7 @@ def _spec(path_filter: str | None) -> list[str]:
 def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
               path_filter: str | None = None, max_files: int = DEFAULT_CAP,
               max_bytes: int = DEFAULT_DIFF_BYTES, max_hunks: int = DEFAULT_MAX_HUNKS,
-              max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
+              max_hunk_lines: int = DEFAULT_MAX_LINES) -> DiffRefs:
     """Change[] from `base` to `head` (default HEAD); `base` may be a range `a..b` or `a...b`. The JSON of
     the result stays within `max_bytes` + ENVELOPE (fleet.repo.jsonbudget).
 
@@ -105,7 +103,7 @@ def _cut(patch: bytes, max_bytes: int, max_lines: int) -> bytes:
 
 def diff_text(path: str, base: str | None = None, head: str | None = None, staged: bool = False,
               max_bytes: int = 65536, max_lines: int = 2000, path_filter: str | None = None,
-              unified: int = 3, max_files: int = DEFAULT_CAP) -> dict[str, Any]:
+              unified: int = 3, max_files: int = DEFAULT_CAP) -> DiffText:
     """A unified patch as text, cut on a line boundary at `max_bytes`/`max_lines`, with totals.
 
     No base: working tree vs index (or index vs HEAD when `staged`). A base alone: that commit vs the working

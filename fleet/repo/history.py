@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 from fleet.git import diffparse
-from fleet.caps import Capped, DEFAULT_CAP, check_int
+from fleet.caps import DEFAULT_CAP, Capped, check_int
 from fleet.errors import FleetError
 from fleet.git.revs import check_rev, head_commit, resolve_commit
 from fleet.git.run import GitError, out, run_git, text
@@ -172,7 +172,7 @@ def _check_author(value: str | None) -> str | None:
 def repo_history(path: str, ref: str | None = None, limit: int = 20, path_filter: str | None = None,
                  since: str | None = None, until: str | None = None, include_merges: bool = True,
                  cursor: str | None = None, author: str | None = None, path_glob: bool = False,
-                 count_omitted: bool = False) -> dict[str, Any]:
+                 count_omitted: bool = False) -> History:
     """Commits reachable from `ref` (default HEAD; `a..b` and `a...b` ranges too), newest first, `limit` per
     page, at about the cost of `git log` for that page.
 
@@ -313,7 +313,7 @@ def _git(path: str, args: list[str], glob: bool) -> bytes:
 
 def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAULT_DIFF_BYTES,
                    max_files: int = DEFAULT_CAP, max_hunks: int = DEFAULT_MAX_HUNKS,
-                   max_hunk_lines: int = DEFAULT_MAX_LINES) -> dict[str, Any]:
+                   max_hunk_lines: int = DEFAULT_MAX_LINES) -> CommitDetails:
     """Metadata, parents and the parsed diff of one commit, its JSON within `max_bytes` + ENVELOPE.
 
     A root commit is diffed against the empty tree; a merge commit against its first parent

@@ -189,7 +189,7 @@ def _churn(path: str, spec: str | None, since: float) -> tuple[list[dict[str, An
 
 
 def repo_scope(path: str, scope_path: str | None = None, since: str | int = "90d",
-               max_files: int = 20, max_authors: int = 20) -> dict[str, Any]:
+               max_files: int = 20, max_authors: int = 20) -> Scope:
     """Churn under `scope_path` (default: the whole repo) since `since`, and its CODEOWNERS owners."""
     check_int(max_files, "max_files", 1, 200)
     check_int(max_authors, "max_authors", 1, 200)

@@ -71,7 +71,7 @@ class StashList(Capped):
     count: int
 
 
-def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
+def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> WorktreeList:
     """Every worktree of the repository (main first) with HEAD, branch, locked and prunable state, the
     operation in progress there and its staged/unstaged/untracked/conflicted counts (a `git status` in each
     worktree whose `.git` points back to this repository, as the index record reads them)."""
@@ -88,7 +88,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     return {"worktrees": items, "count": len(rows), **info}
 
 
-def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
+def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> SubmoduleStatus:
     """Each submodule's recorded and checked-out commit and its state (clean/drifted/uninitialized/conflict)."""
     subs = [] if found.bare else read_submodules(found.path, found.commondir)
     counts = {state: sum(1 for s in subs if s.get("state") == state)
@@ -97,7 +97,7 @@ def submodule_status(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
     return {"submodules": items, "count": len(subs), "counts": counts, **info}
 
 
-def stash_list(found: Found, limit: int = DEFAULT_LIMIT) -> dict:
+def stash_list(found: Found, limit: int = DEFAULT_LIMIT) -> StashList:
     """Stash entries newest first (`stash@{0}` first), each with its commit, message and ISO 8601 time."""
     try:
         rows = read_stashes(found.commondir)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fleet.caps import Capped, DEFAULT_CAP, cap, check_int
+from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.config import read_config
@@ -106,7 +106,7 @@ TAG_SORTS = {"newest": ["--sort=refname", "--sort=-creatordate"], "oldest": ["--
              "name": ["--sort=refname"], "version": ["--sort=refname", "--sort=-version:refname"]}
 
 
-def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -> dict[str, Any]:
+def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -> Refs:
     """Local and remote-tracking branches (by name), tags (in `sort` order), remotes and stashes, each list
     capped. A gone upstream keeps its name: `upstream: "origin/x", upstream_gone: true`, ahead/behind null
     (the repo record's shape)."""

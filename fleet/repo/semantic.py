@@ -172,7 +172,7 @@ def _file(path: str, status: str, old_path: str | None, new_path: str, sides: di
 
 
 def diff_semantic(path: str, base: str, head: str | None = None, path_filter: str | None = None,
-                  max_files: int = DEFAULT_CAP) -> dict[str, Any]:
+                  max_files: int = DEFAULT_CAP) -> SemanticDiff:
     """Per changed file from `base` to `head` (default HEAD; `base` may be `a..b` or `a...b`): the symbols
     added, removed and changed, or `supported: false` with the reason and the text-diff arguments."""
     check_int(max_files, "max_files", 1, 1000)

@@ -160,7 +160,7 @@ def _related(path: str, sha: str, base_sha: str, branches: dict[str, str], skip:
 
 
 def branch_stack(path: str, branch: str | None = None, base: str | None = None,
-                 limit: int = STACK_CAP) -> dict[str, Any]:
+                 limit: int = STACK_CAP) -> BranchStack:
     """Where `branch` (default: the checked-out one) stands against `base` (default: the default branch)
     and its upstream, with its merge base and the local branches stacked above and below it."""
     check_int(limit, "limit", 1, 500)

@@ -75,7 +75,7 @@ def details(message: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def discarded_in_fleet(index: Index, since: float | None = None, repo_ids: list[int] | None = None) -> list[dict]:
+def discarded_in_fleet(index: Index, since: float | None = None, repo_ids: list[int] | None = None) -> list[DiscardedWork]:
     """Every discarded event, newest first: repo, when, what, who, and the restore command."""
     out = []
     for name, path, at, restore_from, snapshot, agents, message in events_of_kind(index, KIND, since, repo_ids):

@@ -9,7 +9,7 @@ brings the commit back as a branch; nothing here runs it.
 from __future__ import annotations
 
 import shlex
-from typing import Any, TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from fleet.caps import Capped, cap, check_int
 from fleet.index.lost import lost_commits, unreachable_commits
@@ -73,7 +73,7 @@ def recover_command(path: str, sha: str) -> str:
     return f"git -C {shlex.quote(path)} branch recovered-{sha[:8]} {sha}"
 
 
-def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, limit: int) -> dict[str, Any]:
+def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, limit: int) -> Lost:
     """Recoverable commits, newest drop first, capped at `limit`, each with its `recover` command; and the
     uncommitted work the safety net saw discarded (each with its `restore` command), capped alike."""
     check_int(limit, "limit", 1, 1000)
@@ -85,7 +85,7 @@ def lost_view(index: "Index", repo_ids: list[int] | None, since: float | None, l
             "discarded": discarded[:limit], "discarded_count": len(discarded), "history": found["history"]}
 
 
-def annotate_reflog(path: str, reflog: dict[str, Any]) -> dict[str, Any]:
+def annotate_reflog(path: str, reflog: dict[str, Any]) -> Reflog:
     """`reflog` (fleet.repo.refs.repo_reflog) with `dropped` on each entry whose old commit still exists but
     no ref reaches any more: `{sha, recover}`, or null. Asked of git now (one cat-file, one rev-list)."""
     olds = {e["old_sha"] for e in reflog["entries"] if e.get("old_sha") and e["old_sha"] != e.get("new_sha")}
