@@ -3,28 +3,27 @@ outputSchema) and a set of tool results, through the official client, against go
 the models and op arguments were derived from fleet/ (issue 24). A change to either is a contract change:
 regenerate with FLEETDECK_WRITE_GOLDEN=1 only when it is meant, and say so in CHANGELOG.md.
 
-Results are normalised only where a run must differ: the fleet's temp folder becomes `<ROOT>` (the
-session's template folder `<TEMPLATE>`), and the values of clock-bound keys (VOLATILE) become `<T>`;
-everything else, shas included (tests/fleets/gitbuild.py fixes every commit's dates), is compared as it is."""
+Results are normalised only where a run must differ: the fleet's temp folder becomes `<ROOT>`, and the values
+of clock-bound keys (VOLATILE) become `<T>`; everything else, shas included (the fleet is built here on
+gitbuild's fixed clock), is compared as it is."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
 
 from mcp_bridge.server import build_server
+from tests.fleets import gitbuild, mcp_fleet
 
 GOLDEN = Path(__file__).parent / "golden"
 WRITE = os.environ.get("FLEETDECK_WRITE_GOLDEN") == "1"
 VOLATILE = {"indexed_at", "age_s", "heartbeat_age_s", "expires_at", "last_activity", "first_seen", "last_seen",
             "snapshot_at", "scanned_at", "proposal_id", "approve_url", "next_action", "mtime", "since"}
-# The session's template folder (a submodule's URL names the repository it was cloned from).
-TEMPLATE = re.compile(r"/tmp/fleetdeck-templates-[^/]+/[0-9]+-")
+GOLDEN_CLOCK = 1_760_000_000
 # (tool, arguments): read answers of every per-repo shape, and the write side's previews (nothing stored).
 CALLS: list[tuple[str, dict]] = [
     ("repo.brief", {"repo": "alpha"}),
@@ -68,8 +67,20 @@ CALLS: list[tuple[str, dict]] = [
 
 
 @pytest.fixture(scope="module")
-def server(mcp_fleet):
-    return build_server(str(mcp_fleet["_db"]))
+def fleet(tmp_path_factory) -> dict[str, Path]:
+    """The MCP fleet built here, on gitbuild's clock from its start: every sha the same in every run (the
+    session's shared template is built at whatever the clock reads when a first test asks for it)."""
+    now = gitbuild._CLOCK[0]
+    gitbuild._CLOCK[0] = GOLDEN_CLOCK
+    try:
+        return mcp_fleet._build(tmp_path_factory.mktemp("golden"))
+    finally:
+        gitbuild._CLOCK[0] = max(now, gitbuild._CLOCK[0])
+
+
+@pytest.fixture(scope="module")
+def server(fleet):
+    return build_server(str(fleet["_db"]))
 
 
 def _json(value: object) -> str:
@@ -93,7 +104,7 @@ def _normalised(value: object, root: str) -> object:
     if isinstance(value, list):
         return [_normalised(v, root) for v in value]
     if isinstance(value, str):
-        return TEMPLATE.sub("<TEMPLATE>/", value.replace(root, "<ROOT>"))
+        return value.replace(root, "<ROOT>")
     return value
 
 
@@ -106,10 +117,10 @@ async def test_tools_list_is_byte_for_byte_the_golden_one(server):
     _check("mcp_tools_list.json", _json(listed))
 
 
-async def test_tool_results_are_the_golden_ones(server, mcp_fleet):
+async def test_tool_results_are_the_golden_ones(server, fleet):
     from mcp import Client
 
-    root = str(mcp_fleet["_root"].resolve())
+    root = str(fleet["_root"].resolve())
     answers = []
     async with Client(server) as client:
         for tool, args in CALLS:
