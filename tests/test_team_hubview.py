@@ -182,6 +182,9 @@ def test_serve_team_serves_the_queue_api_and_pages_across_machines(hub_server, d
         only = client.get("/api/radar?machine=laptop", headers=hub_server.auth).json()
         assert _without_machine(only["entries"]) == local["entries"]
         assert [m["state"] for m in radar["machines"]] == ["live", "live"]
+        found = client.get("/api/search?q=main&kinds=branch", headers=hub_server.auth).json()["matches"]
+        assert {(x["machine"], x["name"]) for x in found} >= {("laptop", "main"), ("desktop", "main")}
+        assert client.get("/api/search?q=", headers=hub_server.auth).status_code == 400
         events = client.get("/api/digest?since=0&max_events=1000", headers=hub_server.auth).json()["events"]
         assert {e["machine"] for e in events} == {"laptop", "desktop"}
         sign_in(client, hub_server.db)
@@ -226,3 +229,23 @@ def test_a_machine_that_stopped_pushing_is_shown_offline_with_its_age(hub_server
             assert "(offline)" in page                      # beside each of its rows in the queue
     finally:
         pushed[1].run("team", "push", "--once")
+
+
+@pytest.mark.parametrize("query", ["main", "feature", "hotfix", "clone", "created", "mo", "no-such-thing"])
+def test_the_hub_search_answers_as_each_machines_own(reader, pushed, query):
+    """Branch names and reflog lines: the hub's search of one machine's rows equals the machine's own."""
+    from fleet.index.search import search
+    from fleet.team import hubview
+
+    seen = 0
+    for m in pushed:
+        with open_index(m.db) as idx:
+            local = search(idx, query, kinds=["branch", "reflog"], limit=500)
+        ours = hubview.search(reader, query, kinds=["branch", "reflog"], limit=500, machine=m.name)
+        assert {x["machine"] for x in ours["matches"]} <= {m.name}
+        assert _without_machine(ours["matches"]) == local["matches"]
+        assert ours["match_count"] == local["match_count"]
+        seen += local["match_count"]
+    both = hubview.search(reader, query, kinds=["branch", "reflog"], limit=500)
+    assert both["match_count"] == seen
+    assert (seen == 0) == (query == "no-such-thing")     # every other query finds something here

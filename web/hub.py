@@ -158,6 +158,19 @@ def api_digest(request: Request) -> Response:
     return JSONResponse(body)
 
 
+def api_search(request: Request) -> Response:
+    """`/api/search?q=&kinds=&repos=&limit=&machine=`: the index's search across machines (`machine` on every
+    match; branch names and pushed reflog lines)."""
+    params = request.query_params
+    try:
+        body = hubview.search(hub_of(request), params.get("q") or "", kinds=split_list(params.getlist("kinds")) or None,
+                              repos=params.getlist("repos") or None,
+                              limit=int_param(params.get("limit"), "limit", 50), machine=params.get("machine") or None)
+    except FleetError as exc:
+        return json_error(exc.code, exc.message)
+    return JSONResponse(body)
+
+
 def api_machines(request: Request) -> Response:
     """Each machine's freshness: `[{name, state, last_push_at, age_s, last_push, share, …}]`."""
     try:
@@ -215,6 +228,7 @@ def routes() -> list[BaseRoute]:
     return [*(route for page in HUB_PAGES for route in page.routes()),
             Route("/api/digest", api_digest, name="api_digest"),
             Route("/api/machines", api_machines, name="api_machines"),
+            Route("/api/search", api_search, name="api_search"),
             Route("/api/events", api_events, name="api_events"),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
 

@@ -68,7 +68,7 @@ def _fts_phrase(query: str) -> str:
     return '"' + query.replace('"', '""') + '"'
 
 
-def _subject(message: str) -> str:
+def subject(message: str) -> str:
     """`commit (amend): Fix x` -> `Fix x`: the commit subject a reflog line records."""
     head, sep, rest = message.partition(": ")
     return rest if sep and head.startswith("commit") else message
@@ -86,9 +86,8 @@ def _repo_ids(index: Index, repos: list[str] | None) -> list[int] | None:
     return ids
 
 
-def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: list[str] | None = None,
-           limit: int = DEFAULT_LIMIT) -> SearchResult:
-    """Matches for `query`, branches first, then commits and other reflog events newest first."""
+def checked(query: str, kinds: list[str] | None, limit: int) -> list[str]:
+    """The kinds a search looks for, once its arguments are checked (the hub's search takes the same)."""
     if not isinstance(query, str) or not query.strip():
         raise FleetError("BAD_ARGUMENT", "query must be a non-empty string")
     if len(query) > MAX_QUERY:
@@ -100,6 +99,13 @@ def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: l
     bad = [k for k in wanted if k not in KINDS]
     if bad:
         raise FleetError("BAD_ARGUMENT", f"unknown kind {bad[0]!r}; expected some of {', '.join(KINDS)}")
+    return wanted
+
+
+def search(index: Index, query: str, *, kinds: list[str] | None = None, repos: list[str] | None = None,
+           limit: int = DEFAULT_LIMIT) -> SearchResult:
+    """Matches for `query`, branches first, then commits and other reflog events newest first."""
+    wanted = checked(query, kinds, limit)
     ids = _repo_ids(index, repos)
     if len(query) >= 3 and ("commit" in wanted or "reflog" in wanted):
         sync_search_index(index)
@@ -205,6 +211,6 @@ def _events(conn, query: str, kind: str, ids: list[int] | None, limit: int) -> t
     out = []
     for repo_id, ref, old, new, at, message, event_kind, identity in rows:
         out.append({"kind": kind, "source": "reflog", "repo_id": repo_id, "ref": ref, "sha": new, "old_sha": old,
-                    "event": event_kind, "text": _subject(message) if kind == "commit" else message,
+                    "event": event_kind, "text": subject(message) if kind == "commit" else message,
                     "identity": identity, "at": iso(at)})
     return out, count

@@ -21,6 +21,7 @@ from typing import Any
 
 from fleet.errors import FleetError
 from fleet.index.freshness import history_progress
+from fleet.index.search import COMMIT_KINDS
 from fleet.team import pg
 from fleet.team.rows import HIDDEN
 from fleet.timespec import iso
@@ -212,6 +213,40 @@ class HubPending:
         return [(self.m.shown_path(repo), pid, op, agent) for repo, pid, op, agent in rows]
 
 
+class HubSearch:
+    """The index's search (`fleet.index.search`) over one machine's hub rows: branch names, and the reflog
+    lines the machine pushed as events (a commit on the checked-out branch once, under the branch's ref, as
+    the local search reports it). Commit subjects from recent history are read from git on the machine: not
+    here. Matching is the same case-insensitive substring test."""
+
+    def __init__(self, machine: "HubMachine") -> None:
+        self.m = machine
+
+    def branches(self, query: str, ids: list[int] | None, limit: int) -> tuple[list[dict], int]:
+        where, args = _scope("repo_id", ids)
+        sql = f"FROM fleetdeck.branches WHERE machine_id = %s AND strpos(lower(name), lower(%s)) > 0{where}"
+        count = self.m.conns.query(f"SELECT count(*) {sql}", [self.m.name, query, *args])[0][0]
+        rows = self.m.conns.query(f"SELECT repo_id, name, row->>'head', row->>'upstream' {sql} ORDER BY name "
+                                  "COLLATE \"C\", repo_id LIMIT %s", [self.m.name, query, *args, limit])
+        return [{"kind": "branch", "repo_id": r[0], "ref": "refs/heads/" + r[1], "name": r[1], "sha": r[2],
+                 "upstream": r[3], "text": r[1], "at": None} for r in rows], count
+
+    def events(self, query: str, commits: bool, ids: list[int] | None, limit: int) -> tuple[list[dict], int]:
+        """Commit events whose subject matches (`commits`), or the other events whose message does."""
+        where, args = _scope("repo_id", ids)
+        text = ("CASE WHEN row->>'message' LIKE 'commit%%: %%' THEN substr(row->>'message', "
+                "strpos(row->>'message', ': ') + 2) ELSE row->>'message' END") if commits else "row->>'message'"
+        sql = (f"FROM fleetdeck.events WHERE machine_id = %s AND row->>'reflog_id' IS NOT NULL AND "
+               f"{'' if commits else 'NOT '}(kind = ANY(%s)) AND strpos(lower({text}), lower(%s)) > 0{where}")
+        params = [self.m.name, list(COMMIT_KINDS), query, *args]
+        count = self.m.conns.query(f"SELECT count(*) {sql}", params)[0][0]
+        rows = self.m.conns.query(f"SELECT repo_id, ref, row->>'old_sha', row->>'new_sha', at, {text}, kind, "
+                                  f"row->>'identity' {sql} ORDER BY at DESC, repo_id LIMIT %s", [*params, limit])
+        return [{"kind": "commit" if commits else "reflog", "source": "reflog", "repo_id": repo_id, "ref": ref,
+                 "sha": new, "old_sha": old, "event": kind, "text": message, "identity": identity, "at": iso(at)}
+                for repo_id, ref, old, new, at, message, kind, identity in rows], count
+
+
 class HubMachine:
     """`fleet.index.reader.FleetRead` over machine `name`'s rows on the hub (see the module's docstring)."""
 
@@ -221,6 +256,7 @@ class HubMachine:
         self.digest = HubDigest(self)
         self.presence = HubPresence(self)
         self.proposals = HubPending(self)
+        self.search = HubSearch(self)
 
     def shown_path(self, path_or_name: str) -> str:
         """A repo as this machine's rows name it: its path, or (names only) `…/<name>`."""

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from fleet.caps import check_int
 from fleet.errors import FleetError
+from fleet.index.search import checked
 from fleet.presence import collisions, presence
 from fleet.team.hubread import Hub, HubMachine
 from fleet.team.push import HEARTBEAT_S
@@ -231,3 +232,34 @@ def audit(hub: Hub, machine: str, limit: int = 100) -> dict:
     found = hub.audit(machine, limit + 1)
     return {"machine": row, "entries": [{**entry, "machine": machine} for entry in found[:limit]],
             "truncated": len(found) > limit, "chain": verify_hub(hub.conns.dsn, machine, {}).as_dict()}
+
+
+def search(hub: Hub, query: str, *, kinds: list[str] | None = None, repos: list[str] | None = None,
+           limit: int = 50, machine: str | None = None) -> dict:
+    """`fleet.index.search.search` across machines: branches first (by name), then commits and other reflog
+    events newest first, each with `machine`; what the hub searched is said (no recent history: git's)."""
+    wanted = checked(query, kinds, limit)
+    branches: list[dict] = []
+    commits: list[dict] = []
+    others: list[dict] = []
+    total = 0
+    for name, m, scope in _each(hub, machine, repos):
+        ids = None if scope is None else [m.repo_id(r, r.rstrip("/") or r) for r in scope]
+        names = {rid: (row["name"], row["path"]) for row in m.summaries(include_gone=True) for rid in [row["id"]]}
+        for kind, bucket in (("branch", branches), ("commit", commits), ("reflog", others)):
+            if kind in wanted:
+                found, count = (m.search.branches(query, ids, limit) if kind == "branch"
+                                else m.search.events(query, kind == "commit", ids, limit))
+                total += count
+                for match in found:
+                    match["repo"], match["path"] = names.get(match.pop("repo_id"), (None, None))
+                bucket += _tagged(found, name)
+    branches.sort(key=lambda b: (b["name"], b["machine"]))
+    newest = sorted(commits, key=lambda c: c["at"] or "", reverse=True) + \
+        sorted(others, key=lambda c: c["at"] or "", reverse=True)
+    matches = (branches + newest)[:limit]
+    return {"query": query, "matches": matches, "match_count": total, "truncated": total > len(matches),
+            "omitted_count": total - len(matches),
+            "searched": {"kinds": wanted, "branches": "local branch names of every repository the machines pushed",
+                         "reflog": "the reflog lines each machine pushed as events (kept after git expires them)",
+                         "history": None}}
