@@ -87,7 +87,7 @@ def repo_context(request: Request, hub: Hub) -> dict:
 def digest_context(request: Request, hub: Hub) -> dict:
     form = digest_form(request.query_params)
     machines = hubview.freshness(hub)
-    names = sorted({r["name"] for row in machines for r in hub.machine(row).summaries()})
+    names = sorted({name for row in machines for name, _path in hub.machine(row).repo_names().values()})
     context = {"form": form, "kinds": KINDS, "repo_names": names, "repo_ids": {}, "data": None, "error": None,
                **_shown(hub, machines)}
     if form["since"] == "custom" and not form["custom"]:

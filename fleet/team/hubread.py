@@ -309,6 +309,11 @@ class HubMachine:
         record.update(stash_list=[], remotes=[])
         return record
 
+    def repo_names(self) -> dict[int, tuple[str, str]]:
+        """{repo id: (name, path as shown)} of every repo the machine pushed, gone ones too."""
+        return {rid: (name, path or self.shown_path(name)) for rid, name, path in self._q(
+            "SELECT repo_id, name, path FROM fleetdeck.repos WHERE machine_id = %s")}
+
     def roots(self) -> list[str]:
         return sorted(r[0] for r in self._q("SELECT DISTINCT record->>'root' FROM fleetdeck.repos WHERE "
                                             "machine_id = %s AND NOT gone AND record ? 'root'")) or \

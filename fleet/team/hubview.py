@@ -245,7 +245,7 @@ def search(hub: Hub, query: str, *, kinds: list[str] | None = None, repos: list[
     total = 0
     for name, m, scope in _each(hub, machine, repos):
         ids = None if scope is None else [m.repo_id(r, r.rstrip("/") or r) for r in scope]
-        names = {rid: (row["name"], row["path"]) for row in m.summaries(include_gone=True) for rid in [row["id"]]}
+        names = m.repo_names()
         for kind, bucket in (("branch", branches), ("commit", commits), ("reflog", others)):
             if kind in wanted:
                 found, count = (m.search.branches(query, ids, limit) if kind == "branch"
