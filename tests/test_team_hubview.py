@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import time
 
 import httpx
 import pytest
@@ -20,7 +18,6 @@ from fleet.team.hubread import Hub
 from fleet.views.digest import digest, report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
-from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, sign_in
 from tests.test_team import Machine, build_fleet, server  # noqa: F401  (server: the module's PostgreSQL)
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import math
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from fleet.errors import FleetError
 from fleet.index.freshness import history_progress
 from fleet.index.search import COMMIT_KINDS
+from fleet.snapshot.events import KIND as DISCARDED
 from fleet.team import pg
 from fleet.team.rows import HIDDEN
 from fleet.timespec import iso
@@ -152,6 +154,9 @@ class HubDigest:
                        "AND e.repo_id = %s ORDER BY e.at DESC, e.id DESC LIMIT %s", [repo_id, limit])
 
     def of_kind(self, kind, since, repo_ids):
+        seen = self.m.seen
+        if seen is not None and kind == DISCARDED and repo_ids is None and since is not None and since >= seen.since:
+            return [row for row in seen.discarded if row[2] >= since]
         where, args = _scope("e.repo_id", repo_ids)
         if since is not None:
             where += " AND e.at >= %s"
@@ -189,8 +194,9 @@ class HubPresence:
         self.m = machine
 
     def rows(self, repo: str | None = None) -> list[dict]:
-        found = [self._stored(r[0]) for r in self.m.conns.query(
+        held = self.m.seen.presence if self.m.seen is not None else [r[0] for r in self.m.conns.query(
             "SELECT row FROM fleetdeck.presence WHERE machine_id = %s AND expires_at > now()", [self.m.name])]
+        found = [self._stored(r) for r in held]
         return [r for r in found if repo is None or r["repo"] == repo]
 
     def _stored(self, row: dict) -> dict:
@@ -207,6 +213,9 @@ class HubPending:
         self.m = machine
 
     def pending_by_repo(self, now: float) -> list[tuple[str, str, str, str]]:
+        if self.m.seen is not None:
+            return [(self.m.shown_path(repo), pid, op, agent) for repo, pid, op, agent, due in self.m.seen.pending
+                    if due > now]
         rows = self.m.conns.query(
             "SELECT row->>'repo', id, row->>'op', row->>'agent' FROM fleetdeck.proposals WHERE machine_id = %s "
             "AND status = 'pending' AND expires_at > %s ORDER BY created_at", [self.m.name, now])
@@ -247,11 +256,25 @@ class HubSearch:
                 for repo_id, ref, old, new, at, message, kind, identity in rows], count
 
 
-class HubMachine:
-    """`fleet.index.reader.FleetRead` over machine `name`'s rows on the hub (see the module's docstring)."""
+@dataclass(frozen=True)
+class Seen:
+    """What one request reads of every machine at once (a handful of statements instead of some per machine):
+    each machine's change counter, agents present, pending proposals and the day's discarded work."""
 
-    def __init__(self, conns: HubConnections, name: str, names_only: bool, instance: str) -> None:
-        self.conns, self.name, self.names_only, self.instance = conns, name, names_only, instance
+    generation: int
+    presence: list[dict]
+    pending: list[tuple]
+    discarded: list[tuple]
+    since: float        # the discarded work is from this time on
+
+
+class HubMachine:
+    """`fleet.index.reader.FleetRead` over machine `name`'s rows on the hub (see the module's docstring); with
+    `seen`, what `Hub.seen` read for this request stands in for its own statements."""
+
+    def __init__(self, conns: HubConnections, name: str, names_only: bool, instance: str,
+                 seen: Seen | None = None) -> None:
+        self.conns, self.name, self.names_only, self.instance, self.seen = conns, name, names_only, instance, seen
         self.path = f"hub:{pg.hub_label(conns.dsn)}#{name}"
         self.digest = HubDigest(self)
         self.presence = HubPresence(self)
@@ -271,6 +294,8 @@ class HubMachine:
         return record
 
     def generation(self) -> int:
+        if self.seen is not None:
+            return self.seen.generation
         return self._q("SELECT coalesce(max(generation), 0) FROM fleetdeck.repos WHERE machine_id = %s")[0][0]
 
     def changed_since(self, gen: int) -> list[int]:
@@ -332,6 +357,8 @@ class Hub:
     def __init__(self, dsn: str, password: str | None = None) -> None:
         self.conns = HubConnections(dsn, password)
         self._machines: dict[tuple[str, bool, str], HubMachine] = {}
+        self.memo: dict = {}                  # the views' answers kept while the rows they came from hold
+        self.memo_lock = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -362,6 +389,36 @@ class Hub:
         if key not in self._machines:
             self._machines[key] = HubMachine(self.conns, row["name"], key[1], f"{key[0]}@{key[2]}")
         return self._machines[key]
+
+    def seen(self, rows: list[dict], since: float) -> list[HubMachine]:
+        """A reader of each machine in `rows` for one request, with what `Seen` holds read once for all of them
+        (the discarded work from `since` on)."""
+        names = [r["name"] for r in rows]
+        generations = dict(self.conns.query(
+            "SELECT m, (SELECT coalesce(max(generation), 0) FROM fleetdeck.repos WHERE machine_id = m) "
+            "FROM unnest(%s::text[]) AS m", [names]))
+        presence: dict[str, list] = {}
+        for name, row in self.conns.query("SELECT machine_id, row FROM fleetdeck.presence WHERE expires_at > now()"):
+            presence.setdefault(name, []).append(row)
+        pending: dict[str, list] = {}
+        for name, *row in self.conns.query(
+                "SELECT machine_id, row->>'repo', id, row->>'op', row->>'agent', expires_at FROM fleetdeck.proposals "
+                "WHERE status = 'pending' ORDER BY created_at"):
+            pending.setdefault(name, []).append(tuple(row))
+        discarded: dict[str, list] = {}
+        for name, *row in self.conns.query(
+                f"SELECT e.machine_id, r.name, coalesce(r.path, '{HIDDEN}/' || r.name), e.at, e.row->>'old_sha', "
+                "e.row->>'new_sha', e.row->>'identity', e.row->>'message' FROM fleetdeck.events e JOIN "
+                "fleetdeck.repos r USING (machine_id, repo_id) WHERE e.kind = %s AND e.at >= %s ORDER BY e.at DESC",
+                [DISCARDED, int(since)]):
+            discarded.setdefault(name, []).append(tuple(row))
+        out = []
+        for row in rows:
+            m = self.machine(row)
+            out.append(HubMachine(self.conns, m.name, m.names_only, m.instance,
+                                  Seen(generations.get(row["name"], 0), presence.get(row["name"], []),
+                                       pending.get(row["name"], []), discarded.get(row["name"], []), int(since))))
+        return out
 
     def proposals(self, machines: list[str], limit: int) -> list[tuple[str, dict]]:
         """(machine, mirrored row) of the newest `limit` proposals of `machines`."""

@@ -145,11 +145,18 @@ REVOKE EXECUTE ON FUNCTION fleetdeck.adopt_instance(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fleetdeck.adopt_instance(text) TO {MACHINES_ROLE};
 """
 
+# The hub dashboard's reads (fleet/team/hubread.py): each machine's change counter, its discarded work of the day.
+_M5 = """
+CREATE INDEX repos_generation ON fleetdeck.repos (machine_id, generation);
+CREATE INDEX events_kind_at ON fleetdeck.events (kind, at);
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
     ("0003 decisions made on the hub", _M3),
     ("0004 the index a machine's rows came from", _M4),
+    ("0005 the hub dashboard's indexes", _M5),
 )
 
 # What a machine's rebuilt index replaces on the hub: every table keyed by the index's own numbering (the

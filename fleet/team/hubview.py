@@ -13,17 +13,20 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from fleet.attention import SCORES
 from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.search import checked
 from fleet.presence import collisions, presence
 from fleet.team.hubread import Hub, HubMachine
+from fleet.snapshot.attention import RAISED_FOR_S
 from fleet.team.push import HEARTBEAT_S
+from fleet.team.rows import digest as row_digest
 from fleet.team.verify import verify_hub
 from fleet.timespec import iso, parse_since
 from fleet.views.detail import timeline
 from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, activity_by_repo_day, digest, report
-from fleet.views.queue import REASON_SOURCES, QueueFilter, queue_page
+from fleet.views.queue import REASON_SOURCES, QueueFilter, queue_page, summarize
 from fleet.views.radar import radar
 from fleet.views.ranking import sort_key
 
@@ -68,26 +71,67 @@ def _tagged(items: list[dict], machine: str) -> list[dict]:
 
 def queue(hub: Hub, params: Mapping[str, str]) -> dict:
     """The attention queue across machines (or the one `params["machine"]` names), ranked as one fleet:
-    `attention_queue`'s answer with `machine` on every entry, `machines` (each one's freshness) and the filter."""
+    `attention_queue`'s answer with `machine` on every entry, `machines` (each one's freshness) and the filter.
+
+    Each machine's rows are read with a few statements for all machines (`Hub.seen`); its ranked entries, the
+    merged ranking and its tallies are kept while no machine's change counter or extra reasons moved."""
     f = QueueFilter.from_params(dict(params))
     machines = freshness(hub)
     wanted = params.get("machine", "")
-    entries: list[dict] = []
-    rows: list[dict] = []
-    roots: set[str] = set()
-    for row, m in chosen(hub, None):
-        if wanted and row["name"] != wanted:
-            continue
-        entries += _tagged(radar(m, include_clean=True, extra_sources=REASON_SOURCES), row["name"])
-        rows += _tagged(presence(m), row["name"])
-        roots.update(m.roots())
-    entries.sort(key=lambda e: (*sort_key(e), e["machine"]))
+    if wanted and wanted not in {m["name"] for m in machines}:
+        raise FleetError("NOT_FOUND", f"no machine {wanted!r} on this hub")
+    readers = hub.seen([m for m in machines if not wanted or m["name"] == wanted], time.time() - RAISED_FOR_S - 60)
+    parts = [_ranked(hub, m) for m in readers]
+    merged = _merged(hub, parts)
+    rows = [r for m in readers for r in _tagged(presence(m), m.name)]
     by_repo: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         by_repo.setdefault((r["machine"], r["repo"]), []).append({"agent": r["agent"], "state": r["state"]})
-    page = queue_page(entries, f, rows, sorted(roots), lambda e: by_repo.get((e["machine"], e["path"]), []))
+    page = queue_page(merged["entries"], f, rows, merged["roots"],
+                      lambda e: by_repo.get((e["machine"], e["path"]), []), merged["summary"])
     page["filter"] = {**page["filter"], **({"machine": wanted} if wanted else {})}
     return {**page, "machines": machines}
+
+
+def _ranked(hub: Hub, m: HubMachine) -> tuple[tuple, list[tuple[tuple, dict]], tuple[dict, list[str]]]:
+    """(key, [(sort key, entry)], its tallies) of one machine's ranked queue tagged with its name, kept while
+    the key holds: its index file, change counter and the rows of its extra reasons (agents, pending
+    proposals, discarded work)."""
+    seen = m.seen
+    key = (m.path, m.instance, seen.generation if seen else m.generation(),
+           row_digest([seen.presence, seen.pending, seen.discarded]) if seen else None)
+    with hub.memo_lock:
+        kept = hub.memo.get(("ranked", m.path))
+    if kept is not None and kept[0] == key:
+        return kept
+    entries = _tagged(radar(m, include_clean=True, extra_sources=REASON_SOURCES), m.name)
+    made = (key, [((*sort_key(e), e["machine"]), e) for e in entries], summarize(entries))
+    with hub.memo_lock:
+        hub.memo[("ranked", m.path)] = made
+    return made
+
+
+def _merged(hub: Hub, parts: list[tuple[tuple, list[tuple[tuple, dict]], tuple[dict, list[str]]]]) -> dict:
+    """The machines' entries as one ranking (each machine's is sorted already: one merge of sorted runs), the
+    tallies summed and the roots (kept for the same machines' keys)."""
+    key = tuple(k for k, _, _ in parts)
+    with hub.memo_lock:
+        kept = hub.memo.get("merged")
+    if kept is not None and kept["key"] == key:
+        return kept
+    pairs = [pair for _, part, _ in parts for pair in part]
+    pairs.sort(key=lambda pair: pair[0])
+    entries = [entry for _, entry in pairs]
+    tally: dict[str, int] = {}
+    for _, _, (counted, _codes) in parts:
+        for name, n in counted.items():
+            tally[name] = tally.get(name, 0) + n
+    codes = sorted({c for _, _, (_, found) in parts for c in found}, key=lambda c: -SCORES[c])
+    made = {"key": key, "entries": entries, "summary": (tally or summarize([])[0], codes),
+            "roots": sorted({e["root"] for e in entries if e.get("root")})}
+    with hub.memo_lock:
+        hub.memo["merged"] = made
+    return made
 
 
 def repo_page(hub: Hub, machine: str, repo_id: int) -> dict | None:

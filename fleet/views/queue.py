@@ -106,6 +106,12 @@ def counts(entries: list[dict], presence_rows: list[dict]) -> dict[str, int]:
             "agents_working": sum(1 for r in presence_rows if r["state"] == "working")}
 
 
+def summarize(entries: list[dict]) -> tuple[dict, list[str]]:
+    """The queue's header over `entries` (`counts` but for the agents working) and their reasons, most urgent
+    first: what a page shows whatever its filter."""
+    return counts(entries, []), sorted({r["code"] for e in entries for r in e["reasons"]}, key=lambda c: -SCORES[c])
+
+
 AgentsOf = Callable[[dict], list[dict]]   # a queue entry -> the agents present in its repo
 
 
@@ -145,8 +151,10 @@ def attention_queue(index, f: QueueFilter, presence_rows: list[dict] | None = No
 
 
 def queue_page(entries: list[dict], f: QueueFilter, presence_rows: list[dict], roots: list[str],
-               agents_of: AgentsOf) -> dict:
-    """`attention_queue` over ranked `entries` (one fleet's, or the hub's across machines)."""
+               agents_of: AgentsOf, summary: tuple[dict, list[str]] | None = None) -> dict:
+    """`attention_queue` over ranked `entries` (one fleet's, or the hub's across machines). `summary`: the
+    entries' tallies and reason codes (`summarize`) when the caller kept them from an earlier page."""
+    tally, reasons = summary or summarize(entries)
     shown = [e for e in entries if _matches(e, f, agents_of)]
     pages = max(1, math.ceil(len(shown) / f.per_page))
     page = min(f.page, pages)
@@ -162,9 +170,9 @@ def queue_page(entries: list[dict], f: QueueFilter, presence_rows: list[dict], r
         "page": page,
         "pages": pages,
         "per_page": f.per_page,
-        "counts": counts(entries, presence_rows),
+        "counts": {**tally, "agents_working": sum(1 for r in presence_rows if r["state"] == "working")},
         "roots": roots,
-        "reasons": sorted({r["code"] for e in entries for r in e["reasons"]}, key=lambda c: -SCORES[c]),
+        "reasons": reasons,
         "agents": sorted({r["agent"] for r in presence_rows}),
         "filter": f.as_params(),
     }
