@@ -11,6 +11,7 @@ time in every output is an ISO 8601 UTC string (tests/test_mcp_contracts.py chec
 from __future__ import annotations
 
 import functools
+import importlib
 import types
 from typing import Any, NotRequired, Union, get_args, get_origin, get_type_hints, is_typeddict
 
@@ -18,10 +19,8 @@ from pydantic import create_model
 
 from fleet import caps
 from fleet.index import search
-from fleet.patch import file as patchfile
-from fleet.patch import generate
-from fleet.repo import blame, brief, changes, conflicts, diffs, history, identity, ownership, parts, refs, semantic, stack
-from fleet.views import records, recovery
+from fleet.repo import identity
+from fleet.views import records
 from mcp_bridge.envelope import Out
 
 
@@ -107,29 +106,6 @@ Digest = type("Digest", (derive(records.Digest), Fresh), {"__doc__": records.Dig
 SearchResult = type("SearchResult", (derive(search.SearchResult), Fresh), {"__doc__": search.SearchResult.__doc__})
 
 
-# --- one repository ---------------------------------------------------------------------------------------
-
-Brief = derive(brief.Brief)
-WorktreeList = derive(parts.WorktreeList)
-SubmoduleStatus = derive(parts.SubmoduleStatus)
-StashList = derive(parts.StashList)
-
-
-# --- git reads (fleet.repo.changes, history, diffs, refs, blame, conflicts) --------------------------------------
-
-Status = derive(changes.Status)
-Changes = derive(changes.Changes)
-History = derive(history.History)
-Reflog = derive(recovery.Reflog)
-Refs = derive(refs.Refs)
-CommitDetails = derive(history.CommitDetails)
-DiffRefs = derive(diffs.DiffRefs)
-DiffText = derive(diffs.DiffText)
-Blame = derive(blame.Blame)
-Preflight = derive(conflicts.Preflight)
-ConflictRead = derive(conflicts.ConflictRead)
-
-
 # --- agents -------------------------------------------------------------------------------------------------
 
 # Written here, not derived: the rows are assembled by mcp_bridge/tools_agents.py from fleet.presence's, and
@@ -162,15 +138,7 @@ class Presence(Capped):
     switches: dict[str, bool]
 
 
-# --- patch authoring ------------------------------------------------------------------------------------------
-
-PatchGenerated = derive(generate.PatchGenerated)
-PatchInspected = derive(patchfile.PatchInspected)
-PatchRemoved = derive(patchfile.PatchRemoved)
-PatchValidated = derive(patchfile.PatchValidated)
-
-
-# --- lost work, branch stacks, scope, semantic diffs --------------------------------------------------------
+# --- snapshots -----------------------------------------------------------------------------------------------
 
 # Written here, not derived: mcp_bridge/tools_snapshot.py assembles these answers from fleet.snapshot's.
 class SnapshotTaken(Out):
@@ -207,8 +175,37 @@ class SnapshotDiff(Capped):
     total_bytes: int
 
 
-Lost = derive(recovery.Lost)
-BranchStack = derive(stack.BranchStack)
-Scope = derive(ownership.Scope)
-SemanticDiff = derive(semantic.SemanticDiff)
+# The answers of one repository's reads, lost work and patch files: derived when a tool first names its
+# model (module __getattr__), so that a fleet-wide call does not load the readers (and pygit2) for a schema.
+READERS = {
+    "Brief": "fleet.repo.brief",
+    "WorktreeList": "fleet.repo.parts",
+    "SubmoduleStatus": "fleet.repo.parts",
+    "StashList": "fleet.repo.parts",
+    "Status": "fleet.repo.changes",
+    "Changes": "fleet.repo.changes",
+    "History": "fleet.repo.history",
+    "Reflog": "fleet.views.recovery",
+    "Refs": "fleet.repo.refs",
+    "CommitDetails": "fleet.repo.history",
+    "DiffRefs": "fleet.repo.diffs",
+    "DiffText": "fleet.repo.diffs",
+    "Blame": "fleet.repo.blame",
+    "Preflight": "fleet.repo.conflicts",
+    "ConflictRead": "fleet.repo.conflicts",
+    "PatchGenerated": "fleet.patch.generate",
+    "PatchInspected": "fleet.patch.file",
+    "PatchRemoved": "fleet.patch.file",
+    "PatchValidated": "fleet.patch.file",
+    "Lost": "fleet.views.recovery",
+    "BranchStack": "fleet.repo.stack",
+    "Scope": "fleet.repo.ownership",
+    "SemanticDiff": "fleet.repo.semantic",
+}
 
+
+def __getattr__(name: str) -> type[Out]:
+    if name not in READERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    model = globals()[name] = derive(getattr(importlib.import_module(READERS[name]), name))
+    return model
