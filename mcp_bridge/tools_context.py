@@ -31,7 +31,7 @@ def register(kit: Toolkit) -> None:
         master) and from its upstream: ahead/behind and merge base for each, plus the local branches
         stacked above it (they contain its tip and go further) and below it (their tips are in its history
         but not in the base)."""
-        return branch_stack(bridge.resolve(repo).path, branch, base, limit)
+        return branch_stack(bridge.resolve(repo), branch, base, limit)
 
     @kit.tool("repo.scope", models.Scope, "Churn and owners under a path")
     def scope(repo: Repo, path: Annotated[RelPath | None, Field(description="a folder or file (default: the "

@@ -78,8 +78,8 @@ def register(kit: Toolkit) -> None:
         """Where a ref (default HEAD) has pointed, newest first, with `ref@{n}` selectors: the way back to
         commits lost by a reset or rebase. An entry that left a commit no ref reaches any more says so in
         `dropped` {sha, subject, recover} (`recover` is the command that brings it back as a branch)."""
-        path = path_of(repo)
-        return annotate_reflog(path, repo_reflog(path, ref, limit))
+        found = bridge.resolve(repo)
+        return annotate_reflog(found.path, repo_reflog(found, ref, limit))
 
     @kit.tool("repo.refs", models.Refs, "Branches, tags, remotes, stashes")
     def refs(repo: Repo, max_entries: Entries = 200,
@@ -144,4 +144,4 @@ def register(kit: Toolkit) -> None:
         spelled out), and per file its kind, its conflict regions first (line numbers, the ours/base/theirs
         text of each with `context_lines` around it), then the whole base/ours/theirs contents of the sides
         that fit in `max_bytes` (a bigger side gives its size and `content_omitted: "too_large"`)."""
-        return conflict_read(path_of(repo), max_bytes, max_files, context_lines)
+        return conflict_read(bridge.resolve(repo), max_bytes, max_files, context_lines)

@@ -8,6 +8,7 @@ import pytest
 
 from fleet.repo.conflicts import conflict_preflight, conflict_read, marker_regions
 from fleet.errors import FleetError
+from fleet.git.layout import found_at
 from tests.fleets.gitbuild import clone, commit_file, git, init_repo, with_upstream
 from tests.fleets.hostile import snapshot
 from tests.fleets.repo_states import cherry_pick_conflict, diverged, merge_conflict, rebase_conflict
@@ -58,7 +59,7 @@ def test_preflight_unrelated_histories(tmp_path: Path):
 def test_read_merge_conflict(tmp_path: Path):
     repo = merge_conflict(tmp_path / "m")
     before = snapshot(repo)
-    result = conflict_read(str(repo))
+    result = conflict_read(found_at(str(repo), str(repo)))
     assert snapshot(repo) == before
     assert result["in_conflict"] and result["operation"] == "merge" and not result["ours_theirs_inverted"]
     assert result["theirs"]["sha"] == git(repo, "rev-parse", "MERGE_HEAD").strip()
@@ -79,7 +80,7 @@ def test_read_merge_conflict(tmp_path: Path):
     assert lines[region["sep_line"] - 1] == "=======" and lines[region["end_line"] - 1].startswith(">>>>>>>")
     assert (region["context_before"], region["ours"], region["base"], region["theirs"], region["context_after"]) == (
         ["one"], ["MAIN"], None, ["OTHER"], ["three"])
-    small = conflict_read(str(repo), max_bytes=4, max_files=1)
+    small = conflict_read(found_at(str(repo), str(repo)), max_bytes=4, max_files=1)
     assert small["truncated"] and small["omitted_count"] == 3 and small["conflicted_file_count"] == 4
     side = small["files"][0]["sides"]["ours"]
     assert side.get("binary") or (side["truncated"] and side["content"] is None
@@ -88,7 +89,7 @@ def test_read_merge_conflict(tmp_path: Path):
 
 def test_read_rebase_inverts_ours_and_theirs(tmp_path: Path):
     repo = rebase_conflict(tmp_path / "r")
-    result = conflict_read(str(repo))
+    result = conflict_read(found_at(str(repo), str(repo)))
     assert result["operation"] == "rebase" and result["ours_theirs_inverted"] is True
     assert "ONTO" in result["note"]
     assert result["operation_details"]["branch"] == "feature"
@@ -101,12 +102,12 @@ def test_read_rebase_inverts_ours_and_theirs(tmp_path: Path):
 
 def test_read_cherry_pick_and_nothing(tmp_path: Path):
     repo = cherry_pick_conflict(tmp_path / "c")
-    result = conflict_read(str(repo))
+    result = conflict_read(found_at(str(repo), str(repo)))
     assert result["operation"] == "cherry-pick"
     assert result["theirs"]["sha"] == git(repo, "rev-parse", "donor").strip()
     assert result["files"][0]["kind"] == "both_modified"
     clean = init_repo(tmp_path / "clean")
-    assert conflict_read(str(clean)) == {"in_conflict": False, "operation": None, "files": [],
+    assert conflict_read(found_at(str(clean), str(clean))) == {"in_conflict": False, "operation": None, "files": [],
                                          "conflicted_file_count": 0, "truncated": False, "omitted_count": 0}
 
 
@@ -131,7 +132,7 @@ def test_read_returns_regions_deep_inside_a_big_file_first(tmp_path: Path):
     ours[60], ours[112] = "code line 60 OURS\n", "code line 112 OURS\n"
     commit_file(repo, "big.py", header + "".join(ours), "ours")
     git(repo, "merge", "-q", "topic", check=False)
-    result = conflict_read(str(repo))
+    result = conflict_read(found_at(str(repo), str(repo)))
     [f] = result["files"]
     working = (repo / "big.py").read_text().splitlines()
     assert [r["start_line"] for r in f["regions"]] == [n + 1 for n, line in enumerate(working) if line.startswith("<<<<<<<")]
@@ -145,6 +146,6 @@ def test_read_returns_regions_deep_inside_a_big_file_first(tmp_path: Path):
     for side in ("base", "ours", "theirs"):
         assert f["sides"][side]["content"] is None and f["sides"][side]["content_omitted"] == "too_large"
     assert len(str(result)) < 8000
-    wide = conflict_read(str(repo), max_bytes=200_000, context_lines=10)
+    wide = conflict_read(found_at(str(repo), str(repo)), max_bytes=200_000, context_lines=10)
     assert wide["files"][0]["sides"]["ours"]["content"] == git(repo, "show", ":2:big.py")
     assert len(wide["files"][0]["regions"][0]["context_before"]) == 10

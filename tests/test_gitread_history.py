@@ -11,6 +11,7 @@ from fleet.errors import FleetError
 from fleet.repo.history import commit_details, repo_history
 from fleet.repo.jsonbudget import ENVELOPE, json_size
 from fleet.git.files import redact_url
+from fleet.git.layout import found_at
 from fleet.repo.refs import repo_reflog, repo_refs
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
 from tests.fleets.oracle import paged_shas
@@ -167,20 +168,20 @@ def test_reflog_tolerant_parsing(tmp_path: Path):
     git(repo, "update-ref", "refs/heads/quiet", "HEAD")                 # no -m: a message-less line
     git(repo, "checkout", "-q", "-b", "feature")
     commit_file(repo, "f.txt", "f\n")
-    head = repo_reflog(str(repo))
+    head = repo_reflog(found_at(str(repo), str(repo)))
     assert [e["new_sha"] for e in head["entries"]] == git(repo, "reflog", "--format=%H").split()
     assert head["entries"][0]["selector"] == "HEAD@{0}" and head["entries"][0]["message"].startswith("commit")
     assert head["entries"][-1]["old_sha"] is None                         # the initial commit: zero oid
-    quiet = repo_reflog(str(repo), ref="quiet")
+    quiet = repo_reflog(found_at(str(repo), str(repo)), ref="quiet")
     assert quiet["full_ref"] == "refs/heads/quiet" and quiet["entries"][0]["message"] == ""
     assert quiet["entries"][0]["old_sha"] is None
     log_file = repo / ".git" / "logs" / "refs" / "heads" / "quiet"
     log_file.write_bytes(log_file.read_bytes() + b"garbage line\n")
-    assert repo_reflog(str(repo), ref="quiet")["unreadable_lines"] == 1
-    capped = repo_reflog(str(repo), limit=2)
+    assert repo_reflog(found_at(str(repo), str(repo)), ref="quiet")["unreadable_lines"] == 1
+    capped = repo_reflog(found_at(str(repo), str(repo)), limit=2)
     assert len(capped["entries"]) == 2 and capped["omitted_count"] == head["entry_count"] - 2
-    assert _code(repo_reflog, str(repo), ref="nope") == "NOT_FOUND"
-    assert _code(repo_reflog, str(repo), ref="HEAD~1..HEAD") == "BAD_REF"
+    assert _code(repo_reflog, found_at(str(repo), str(repo)), ref="nope") == "NOT_FOUND"
+    assert _code(repo_reflog, found_at(str(repo), str(repo)), ref="HEAD~1..HEAD") == "BAD_REF"
     assert quiet["entries"][0]["identity"] == "Test Person <test@example.com>"
 
 

@@ -18,6 +18,7 @@ from fleet.repo import diffs
 from fleet.repo import history
 
 from fleet.repo import refs
+from fleet.git.layout import found_at
 from fleet.errors import FleetError
 from fleet.repo.scope import resolve_file_in_repo, resolve_repo_path
 from fleet.git.revs import check_rev
@@ -124,7 +125,7 @@ def test_existing_dash_refs_are_refused_everywhere(tmp_path, monkeypatch):
             lambda: diffs.diff_refs(r, "HEAD~1", evil),
             lambda: diffs.diff_text(r, base=evil),
             lambda: diffs.diff_text(r, base="HEAD~1", head=evil),
-            lambda: refs.repo_reflog(r, ref=evil),
+            lambda: refs.repo_reflog(found_at(r, r), ref=evil),
             lambda: blame.repo_blame(r, "README.md", ref=evil),
             lambda: conflicts.conflict_preflight(r, target=evil),
             lambda: conflicts.conflict_preflight(r, target="HEAD~1", source=evil),
@@ -135,7 +136,7 @@ def test_existing_dash_refs_are_refused_everywhere(tmp_path, monkeypatch):
     page = history.repo_history(r, ref="refs/heads/--output=evil")
     assert [c["sha"] for c in page["commits"]] == git(repo, "log", "--format=%H", "HEAD~1").split()
     assert diffs.diff_text(r, base="refs/heads/--output=x")["files"][0]["path"] == "b.txt"
-    assert refs.repo_reflog(r, ref="refs/heads/--output=evil")["entry_count"] == 1
+    assert refs.repo_reflog(found_at(r, r), ref="refs/heads/--output=evil")["entry_count"] == 1
     assert _all_files(tmp_path) == before
     assert not any((Path(d) / n).exists() for d in (tmp_path, repo, Path.cwd()) for n in ("evil", "x"))
     assert "--output=evil" in git(repo, "for-each-ref", "--format=%(refname)")

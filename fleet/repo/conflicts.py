@@ -13,6 +13,7 @@ from typing import Any
 from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
+from fleet.git.layout import Found
 from fleet.git.revs import check_rev, git_dirs, merge_base_of, resolve_commit
 from fleet.git.run import GitError, out, run, text
 from fleet.git.mergetree import merge_tree
@@ -254,14 +255,15 @@ def _side(path: str, ref: str | None) -> dict[str, Any] | None:
     return {"ref": ref, "sha": sha, "subject": subject}
 
 
-def conflict_read(path: str, max_bytes: int = 16384, max_files: int = 20, context_lines: int = 3) -> ConflictRead:
+def conflict_read(found: Found, max_bytes: int = 16384, max_files: int = 20,
+                  context_lines: int = 3) -> ConflictRead:
     """The conflict in progress: operation, ours/theirs, and per file its kind, its conflict regions first
     (the text of each side with `context_lines` around it, `max_bytes` of it per file), then the whole
     base/ours/theirs contents of the sides that fit in `max_bytes` each."""
     check_int(max_bytes, "max_bytes", 1, 1024 * 1024)
     check_int(max_files, "max_files", 1, 200)
     check_int(context_lines, "context_lines", 0, 50)
-    git_dir, _ = git_dirs(path)
+    path, git_dir = found.path, found.gitdir
     operation, details = gitfiles.operation(Path(git_dir))
     files = _unmerged(path)
     if not files and operation not in _THEIRS_HEAD:

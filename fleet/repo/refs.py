@@ -14,6 +14,7 @@ from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.config import read_config
+from fleet.git.layout import Found
 from fleet.git.revs import check_rev, git_dirs
 from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
@@ -32,18 +33,17 @@ class Refs(Capped):
     counts: dict[str, int]
 
 
-def _reflog_file(path: str, ref: str) -> tuple[str, str]:
+def _reflog_file(found: Found, ref: str) -> tuple[str, str]:
     """(full ref name, reflog file) for `ref`: HEAD lives in the worktree's git dir, refs in the common dir."""
     check_rev(ref, "ref")
     if ".." in ref:
         raise FleetError("BAD_REF", "ref must be a single ref, not a range")
-    git_dir, common = git_dirs(path)
     if ref == "HEAD":
-        return "HEAD", os.path.join(git_dir, "logs", "HEAD")
-    full = text(out(path, ["rev-parse", "--symbolic-full-name", ref], ok_codes=(0, 128))).strip()
+        return "HEAD", os.path.join(found.gitdir, "logs", "HEAD")
+    full = text(out(found.path, ["rev-parse", "--symbolic-full-name", ref], ok_codes=(0, 128))).strip()
     if not full.startswith("refs/"):
         raise FleetError("NOT_FOUND", f"{ref!r} is not a branch, tag or other named ref with a reflog")
-    logs = os.path.realpath(os.path.join(common, "logs"))
+    logs = os.path.realpath(os.path.join(found.commondir, "logs"))
     file = os.path.realpath(os.path.join(logs, full))
     if not inside(file, logs):
         raise FleetError("BAD_REF", f"{ref!r} resolves outside the reflog directory")
@@ -63,10 +63,10 @@ def _read_reflog(file: str) -> tuple[list[dict[str, Any]], int, bool]:
     return entries, bad, clipped
 
 
-def repo_reflog(path: str, ref: str = "HEAD", limit: int = 50) -> dict[str, Any]:
+def repo_reflog(found: Found, ref: str = "HEAD", limit: int = 50) -> dict[str, Any]:
     """The newest `limit` reflog entries of `ref`, each with its `ref@{n}` selector (0 = newest)."""
     check_int(limit, "limit", 1, 1000)
-    full, file = _reflog_file(path, ref)
+    full, file = _reflog_file(found, ref)
     entries, bad, clipped = _read_reflog(file)
     for n, entry in enumerate(entries):
         entry["index"] = n

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.files import MAX_POINTER_BYTES, BrokenRepo, read_file, short_ref
+from fleet.git.layout import Found
 from fleet.git.revs import git_dirs, resolve_commit
 from fleet.git.run import out, text
 
@@ -159,11 +160,12 @@ def _related(path: str, sha: str, base_sha: str, branches: dict[str, str], skip:
     return above, below
 
 
-def branch_stack(path: str, branch: str | None = None, base: str | None = None,
+def branch_stack(found: Found, branch: str | None = None, base: str | None = None,
                  limit: int = STACK_CAP) -> BranchStack:
     """Where `branch` (default: the checked-out one) stands against `base` (default: the default branch)
     and its upstream, with its merge base and the local branches stacked above and below it."""
     check_int(limit, "limit", 1, 500)
+    path = found.path
     branches = local_branches(path)
     if branch is None:
         branch = text(out(path, ["symbolic-ref", "-q", "--short", "HEAD"], ok_codes=(0, 1))).strip()
@@ -172,7 +174,7 @@ def branch_stack(path: str, branch: str | None = None, base: str | None = None,
     if branch not in branches:
         raise FleetError("BAD_REF", f"{branch!r} is not a local branch of this repo")
     sha = resolve_commit(path, f"refs/heads/{branch}", "branch")
-    default = default_branch(path, branches)
+    default = default_branch(path, branches, found.commondir)
     if base is None:
         if default is None:
             raise FleetError("NOT_FOUND", "no default branch found (no origin/HEAD, main or master): pass base")
