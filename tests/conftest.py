@@ -33,3 +33,14 @@ os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "fleet.db"
+
+
+_BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every browser test is slow (Chromium, a served dashboard): the rule holds for a file that forgets the mark."""
+    for item in items:
+        if _BROWSER_TESTS in item.path.parents and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
