@@ -21,7 +21,7 @@ os.environ["FLEETDECK_CHECK_OUTPUTS"] = "1"  # every MCP answer validated agains
 os.environ.pop("FLEETDECK_DB", None)
 # no test notifies the desktop of the person running the tests: the D-Bus tests start a bus of their own
 os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
-# The tests start Python a thousand times (the CLI, the hooks, the bridges): each reuses the bytecode the first
+# The tests start Python hundreds of times (the CLI, the hooks, the bridges): each reuses the bytecode the first
 # compiled, as an installed fleetdeck does (pip byte-compiles it), kept in a folder of this run, never in the
 # checkout. Under PYTHONDONTWRITEBYTECODE every child would compile every module it imports again.
 _PYCACHE = tempfile.mkdtemp(prefix="fleetdeck-pycache-")

@@ -22,6 +22,8 @@ from tests.fleets.serving import Server, sign_in
 from tests.test_team import Machine, build_fleet, server  # noqa: F401  (server: the module's PostgreSQL)
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
+# a real PostgreSQL, two machines driven through the CLI and a `serve --team` (28 s of the fast lane, loaded)
+pytestmark = pytest.mark.slow
 
 
 def dashboard_dsn(admin_dsn: str) -> str:
