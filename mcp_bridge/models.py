@@ -141,17 +141,6 @@ class Presence(Capped):
 # --- snapshots -----------------------------------------------------------------------------------------------
 
 # Written here, not derived: mcp_bridge/tools_snapshot.py assembles these answers from fleet.snapshot's.
-class SnapshotTaken(Out):
-    id: str
-    worktree: str
-    at: str
-    trigger: str
-    files: int
-    bytes_added: int
-    skipped: list[dict]
-    unchanged: bool
-
-
 class SnapshotEntry(Out):
     id: str
     at: str
@@ -198,6 +187,7 @@ READERS = {
     "PatchRemoved": "fleet.patch.file",
     "PatchValidated": "fleet.patch.file",
     "Lost": "fleet.views.recovery",
+    "SnapshotTaken": "fleet.snapshot.take",
     "BranchStack": "fleet.repo.stack",
     "Scope": "fleet.repo.ownership",
     "SemanticDiff": "fleet.repo.semantic",

@@ -10,7 +10,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from fleet.caps import cap
-from fleet.snapshot.take import take
+from fleet.snapshot.take import take, taken
 from fleet.snapshot.timeline import diff, snapshots, work_tree_of
 from fleet.timespec import parse_since
 from mcp_bridge import models
@@ -38,9 +38,7 @@ def register(kit: Toolkit) -> None:
         repository defines runs; a snapshot equal to the last one is not kept again (`unchanged`)."""
         who = identity.get()        # the authenticated identity, or unknown:<declared>: never a declared name
         made = take(tree(repo), bridge.index().path, "mcp", agents=[who.agent] if who else [])
-        return {"id": made["id"], "worktree": made["worktree"], "at": made["at"], "trigger": made["trigger"],
-                "files": made["files"], "bytes_added": 0 if made["unchanged"] else made["bytes_added"],
-                "skipped": made["skipped"], "unchanged": made["unchanged"]}
+        return taken(made)
 
     @kit.tool("snapshot.list", models.SnapshotList, "Snapshots of a working tree")
     def snapshot_list(repo: Repo, since: Annotated[str | None, Field(max_length=100, description=

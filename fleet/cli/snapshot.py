@@ -12,7 +12,7 @@ from fleet.cli.output import emit_json
 from fleet.errors import FleetError
 from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore, restore_by_person
-from fleet.snapshot.take import take
+from fleet.snapshot.take import take, taken
 from fleet.snapshot.timeline import diff, snapshots, work_tree_of
 from fleet.timespec import parse_since
 from fleet.safetext import visible
@@ -25,9 +25,9 @@ def _trees(index, repos: list[str]):
 
 
 def _public(meta: dict) -> dict:
-    return {"id": meta["id"], "repo": meta["repo"], "worktree": meta["worktree"], "at": meta["at"],
-            "trigger": meta["trigger"], "files": meta["files"], "bytes_added": 0 if meta["unchanged"]
-            else meta["bytes_added"], "skipped": meta["skipped"], "unchanged": meta["unchanged"]}
+    """fleet.snapshot.take.taken with the repository's fleet name after the id."""
+    answer = taken(meta)
+    return {"id": answer["id"], "repo": meta["repo"], **answer}
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

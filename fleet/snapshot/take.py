@@ -30,6 +30,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from fleet.errors import FleetError
 from fleet.git.config import ConfigError, read_config_file, read_repo_config
@@ -49,6 +50,25 @@ TRIGGERS = ("watch", "sweep", "manual", "mcp", "restore")
 MAX_SKIPPED = 200
 MAX_STASH_LOG = 1024 * 1024
 STAT_CACHE = "statcache.json"   # path -> [ino, size, mtime_ns, ctime_ns, blob]: files not read again
+
+
+class SnapshotTaken(TypedDict):
+    id: str
+    worktree: str
+    at: str
+    trigger: str
+    files: int
+    bytes_added: int
+    skipped: list[dict]
+    unchanged: bool
+
+
+def taken(meta: dict) -> SnapshotTaken:
+    """A snapshot just taken as `fleetdeck snapshot` and snapshot.take report it: the store's bookkeeping
+    left out, and nothing added when it equals the last one (which is kept instead)."""
+    return {"id": meta["id"], "worktree": meta["worktree"], "at": meta["at"], "trigger": meta["trigger"],
+            "files": meta["files"], "bytes_added": 0 if meta["unchanged"] else meta["bytes_added"],
+            "skipped": meta["skipped"], "unchanged": meta["unchanged"]}
 
 
 @dataclass
