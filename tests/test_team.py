@@ -65,6 +65,15 @@ class Machine:
     def json(self, *args: str) -> dict:
         return json.loads(self.run(*args, "--json").stdout)
 
+    def decide(self, *args: str) -> dict:
+        """`team decide ARGS` as the person's own script: a non-interactive approver set up, `--yes` passed."""
+        settings = self.home / ".config/fleetdeck/settings.toml"
+        text = settings.read_text() if settings.exists() else ""
+        if "[approval]" not in text:
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            settings.write_text(text + "\n[approval]\nnoninteractive = true\n")
+        return json.loads(self.run("team", "decide", *args, "--yes", "--json").stdout)
+
     def local(self, sql: str, args: tuple = ()) -> list[tuple]:
         with sqlite3.connect(self.db) as conn:
             return conn.execute(sql, args).fetchall()
@@ -453,29 +462,26 @@ def test_a_decision_made_on_the_hub_runs_only_on_its_machine_signed_and_pinned(m
     pid = _propose(laptop, monkeypatch, "from-hub")
     laptop.run("team", "push", "--once")
     # before the machine accepts remote decisions, a well-signed one is refused, and nothing runs
-    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
-                                 "--as", "alice", "--json").stdout)
+    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     out = laptop.json("team", "push", "--once")
     assert out["decisions"][0]["outcome"] == "refused"
     assert _decision(hub, made["decision"])[0] == "refused" and "accept_remote_approvals" in _decision(
         hub, made["decision"])[1]
     _pin(laptop, public)
     # a key the machine has not pinned
-    other = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(stranger),
-                                  "--as", "alice", "--json").stdout)
+    other = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(stranger), "--as", "alice")
     laptop.run("team", "push", "--once")
     assert _decision(hub, other["decision"])[0] == "refused" and "not pinned" in _decision(hub, other["decision"])[1]
     # a row altered after signing (the hub's owner turns a rejection into an approval)
-    forged = json.loads(laptop.run("team", "decide", "laptop", pid, "reject", "--reason", "no", "--dsn", hub,
-                                   "--key", str(private), "--as", "alice", "--json").stdout)
+    forged = laptop.decide("laptop", pid, "reject", "--reason", "no", "--dsn", hub,
+                           "--key", str(private), "--as", "alice")
     with psycopg.connect(hub, autocommit=True) as admin:
         admin.execute("update fleetdeck.decisions set action = 'approve' where id = %s", (forged["decision"],))
     laptop.run("team", "push", "--once")
     assert _decision(hub, forged["decision"]) [0] == "refused" and "forged" in _decision(hub, forged["decision"])[1]
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub") == ""      # nothing ran so far
     # a proper one: runs on the laptop through the local approve path, credited to the hub's approver
-    good = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
-                                 "--as", "alice", "--json").stdout)
+    good = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     laptop.run("team", "push", "--once")
     assert _decision(hub, good["decision"]) == ("applied", None), _decision(hub, good["decision"])[1]
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub").strip() == "from-hub"
@@ -506,11 +512,9 @@ def test_a_hub_decision_racing_a_local_rejection_is_refused(machines, hub, tmp_p
     _pin(laptop, public)
     pid = _propose(laptop, monkeypatch, "raced")
     laptop.run("team", "push", "--once")
-    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
-                                 "--as", "alice", "--json").stdout)
-    (laptop.home / ".config/fleetdeck/settings.toml").write_text(
-        (laptop.home / ".config/fleetdeck/settings.toml").read_text() + "\n[approval]\nnoninteractive = true\n")
-    laptop.run("proposals", "reject", pid, "--reason", "not now", "--yes")   # the person, locally, first
+    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    # the person, locally, first (`decide` above set up the non-interactive approver `--yes` needs)
+    laptop.run("proposals", "reject", pid, "--reason", "not now", "--yes")
     laptop.run("team", "push", "--once")
     outcome, why = _decision(hub, made["decision"])
     assert outcome == "refused" and "rejected here, not pending" in why
@@ -532,8 +536,7 @@ def test_a_hub_decision_never_stands_in_for_a_required_passkey(machines, hub, tm
     index.close()
     pid = _propose(laptop, monkeypatch, "needs-a-passkey")
     laptop.run("team", "push", "--once")
-    made = json.loads(laptop.run("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private),
-                                 "--as", "alice", "--json").stdout)
+    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     laptop.run("team", "push", "--once")
     outcome, why = _decision(hub, made["decision"])
     assert outcome == "refused" and "passkey" in why

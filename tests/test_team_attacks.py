@@ -4,9 +4,11 @@ the CLI). The harness (machines, the hub, the fleet) is tests/test_team.py's."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
+from tests.fleets.cli import fleetdeck_argv
 from tests.fleets.gitbuild import commit_file, git
 from tests.test_team import Machine, build_fleet, hub, hub_rows, machines, server  # noqa: F401  (fixtures)
 
@@ -208,3 +210,29 @@ def test_events_after_a_prune_of_every_event_reach_the_hub(machines, hub):  # no
     ours = laptop.local("select id, ref, kind from events")
     assert ours and set(ours) <= set(hub_rows(hub, "select id, ref, kind from fleetdeck.events "
                                                    "where machine_id = 'laptop'"))
+
+
+def test_a_hub_decision_asks_the_person_on_the_terminal_as_a_local_one_does(machines, hub, tmp_path,
+                                                                            monkeypatch):  # noqa: F811
+    """`team decide` signed at once, asking nothing: whatever ran it with the key's path (an agent's shell on the
+    approver's machine) turned it into a signed approval. It now shows the mirrored proposal and asks on the
+    controlling terminal like `proposals approve` (stdin is never read; `--yes` only for a non-interactive
+    approver the person set up); nothing reaches the hub unless the person confirmed."""
+    from fleet.audit.keys import keygen
+    from tests.test_cli_approval import _on_terminal
+    from tests.test_team import _propose
+
+    laptop = machines[0]
+    _, private, _ = keygen(tmp_path / "alice-keys")
+    pid = _propose(laptop, monkeypatch, "asked-first")
+    laptop.run("team", "push", "--once")
+    argv = ("team", "decide", "laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    piped = subprocess.run(fleetdeck_argv(*argv, "--yes"), input="y\nyes\n", env=laptop.env, capture_output=True,
+                           text=True, timeout=120, start_new_session=True)   # no controlling terminal
+    assert piped.returncode == 1 and "[NO_TERMINAL]" in piped.stderr, piped.stderr
+    code, _, shown = _on_terminal({"db": laptop.db}, *argv, answer="n", env=laptop.env)
+    assert code == 1 and f"{pid}" in shown and "approve this" in shown and "type 'y' to confirm" in shown
+    assert hub_rows(hub, "select count(*) from fleetdeck.decisions")[0][0] == 0
+    code, out, shown = _on_terminal({"db": laptop.db}, *argv, "--json", answer="y", env=laptop.env)
+    assert code == 0, shown
+    assert hub_rows(hub, "select proposal_id, action from fleetdeck.decisions") == [(pid, "approve")]

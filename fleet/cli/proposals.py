@@ -14,9 +14,9 @@ import argparse
 import sys
 
 from fleet.cli.args import index_for
-from fleet.cli.output import emit, shown
+from fleet.cli.output import emit
 from fleet.cli.proposal_text import describe, line
-from fleet.cli.terminal import NONINTERACTIVE, hint, noninteractive, terminal
+from fleet.cli.terminal import NONINTERACTIVE, ask_decision
 from fleet.errors import FleetError
 from fleet.index.store import Index
 from fleet.ops import confirm, proposals
@@ -34,18 +34,7 @@ def _confirm(args: argparse.Namespace, index: Index, row: dict, verb: str) -> No
     if passkeys.required(index, confirm.decision_risk(verb, row.get("risk"))):
         raise FleetError("PASSKEY_REQUIRED", f"{verb} this on the dashboard: it needs your passkey ([passkeys] "
                                              f"require = {passkeys.mode()!r} in {settings_path()})")
-    if args.yes and noninteractive():
-        return
-    with terminal(f"{verb} (it asks on /dev/tty)", hint("--yes")) as tty:
-        if args.yes:
-            tty.write(f"(--yes is ignored unless {NONINTERACTIVE} is set)\n")
-        word = confirm.typed_word(row.get("risk"))
-        tty.write(shown(describe(row)) + "\n"
-                  + shown(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: "))
-        tty.flush()
-        answer = tty.readline().strip().lower()
-    if answer != word:
-        raise FleetError("BAD_ARGUMENT", f"not confirmed: nothing to {verb}")
+    ask_decision(verb, row, describe(row), args.yes)
 
 
 def cmd_proposals(args: argparse.Namespace) -> int:

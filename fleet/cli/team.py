@@ -12,6 +12,7 @@ import sys
 
 from fleet.cli.args import index_for
 from fleet.cli.output import emit, emit_json, shown
+from fleet.cli.terminal import NONINTERACTIVE, ask_decision
 from fleet.errors import FleetError
 from fleet.team import admin, config, pg
 from fleet.team.decisions import decide
@@ -36,6 +37,27 @@ def _join_password(in_dsn: str | None, from_stdin: bool) -> str | None:
     if in_dsn is None and sys.stdin.isatty():
         return getpass.getpass("hub password (empty: none, or from ~/.pgpass): ") or None
     return in_dsn
+
+
+def _mirrored_text(machine: str, row: dict) -> str:
+    """What the person reads before signing a decision: the machine's proposal as the hub mirrors it, shown as
+    `proposals show` shows a local one (its preview whole: what the signature vouches for)."""
+    import json
+
+    from fleet.cli.proposal_text import describe
+    from fleet.timespec import iso
+
+    shown_row = dict(row)
+    if isinstance(shown_row.get("preview"), str):
+        try:
+            shown_row["preview"] = json.loads(shown_row["preview"])
+        except ValueError:
+            shown_row["preview"] = {}
+    for key in ("created_at", "expires_at", "decided_at"):
+        if isinstance(shown_row.get(key), (int, float)):
+            shown_row[key] = iso(shown_row[key])
+    shown_row.setdefault("reason", "")
+    return f"machine {machine}:\n" + describe(shown_row)
 
 
 def cmd_team(args: argparse.Namespace) -> int:
@@ -71,7 +93,9 @@ def cmd_team(args: argparse.Namespace) -> int:
              + "".join(f"\nhub decision {d['decision']} on {d['proposal_id']}: {d['outcome']}"
                        + (f" ({d['reason']})" if d["reason"] else "") for d in settled))
     elif action == "decide":
-        made = decide(args.dsn, args.machine, args.proposal, args.verdict, args.approver, args.key, args.reason)
+        made = decide(args.dsn, args.machine, args.proposal, args.verdict, args.approver, args.key, args.reason,
+                      confirm=lambda row: ask_decision(args.verdict, row, _mirrored_text(args.machine, row),
+                                                       args.yes))
         emit(args, made, f"decision {made['decision']} ({made['action']} {made['proposal_id']} on "
                          f"{made['machine']}, signed by {made['approver']} with key {made['key_id']}): stored on the "
                          "hub; the machine acts on it when it next pushes")
@@ -133,6 +157,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--key", required=True, metavar="PEM", help="your Ed25519 private key (`fleetdeck audit keygen`)")
     a.add_argument("--as", dest="approver", required=True, metavar="NAME", help="your name, as machines log it")
     a.add_argument("--reason", help="why (required to reject)")
+    a.add_argument("--yes", action="store_true", help=f"do not ask on the terminal (only with {NONINTERACTIVE} "
+                                                      "in the settings file)")
     a.add_argument("--json", action="store_true")
     a = actions.add_parser("status", help="machine, hub, connection, backlog, last push and error")
     a.add_argument("--json", action="store_true")

@@ -7,7 +7,9 @@ import contextlib
 import io
 from typing import Iterator, TextIO
 
+from fleet.cli.output import shown
 from fleet.errors import FleetError
+from fleet.ops import confirm
 from fleet.settings import load_settings, settings_path
 
 NONINTERACTIVE = "[approval] noninteractive = true"
@@ -34,3 +36,20 @@ def hint(flag: str) -> str:
         return f"a non-interactive approver is set up: pass {flag}"
     return f"for your own scripts set {NONINTERACTIVE} in {settings_path()}" + (f", then pass {flag}" if flag else "")
 
+
+
+def ask_decision(verb: str, row: dict, text: str, yes: bool) -> None:
+    """The person confirms `verb` (approve, reject, undo) of the proposal `row`, shown as `text`, on the
+    terminal: `y`, or `yes` in full for a high-risk one (fleet/ops/confirm.py). `yes` (`--yes`) skips the
+    question only for a non-interactive approver."""
+    if yes and noninteractive():
+        return
+    with terminal(f"{verb} (it asks on /dev/tty)", hint("--yes")) as tty:
+        if yes:
+            tty.write(f"(--yes is ignored unless {NONINTERACTIVE} is set)\n")
+        word = confirm.typed_word(confirm.decision_risk(verb, row.get("risk")))
+        tty.write(shown(text) + "\n" + shown(f"{verb} this {row.get('risk')}-risk {row['op']}? type '{word}' to confirm: "))
+        tty.flush()
+        answer = tty.readline().strip().lower()
+    if answer != word:
+        raise FleetError("BAD_ARGUMENT", f"not confirmed: nothing to {verb}")

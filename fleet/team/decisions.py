@@ -45,8 +45,10 @@ def payload_digest(payload: dict) -> str:
 
 
 def decide(dsn: str, machine: str, proposal_id: str, action: str, approver: str, key: str | Path,
-           reason: str | None = None) -> dict[str, Any]:
-    """Sign and store a decision on the hub (as a login holding `fleetdeck_hub`); the machine acts on it."""
+           reason: str | None = None, confirm: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Sign and store a decision on the hub (as a login holding `fleetdeck_hub`); the machine acts on it.
+    `confirm` sees the mirrored proposal before anything is signed and raises to stop (the surface's
+    confirmation: a terminal's `y`, or `yes` for a high-risk proposal, fleet/ops/confirm.py)."""
     if action not in ("approve", "reject"):
         raise FleetError("BAD_ARGUMENT", "a decision is approve or reject")
     if not APPROVER.fullmatch(approver):
@@ -63,6 +65,8 @@ def decide(dsn: str, machine: str, proposal_id: str, action: str, approver: str,
         if found[0] != "pending":
             raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {found[0]} on the hub, not pending")
         mirrored = found[1]
+        if confirm is not None:
+            confirm(mirrored)
         payload = {"machine": machine, "proposal_id": proposal_id, "action": action, "reason": reason,
                    "approver": approver, "args_fingerprint": mirrored.get("args_fingerprint"),
                    "preview_digest": mirrored.get("preview_digest"), "nonce": secrets.token_hex(16),
