@@ -140,7 +140,9 @@ def test_the_queue_links_the_next_step_to_the_proposal_it_names(page, served):
     line = float(ident.evaluate("el => parseFloat(getComputedStyle(el).lineHeight) || el.offsetHeight"))
     assert box["height"] < 1.6 * line  # one line: the id does not wrap
     page.set_viewport_size({"width": 900, "height": 800})
-    assert ident.bounding_box()["height"] < 1.6 * line
+    ident.wait_for(state="visible")  # a live update may have just re-rendered the queue's rows
+    box = ident.bounding_box()
+    assert box is not None and box["height"] < 1.6 * line
     link.click()
     page.wait_for_selector("#approve-button")
     service.reject(index, made["proposal_id"], "cli", "done testing")
