@@ -102,17 +102,24 @@ def build_fleet(machine: Machine) -> None:
     machine.run("scan", str(root))
 
 
-@pytest.fixture
-def machines(tmp_path, hub):
-    pair = [Machine(tmp_path, "laptop"), Machine(tmp_path, "desktop")]
-    admin = Machine(tmp_path, "admin")
+def enrolled_pair(base: Path, hub: str, push: bool = False) -> list[Machine]:
+    """laptop and desktop, each with its fleet built and scanned, enrolled on `hub` by an admin and joined
+    (`enrolled`: what enroll answered); with `push`, each pushed once."""
+    pair = [Machine(base, "laptop"), Machine(base, "desktop")]
+    admin = Machine(base, "admin")
     admin.run("team", "init", hub)
     for m in pair:
         build_fleet(m)
-        made = admin.json("team", "enroll", m.name, "--dsn", hub)
-        m.run("team", "join", made["dsn"], "--machine", m.name)
-        m.enrolled = made
+        m.enrolled = admin.json("team", "enroll", m.name, "--dsn", hub)
+        m.run("team", "join", m.enrolled["dsn"], "--machine", m.name)
+        if push:
+            m.run("team", "push", "--once")
     return pair
+
+
+@pytest.fixture
+def machines(tmp_path, hub):
+    return enrolled_pair(tmp_path, hub)
 
 
 def hub_rows(dsn: str, sql: str, args: tuple = ()) -> list[tuple]:

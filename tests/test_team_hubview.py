@@ -19,7 +19,7 @@ from fleet.views.digest import digest, report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
 from tests.fleets.serving import Server, sign_in
-from tests.test_team import Machine, build_fleet, server  # noqa: F401  (server: the module's PostgreSQL)
+from tests.test_team import enrolled_pair, server  # noqa: F401  (server: the module's PostgreSQL)
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
 # a real PostgreSQL, two machines driven through the CLI and a `serve --team` (28 s of the fast lane, loaded)
@@ -45,17 +45,7 @@ def hub(server):
 def pushed(server, hub, tmp_path_factory):
     """Two machines, each with its own home, index and fleet, enrolled, joined and pushed once (the module's
     tests read it; those that change a machine say what they change)."""
-    base = tmp_path_factory.mktemp("team")
-    pair = [Machine(base, "laptop"), Machine(base, "desktop")]
-    admin = Machine(base, "admin")
-    admin.run("team", "init", hub)
-    for m in pair:
-        build_fleet(m)
-        made = admin.json("team", "enroll", m.name, "--dsn", hub)
-        m.run("team", "join", made["dsn"], "--machine", m.name)
-        m.run("team", "push", "--once")
-        m.enrolled_dsn = made["dsn"]
-    return pair
+    return enrolled_pair(tmp_path_factory.mktemp("team"), hub, push=True)
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +146,8 @@ def test_digest_team_for_cron_in_every_format(pushed, dash, tmp_path):
     assert "laptop: laptop-web" in md and "desktop: desktop-web" in md
     html = laptop.run("digest", "--team", dash, "--since", "0", "--format", "html", "--machine", "desktop").stdout
     assert "desktop: desktop-web" in html and "laptop-web" not in html
-    password = psycopg.conninfo.conninfo_to_dict(laptop.enrolled_dsn)["password"]
-    refused = laptop.run("digest", "--team", laptop.enrolled_dsn, "--since", "0", check=False)
+    password = psycopg.conninfo.conninfo_to_dict(laptop.enrolled["dsn"])["password"]
+    refused = laptop.run("digest", "--team", laptop.enrolled["dsn"], "--since", "0", check=False)
     assert refused.returncode == 1 and "fleetdeck_hub" in refused.stderr and password not in refused.stderr
 
 

@@ -14,7 +14,7 @@ from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
 from tests.fleets.gitbuild import init_repo
 from tests.fleets.postgres import PgServer
 from tests.fleets.serving import Server
-from tests.test_team import Machine, build_fleet
+from tests.test_team import enrolled_pair
 from tests.test_team_hubview import dashboard_dsn
 from web.guards import API_PREFIXES
 from web.hub import routes
@@ -30,14 +30,7 @@ def team(tmp_path_factory):
     pg = PgServer()
     hub = pg.create_database("hub_browser")
     base = tmp_path_factory.mktemp("hub-browser")
-    pair = [Machine(base, "laptop"), Machine(base, "desktop")]
-    admin = Machine(base, "admin")
-    admin.run("team", "init", hub)
-    for m in pair:
-        build_fleet(m)
-        made = admin.json("team", "enroll", m.name, "--dsn", hub)
-        m.run("team", "join", made["dsn"], "--machine", m.name)
-        m.run("team", "push", "--once")
+    pair = enrolled_pair(base, hub, push=True)
     server = Server(base / "dash.db", [], extra=["--team", dashboard_dsn(hub)])
     yield server, pair
     server.stop()
