@@ -42,22 +42,10 @@ def _join_password(in_dsn: str | None, from_stdin: bool) -> str | None:
 def _mirrored_text(machine: str, row: dict) -> str:
     """What the person reads before signing a decision: the machine's proposal as the hub mirrors it, shown as
     `proposals show` shows a local one (its preview whole: what the signature vouches for)."""
-    import json
-
     from fleet.cli.proposal_text import describe
-    from fleet.timespec import iso
+    from fleet.ops.proposals import decode
 
-    shown_row = dict(row)
-    if isinstance(shown_row.get("preview"), str):
-        try:
-            shown_row["preview"] = json.loads(shown_row["preview"])
-        except ValueError:
-            shown_row["preview"] = {}
-    for key in ("created_at", "expires_at", "decided_at"):
-        if isinstance(shown_row.get(key), (int, float)):
-            shown_row[key] = iso(shown_row[key])
-    shown_row.setdefault("reason", "")
-    return f"machine {machine}:\n" + describe(shown_row)
+    return f"machine {machine}:\n" + describe(decode(row))
 
 
 def cmd_team(args: argparse.Namespace) -> int:
