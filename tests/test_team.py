@@ -212,6 +212,57 @@ def test_a_machine_cannot_touch_another_machines_rows(machines, hub):
     assert hub_rows(hub, "select count(*) from fleetdeck.repos where name in ('planted', 'x')") == [(0,)]
 
 
+def test_a_viewer_login_reads_the_hub_and_writes_no_machine_row(machines, hub, server):
+    """`team viewer`: a person's dashboard login, printed once (never in a DDL log), that reads every machine's
+    rows and cannot write, move or delete any of them, nor settle a decision or pose as a machine (raw SQL)."""
+    from fleet.team import hubview
+    from fleet.team.hubread import Hub
+
+    laptop, desktop = machines
+    for m in machines:
+        m.run("team", "push", "--once")
+    db = hub.rsplit("/", 1)[1]
+    with psycopg.connect(hub, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{db}" SET log_statement = \'ddl\'')
+    admin = Machine(laptop.base.parent, "hub-admin")
+    made = admin.run("team", "viewer", "alice", "--dsn", hub)
+    dsn = next(line.strip() for line in made.stdout.splitlines() if "password=" in line)
+    password = psycopg.conninfo.conninfo_to_dict(dsn)["password"]
+    assert made.stdout.count(password) == 1 and password not in made.stderr
+    assert password not in (server.base / "log").read_text(errors="replace")
+    assert "role fleetdeck_viewer_alice" in made.stdout and "fleetdeck serve --team" in made.stdout
+    again = admin.run("team", "viewer", "alice", "--dsn", hub, check=False)
+    assert again.returncode == 1 and "CONFLICT" in again.stderr                 # never resets a login
+    assert admin.run("team", "viewer", "Bad Name", "--dsn", hub, check=False).returncode == 1
+    assert admin.run("team", "viewer", "--dsn", hub, check=False).returncode == 2
+    reader = Hub(dsn)
+    try:
+        reader.check()                                                       # `serve --team` accepts it
+        assert {e["machine"] for e in hubview.queue(reader, {})["entries"]} == {"laptop", "desktop"}
+    finally:
+        reader.close()
+    before = hub_rows(hub, "select count(*), max(name) from fleetdeck.repos")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("select fleetdeck.current_machine()").fetchone() == (None,)
+        for sql in ("insert into fleetdeck.repos (machine_id, repo_id, name, generation, record) "
+                    "values ('laptop', 999, 'planted', 1, '{}')",
+                    "update fleetdeck.repos set name = 'x'", "delete from fleetdeck.events",
+                    "update fleetdeck.proposals set status = 'approved'",
+                    "insert into fleetdeck.audit (machine_id, seq, hash, entry) values ('laptop', 999, 'h', '{}')",
+                    "update fleetdeck.machines set last_push_at = now()", "truncate fleetdeck.presence",
+                    "update fleetdeck.decisions set outcome = 'applied'",
+                    "select fleetdeck.pushed('paths')", "select fleetdeck.adopt_instance('x')",
+                    "create table fleetdeck.planted (x int)", "create table public.planted (x int)",
+                    "create role planted", "grant fleetdeck_machines to current_user"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):         # a decision settled at birth
+            conn.execute("insert into fleetdeck.decisions (machine_id, proposal_id, action, approver, key_id, "
+                         "payload, signature, outcome) values ('laptop', 'p', 'approve', 'a', 'k', '{}', 's', "
+                         "'applied')")
+    assert hub_rows(hub, "select count(*), max(name) from fleetdeck.repos") == before
+
+
 def test_audit_entries_are_append_only_on_the_hub(machines, hub):
     laptop = machines[0]
     laptop.run("agents", "add", "claude-code")          # an audit entry on the laptop

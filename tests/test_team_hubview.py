@@ -18,6 +18,7 @@ from fleet.team.hubread import Hub
 from fleet.views.digest import digest, report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
+from tests.fleets.cli import run_cli
 from tests.fleets.serving import Server, sign_in
 from tests.test_team import enrolled_pair, server  # noqa: F401  (server: the module's PostgreSQL)
 
@@ -27,13 +28,10 @@ pytestmark = pytest.mark.slow
 
 
 def dashboard_dsn(admin_dsn: str) -> str:
-    """A dashboard login (roles are the cluster's: one per hub database), a member of fleetdeck_hub."""
-    name = "dash_" + admin_dsn.rsplit("/", 1)[1][-40:]
-    password = "pw-" + name
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
-        conn.execute(f"GRANT fleetdeck_hub TO {name}")
-    return re.sub(r"//[^@]+@", f"//{name}:{password}@", admin_dsn)
+    """A dashboard login as the hub's admin makes one, `team viewer` (roles are the cluster's: one per hub
+    database); its one-time DSN."""
+    name = "dash-" + admin_dsn.rsplit("/", 1)[1][-30:].replace("_", "-")
+    return json.loads(run_cli("team", "viewer", name, "--dsn", admin_dsn, "--json", check=True).stdout)["dsn"]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
-"""`fleetdeck team init|enroll|join|push --once|status|leave`: team mode's hub (docs/team.md).
+"""`fleetdeck team init|enroll|viewer|join|push --once|decide|status|leave`: team mode's hub (docs/team.md).
 
 Exit codes as everywhere: 0 ok, 1 failure (a hub that cannot be reached is one line naming it and why, never
-a password), 2 usage. The password `enroll` prints is shown once; `join` keeps it in a 0600 file.
+a password), 2 usage. The passwords `enroll` and `viewer` print are shown once (never logged); `join` keeps a
+machine's in a 0600 file.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def cmd_team(args: argparse.Namespace) -> int:
                          f"  {made['dsn']}\n"
                          f"On that machine: fleetdeck team join '{pg.without_password(made['dsn'])[0]}' --machine "
                          f"{made['machine']} (it asks for the password; --password-stdin reads it from a pipe)")
+    elif action == "viewer":
+        made = admin.viewer(args.dsn, args.name)
+        emit(args, made, f"viewer {made['viewer']} created on {made['hub']} (role {made['role']}): a login for the "
+                         "hub's dashboard; it reads every machine's rows and writes none.\n"
+                         "Its connection string, shown only now (the hub keeps only a verifier):\n"
+                         f"  {made['dsn']}\n"
+                         f"On the person's machine: fleetdeck serve --team '{pg.without_password(made['dsn'])[0]}' "
+                         "(the password from PGPASSWORD or ~/.pgpass)")
     elif action == "join":
         dsn, password = pg.without_password(args.dsn)
         password = _join_password(password, args.password_stdin)
@@ -122,6 +131,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     a.add_argument("dsn", metavar="ADMIN_DSN")
     a.add_argument("--json", action="store_true")
     a = actions.add_parser("enroll", help="create machine NAME's login and print its one-time DSN")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--dsn", required=True, metavar="ADMIN_DSN")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("viewer", help="create NAME's login for the hub's dashboard (`serve --team`) and print "
+                                          "its one-time DSN")
     a.add_argument("name", metavar="NAME")
     a.add_argument("--dsn", required=True, metavar="ADMIN_DSN")
     a.add_argument("--json", action="store_true")

@@ -187,9 +187,9 @@ def machine_role(name: str) -> str:
     return f"fleetdeck_machine_{name.replace('-', '_')}"
 
 
-def check_machine_name(name: str) -> str:
+def check_machine_name(name: str, what: str = "machine") -> str:
     if not MACHINE_NAME.fullmatch(name):
-        raise FleetError("BAD_ARGUMENT", f"machine name {name!r}: use 1-40 of a-z, 0-9, '-' and '_', "
+        raise FleetError("BAD_ARGUMENT", f"{what} name {name!r}: use 1-40 of a-z, 0-9, '-' and '_', "
                                          "starting with a letter or digit")
     return name
 
@@ -212,6 +212,27 @@ def enroll(conn: Any, name: str) -> tuple[str, str]:
         conn.execute(f'{verb} ROLE "{role}" LOGIN PASSWORD %s'.replace("%s", _verifier(conn, role, password)))
         conn.execute(f'GRANT {MACHINES_ROLE} TO "{role}"')
         conn.execute("INSERT INTO fleetdeck.machines (name, role) VALUES (%s, %s)", (name, role))
+    return role, password
+
+
+def viewer_role(name: str) -> str:
+    return f"fleetdeck_viewer_{name.replace('-', '_')}"
+
+
+def add_viewer(conn: Any, name: str) -> tuple[str, str]:
+    """Create a person's login for the hub's dashboard (`serve --team`), with a fresh password returned once
+    (the hub keeps PostgreSQL's SCRAM verifier). Its only privilege is membership of `fleetdeck_hub`: it reads
+    every machine's rows and may store signed decisions, and writes no machine's rows. A login of that name
+    already on the server is refused (CONFLICT): this never takes over or resets someone else's role."""
+    check_machine_name(name, "viewer")
+    role = viewer_role(name)
+    password = secrets.token_urlsafe(24)
+    with conn.transaction():
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            raise FleetError("CONFLICT", f"the login {role} already exists on this server: choose another name")
+        conn.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %s'
+                     .replace("%s", _verifier(conn, role, password)))
+        conn.execute(f'GRANT {HUB_ROLE} TO "{role}"')
     return role, password
 
 
