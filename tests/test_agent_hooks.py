@@ -224,7 +224,8 @@ def test_cli_hooks_commands(tmp_path: Path) -> None:
     entry = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert "--db" in entry["command"] and str(tmp_path / "fleet.db") in entry["command"]
     listed = json.loads(run("hooks", "status", "--json").stdout)
-    assert {a["agent"] for a in listed["unsupported"]} >= {"aider", "cursor"}
+    assert {a["agent"] for a in listed["unsupported"]} >= {"aider", "opencode"}
+    assert {"cursor", "cline"} <= {a["agent"] for a in listed["agents"]}
     assert run("hooks", "uninstall", "claude-code").returncode == 0
     assert not settings.exists()
     assert run("hooks", "install", "aider").returncode == 2      # not a supported agent: a usage error
@@ -366,3 +367,102 @@ def test_guard_blocks_in_gooses_protocol(fleet, tmp_path: Path) -> None:
     assert answer["decision"] == "block" and "would discard 2 uncommitted files" in answer["reason"]
     harmless = _hook("goose", db, env, {**payload, "tool_input": {"command": "ls"}})
     assert harmless.returncode == 0 and harmless.stdout == ""
+
+
+def test_cursor_keeps_the_persons_hooks_and_registers_no_permission_event(tmp_path: Path) -> None:
+    """~/.cursor/hooks.json in Cursor's own format, with the person's hooks: install adds fleetdeck's entries
+    after theirs, only on events whose answer approves nothing; uninstall gives the file back byte for byte."""
+    env = _env(tmp_path)
+    settings = tmp_path / "home" / ".cursor" / "hooks.json"
+    settings.parent.mkdir(parents=True)
+    theirs = {"version": 1, "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}],
+                                      "beforeShellExecution": [{"command": "./hooks/guard.sh"}]}}
+    original = json.dumps(theirs, indent=2).encode()
+    settings.write_bytes(original)
+    install("cursor", tmp_path / "fleet.db", None, env)
+    value = json.loads(settings.read_text())
+    assert value["hooks"]["afterFileEdit"][0] == {"command": "./hooks/format.sh"}
+    assert "fleet.agenthooks cursor" in value["hooks"]["afterFileEdit"][1]["command"]
+    assert value["hooks"]["beforeShellExecution"] == theirs["hooks"]["beforeShellExecution"]
+    gating = {"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "preToolUse", "subagentStart"}
+    assert not gating & {e for e, entries in value["hooks"].items()
+                         if any("fleet.agenthooks" in h.get("command", "") for h in entries)}
+    assert install("cursor", tmp_path / "fleet.db", None, env)["changed"] is False
+    uninstall("cursor", tmp_path / "fleet.db", env)
+    assert settings.read_bytes() == original
+
+
+def _cline_folder(tmp_path: Path) -> Path:
+    return tmp_path / "home" / "Documents" / "Cline" / "Hooks"
+
+
+def test_cline_hooks_are_files_of_their_own_beside_the_persons(tmp_path: Path) -> None:
+    """Cline runs ~/Documents/Cline/Hooks/<Event> while it is executable. The person's own PreToolUse stays
+    byte for byte (and executable): fleetdeck is not installed for that event and says so; its own files go in
+    for the others, `status` lists them (and what Cline's Hooks tab switched off, and that the Enable Hooks
+    setting is not confirmed), and uninstall removes exactly them."""
+    env = _env(tmp_path)
+    folder = _cline_folder(tmp_path)
+    folder.mkdir(parents=True)
+    own = folder / "PreToolUse"
+    own.write_bytes(b"#!/usr/bin/env bash\necho '{\"cancel\": false}'\n")
+    own.chmod(0o750)
+    notes = folder / "notes.txt"
+    notes.write_text("mine")
+    done = install("cline", tmp_path / "fleet.db", None, env)
+    assert done["changed"] and "your own PreToolUse hook kept" in done["note"]
+    assert own.read_bytes() == b"#!/usr/bin/env bash\necho '{\"cancel\": false}'\n" and own.stat().st_mode & 0o777 == 0o750
+    ours = sorted(p.name for p in folder.iterdir() if "fleet.agenthooks" in p.read_text())
+    assert ours == sorted(["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse", "TaskComplete", "TaskCancel"])
+    assert all((folder / name).stat().st_mode & 0o111 for name in ours)
+    assert "--event TaskComplete" in (folder / "TaskComplete").read_text()
+    assert install("cline", tmp_path / "fleet.db", None, env)["changed"] is False            # idempotent
+    (folder / "TaskCancel").chmod(0o644)                        # switched off in Cline's Hooks tab
+    row = {a["agent"]: a for a in status(tmp_path / "fleet.db", env)["agents"]}["cline"]
+    assert row["installed"] and row["kept"] == ["PreToolUse"] and row["disabled"] == ["TaskCancel"]
+    assert "Enable Hooks" in row["unconfirmed"] and "cannot read" in row["unconfirmed"]
+    removed = uninstall("cline", tmp_path / "fleet.db", env)
+    assert removed["changed"]
+    assert sorted(p.name for p in folder.iterdir()) == ["PreToolUse", "notes.txt"] and notes.read_text() == "mine"
+    assert own.read_bytes().startswith(b"#!/usr/bin/env bash")
+
+
+def test_cline_install_into_nothing_and_uninstall_takes_the_folders_away(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (tmp_path / "home").mkdir()
+    install("cline", tmp_path / "fleet.db", None, env)
+    assert len(list(_cline_folder(tmp_path).iterdir())) == 7
+    text = subprocess.run(fleetdeck_argv("--db", str(tmp_path / "fleet.db"), "hooks", "status"),
+                          env=fleetdeck_env(HOME=str(tmp_path / "home")), capture_output=True, text=True).stdout
+    assert "not confirmed: Cline runs these only while its Enable Hooks setting is on" in text
+    uninstall("cline", tmp_path / "fleet.db", env)
+    assert list((tmp_path / "home").iterdir()) == []
+
+
+def _cline_pre(repo: Path, tool: str, **parameters) -> dict:
+    return {"clineVersion": "3.40.0", "hookName": "PreToolUse", "timestamp": "1764000000000", "taskId": "t1",
+            "workspaceRoots": [str(repo)], "userId": "u", "preToolUse": {"toolName": tool, "parameters": parameters}}
+
+
+def test_guard_cancels_in_clines_protocol(fleet, tmp_path: Path) -> None:
+    """Cline's PreToolUse has no "ask": a destructive command is cancelled with the reason (`errorMessage`),
+    after the snapshot; a harmless command and a read are let through, and a read takes no snapshot."""
+    repo, db, env = fleet
+    (tmp_path / "settings.toml").write_text('[snapshots]\nguard = "ask"\n')
+    run = lambda payload: subprocess.run([sys.executable, "-m", "fleet.agenthooks", "cline", "--event", "PreToolUse",
+                                          "--db", str(db)], input=json.dumps(payload), capture_output=True,
+                                         text=True, env=env, timeout=30)
+    done = run(_cline_pre(repo, "execute_command", command="git reset --hard && git clean -fd",
+                          requires_approval="false"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["cancel"] is True and "would discard 2 uncommitted files" in answer["errorMessage"]
+    tree = WorkTree(str(repo), str(repo / ".git"), str(repo / ".git"))
+    assert snapshots(tree, db)[0]["trigger"] == "hook:cline"
+    sdk = run(_cline_pre(repo, "run_commands", commands=json.dumps(["ls", "git clean -fd"])))
+    assert json.loads(sdk.stdout)["cancel"] is True
+    before = len(snapshots(tree, db))
+    read = run(_cline_pre(repo, "read_file", path="app.py"))
+    assert json.loads(read.stdout) == {"cancel": False} and len(snapshots(tree, db)) == before
+    harmless = run(_cline_pre(repo, "execute_command", command="ls"))
+    assert json.loads(harmless.stdout) == {"cancel": False}

@@ -267,3 +267,103 @@ def test_goose_events_drive_the_state(fleet) -> None:
     goose_hook(db, env, "SessionEnd", {"session_id": "g-1"})
     assert [r["state"] for r in presence(db, env)] == ["recent"]
     assert SECRET.encode() not in db.read_bytes()
+
+
+def cursor_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dict:
+    """Run the command `fleetdeck hooks install cursor` put in ~/.cursor/hooks.json for `event`, as Cursor runs
+    it (its `command`, by a shell; the JSON of Cursor's hooks docs on stdin); its answer, parsed."""
+    settings = Path(env["HOME"]) / ".cursor" / "hooks.json"
+    if not settings.exists():
+        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "cursor"), env=env, check=True,
+                       capture_output=True)
+    config = json.loads(settings.read_text())
+    assert config["version"] == 1
+    (entry,) = config["hooks"][event]
+    done = subprocess.run(["sh", "-c", entry["command"]], input=json.dumps({"hook_event_name": event, **payload}),
+                          capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return json.loads(done.stdout)
+
+
+def test_cursor_events_drive_the_state(fleet) -> None:
+    """Cursor's own payloads (conversation_id, workspace_roots; a file's path on afterFileEdit, a cwd on
+    afterShellExecution, `status` on stop): working on a prompt, a command or an edit; waiting (idle) when its
+    turn completed; open, not waiting, when the person aborted it. Every answer changes nothing in Cursor: no
+    `permission` (approval) and no `followup_message`, ever."""
+    repo, db, env = fleet
+    base = {"conversation_id": "cur-1", "generation_id": "gen-1", "model": "claude-4.5-sonnet",
+            "cursor_version": "2.0.77", "workspace_roots": [str(repo)], "user_email": f"{SECRET}@example.org",
+            "transcript_path": None}
+    answers = [cursor_hook(db, env, "beforeSubmitPrompt", {**base, "prompt": f"deploy {SECRET}", "attachments": [
+        {"type": "file", "filePath": str(repo / "app.py")}]})]
+    assert answers[0] == {"continue": True}
+    assert [(r["agent"], r["state"], r["session"]) for r in presence(db, env)] == [("cursor", "working", "cur-1")]
+    answers.append(cursor_hook(db, env, "afterFileEdit", {**base, "file_path": str(repo / "app.py"),
+                                                          "edits": [{"old_string": SECRET, "new_string": SECRET}]}))
+    assert (presence(db, env)[0]["state"], presence(db, env)[0]["tool"]) == ("working", "Edit")
+    answers.append(cursor_hook(db, env, "stop", {**base, "status": "completed", "loop_count": 0}))
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"]) == ("waiting", "idle") and row["waiting_since"]
+    answers.append(cursor_hook(db, env, "afterShellExecution", {**base, "command": f"echo {SECRET}",
+                                                                "cwd": str(repo), "output": SECRET, "duration": 12}))
+    assert (presence(db, env)[0]["state"], presence(db, env)[0]["tool"]) == ("working", "Shell")
+    answers.append(cursor_hook(db, env, "stop", {**base, "status": "aborted", "loop_count": 0}))
+    assert [(r["state"], r["waiting_kind"]) for r in presence(db, env)] == [("open", None)]
+    assert all(a == {} for a in answers[1:]), answers
+    assert SECRET.encode() not in db.read_bytes()
+    for wal in db.parent.glob(db.name + "-*"):
+        assert SECRET.encode() not in wal.read_bytes()
+
+
+def cline_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dict:
+    """Run the file `fleetdeck hooks install cline` wrote as ~/Documents/Cline/Hooks/<event>, as Cline runs it
+    (the executable itself, the JSON of Cline's hook reference on stdin); its answer, parsed."""
+    hook_file = Path(env["HOME"]) / "Documents" / "Cline" / "Hooks" / event
+    if not hook_file.exists():
+        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "cline"), env=env, check=True,
+                       capture_output=True)
+    done = subprocess.run([str(hook_file)], input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          timeout=30)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cline_payload(repo: Path, event: str, **data) -> dict:
+    return {"clineVersion": "3.40.0", "hookName": event, "timestamp": "1764000000000", "taskId": "task-1",
+            "workspaceRoots": [str(repo)], "userId": "u1", "model": {"provider": "anthropic", "slug": "claude"},
+            **data}
+
+
+def test_cline_events_drive_the_state(fleet) -> None:
+    """Cline's hooks as its hook reference gives them: TaskStart and a prompt are work; `ask_followup_question`
+    about to run is a question to the person; its answer (PostToolUse) is work again; TaskComplete is its turn
+    done (waiting, idle); TaskCancel is the person's own stop (open). Each answer is `{"cancel": false}`."""
+    repo, db, env = fleet
+    meta = {"taskId": "task-1", "ulid": "01J0", "initialTask": f"deploy {SECRET}"}
+    answers = [cline_hook(db, env, "TaskStart", cline_payload(repo, "TaskStart", taskStart={"taskMetadata": meta}))]
+    assert [(r["agent"], r["state"], r["session"]) for r in presence(db, env)] == [("cline", "working", "task-1")]
+    answers.append(cline_hook(db, env, "PreToolUse", cline_payload(repo, "PreToolUse", preToolUse={
+        "toolName": "ask_followup_question", "parameters": {"question": f"which {SECRET}?"}})))
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"], row["tool"]) == ("waiting", "question", "ask_followup_question")
+    answers.append(cline_hook(db, env, "PostToolUse", cline_payload(repo, "PostToolUse", postToolUse={
+        "toolName": "ask_followup_question", "parameters": {"question": SECRET}, "result": SECRET, "success": True,
+        "executionTimeMs": 4200})))
+    assert (presence(db, env)[0]["state"], presence(db, env)[0]["waiting_kind"]) == ("working", None)
+    answers.append(cline_hook(db, env, "UserPromptSubmit", cline_payload(repo, "UserPromptSubmit", userPromptSubmit={
+        "prompt": SECRET, "attachments": []})))
+    answers.append(cline_hook(db, env, "TaskComplete", cline_payload(repo, "TaskComplete", taskComplete={
+        "taskMetadata": {"taskId": "task-1", "ulid": "01J0"}})))
+    (row,) = presence(db, env)
+    assert (row["state"], row["waiting_kind"]) == ("waiting", "idle")
+    # the Cline SDK's own names in `hookName` (tool_call, agent_abort) beside the documented objects
+    answers.append(cline_hook(db, env, "TaskResume", cline_payload(repo, "agent_resume", taskResume={
+        "taskMetadata": {}, "previousState": {}})))
+    assert presence(db, env)[0]["state"] == "working"
+    answers.append(cline_hook(db, env, "TaskCancel", cline_payload(repo, "agent_abort", taskCancel={
+        "taskMetadata": {"taskId": "task-1", "completionStatus": "cancelled"}})))
+    assert [(r["state"], r["waiting_kind"]) for r in presence(db, env)] == [("open", None)]
+    assert all(a == {"cancel": False} for a in answers), answers
+    assert SECRET.encode() not in db.read_bytes()
+    for wal in db.parent.glob(db.name + "-*"):
+        assert SECRET.encode() not in wal.read_bytes()

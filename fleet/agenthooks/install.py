@@ -3,13 +3,16 @@
 Installing merges one entry per event into the agent's settings file and touches nothing else there;
 uninstalling removes exactly those entries, and when the file is otherwise as it was, puts back its very
 bytes. What was there before is kept in `installed-hooks.json` beside the index. Agents whose hook system is
-documented are in AGENTS; the rest are listed in UNSUPPORTED with the reason.
+documented are in AGENTS (a settings file) and FOLDERS (an executable per event: Cline, fleet/agenthooks/folder.py);
+the rest are listed in UNSUPPORTED with the reason.
 
 Two layouts: Claude Code, Codex, Gemini CLI, Qwen Code and Goose group entries under a matcher (`{event: [{matcher,
 hooks: [entry]}]}`); GitHub Copilot CLI lists entries per event with the matcher inside each (`{version: 1,
 hooks: {event: [entry]}}`), reads every `*.json` of its user hooks folder (fleetdeck's own file there is
 `fleetdeck.json`), and does not name the event in its camelCase payloads, so its command carries the event.
 Goose loads hooks only from plugins: fleetdeck's is `~/.agents/plugins/fleetdeck/` (a manifest beside).
+Cursor's `~/.cursor/hooks.json` is flat too (`{version: 1, hooks: {event: [entry]}}`); fleetdeck registers only
+events whose answer cannot approve or deny anything (the prompt, after a command or an edit, the turn's end).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from fleet.agenthooks import folder
 from fleet.errors import FleetError
 from fleet.fsio import replace_file
 from fleet.xdg import env_dir
@@ -41,7 +45,7 @@ class AgentHooks:
     name: str
     settings: Callable[[Mapping[str, str]], Path]
     events: dict[str, str | None]       # event -> matcher (the tools, or notification types), None: every one
-    timeout: int                        # in the agent's own unit
+    timeout: int | None                 # in the agent's own unit (None: the agent's default)
     named: bool = False                 # the agent's entries carry a `name`
     note: str = ""
     flat: bool = False                  # entries straight under the event, the matcher inside each (Copilot CLI)
@@ -53,7 +57,9 @@ class AgentHooks:
                                                 # manifest), made with the settings and gone with them
 
     def entry(self, command: str) -> dict:
-        entry = {"type": "command", self.command_key: command, self.timeout_key: self.timeout}
+        entry = {"type": "command", self.command_key: command}
+        if self.timeout is not None:
+            entry[self.timeout_key] = self.timeout
         if self.named:
             entry["name"] = "fleetdeck"
         return entry
@@ -109,15 +115,29 @@ AGENTS: dict[str, AgentHooks] = {
         {"PreToolUse": "run_shell_command|write_file|edit", "UserPromptSubmit": None,
          "Notification": "permission_prompt|idle_prompt", "PermissionRequest": None, "Stop": None,
          "SessionStart": None, "SessionEnd": None}, 10_000, named=True),
+    "cursor": AgentHooks(
+        "cursor", lambda env: _home(env) / ".cursor" / "hooks.json",
+        {"beforeSubmitPrompt": None, "afterShellExecution": None, "afterMCPExecution": None, "afterFileEdit": None,
+         "stop": None}, None, flat=True, base=(("version", 1),),
+        note="fleetdeck answers none of Cursor's permission events (what an answer without `permission` does to "
+             "Cursor's own approval is not documented): no snapshot before Cursor's commands, and Cursor's approval "
+             "prompts have no hook, so it shows waiting only when its turn ended"),
 }
+
+FOLDERS: dict[str, folder.FolderHooks] = {
+    "cline": folder.FolderHooks(
+        "cline", lambda env: _home(env) / "Documents" / "Cline" / "Hooks",
+        ("TaskStart", "TaskResume", "UserPromptSubmit", "PreToolUse", "PostToolUse", "TaskComplete", "TaskCancel"),
+        note="Cline has no `ask` answer: with guard = \"ask\" a destructive command is cancelled with the reason; "
+             "its approval prompts have no hook, so it shows waiting on a question or when its task finished",
+        unconfirmed="Cline runs these only while its Enable Hooks setting is on (Cline's settings, Features; the "
+                    "CLI: `cline config set hooks-enabled=true`), which fleetdeck cannot read"),
+}
+NAMES = (*AGENTS, *FOLDERS)
 
 UNSUPPORTED = {
     "aider": "no hook system (its --lint-cmd/--test-cmd run after edits, not before a command)",
-    "cursor": "its command hooks (~/.cursor/hooks.json) are documented, but not what an answer without "
-              "`permission` does to Cursor's own approval; not wired in yet",
     "opencode": "extended by JavaScript plugins, not command hooks",
-    "cline": "its hooks are executable files named after each event (~/Documents/Cline/Hooks/; the VS Code "
-             "extension also needs its Enable Hooks setting); not wired in yet",
     "amp": "no documented command hooks",
 }
 
@@ -138,7 +158,7 @@ def _agent(name: str) -> AgentHooks:
         return AGENTS[name]
     if name in UNSUPPORTED:
         raise FleetError("BAD_ARGUMENT", f"{name} is not supported: {UNSUPPORTED[name]}")
-    raise FleetError("BAD_ARGUMENT", f"unknown agent {name!r} (supported: {', '.join(AGENTS)})")
+    raise FleetError("BAD_ARGUMENT", f"unknown agent {name!r} (supported: {', '.join(NAMES)})")
 
 
 def _read(path: Path) -> tuple[bytes | None, dict]:
@@ -221,8 +241,15 @@ def _save_state(db_path: str | os.PathLike[str], state: dict) -> None:
 
 def install(agent: str, db_path: str | os.PathLike[str], db_option: str | None,
             env: Mapping[str, str] | None = None) -> dict:
+    env = os.environ if env is None else env
+    if agent in FOLDERS:
+        state = _state(db_path)
+        done = folder.install(FOLDERS[agent], lambda event: hook_command(agent, db_option, event), state, env)
+        if done["changed"]:
+            _save_state(db_path, state)
+        return done
     spec = _agent(agent)
-    path = spec.settings(os.environ if env is None else env)
+    path = spec.settings(env)
     original, value = _read(path)
     present = _present(value, spec)
     missing = [event for event in spec.events if event not in present]
@@ -275,8 +302,14 @@ def _remove_companion(spec: AgentHooks, path: Path, saved: dict) -> None:
 
 
 def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> dict:
+    env = os.environ if env is None else env
+    if agent in FOLDERS:
+        state = _state(db_path)
+        done = folder.uninstall(FOLDERS[agent], state, env)
+        _save_state(db_path, state)
+        return done
     spec = _agent(agent)
-    path = spec.settings(os.environ if env is None else env)
+    path = spec.settings(env)
     _, value = _read(path)
     if not _present(value, spec):
         return {"agent": agent, "settings": str(path), "installed": False, "changed": False}
@@ -319,4 +352,5 @@ def status(db_path: str | os.PathLike[str], env: Mapping[str, str] | None = None
             events, problem = [], exc.message
         agents.append({"agent": name, "settings": str(path), "installed": bool(events), "events": events,
                        "note": spec.note or None, "problem": problem})
+    agents += [folder.status(spec, env) for spec in FOLDERS.values()]
     return {"agents": agents, "unsupported": [{"agent": k, "why": v} for k, v in UNSUPPORTED.items()]}

@@ -29,8 +29,12 @@ DEADLINE = 8.0
 MAX_INPUT = 1024 * 1024
 MAX_COMMAND = 500
 ASKING = {"claude-code": "ask", "codex": "deny", "gemini-cli": "deny", "copilot-cli": "ask", "qwen-code": "ask",
-          "goose": "block"}
+          "goose": "block", "cline": "cancel"}
+AGENTS = (*ASKING, "cursor")        # Cursor's hook is never asked before a tool call (fleet/agenthooks/install.py)
 TOOL_EVENTS = ("PreToolUse", "BeforeTool")
+# Agents whose hook fires before every tool (no matcher in their settings): the tools that change files
+SNAPSHOT_TOOLS = {"cline": frozenset({"execute_command", "write_to_file", "replace_in_file", "run_commands", "editor",
+                                      "apply_patch"})}
 
 
 def _command_of(payload: dict) -> str | None:
@@ -110,21 +114,32 @@ def decide(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, d
 def handle(agent: str, payload: dict, db_path: Path) -> tuple[str, str | None, dict | None]:
     """Record the session's presence, then (before a tool call that may change files) `decide`."""
     event = payload.get("hook_event_name", "PreToolUse")
+    recorded = None
     if event_state(agent, payload) is not None and db_path.exists():    # (its cwd is judged there)
         with open_index(db_path) as index:
             recorded = record_hook_event(index, agent, payload)
         if recorded is not None:
             ring(db_path)           # a `serve` on this index shows it now, not at its next look
-    if event not in TOOL_EVENTS or payload.get("tool_name") in QUESTION_TOOLS:
+    tool = payload.get("tool_name")
+    if event not in TOOL_EVENTS or tool in QUESTION_TOOLS or tool not in SNAPSHOT_TOOLS.get(agent, (tool,)):
         return "allow", None, None
+    if payload.get("cwd") is None and recorded is not None:
+        payload = {**payload, "cwd": recorded["repo"]}      # named by its workspace roots (Cline)
     return decide(agent, payload, db_path)
 
 
-def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
-    """The agent's protocol: nothing (or `{}` for Gemini CLI) lets the call through."""
+def answer(agent: str, verdict: str, reason: str | None, out: IO[str], event: str | None = None) -> None:
+    """The agent's protocol: nothing (`{}` for Gemini CLI, `{"cancel": false}` for Cline) lets the call through.
+    Cursor's answer changes nothing: `{"continue": true}` lets the person's own prompt go on, `{}` (no
+    `followup_message`) ends the turn as Cursor would."""
+    if agent == "cursor":
+        out.write('{"continue": true}\n' if event == "beforeSubmitPrompt" else "{}\n")
+        return
     if verdict == "allow":
         if agent == "gemini-cli":
             out.write("{}\n")
+        elif agent == "cline":
+            out.write('{"cancel": false}\n')
         return
     word = ASKING[agent]
     if agent == "gemini-cli":
@@ -133,6 +148,8 @@ def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
         out.write(json.dumps({"permissionDecision": word, "permissionDecisionReason": reason}) + "\n")
     elif agent == "goose":
         out.write(json.dumps({"decision": word, "reason": reason}) + "\n")
+    elif agent == "cline":
+        out.write(json.dumps({"cancel": True, "errorMessage": reason}) + "\n")
     else:
         out.write(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": word,
                                                      "permissionDecisionReason": reason}}) + "\n")
@@ -141,7 +158,7 @@ def answer(agent: str, verdict: str, reason: str | None, out: IO[str]) -> None:
 def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) -> int:
     """Exit 0 always (the agent's call goes on); one stderr line when something failed."""
     agent = argv[0] if argv else ""
-    if agent not in ASKING:
+    if agent not in AGENTS:
         stderr.write(f"fleetdeck hook: unknown agent {agent!r}; allowed\n")
         return 0
     db = argv[argv.index("--db") + 1] if "--db" in argv[1:-1] else None
@@ -153,7 +170,8 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
             payload = json.loads(stdin.read(MAX_INPUT + 1)[:MAX_INPUT] or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("the hook's input is not a JSON object")
-            if agent in ("copilot-cli", "goose"):
+            result["event"] = payload.get("hook_event_name")
+            if agent in ("copilot-cli", "goose", "cursor", "cline"):
                 from fleet.agenthooks import payloads
 
                 payload = payloads.NORMALIZE[agent](event, payload)
@@ -166,12 +184,12 @@ def main(argv: list[str], stdin: IO[bytes], stdout: IO[str], stderr: IO[str]) ->
     thread.join(DEADLINE)
     if thread.is_alive():
         stderr.write(f"fleetdeck hook: no snapshot within {DEADLINE:g}s; allowed\n")
-        answer(agent, "allow", None, stdout)
+        answer(agent, "allow", None, stdout, result.get("event"))
         return 0
     if "error" in result:
         stderr.write(f"fleetdeck hook: {result['error'].splitlines()[0][:300]}; allowed\n")
-        answer(agent, "allow", None, stdout)
+        answer(agent, "allow", None, stdout, result.get("event"))
         return 0
     verdict, reason, _ = result["verdict"]
-    answer(agent, verdict, reason, stdout)
+    answer(agent, verdict, reason, stdout, result.get("event"))
     return 0

@@ -22,10 +22,15 @@ def cmd_hooks(args: argparse.Namespace) -> int:
         for a in found["agents"]:
             state = f"installed ({', '.join(a['events'])})" if a["installed"] else "not installed"
             print(visible(f"{a['agent']:<12} {state:<28} {a['settings']}" + (f"  [{a['problem']}]" if a["problem"] else "")))
+            for key, label in (("kept", "your own hooks kept"), ("disabled", "switched off in the agent")):
+                if a.get(key):
+                    print(visible(f"  {label}: {', '.join(a[key])}"))
+            if a.get("unconfirmed") and a["installed"]:
+                print(visible(f"  not confirmed: {a['unconfirmed']}"))
         for a in found["unsupported"]:
             print(visible(f"{a['agent']:<12} not supported: {a['why']}"))
         return 0
-    agents = [args.agent] if args.agent else list(installer.AGENTS)
+    agents = [args.agent] if args.agent else list(installer.NAMES)
     done = [installer.install(a, db, args.db) if args.hooks_action == "install" else installer.uninstall(a, db)
             for a in agents]
     if args.json:
@@ -53,11 +58,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        ("status", "what is installed where, and which agents are not supported")):
         a = actions.add_parser(name, help=text)
         if name != "status":
-            a.add_argument("agent", nargs="?", choices=sorted(installer.AGENTS))
+            a.add_argument("agent", nargs="?", choices=sorted(installer.NAMES))
         a.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_hooks)
 
     p = sub.add_parser("hook", help="what an agent's hook runs: JSON on stdin, its protocol's answer on stdout")
-    p.add_argument("agent", choices=sorted(installer.AGENTS))
+    p.add_argument("agent", choices=sorted(installer.NAMES))
     p.add_argument("--event", help="the hook event, for an agent whose payload does not name it (Copilot CLI)")
     p.set_defaults(func=cmd_hook)

@@ -22,7 +22,8 @@ from fleet.timespec import iso
 FLAP_S = 5.0
 WAITING_MAX_S = 12 * 3600.0
 KINDS = ("permission", "question", "idle")
-QUESTION_TOOLS = ("AskUserQuestion", "ask_user")     # Claude Code's, Copilot CLI's: they ask the person
+# Claude Code's, Copilot CLI's, Cline's (its extension's, its SDK's): running them is asking the person
+QUESTION_TOOLS = ("AskUserQuestion", "ask_user", "ask_followup_question", "ask_question")
 _SAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 # (agent, hook event) -> state, or a function of the payload for events whose meaning depends on a field
@@ -36,16 +37,16 @@ def event_state(agent: str, payload: dict) -> tuple[str, str | None] | None:
     tool = payload.get("tool_name")
     if event in ("PreToolUse", "BeforeTool"):
         return ("waiting", "question") if tool in QUESTION_TOOLS else ("working", None)
-    if event in ("UserPromptSubmit", "BeforeAgent", "PostToolUse", "AfterTool"):
+    if event in ("UserPromptSubmit", "BeforeAgent", "PostToolUse", "AfterTool", "TaskStart", "TaskResume"):
         return "working", None
     if event == "PermissionRequest":
         return "waiting", "permission"
     if event == "Notification":
         kind = _NOTIFY.get(str(payload.get("notification_type")))
         return ("waiting", kind) if kind else None
-    if event in ("Stop", "AfterAgent"):
+    if event in ("Stop", "AfterAgent", "TaskComplete"):
         return "waiting", "idle"
-    if event == "SessionStart":
+    if event in ("SessionStart", "TaskCancel", "Aborted"):     # (the person stopped the turn: no wait)
         return "open", None
     if event == "SessionEnd":
         return "ended", None
@@ -67,10 +68,15 @@ def record_hook_event(index, agent: str, payload: dict, now: float | None = None
     if found is None or not session:
         return None
     records = index.summaries()
+    repos = RepoMap([r["path"] for r in records])
     if isinstance(cwd, str) and os.path.isabs(cwd):
-        repo = RepoMap([r["path"] for r in records]).find(cwd)
-    else:                           # an event that names no folder (Goose's): the repo its session's tools named
-        repo = index.presence.hook_repo(who, session) if cwd is None else None
+        repo = repos.find(cwd)
+    elif cwd is None:   # an event that names no folder (Goose's, Cursor's, Cline's): the one fleet repo of its
+        # workspace roots, else the repo its session's tool events named
+        roots = {repos.find(root) for root in payload.get("workspace_roots") or ()} - {None}
+        repo = roots.pop() if len(roots) == 1 else index.presence.hook_repo(who, session)
+    else:
+        repo = None
     if repo is None or not any(r["path"] == repo for r in records):
         return None
     record = next(r for r in records if r["path"] == repo)
