@@ -9,6 +9,10 @@ once. Credentials live in the index (`meta`, one row per credential: id, public 
 
 WebAuthn's relying-party id is a host name, never an IP address: passkeys work on `http://localhost:PORT`
 (a secure context), not on `127.0.0.1` (`rp_id_for` says so).
+
+The WebAuthn library is imported by the four functions that use it, not here: with pyOpenSSL and pyasn1 it
+costs ~0.2 s of CPU, and `serve` imports this module on its way to the first page (a cold start's reads of
+every repo share the cores with that import), long before anyone registers or uses a passkey.
 """
 
 from __future__ import annotations
@@ -18,12 +22,6 @@ import ipaddress
 import json
 import secrets
 import time
-
-import webauthn
-from webauthn.helpers import bytes_to_base64url, base64url_to_bytes
-from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidRegistrationResponse
-from webauthn.helpers.structs import (AuthenticatorSelectionCriteria, PublicKeyCredentialDescriptor,
-                                      ResidentKeyRequirement, UserVerificationRequirement)
 
 from fleet.errors import FleetError
 from fleet.index.store import Index
@@ -69,6 +67,11 @@ def required(index: Index, risk: str | None) -> bool:
 
 def registration_options(index: Index, rp_id: str) -> tuple[str, bytes]:
     """(options JSON for `navigator.credentials.create`, the challenge to keep for `register`)."""
+    import webauthn
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import (AuthenticatorSelectionCriteria, PublicKeyCredentialDescriptor,
+                                          ResidentKeyRequirement, UserVerificationRequirement)
+
     options = webauthn.generate_registration_options(
         rp_id=rp_id, rp_name=RP_NAME, user_id=USER_ID, user_name="fleetdeck", user_display_name="fleetdeck",
         authenticator_selection=AuthenticatorSelectionCriteria(
@@ -80,6 +83,10 @@ def registration_options(index: Index, rp_id: str) -> tuple[str, bytes]:
 
 def register(index: Index, credential: dict, challenge: bytes | None, origin: str, rp_id: str, name: str) -> dict:
     """Verify a new credential (user verification required) and store it; PASSKEY_REFUSED otherwise."""
+    import webauthn
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.exceptions import InvalidRegistrationResponse
+
     if challenge is None:
         raise FleetError("PASSKEY_REFUSED", "no registration was started in this tab (or it was used)")
     try:
@@ -98,6 +105,10 @@ def register(index: Index, credential: dict, challenge: bytes | None, origin: st
 def assertion_options(index: Index, rp_id: str, proposal_id: str) -> tuple[str, bytes]:
     """(options JSON for `navigator.credentials.get`, the challenge): random bytes, then the proposal id's
     digest, so the signed challenge names the one proposal it confirms."""
+    import webauthn
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor, UserVerificationRequirement
+
     challenge = secrets.token_bytes(16) + hashlib.sha256(proposal_id.encode()).digest()[:16]
     options = webauthn.generate_authentication_options(
         rp_id=rp_id, challenge=challenge, user_verification=UserVerificationRequirement.REQUIRED,
@@ -109,6 +120,10 @@ def assertion_options(index: Index, rp_id: str, proposal_id: str) -> tuple[str, 
 def confirm(index: Index, credential: object, challenge: bytes | None, origin: str, rp_id: str) -> None:
     """Verify an assertion (user verification required) against the challenge kept for this proposal and a
     registered credential; the sign count moves on. PASSKEY_REQUIRED when there is none to check."""
+    import webauthn
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.exceptions import InvalidAuthenticationResponse
+
     if not isinstance(credential, dict) or challenge is None:
         raise FleetError("PASSKEY_REQUIRED", "this decision needs your passkey: confirm it on the dashboard "
                                              "(on localhost) when asked")
