@@ -18,7 +18,7 @@ from fleet.git import files as gitfiles
 from fleet.git.config import read_config
 from fleet.git.files import BrokenRepo
 from fleet.git.layout import Found, common_dir, read_gitfile
-from fleet.repo.record import read_repo, read_submodules
+from fleet.repo.record import _last_entry_time, read_repo, read_submodules
 from fleet.repo.scope import work_tree_escape
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
@@ -84,6 +84,24 @@ def test_refs(gitdir: Path, packed: bytes, loose: bytes):
 def test_reflog_parse(data: bytes):
     for line in gitfiles.parse_reflog(data):
         assert 0 <= line.at <= gitfiles.MAX_REFLOG_TIME
+
+
+reflog_line = st.builds(lambda old, new, who, at, msg: b"%s %s %s %d +0000%s" % (old, new, who, at, msg),
+                        st.sampled_from([SHA.encode(), b"0" * 40, b"xyz"]), st.sampled_from([SHA.encode(), b"b" * 40]),
+                        st.sampled_from([b"A <a@x>", b"\xff <\xfe>", b""]),
+                        st.sampled_from([0, 1700000000, gitfiles.MAX_REFLOG_TIME, gitfiles.MAX_REFLOG_TIME + 1]),
+                        st.sampled_from([b"", b"\tcommit: x", b"\tcheckout: \xff\xfe", b"\t"]))
+
+
+@FUZZ
+@given(lines=st.lists(st.one_of(reflog_line, liney), max_size=8), ending=st.sampled_from([b"", b"\n", b"\n\n"]))
+def test_last_entry_time_is_the_last_line_the_whole_parse_reads(tmp_path: Path, lines: list[bytes], ending: bytes):
+    """The last activity's reflog time, read from the end of a file's tail line by line, is the time of the
+    last line parsing the whole tail gives (junk, undecodable bytes, a time no clock can show)."""
+    log = tmp_path / "log"
+    log.write_bytes(b"\n".join(lines) + ending)
+    whole = gitfiles.parse_reflog(log.read_bytes())
+    assert _last_entry_time(str(log), log.stat().st_size) == (float(whole[-1].at) if whole else None)
 
 
 @FUZZ
