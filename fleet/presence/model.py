@@ -48,6 +48,8 @@ class Sighting:
     waiting_kind: str | None = None  # the agent is blocked on the person: permission | question | idle
     waiting_since: float | None = None  # (from a hook, or from a session file: see Activity.sighting)
     ended: bool = False              # the agent's hook said the session ended
+    file: str | None = None          # the session file it was read from (watched between refreshes; never stored)
+    matures_at: float | None = None  # when the unanswered tool call it holds becomes a wait (PENDING_S after it)
 
 
 @dataclass
@@ -64,15 +66,18 @@ class Activity:
     pending: str | None = None       # that record is a tool call still unanswered: permission | question
     session: str = ""                # the agent's session id, where the file says it
 
-    def sighting(self, agent: str, repo: str, mtime: float, now: float, session: str = "") -> "Sighting":
+    def sighting(self, agent: str, repo: str, mtime: float, now: float, session: str = "",
+                 path: str | None = None) -> "Sighting":
         """This session file's evidence about `repo` (times in the future are clamped to `now`). What the file
-        says of waiting: a tool call of the kind that asks the person, unanswered for PENDING_S, or a finished
-        turn; the merge believes it only while the agent's process lives (fleet/presence/merge.py)."""
+        says of waiting: a tool call of the kind that asks the person, unanswered for PENDING_S (until then,
+        `matures_at` says when it will be), or a finished turn; the merge believes it only while the agent's
+        process lives (fleet/presence/merge.py)."""
         at = min(self.at if self.at is not None else mtime, now)
         kind = self.pending if self.pending and now - at >= PENDING_S else "idle" if self.idle else None
         return Sighting(agent=agent, repo=repo, source="session", last_activity=min(mtime, now), branch=self.branch,
                         tool=self.tool, files=relative_files(repo, self.cwd, self.files), idle=self.idle,
-                        session=self.session or session, waiting_kind=kind, waiting_since=at if kind else None)
+                        session=self.session or session, waiting_kind=kind, waiting_since=at if kind else None,
+                        file=path, matures_at=at + PENDING_S if self.pending and now - at < PENDING_S else None)
 
     def note_tool(self, name: str, args: object, keys: Iterable[str]) -> None:
         """Remember the newest tool name and the file paths its arguments name under `keys`."""
@@ -159,7 +164,7 @@ def session_sightings(agent: str, files: Iterable[tuple[Path, os.stat_result]],
         act = CACHE.get(path, st, parse)
         repo = repo_map.find(act.cwd)
         if repo is not None:
-            out.append(act.sighting(agent, repo, st.st_mtime, now, path.stem if named else ""))
+            out.append(act.sighting(agent, repo, st.st_mtime, now, path.stem if named else "", str(path)))
     return out
 
 

@@ -52,12 +52,13 @@ def detect_all(repos: list[str], now: float, home: Path, environ: Mapping[str, s
 
 
 def refresh_presence(index, now: float | None = None, home: Path | str | None = None,
-                     environ: Mapping[str, str] | None = None,
-                     thresholds: Thresholds | None = None) -> list[dict]:
+                     environ: Mapping[str, str] | None = None, thresholds: Thresholds | None = None,
+                     observe: Callable[[list[Sighting], list[dict], float], None] | None = None) -> list[dict]:
     """Detect agents in every indexed repo, store the merged rows (replacing the old ones) and return them.
 
     The settings' off switches hold: with `read_agent_sessions` off only the process table is looked at,
-    with `record_mcp_clients` off the MCP clients' records are not read."""
+    with `record_mcp_clients` off the MCP clients' records are not read. `observe(sightings, rows, now)` is
+    told what the rows were made of (the watcher's Pulse watches the live sessions' files with it)."""
     environ = os.environ if environ is None else environ
     switches = presence_switches(environ)
     home = Path(home) if home is not None else Path(environ.get("HOME") or Path.home())
@@ -79,6 +80,8 @@ def refresh_presence(index, now: float | None = None, home: Path | str | None = 
         row["branch"] = row["branch"] or record.get("branch")
         row["refreshed_at"] = iso(now)
     replace_rows(index, rows)
+    if observe is not None:
+        observe(found, rows, now)
     return rows
 
 

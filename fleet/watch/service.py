@@ -1,7 +1,8 @@
 """The watcher as fleetdeck runs it (`watch`, `serve`, `demo`): the one place its periodic hooks are set up.
 
-`fleet_watcher()` builds a `Watcher` with the fleet's periodic work (agent presence every few seconds, so
-`/agents` and the radar's agent collisions stay fresh; the proposals' retention sweep hourly): add periodic
+`fleet_watcher()` builds a `Watcher` with the fleet's periodic work (agent presence every few seconds and
+within a second of a live agent session's file changing, fleet/presence/pulse.py, so `/agents`, the inbox and
+the radar's agent collisions stay fresh; the proposals' retention sweep hourly): add periodic
 work there. `watching()` runs that
 watcher beside other work on the current event loop — the dashboard's lifespan — and stops it when the
 block ends. It claims the index at once (the lock, and the re-check recorded as due) but can start the
@@ -20,7 +21,7 @@ from typing import AsyncIterator, Awaitable, Callable
 from fleet.errors import FleetError
 from fleet.index.store import Index, open_index
 from fleet.ops.service import sweep as sweep_proposals
-from fleet.presence.refresh import refresh_presence
+from fleet.presence.pulse import TICK_S, Pulse
 from fleet.snapshot.net import SWEEP_EVERY_S, TICK_EVERY_S, SafetyNet
 from fleet.team import config as team_config
 from fleet.team.push import Pusher
@@ -29,7 +30,6 @@ from fleet.watch.watcher import Watcher
 
 log = logging.getLogger("fleetdeck.watcher")
 
-PRESENCE_EVERY_S = 5.0
 PROPOSALS_EVERY_S = 3600.0   # decided proposals past their retention leave the index (fleet.ops.service.sweep)
 
 
@@ -38,7 +38,7 @@ def fleet_watcher(index: Index, roots: list[str] | None = None, **options) -> Wa
     safety net's snapshots (sweeps, and the live edits of trees with an agent present), and the proposals'
     retention sweep."""
     net = SafetyNet(index.path)
-    hooks = [Periodic(refresh_presence, PRESENCE_EVERY_S, name="presence"),
+    hooks = [Periodic(Pulse(), TICK_S, name="presence"),
              Periodic(net.sweep, SWEEP_EVERY_S, name="snapshots"),
              Periodic(net.tick, TICK_EVERY_S, name="live-edits", close=net.close),
              Periodic(sweep_proposals, PROPOSALS_EVERY_S, name="proposals")]
