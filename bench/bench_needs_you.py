@@ -12,7 +12,11 @@ Each run is one agent session's hook event (`Notification`, permission prompt) f
 - `hook_to_webhook_ms`: from the hook's start until `serve`'s notifier has delivered the message to a local
   HTTP receiver on 127.0.0.1 (bound: p95 <= 1 s);
 - `strip_after_hook_ms`: the strip's time less the hook command's, run by run: what `serve`, its event
-  stream and the page add once the hook has exited (negative when the page was done first).
+  stream and the page add once the hook has exited (negative when the page was done first);
+- `session_file_to_strip_ms`: with no hook at all, a finished turn appended to a live Claude Code session's
+  transcript (its live status file names this process) until the strip counts the wait (bound: p95 <= 1 s;
+  `serve`'s presence pulse stats the live sessions' files every 0.25 s, fleet/presence/pulse.py), a prompt
+  appended between two runs.
 
 Every figure is printed with `os.getloadavg()` taken before and after its runs (a figure measured on a busy
 machine says so). `python -c pass` is timed too: the machine's own cost of starting Python. fleetdeck's
@@ -86,6 +90,41 @@ def start_serve(db: Path, root: Path, env: dict) -> tuple[subprocess.Popen, str]
     return proc, base
 
 
+def append(transcript: Path, kind: str, **message) -> None:
+    """One record at the end of a Claude Code transcript, as Claude Code appends it."""
+    now = time.time()
+    record = {"sessionId": "bench-file", "cwd": json.loads(transcript.read_text().splitlines()[0])["cwd"],
+              "type": kind, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+              + f".{int(now * 1000) % 1000:03d}Z", "message": {"role": kind, **message}}
+    with open(transcript, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+def live_session(claude: Path, repo: str, db: Path) -> Path:
+    """A Claude Code session of this process in `repo` (its live status file, a transcript with a prompt),
+    once `serve`'s presence shows it."""
+    from fleet.presence import presence
+    from fleet.procinfo import process_start
+
+    me = os.getpid()
+    (claude / "sessions").mkdir(parents=True)
+    (claude / "sessions" / f"{me}.json").write_text(json.dumps({
+        "pid": me, "sessionId": "bench-file", "cwd": repo, "status": "busy", "procStart": process_start(me),
+        "statusUpdatedAt": int(time.time() * 1000)}))
+    transcript = claude / "projects" / "-api" / "bench-file.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text(json.dumps({"sessionId": "bench-file", "cwd": repo, "type": "user",
+                                      "message": {"role": "user", "content": "start"}}) + "\n")
+    append(transcript, "user", content="start")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open_index(db) as index:
+            if any(r["session"] == "bench-file" for r in presence(index)):
+                return transcript
+        time.sleep(0.1)
+    raise SystemExit("serve never saw the session file")
+
+
 def python_start_ms(runs: int) -> float:
     took = []
     for _ in range(runs):
@@ -116,9 +155,11 @@ def main() -> None:
     settings = base_dir / "settings.toml"
     settings.write_text(f'[notify]\nslack = "{receiver.url}/s"\nburst = 1000\ndesktop = false\n')
     os.chmod(settings, 0o600)
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "FLEETDECK_SETTINGS": str(settings)}
+    claude = base_dir / "claude"
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "FLEETDECK_SETTINGS": str(settings),
+           "CLAUDE_CONFIG_DIR": str(claude)}
     serve, base = start_serve(db, root, env)
-    hook_ms, hook_cpu_ms, strip_ms, webhook_ms = [], [], [], []
+    hook_ms, hook_cpu_ms, strip_ms, webhook_ms, file_ms = [], [], [], [], []
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -151,6 +192,20 @@ def main() -> None:
                 time.sleep(0.2)                            # one event at a time, as a person's agents make them
             load_after = os.getloadavg()
             assert count.inner_text().strip() == str(args.runs)
+            file_load = os.getloadavg()
+            transcript = live_session(claude, str(repo), db)
+            for _ in range(args.runs):
+                started = time.monotonic()
+                append(transcript, "assistant", stop_reason="end_turn", content=[{"type": "text", "text": "x"}])
+                tab.wait_for_function("n => document.querySelector('#needs-you [data-count=\"waiting\"]')"
+                                      ".textContent.trim() === String(n)", arg=args.runs + 1, polling="raf",
+                                      timeout=10_000)
+                file_ms.append((time.monotonic() - started) * 1000)
+                append(transcript, "user", content="go on")
+                tab.wait_for_function("n => document.querySelector('#needs-you [data-count=\"waiting\"]')"
+                                      ".textContent.trim() === String(n)", arg=args.runs, polling="raf",
+                                      timeout=10_000)
+            file_load_after = os.getloadavg()
             browser.close()
     finally:
         serve.terminate()
@@ -160,6 +215,7 @@ def main() -> None:
            "hook_to_strip_ms": figure(strip_ms, load_before, load_after),
            "hook_to_webhook_ms": figure(webhook_ms, load_before, load_after),
            "strip_after_hook_ms": figure([s - h for s, h in zip(strip_ms, hook_ms)], load_before, load_after),
+           "session_file_to_strip_ms": figure(file_ms, file_load, file_load_after),
            "python_start_ms": python_start_ms(10), "runs": args.runs, "cores": os.cpu_count(),
            "command": "python bench/bench_needs_you.py" + (f" --runs {args.runs}" if args.runs != 30 else "")}
     print(json.dumps(out))
