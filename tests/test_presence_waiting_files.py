@@ -112,6 +112,39 @@ def test_a_running_command_is_work_not_a_prompt(fleet):
     assert [(r["state"], r["waiting_kind"]) for r in rows(fleet, time.time())] == [("waiting", "permission")]
 
 
+def qwen_chat(fleet, at: float, *records: dict) -> None:
+    """A Qwen Code chat as its ChatRecordingService appends it (projects/<sanitized cwd>/chats/<session>.jsonl:
+    uuid/parentUuid records of type user, assistant, tool_result or system, each with Gemini `Content`)."""
+    base = {"sessionId": "q1", "cwd": fleet["repo"], "version": "0.9.0", "gitBranch": "main", "timestamp": iso(at)}
+    lines = [{**base, "uuid": f"u{n}", "parentUuid": f"u{n - 1}" if n else None, **r} for n, r in enumerate(records)]
+    fx.jsonl(fleet["home"] / ".qwen" / "projects" / "-api" / "chats" / "q1.jsonl", lines, at=at)
+
+
+QWEN_USER = {"type": "user", "message": {"role": "user", "parts": [{"text": fx.SECRET}]}}
+QWEN_CALL = {"type": "assistant", "model": "qwen3-coder-plus", "message": {"role": "model", "parts": [
+    {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": fx.SECRET}}}]}}
+QWEN_RESULT = {"type": "tool_result", "message": {"role": "user", "parts": [
+    {"functionResponse": {"id": "call_1", "name": "run_shell_command", "response": {"output": fx.SECRET}}}]},
+               "toolCallResult": {"callId": "call_1", "status": "success"}}
+QWEN_TELEMETRY = {"type": "system", "subtype": "ui_telemetry", "systemPayload": {"uiEvent": {
+    "event.name": "qwen-code.tool_call", "function_name": "run_shell_command", "success": True}}}
+
+
+def test_qwen_code_an_unanswered_call_waits_and_an_answered_one_is_work(fleet):
+    """Qwen Code records a tool's answer as its own `tool_result` record (not a `user` one, as Claude Code
+    does) and appends `system` records (telemetry, titles) after it: the newest user, assistant or
+    tool_result record says how the turn stands; a system record says nothing of it."""
+    now = time.time()
+    fleet["agent"]("qwen")
+    qwen_chat(fleet, now - 30, QWEN_USER, QWEN_CALL)
+    assert [(r["agent"], r["state"], r["waiting_kind"]) for r in rows(fleet, now)] == [("qwen", "waiting",
+                                                                                        "permission")]
+    qwen_chat(fleet, now - 30, QWEN_USER, QWEN_CALL, QWEN_TELEMETRY)
+    assert [(r["state"], r["waiting_kind"]) for r in rows(fleet, now)] == [("waiting", "permission")]
+    qwen_chat(fleet, now - 30, QWEN_USER, QWEN_CALL, QWEN_RESULT, QWEN_TELEMETRY)    # it ran: the model is next
+    assert [(r["state"], r["waiting_kind"]) for r in rows(fleet, now)] == [("working", None)]
+
+
 def test_codex_finished_turn_waits_and_joins_its_hook_session(fleet):
     now = time.time()
     codex_home = fleet["tmp"] / "codex"

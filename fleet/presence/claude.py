@@ -26,6 +26,11 @@ FILE_KEYS = ("file_path", "notebook_path", "absolute_path")
 ASKING_TOOLS = {"AskUserQuestion": "question", "ExitPlanMode": "permission", "Bash": "permission",
                 "Edit": "permission", "Write": "permission", "MultiEdit": "permission", "NotebookEdit": "permission",
                 "run_shell_command": "permission", "write_file": "permission", "edit": "permission"}
+# The records that say how a turn stands (the newest of them): Claude Code's user and assistant records (a
+# tool's answer is a `user` record there), and Qwen Code's `tool_result` (its own record for a tool's answer:
+# the call was answered, the model is next). Anything else (Claude's summaries, Qwen's `system` records:
+# telemetry, titles, compression checkpoints) says nothing of it.
+TURN_RECORDS = ("user", "assistant", "tool_result")
 _FIRST_TRY = 64 * 1024
 _MAX_RECORDS = 50
 _NEEDLES = (b'"cwd"', b"tool_use", b"functionCall")          # records worth decoding start with one of these
@@ -58,7 +63,7 @@ def _summarise(data: bytes) -> Activity:
             branch = record.get("gitBranch")
             act.branch = branch if isinstance(branch, str) and branch and branch != "HEAD" else None
         calls = _blocks(record)
-        if not turn_known and record.get("type") in ("user", "assistant"):
+        if not turn_known and record.get("type") in TURN_RECORDS:
             turn_known = True
             message = record.get("message")
             act.at = parse_time(record.get("timestamp"))
