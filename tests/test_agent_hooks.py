@@ -409,21 +409,25 @@ def test_cline_hooks_are_files_of_their_own_beside_the_persons(tmp_path: Path) -
     own.chmod(0o750)
     notes = folder / "notes.txt"
     notes.write_text("mine")
+    wrapper = folder / "TaskComplete"          # theirs, though it runs fleetdeck's hook command too
+    wrapper.write_bytes(b"#!/bin/sh\nlogger done\nexec python3 -m fleet.agenthooks cline --event TaskComplete\n")
+    wrapper.chmod(0o755)
     done = install("cline", tmp_path / "fleet.db", None, env)
-    assert done["changed"] and "your own PreToolUse hook kept" in done["note"]
+    assert done["changed"] and "your own PreToolUse, TaskComplete hooks kept" in done["note"]
     assert own.read_bytes() == b"#!/usr/bin/env bash\necho '{\"cancel\": false}'\n" and own.stat().st_mode & 0o777 == 0o750
-    ours = sorted(p.name for p in folder.iterdir() if "fleet.agenthooks" in p.read_text())
-    assert ours == sorted(["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse", "TaskComplete", "TaskCancel"])
+    ours = sorted(p.name for p in folder.iterdir() if p.read_text().startswith("#!/bin/sh\n# fleetdeck's"))
+    assert ours == sorted(["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse", "TaskCancel"])
     assert all((folder / name).stat().st_mode & 0o111 for name in ours)
-    assert "--event TaskComplete" in (folder / "TaskComplete").read_text()
+    assert "--event TaskCancel" in (folder / "TaskCancel").read_text()
     assert install("cline", tmp_path / "fleet.db", None, env)["changed"] is False            # idempotent
     (folder / "TaskCancel").chmod(0o644)                        # switched off in Cline's Hooks tab
     row = {a["agent"]: a for a in status(tmp_path / "fleet.db", env)["agents"]}["cline"]
-    assert row["installed"] and row["kept"] == ["PreToolUse"] and row["disabled"] == ["TaskCancel"]
+    assert row["installed"] and row["kept"] == ["PreToolUse", "TaskComplete"] and row["disabled"] == ["TaskCancel"]
     assert "Enable Hooks" in row["unconfirmed"] and "cannot read" in row["unconfirmed"]
     removed = uninstall("cline", tmp_path / "fleet.db", env)
     assert removed["changed"]
-    assert sorted(p.name for p in folder.iterdir()) == ["PreToolUse", "notes.txt"] and notes.read_text() == "mine"
+    assert sorted(p.name for p in folder.iterdir()) == ["PreToolUse", "TaskComplete", "notes.txt"]
+    assert notes.read_text() == "mine" and wrapper.read_bytes().startswith(b"#!/bin/sh\nlogger done")
     assert own.read_bytes().startswith(b"#!/usr/bin/env bash")
 
 

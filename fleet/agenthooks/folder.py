@@ -33,18 +33,24 @@ class FolderHooks:
     unconfirmed: str        # the agent setting that must be on, which fleetdeck cannot read
 
 
+def _header(event: str, agent: str) -> bytes:
+    return f"#!/bin/sh\n# fleetdeck's {event} hook for {agent}: presence (and a snapshot before a change).\n".encode()
+
+
 def script(event: str, command: str, agent: str) -> bytes:
-    return (f"#!/bin/sh\n# fleetdeck's {event} hook for {agent}: presence (and a snapshot before a change).\n"
-            f"# `fleetdeck hooks uninstall {agent}` removes it; hooks of your own here are never touched.\n"
-            f"exec {command}\n").encode()
+    return _header(event, agent) + (f"# `fleetdeck hooks uninstall {agent}` removes it; hooks of your own here are "
+                                    f"never touched.\nexec {command}\n").encode()
 
 
-def _ours(path: Path) -> bool:
+def _ours(path: Path, event: str, agent: str) -> bool:
+    """fleetdeck's own file: its header, and the hook command (a script of the person's that runs fleetdeck's
+    hook command too is theirs)."""
     try:
         with open(path, "rb") as fh:
-            return MARK.encode() in fh.read(MAX_SCRIPT)
+            data = fh.read(MAX_SCRIPT)
     except OSError:
         return False
+    return data.startswith(_header(event, agent)) and MARK.encode() in data
 
 
 def _enabled(path: Path) -> bool:
@@ -61,7 +67,7 @@ def survey(spec: FolderHooks, env: Mapping[str, str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {"ours": [], "disabled": [], "kept": [], "missing": []}
     for event in spec.events:
         path = folder / event
-        if _ours(path):
+        if _ours(path, event, spec.name):
             found["ours"].append(event)
             if not _enabled(path):
                 found["disabled"].append(event)
