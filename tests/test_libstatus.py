@@ -20,7 +20,9 @@ from fleet.git.status import read_status
 from fleet.git.layout import Found
 from fleet.repo import libstatus
 from fleet.repo.libstatus import Ineligible, ineligible, inprocess_status, repo_status
-from fleet.repo.record import read_repo
+from fleet.git import files as gitfiles
+from fleet.git.config import read_config
+from fleet.repo.record import _known as record_known, read_repo, read_stashes
 from tests.fleets import oracle
 from tests.fleets.every_state import IN_PROCESS, TO_GIT, build_fleet
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
@@ -147,6 +149,54 @@ def test_upstream_ahead_behind_through_a_second_remote_and_a_local_upstream(tmp_
     ours = inprocess_status(path, gitdir, common)
     assert (ours.ahead, ours.behind) == (2, 0) and ours.upstream == "base"
     assert _fields(ours) == _fields(read_status(path))
+
+
+def _as_the_record_reads(repo: Path) -> tuple:
+    """`repo_status` given what the record reads first (fleet.repo.record: HEAD, refs, config, stashes)."""
+    path, gitdir, common = _dirs(repo)
+    refs = gitfiles.read_refs(common)
+    known = record_known(gitfiles.read_head(gitdir, refs), refs, read_config(common), read_stashes(common))
+    return path, repo_status(path, gitdir, common, known)
+
+
+@pytest.mark.parametrize("state", IN_PROCESS)
+def test_with_what_the_record_read_first_an_eligible_repo_is_still_git_s(fleet, state):
+    path, ours = _as_the_record_reads(fleet[state])
+    assert ours.source == "libgit2"
+    assert _fields(ours) == _fields(read_status(path)) and ours.upstream == read_status(path).upstream
+
+
+def test_a_symbolic_branch_over_a_stale_packed_one_is_read_as_git_resolves_it(tmp_path: Path):
+    """refs/heads/main packed at one commit, then made a loose symbolic ref to another branch: the files'
+    reader keeps the packed sha (it follows no symbolic ref), git and libgit2 resolve the link."""
+    repo = init_repo(tmp_path / "sym", commits=3)
+    git(repo, "branch", "other")
+    git(repo, "pack-refs", "--all")
+    commit_file(repo, "more.txt", "x\n")   # main moves on: its packed entry is now stale...
+    git(repo, "update-ref", "refs/heads/other", "HEAD")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "pack-refs", "--all")
+    git(repo, "symbolic-ref", "refs/heads/main", "refs/heads/other")   # ...and main a link to other
+    path, ours = _as_the_record_reads(repo)
+    assert _fields(ours) == _fields(read_status(path))
+    _goes_to_git(repo, "head")   # git names the branch at the link's end (libgit2 named the link)
+
+
+def test_an_upstream_mapped_by_the_person_s_global_refspec_is_git_s(tmp_path: Path):
+    """A fetch refspec for `origin` in the global config maps the branch to another tracking ref first (the
+    repository's config alone says origin/main): git, and libgit2 reading every config, count against it."""
+    origin = init_repo(tmp_path / "origin", commits=3)
+    repo = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(repo))
+    git(repo, "update-ref", "refs/remotes/mirror/main", "HEAD~2")
+    git(repo, "config", "--global", "--add", "remote.origin.fetch", "+refs/heads/*:refs/remotes/mirror/*")
+    try:
+        path, ours = _as_the_record_reads(repo)
+        theirs = read_status(path)
+        assert (theirs.upstream, theirs.ahead, theirs.behind) == ("mirror/main", 2, 0)
+        assert ours.source == "libgit2" and _fields(ours) == _fields(theirs) and ours.upstream == theirs.upstream
+    finally:
+        git(repo, "config", "--global", "--unset-all", "remote.origin.fetch")
 
 
 # --- every reason a repository goes to git, each with a repository that has it -----------------------

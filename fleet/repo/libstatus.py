@@ -21,7 +21,7 @@ import signal
 import stat
 import struct
 import threading
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import pygit2
 
@@ -51,6 +51,7 @@ _BOOLEANS = {"core.autocrlf", "core.ignorecase", "core.precomposeunicode", "core
              "core.trustctime", "core.ignorestat", "core.sparsecheckout", "core.splitindex", "core.bare",
              "index.sparse", "status.renames", "diff.renames"}
 _GITLINK = struct.pack(">I", 0o160000)
+_LOCAL = pygit2.enums.ConfigLevel.LOCAL
 
 _F = pygit2.enums.FileStatus
 _INDEX_XY = ((_F.INDEX_NEW, "A"), (_F.INDEX_MODIFIED, "M"), (_F.INDEX_DELETED, "D"), (_F.INDEX_TYPECHANGE, "T"))
@@ -70,21 +71,33 @@ class _Timeout(Exception):
     pass
 
 
-def repo_status(path: str, gitdir: str, commondir: str) -> Status:
+class Known(NamedTuple):
+    """What the caller read from git's files just before (fleet.repo.record): HEAD, the ref the checked-out
+    branch tracks (`fleet.git.files.upstream_ref`) with its sha, and the stash count. With them libgit2 is
+    asked only for the working tree and, when the two tips differ, ahead/behind: its own reads of HEAD, the
+    branch and its upstream (a handful of calls through pygit2) were a fifth of an in-process status."""
+
+    head: gitfiles.Head
+    upstream_ref: str | None
+    upstream_sha: str | None
+    stashes: int
+
+
+def repo_status(path: str, gitdir: str, commondir: str, known: Known | None = None) -> Status:
     """The status of the working tree `path` (git dir `gitdir`, common dir `commondir`): in-process when the
     repository is eligible, else `git status`. `Status.source` says which ("libgit2" or "git")."""
     try:
-        return inprocess_status(path, gitdir, commondir)
+        return inprocess_status(path, gitdir, commondir, known)
     except Ineligible:
         return read_status(path)
 
 
-def inprocess_status(path: str, gitdir: str, commondir: str) -> Status:
+def inprocess_status(path: str, gitdir: str, commondir: str, known: Known | None = None) -> Status:
     """libgit2's status as git's porcelain v2 would give it; raises Ineligible where it might not be."""
     reason = ineligible(path, gitdir, commondir)
     if reason:
         raise Ineligible(reason)
-    return _bounded(lambda: _read(path, gitdir))
+    return _bounded(lambda: _read(path, gitdir, known))
 
 
 def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
@@ -202,7 +215,7 @@ def _follow_home() -> None:
         _SEARCH[:] = [(home, xdg)]
 
 
-def _read(path: str, gitdir: str) -> Status:
+def _read(path: str, gitdir: str, known: Known | None = None) -> Status:
     _follow_home()
     try:
         repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
@@ -211,10 +224,10 @@ def _read(path: str, gitdir: str) -> Status:
     try:
         if os.path.normpath(repo.path) != os.path.normpath(gitdir) or repo.is_bare:
             raise Ineligible("layout")
-        reason = _config_reason(repo.config)
+        reason, local = _config_reason(repo.config)
         if reason:
             raise Ineligible(reason)
-        status = _head(repo)
+        status = (_known_head(repo, known) if local and _vouches(known) else None) or _head(repo)
         status.entries = _entries(repo.status(untracked_files="normal"), path)
     except pygit2.GitError as exc:   # a split or sparse index: "unsupported mandatory extension"
         raise Ineligible("index_extension" if "extension" in str(exc) else "libgit2_error") from None
@@ -222,18 +235,56 @@ def _read(path: str, gitdir: str) -> Status:
         raise Ineligible("libgit2_error") from None
     finally:
         repo.free()
-    status.stash = _stash_count(gitdir)
+    status.stash = known.stashes if known is not None else _stash_count(gitdir)
     status.source = "libgit2"
     return status
 
 
-def _config_reason(config: pygit2.Config) -> str | None:
-    """`config:<key>` for the first key (from any config file libgit2 and git read) that is git's to apply."""
+def _vouches(known: Known | None) -> bool:
+    """Whether `known` answers HEAD as git would: a branch under `refs/heads/` or a detached commit, and the
+    upstream's tip when one is set. An unborn branch, a symbolic ref's chain or an upstream whose ref the
+    files do not give (gone, or itself symbolic) are left to libgit2's own reads (`_head`)."""
+    return known is not None and known.head.sha is not None \
+        and (known.head.ref is None or known.head.ref.startswith("refs/heads/")) \
+        and (known.upstream_ref is None or known.upstream_sha is not None)
+
+
+def _known_head(repo: pygit2.Repository, known: Known) -> Status | None:
+    """`_head`'s answer from what the caller read (`_vouches` says it can; the branch and upstream settings
+    are all in the repository's config): libgit2 checks that the branch and the upstream are refs to those
+    very commits and counts ahead/behind. None when they are not (a loose symbolic ref over a packed one)."""
+    status = Status(oid=known.head.sha)
+    if known.head.ref is None:
+        return status
+    if not _points_at(repo, known.head.ref, known.head.sha):
+        return None
+    status.head = known.head.ref[len("refs/heads/"):]
+    if known.upstream_ref is None:
+        return status
+    if not _points_at(repo, known.upstream_ref, known.upstream_sha):
+        return None
+    status.upstream = known.upstream_ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+    if known.upstream_sha == known.head.sha:
+        status.ahead, status.behind = 0, 0
+    else:
+        status.ahead, status.behind = repo.ahead_behind(pygit2.Oid(hex=known.head.sha),
+                                                        pygit2.Oid(hex=known.upstream_sha))
+    return status
+
+
+def _config_reason(config: pygit2.Config) -> tuple[str | None, bool]:
+    """`config:<key>` for the first key (from any config file libgit2 and git read) that is git's to apply;
+    and whether every `branch.*` and `remote.*` key is the repository's own (its config and what that
+    includes: all `fleet.git.files.upstream_ref` reads)."""
     seen: dict[str, str] = {}
+    local = True
     for entry in config:
         name = entry.name.lower()
+        if name.startswith(("branch.", "remote.")):
+            local = local and entry.level == _LOCAL
+            continue
         if name.startswith("extensions."):
-            return "extensions"   # from a file the config includes: git's, as in the config itself
+            return "extensions", local   # from a file the config includes: git's, as in the config itself
         if name in _STATUS_KEYS:
             value = (entry.value if entry.value is not None else "true").strip().lower()
             if name in _BOOLEANS:
@@ -241,8 +292,8 @@ def _config_reason(config: pygit2.Config) -> str | None:
             seen[name] = value   # later files win, as in git
     for name, value in seen.items():
         if value not in _STATUS_KEYS[name]:
-            return f"config:{name}"
-    return None
+            return f"config:{name}", local
+    return None, local
 
 
 def _head(repo: pygit2.Repository) -> Status:
@@ -255,6 +306,9 @@ def _head(repo: pygit2.Repository) -> Status:
         target = head.target
         if not target.startswith("refs/heads/"):
             raise Ineligible("head")
+        branch = repo.references.get(target)
+        if branch is not None and branch.type != pygit2.enums.ReferenceType.DIRECT:
+            raise Ineligible("head")   # a branch that links to another ref: git names the ref at the end
         status.head = target[len("refs/heads/"):]
         if repo.head_is_unborn:
             return status
@@ -273,6 +327,11 @@ def _head(repo: pygit2.Repository) -> Status:
     if theirs is not None:
         status.ahead, status.behind = repo.ahead_behind(repo.head.target, theirs.resolve().target)
     return status
+
+
+def _points_at(repo: pygit2.Repository, name: str, sha: str) -> bool:
+    ref = repo.references.get(name)
+    return ref is not None and ref.type == pygit2.enums.ReferenceType.DIRECT and str(ref.target) == sha
 
 
 def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:

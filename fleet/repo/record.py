@@ -22,7 +22,7 @@ from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
-from fleet.repo.libstatus import repo_status
+from fleet.repo.libstatus import Known, repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
 from fleet.timespec import iso
@@ -75,7 +75,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
     cfg = read_config(commondir)
     _check_work_tree(found, cfg)
     stashes = read_stashes(commondir)  # before git status, which reads the stash log too
-    status = None if found.bare else repo_status(found.path, gitdir, commondir)
+    status = None if found.bare else repo_status(found.path, gitdir, commondir, _known(head, refs, cfg, stashes))
     if status is not None:
         head_sha = status.oid
         branch_name = status.head
@@ -123,6 +123,14 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
         record["error"] = ("index.lock is present: another git process is writing this repository, "
                            "or one crashed and left the lock behind")
     return record
+
+
+def _known(head: gitfiles.Head, refs: dict[str, str], cfg: ConfigFile, stashes: list[dict]) -> Known:
+    """What this read gives the in-process status (`fleet.repo.libstatus.Known`): the record's HEAD, and
+    the upstream `_branches` will give the checked-out branch."""
+    branch = head.ref[len("refs/heads/"):] if head.ref and head.ref.startswith("refs/heads/") else None
+    upstream = gitfiles.upstream_ref(cfg, branch) if branch else None
+    return Known(head, upstream, refs.get(upstream) if upstream else None, len(stashes))
 
 
 def _check_dirs(found: Found) -> None:
