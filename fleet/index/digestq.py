@@ -49,47 +49,60 @@ class DigestQueries:
         refs = conn.execute(f"select distinct e.repo_id, e.kind, e.ref from event_rows e where {where}"
                             " order by e.ref", args).fetchall()
         groups = conn.execute(f"select e.repo_id, e.kind, count(*), min(e.at), max(e.at) from event_rows e"
-                              f" where {where} group by e.repo_id, e.kind order by count(*) desc, max(e.at) desc",
+                              f" where {where} group by e.repo_id, e.kind order by count(*) desc, max(e.at) desc, e.repo_id, e.kind",
                               args).fetchall()
         return refs, groups
 
-    def names(self) -> dict[int, str]:
-        """{repo id: fleet name} of every repo, gone ones too."""
+    def names(self, repo_ids: set[int] | list[int]) -> dict[int, str]:
+        """{repo id: fleet name} of at least `repo_ids` (here: of every repo, gone ones too: a local read)."""
         return dict(self.index.conn.execute("select id, name from repos"))
 
     def gone_names(self) -> set[str]:
         return {name for (name,) in self.index.conn.execute("select name from repos where gone = 1")}
 
-    def scanned(self, scope: list[int] | None) -> list[tuple[str, str | None]]:
-        """(name, error) of the repos in scope (the whole fleet: those not gone)."""
+    def scanned(self, scope: list[int] | None) -> tuple[int, list[tuple[str, str | None]]]:
+        """(how many repos are in scope (the whole fleet: those not gone), (name, error) of those with an
+        error)."""
         conn = self.index.conn
         if scope is None:
-            return conn.execute("select name, error from repos where gone = 0").fetchall()
-        return conn.execute(f"select name, error from repos where id in ({', '.join('?' * len(scope))})",
-                            scope).fetchall()
+            where, args = "gone = 0", []
+        else:
+            where, args = f"id in ({', '.join('?' * len(scope))})", list(scope)
+        count = conn.execute(f"select count(*) from repos where {where}", args).fetchone()[0]
+        return count, conn.execute(f"select name, error from repos where {where} and error is not null order by id",
+                                   args).fetchall()
 
-    def unpushed(self, scope: list[int] | None) -> list[tuple]:
-        """(repo, branch, ahead, upstream) of each branch ahead of its upstream or never pushed."""
+    def unpushed(self, scope: list[int] | None, limit: int) -> tuple[int, list[tuple]]:
+        """(how many, the first `limit`) (repo, branch, ahead, upstream) of each branch ahead of its upstream or
+        never pushed."""
         in_scope, args = _in_scope(scope)
-        return self.index.conn.execute(
+        return self._counted(
             "select r.name, b.name, b.ahead, b.upstream from branches b join repos r on r.id = b.repo_id"
             " where r.gone = 0 and r.bare = 0 and (b.ahead > 0 or (b.upstream is null and b.head is not null))"
-            f"{in_scope} order by b.upstream is null, b.ahead desc, r.name, b.name", args).fetchall()
+            f"{in_scope} order by b.upstream is null, b.ahead desc, r.name, b.name, r.id", args, limit)
 
-    def dirty(self, scope: list[int] | None) -> list[tuple]:
-        """(repo, staged, unstaged, untracked, conflicted) of each repo with local changes."""
+    def dirty(self, scope: list[int] | None, limit: int) -> tuple[int, list[tuple]]:
+        """(how many, the first `limit`) (repo, staged, unstaged, untracked, conflicted) of each repo with local
+        changes."""
         in_scope, args = _in_scope(scope)
-        return self.index.conn.execute(
+        return self._counted(
             "select r.name, r.staged, r.unstaged, r.untracked, r.conflicted from repos r where r.gone = 0 and"
             " (ifnull(r.staged, 0) + ifnull(r.unstaged, 0) + ifnull(r.untracked, 0) + ifnull(r.conflicted, 0))"
-            f" > 0{in_scope} order by r.name", args).fetchall()
+            f" > 0{in_scope} order by r.name, r.id", args, limit)
 
-    def stashes_before(self, stale: str, scope: list[int] | None) -> list[tuple]:
-        """(repo, index, message, at) of each stash made before `stale` (ISO), oldest first."""
+    def stashes_before(self, stale: str, scope: list[int] | None, limit: int) -> tuple[int, list[tuple]]:
+        """(how many, the first `limit`) (repo, index, message, at) of each stash made before `stale` (ISO),
+        oldest first."""
         in_scope, args = _in_scope(scope)
-        return self.index.conn.execute(
+        return self._counted(
             "select r.name, s.idx, s.message, s.at from stashes s join repos r on r.id = s.repo_id"
-            f" where r.gone = 0 and s.at < ?{in_scope} order by s.at", [stale, *args]).fetchall()
+            f" where r.gone = 0 and s.at < ?{in_scope} order by s.at, r.id, s.idx", [stale, *args], limit)
+
+    def _counted(self, sql: str, args: list, limit: int) -> tuple[int, list[tuple]]:
+        """(rows `sql` gives, its first `limit`): a summary lists a few and counts them all."""
+        conn = self.index.conn
+        total = conn.execute(f"select count(*) from ({sql})", args).fetchone()[0]
+        return total, conn.execute(f"{sql} limit ?", [*args, limit]).fetchall()
 
     def stashes(self, repo_ids: list[int] | None) -> list[tuple]:
         """(repo id, at (ISO), message) of every stash the repos hold (all repos: None)."""
@@ -122,13 +135,14 @@ class DigestQueries:
 
         return lost_commits(self.index, since=since, repo_ids=repo_ids)
 
-    def rewrites(self, start: float, scope: list[int] | None) -> list[tuple]:
-        """(repo, ref, kind, old, new, at, message) of each event since `start` that rewrote history."""
+    def rewrites(self, start: float, scope: list[int] | None, limit: int) -> tuple[int, list[tuple]]:
+        """(how many, the newest `limit`) (repo, ref, kind, old, new, at, message) of the events since `start`
+        that rewrote history."""
         in_scope, args = _in_scope(scope)
-        return self.index.conn.execute(
+        return self._counted(
             "select r.name, e.ref, e.kind, e.old_sha, e.new_sha, e.at, e.message from events e"
             f" join repos r on r.id = e.repo_id where e.rewrote = 1 and e.at >= ?{in_scope}"
-            " order by e.at desc, e.id desc", [math.ceil(start), *args]).fetchall()
+            " order by e.at desc, e.id desc", [math.ceil(start), *args], limit)
 
 
 def _where(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:

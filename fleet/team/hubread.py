@@ -15,7 +15,6 @@ names only (`[team] share = "names"`) has its repos keyed by `…/<name>` instea
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from fleet.index.freshness import history_progress
 from fleet.index.search import COMMIT_KINDS
 from fleet.snapshot.events import KIND as DISCARDED
 from fleet.team import pg
+from fleet.team.hubpass import EVENT, DigestPass
 from fleet.team.rows import HIDDEN
 from fleet.timespec import iso
 
@@ -68,83 +68,54 @@ def _scope(column: str, ids: list[int] | None) -> tuple[str, list]:
     return ("", []) if ids is None else (f" AND {column} = ANY(%s)", [list(ids)])
 
 
-def _window(start: float, scope: list[int] | None, kinds: list[str] | None) -> tuple[str, list]:
-    where, args = "e.machine_id = %s AND e.at >= %s", [math.ceil(start)]
-    if scope is not None:
-        where += " AND e.repo_id = ANY(%s)"
-        args.append(list(scope))
-    if kinds is not None:
-        where += " AND e.kind = ANY(%s)"
-        args.append(list(kinds))
-    return where, args
-
-
-# An event's columns as the local `events` view gives them, from the pushed row.
-EVENT = ("e.row->>'old_sha', e.row->>'new_sha', e.at, e.row->>'identity', e.row->>'message', "
-         "(e.row->>'rewrote')::int")
-
-
 class HubDigest:
-    """`fleet.index.reader.DigestSource` over one machine's hub rows."""
+    """`fleet.index.reader.DigestSource` over one machine's hub rows: the window's queries and the fleet's state
+    are answered by a `DigestPass` (fleet/team/hubpass.py), the one of every machine of the request when it
+    covers this machine's scope, else one of this machine alone."""
 
-    def __init__(self, machine: "HubMachine") -> None:
-        self.m = machine
+    def __init__(self, machine: "HubMachine", shared: DigestPass | None = None) -> None:
+        self.m, self.shared = machine, shared
+
+    def _pass(self, scope: list[int] | None) -> DigestPass:
+        if self.shared is not None and self.shared.covers(self.m.name, scope):
+            return self.shared
+        return DigestPass(self.m.conns, {self.m.name: scope})
 
     def _q(self, sql: str, args: list) -> list[tuple]:
         return self.m.conns.query(sql, [self.m.name, *args])
 
     def events(self, start, scope, kinds, limit):
-        where, args = _window(start, scope, kinds)
-        total = self._q(f"SELECT count(*) FROM fleetdeck.events e WHERE {where}", args)[0][0]
-        rows = self._q(f"SELECT e.repo_id, e.ref, e.kind, e.row->>'old_sha', e.row->>'new_sha', e.at, "
-                       f"e.row->>'identity', e.row->>'message', (e.row->>'rewrote')::int FROM fleetdeck.events e "
-                       f"WHERE {where} ORDER BY e.at DESC, e.id DESC LIMIT %s", [*args, limit])
-        return total, rows
+        return self._pass(scope).events(start, kinds, limit)[self.m.name]
 
     def event_times(self, start, scope, kinds, end):
-        where, args = _window(start, scope, kinds)
-        return self._q(f"SELECT e.repo_id, e.at FROM fleetdeck.events e WHERE {where} AND e.at <= %s",
-                       [*args, math.ceil(end)])
+        return self._pass(scope).event_times(start, kinds, end)[self.m.name]
 
     def groups(self, start, scope, kinds):
-        where, args = _window(start, scope, kinds)
-        refs = self._q(f"SELECT DISTINCT e.repo_id, e.kind, e.ref COLLATE \"C\" AS ref FROM fleetdeck.events e "
-                       f"WHERE {where} ORDER BY 3", args)
-        groups = self._q(f"SELECT e.repo_id, e.kind, count(*), min(e.at), max(e.at) FROM fleetdeck.events e "
-                         f"WHERE {where} GROUP BY e.repo_id, e.kind ORDER BY count(*) DESC, max(e.at) DESC", args)
-        return refs, groups
+        return self._pass(scope).groups(start, kinds)[self.m.name]
 
-    def names(self):
-        return dict(self._q("SELECT repo_id, name FROM fleetdeck.repos WHERE machine_id = %s", []))
+    def _whole(self) -> DigestPass:
+        return self.shared if self.shared is not None else self._pass(None)
+
+    def names(self, repo_ids):
+        return self._whole().names(self.m.name, list(repo_ids))
 
     def gone_names(self):
-        return {r[0] for r in self._q("SELECT name FROM fleetdeck.repos WHERE machine_id = %s AND gone", [])}
+        return set(self._whole().repos()[self.m.name][2])
 
     def scanned(self, scope):
-        where, args = ("AND NOT gone", []) if scope is None else _scope("repo_id", scope)
-        return self._q(f"SELECT name, record->>'error' FROM fleetdeck.repos WHERE machine_id = %s {where} "
-                       "ORDER BY repo_id", args)
+        if scope is None:
+            count, errors, _gone = self._whole().repos()[self.m.name]
+            return count, [(name, error) for _rid, name, error in errors]
+        return self._pass(scope).scanned(scope)[self.m.name]
 
-    def unpushed(self, scope):
-        where, args = _scope("r.repo_id", scope)
-        return self._q(
-            "SELECT r.name, b.name, (b.row->>'ahead')::int, b.row->>'upstream' FROM fleetdeck.branches b "
-            "JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE r.machine_id = %s AND NOT r.gone "
-            "AND NOT coalesce((r.record->>'bare')::boolean, true) AND ((b.row->>'ahead')::int > 0 OR "
-            f"(b.row->>'upstream' IS NULL AND b.row->>'head' IS NOT NULL)){where} ORDER BY "
-            "b.row->>'upstream' IS NULL, (b.row->>'ahead')::int DESC NULLS LAST, r.name COLLATE \"C\", "
-            "b.name COLLATE \"C\"", args)
+    def unpushed(self, scope, limit):
+        return self._pass(scope).unpushed(limit)[self.m.name]
 
-    def dirty(self, scope):
-        where, args = _scope("repo_id", scope)
-        counts = ", ".join(f"(record->>'{c}')::int" for c in ("staged", "unstaged", "untracked", "conflicted"))
-        total = " + ".join(f"coalesce((record->>'{c}')::int, 0)"
-                           for c in ("staged", "unstaged", "untracked", "conflicted"))
-        return self._q(f"SELECT name, {counts} FROM fleetdeck.repos WHERE machine_id = %s AND NOT gone AND "
-                       f"{total} > 0{where} ORDER BY name COLLATE \"C\"", args)
+    def dirty(self, scope, limit):
+        return self._pass(scope).dirty(limit)[self.m.name]
 
-    def stashes_before(self, stale, scope):
-        return []   # stashes stay on their machine (a stash's message may hold anything)
+    def stashes_before(self, stale, scope, limit):
+        return 0, []   # stashes stay on their machine (a stash's message may hold anything)
 
     def stashes(self, repo_ids):
         return []
@@ -168,23 +139,11 @@ class HubDigest:
 
     def recoverable(self, since, repo_ids):
         """The lost commits as of the machine's last push (it asked its git then; the hub has no git)."""
-        where, args = _scope("l.repo_id", repo_ids)
-        if since is not None:
-            where += " AND l.dropped_at >= %s"
-            args.append(int(since))
-        rows = self._q(f"SELECT l.row, coalesce(r.path, '{HIDDEN}/' || r.name) FROM fleetdeck.lost l "
-                       "JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE l.machine_id = %s AND NOT r.gone"
-                       f"{where}", args)
-        commits = [{**row, "path": row.get("path") or path} for row, path in rows]
-        commits.sort(key=lambda c: (-c["dropped_at"], c["repo"], c["sha"]))
-        return {"commits": commits, "errors": [], "history": history_progress(self.m)}
+        return {"commits": self._pass(repo_ids).lost(since)[self.m.name], "errors": [],
+                "history": history_progress(self.m)}
 
-    def rewrites(self, start, scope):
-        where, args = _scope("r.repo_id", scope)
-        return self._q("SELECT r.name, e.ref, e.kind, e.row->>'old_sha', e.row->>'new_sha', e.at, e.row->>'message' "
-                       "FROM fleetdeck.events e JOIN fleetdeck.repos r USING (machine_id, repo_id) "
-                       f"WHERE e.machine_id = %s AND (e.row->>'rewrote')::int = 1 AND e.at >= %s{where} "
-                       "ORDER BY e.at DESC, e.id DESC", [math.ceil(start), *args])
+    def rewrites(self, start, scope, limit):
+        return self._pass(scope).rewrites(start, limit)[self.m.name]
 
 
 class HubPresence:
@@ -270,13 +229,14 @@ class Seen:
 
 class HubMachine:
     """`fleet.index.reader.FleetRead` over machine `name`'s rows on the hub (see the module's docstring); with
-    `seen`, what `Hub.seen` read for this request stands in for its own statements."""
+    `seen`, what `Hub.seen` read for this request stands in for its own statements, and with `digest_pass`
+    the digest's queries are asked once for all the machines of the request (`Hub.in_one_pass`)."""
 
     def __init__(self, conns: HubConnections, name: str, names_only: bool, instance: str,
-                 seen: Seen | None = None) -> None:
+                 seen: Seen | None = None, digest_pass: DigestPass | None = None) -> None:
         self.conns, self.name, self.names_only, self.instance, self.seen = conns, name, names_only, instance, seen
         self.path = f"hub:{pg.hub_label(conns.dsn)}#{name}"
-        self.digest = HubDigest(self)
+        self.digest = HubDigest(self, digest_pass)
         self.presence = HubPresence(self)
         self.proposals = HubPending(self)
         self.search = HubSearch(self)
@@ -419,6 +379,13 @@ class Hub:
                                   Seen(generations.get(row["name"], 0), presence.get(row["name"], []),
                                        pending.get(row["name"], []), discarded.get(row["name"], []), int(since))))
         return out
+
+    def in_one_pass(self, scopes: list[tuple[dict, list[int] | None]]) -> list[HubMachine]:
+        """A reader of each machine of (freshness row, its repo ids or None) whose digest queries are asked
+        of the hub once for all of them (fleet/team/hubpass.py)."""
+        shared = DigestPass(self.conns, {row["name"]: scope for row, scope in scopes})
+        readers = [self.machine(row) for row, _ in scopes]
+        return [HubMachine(self.conns, m.name, m.names_only, m.instance, digest_pass=shared) for m in readers]
 
     def proposals(self, machines: list[str], limit: int) -> list[tuple[str, dict]]:
         """(machine, mirrored row) of the newest `limit` proposals of `machines`."""

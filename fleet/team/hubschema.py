@@ -151,12 +151,38 @@ CREATE INDEX repos_generation ON fleetdeck.repos (machine_id, generation);
 CREATE INDEX events_kind_at ON fleetdeck.events (kind, at);
 """
 
+# The digest across machines in one pass (fleet/team/hubpass.py): the fields its set-based queries filter and
+# sort on, kept as columns the hub computes from the pushed rows (a push writes the rows only, as before), and
+# the indexes that let each machine's newest events, dirty repos, rewrites and unpushed branches be read without
+# a scan of the wide rows (the unpushed branches of its live repos: two index-only scans once vacuumed).
+_M6 = """
+ALTER TABLE fleetdeck.repos
+    ADD COLUMN bare boolean GENERATED ALWAYS AS ((record->>'bare')::boolean) STORED,
+    ADD COLUMN error text GENERATED ALWAYS AS (record->>'error') STORED,
+    ADD COLUMN changes integer GENERATED ALWAYS AS (coalesce((record->>'staged')::int, 0) +
+        coalesce((record->>'unstaged')::int, 0) + coalesce((record->>'untracked')::int, 0) +
+        coalesce((record->>'conflicted')::int, 0)) STORED;
+ALTER TABLE fleetdeck.branches
+    ADD COLUMN head text GENERATED ALWAYS AS (row->>'head') STORED,
+    ADD COLUMN upstream text GENERATED ALWAYS AS (row->>'upstream') STORED,
+    ADD COLUMN ahead integer GENERATED ALWAYS AS ((row->>'ahead')::int) STORED;
+ALTER TABLE fleetdeck.events ADD COLUMN rewrote boolean GENERATED ALWAYS AS ((row->>'rewrote')::int = 1) STORED;
+CREATE INDEX events_machine_at ON fleetdeck.events (machine_id, at, id);
+CREATE INDEX events_rewrote ON fleetdeck.events (machine_id, at) WHERE rewrote;
+CREATE INDEX repos_dirty ON fleetdeck.repos (machine_id) WHERE NOT gone AND changes > 0;
+CREATE INDEX repos_names ON fleetdeck.repos (machine_id, repo_id) INCLUDE (name, gone, error);
+CREATE INDEX repos_live ON fleetdeck.repos (machine_id, repo_id) INCLUDE (name) WHERE NOT gone AND NOT coalesce(bare, true);
+CREATE INDEX branches_unpushed ON fleetdeck.branches (machine_id, repo_id) INCLUDE (name, ahead, upstream)
+    WHERE ahead > 0 OR (upstream IS NULL AND head IS NOT NULL);
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
     ("0003 decisions made on the hub", _M3),
     ("0004 the index a machine's rows came from", _M4),
     ("0005 the hub dashboard's indexes", _M5),
+    ("0006 the digest's one pass over every machine", _M6),
 )
 
 # What a machine's rebuilt index replaces on the hub: every table keyed by the index's own numbering (the

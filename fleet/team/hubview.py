@@ -11,6 +11,8 @@ live there.
 from __future__ import annotations
 
 import time
+from collections import Counter
+from datetime import date
 from typing import Any, Mapping
 
 from fleet.attention import SCORES
@@ -25,7 +27,7 @@ from fleet.team.rows import digest as row_digest
 from fleet.team.verify import verify_hub
 from fleet.timespec import iso, parse_since
 from fleet.views.detail import timeline
-from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, activity_by_repo_day, digest, report
+from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, chart_rows, digest, report
 from fleet.views.queue import REASON_SOURCES, QueueFilter, queue_page, summarize
 from fleet.views.radar import radar
 from fleet.views.ranking import sort_key
@@ -161,35 +163,39 @@ def _merge_digests(parts: list[tuple[str, dict]], max_events: int) -> dict:
             "history": {"complete": True, "read": 0, "total": 0}}
 
 
-def _scoped(m: HubMachine, repos: list[str] | None) -> list[str] | None | bool:
-    """The repos of `repos` this machine holds (None: all; False: none of them, skip the machine)."""
+def _scoped(m: HubMachine, repos: list[str] | None) -> tuple[list[str], list[int]] | None | bool:
+    """The repos of `repos` this machine holds, by name and id (None: all; False: none of them, skip it)."""
     if repos is None:
         return None
-    mine = [r for r in repos if m.repo_id(r, r.rstrip("/") or r) is not None]
-    return mine or False
+    mine = [(r, m.repo_id(r, r.rstrip("/") or r)) for r in repos]
+    mine = [(r, rid) for r, rid in mine if rid is not None]
+    return ([r for r, _ in mine], [rid for _, rid in mine]) if mine else False
 
 
 def _each(hub: Hub, machine: str | None, repos: list[str] | None):
-    """(machine name, reader, its repos) of the machines a digest covers; a repo no machine holds is an error."""
+    """(machine name, reader, its repos) of the machines a digest covers, their digest queries asked once for all
+    of them (`Hub.in_one_pass`); a repo no machine holds is an error."""
     found = []
     held: set[str] = set()
     for row, m in chosen(hub, machine):
         scope = _scoped(m, repos)
         if scope is not False:
-            found.append((row["name"], m, scope))
-            held.update(scope or ())
+            found.append((row, scope))
+            held.update(scope[0] if scope else ())
     missing = sorted(set(repos or ()) - held)
     if missing:
         raise FleetError("REPO_NOT_IN_FLEET", f"not a repository on any machine of the hub: {missing[0]}")
-    return found
+    readers = hub.in_one_pass([(row, scope and scope[1]) for row, scope in found])
+    return [(row["name"], m, scope and scope[0]) for (row, scope), m in zip(found, readers)]
 
 
 def hub_digest(hub: Hub, since: str | int | float, repos: list[str] | None = None, kinds: list[str] | None = None,
                max_events: int = 200, machine: str | None = None) -> dict:
-    """`fleet.views.digest.digest` across machines (the `/api/digest` and `digest --team --format json` answer)."""
+    """`fleet.views.digest.digest` across machines (the `/api/digest` and `digest --team --format json` answer),
+    over one window for every machine (`since` read once)."""
     check_int(max_events, "max_events", 1, MAX_EVENTS_LIMIT)
     start = parse_since(since)
-    parts = [(name, digest(m, since, repos=scope, kinds=kinds, max_events=max_events))
+    parts = [(name, digest(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events))
              for name, m, scope in _each(hub, machine, repos)]
     return {**_merge_digests(parts, max_events), "since": iso(start)}
 
@@ -197,31 +203,33 @@ def hub_digest(hub: Hub, since: str | int | float, repos: list[str] | None = Non
 def hub_report(hub: Hub, since: str | int | float, repos: list[str] | None = None, kinds: list[str] | None = None,
                max_events: int = 200, machine: str | None = None) -> dict:
     """`fleet.views.digest.report` across machines: the digest merged, the chart and the fleet's state with each
-    repository named `machine: repo` (two machines may hold repos of one name)."""
-    parts = [(name, report(m, since, repos=scope, kinds=kinds, max_events=max_events))
+    repository named `machine: repo` (two machines may hold repos of one name). One window for every machine
+    (`since` read once, in unix milliseconds to each machine's report), so their queries are asked in one pass."""
+    start = parse_since(since)
+    parts = [(name, report(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events))
              for name, m, scope in _each(hub, machine, repos)]
-    body = {**_merge_digests([(n, p["digest"]) for n, p in parts], max_events), "since": iso(parse_since(since))}
+    body = {**_merge_digests([(n, p["digest"]) for n, p in parts], max_events), "since": iso(start)}
     for e in body["events"]:
         e["repo"] = f"{e['machine']}: {e['repo']}"
     body["gone_repos"] = sorted(f"{n}: {g}" for n, p in parts for g in p["digest"]["gone_repos"])
-    every = [{"repo": f"{n}: {row['repo']}", "at": day}
-             for n, p in parts for row in p["activity"]["rows"]
-             for day, count in zip(p["activity"]["days"], row["counts"]) for _ in range(count)]
-    days = parts[0][1]["activity"]["days"] if parts else []
     return {"generated_at": parts[0][1]["generated_at"] if parts else None, "digest": body,
-            "activity": _chart(every, days), "bulk": _merged_bulk(parts), "fleet": _merged_state(parts)}
+            "activity": _chart(parts), "bulk": _merged_bulk(parts), "fleet": _merged_state(parts)}
 
 
-def _chart(every: list[dict], days: list[str]) -> dict:
-    """The activity chart over the machines' days (each machine's rows already counted per local day)."""
+def _chart(parts: list[tuple[str, dict]]) -> dict:
+    """The activity chart over the first machine's days, from each machine's rows (already counted per local day,
+    its repos named `machine: repo`), ranked again as one chart."""
+    days = parts[0][1]["activity"]["days"] if parts else []
     if not days:
         return {"days": [], "rows": [], "max": 0}
-    chart = activity_by_repo_day([{"repo": e["repo"], "at": e["at"] + "T12:00:00"} for e in every],
-                                 start=None, end=None)
-    index = {d: i for i, d in enumerate(chart["days"])}
-    rows = [{"repo": r["repo"], "counts": [r["counts"][index[d]] if d in index else 0 for d in days],
-             "total": r["total"]} for r in chart["rows"]]
-    return {"days": days, "rows": rows, "max": max((c for r in rows for c in r["counts"]), default=0)}
+    per_repo: dict[str, Counter] = {}
+    for name, part in parts:
+        own = [date.fromisoformat(d) for d in part["activity"]["days"]]
+        for row in part["activity"]["rows"]:
+            counts = Counter({day: n for day, n in zip(own, row["counts"]) if n})
+            if counts:
+                per_repo[f"{name}: {row['repo']}"] = counts
+    return chart_rows(per_repo, [date.fromisoformat(d) for d in days])
 
 
 def _named(items: list[dict], machine: str) -> list[dict]:

@@ -77,10 +77,11 @@ def connect(dsn: str, password: str | None = None, *, autocommit: bool = False,
             timeout: float = CONNECT_TIMEOUT_S, read_only: bool = False) -> Any:
     """A connection with a connect timeout and a statement timeout, or HUB_UNREACHABLE naming the host.
     `read_only`: every transaction of the session is read-only (the hub dashboard's: whatever role the DSN
-    names, nothing it runs can write)."""
+    names, nothing it runs can write), without JIT compilation (a page's statements run in milliseconds: compiling
+    them costs more than it saves)."""
     pg = psycopg()
     extra = {"password": password} if password else {}
-    options = f"-c statement_timeout={STATEMENT_TIMEOUT_MS}" + (" -c default_transaction_read_only=on"
+    options = f"-c statement_timeout={STATEMENT_TIMEOUT_MS}" + (" -c default_transaction_read_only=on -c jit=off"
                                                                  if read_only else "")
     try:
         conn = pg.connect(secured(dsn), connect_timeout=max(1, int(timeout)), autocommit=autocommit,

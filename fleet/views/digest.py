@@ -53,19 +53,19 @@ def _arguments(index: "Index", since: str | int | float, repos: list[str] | None
 def _digest(index: "Index", start: float, scope: list[int] | None, kinds: list[str] | None,
             max_events: int) -> Digest:
     total, rows = index.digest.events(start, scope, kinds, max_events)
-    names = index.digest.names()
+    names = index.digest.names({r[0] for r in rows})
     stashes = stash_times(index, sorted({r[0] for r in rows}))
     events = [as_stash({
         "repo": names.get(r[0], str(r[0])), "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4],
         "at": iso(r[5]), "identity": r[6], "rewrote": None if r[8] is None else bool(r[8]),
         "message": discarded_details(r[7]).get("summary", r[7]) if r[2] == DISCARDED else r[7],
     }, stashes.get((r[0], r[5]))) for r in rows]
-    scanned = index.digest.scanned(scope)
+    scanned, errors = index.digest.scanned(scope)
     gone = index.digest.gone_names()
     return {
         "since": iso(start), "events": events, "event_count": total, "truncated": total > len(events),
         "omitted_count": total - len(events),
-        "repos_scanned": len(scanned), "errors": [{"repo": name, "error": err} for name, err in scanned if err],
+        "repos_scanned": scanned, "errors": [{"repo": name, "error": err} for name, err in errors if err],
         "gone_repos": sorted({e["repo"] for e in events} & gone),  # listed with events, no longer watched
         "history": history_progress(index),  # incomplete: repos whose events are not read yet
     }
@@ -110,6 +110,12 @@ def activity_by_repo_day(events: Iterable[dict], start: float | None = None, end
     first = date.fromtimestamp(start) if start is not None else min(stamps, default=date.today())
     last = date.fromtimestamp(end if end is not None else time.time())
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)] if last >= first else []
+    return chart_rows(per_repo, days, max_repos)
+
+
+def chart_rows(per_repo: dict[str, Counter], days: list[date], max_repos: int = CHART_MAX_REPOS) -> dict:
+    """The chart of `per_repo` ({repo: events per day}) over `days`: the busiest `max_repos` repos a row each,
+    the rest one "(other repos)" row (`activity_by_repo_day`'s shape)."""
     ranked = sorted(per_repo.items(), key=lambda item: (-sum(item[1].values()), item[0]))
     shown, rest = ranked[:max_repos], ranked[max_repos:]
     if rest:
@@ -141,9 +147,9 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     if now - start > CHART_MAX_DAYS * 86400 and body["events"]:
         chart_end = min(now, datetime.fromisoformat(body["events"][0]["at"]).timestamp())  # the newest event
     chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
-    names = index.digest.names()
-    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)}
-             for rid, at in index.digest.event_times(chart_start, scope, listed, chart_end)]
+    times = index.digest.event_times(chart_start, scope, listed, chart_end)
+    names = index.digest.names({rid for rid, _at in times})
+    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in times]
     return {
         "generated_at": iso(now), "digest": body,
         "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
@@ -155,8 +161,8 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
 def bulk_groups(index: "Index", start: float, scope: list[int] | None) -> dict:
     """Bulk events since `start` grouped per (repo, kind), busiest first: `{groups: [{repo, kind, count,
     ref_count, refs (the first few, by name), first_at, last_at}], event_count, summary}`."""
-    names = index.digest.names()
     ref_rows, group_rows = index.digest.groups(start, scope, list(BULK_KINDS))
+    names = index.digest.names({r[0] for r in group_rows})
     refs: dict[tuple[int, str], list[str]] = {}
     for repo_id, kind, ref in ref_rows:
         refs.setdefault((repo_id, kind), []).append(ref)
@@ -177,19 +183,20 @@ def fleet_state(index: "Index", start: float, scope: list[int] | None, now: floa
     """The fleet at the end of the window: what a person should still act on."""
     queries = index.digest
     # ahead of its upstream, or with no upstream at all (never pushed: `ahead` and `upstream` are None)
-    unpushed = [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in queries.unpushed(scope)]
-    dirty = [{"repo": r[0], "staged": r[1], "unstaged": r[2], "untracked": r[3], "conflicted": r[4]}
-             for r in queries.dirty(scope)]
-    stashes = [{"repo": r[0], "index": r[1], "message": r[2], "at": r[3]}
-               for r in queries.stashes_before(iso(now - STALE_STASH_S), scope)]
-    rewrites = [{"repo": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": iso(r[5]),
-                 "message": r[6]} for r in queries.rewrites(start, scope)]
+    unpushed_count, unpushed = queries.unpushed(scope, SUMMARY_CAP)
+    dirty_count, dirty = queries.dirty(scope, SUMMARY_CAP)
+    stash_count, stashes = queries.stashes_before(iso(now - STALE_STASH_S), scope, SUMMARY_CAP)
+    rewrite_count, rewrites = queries.rewrites(start, scope, SUMMARY_CAP)
     lost = queries.recoverable(start, scope)
     return {
-        "unpushed": unpushed[:SUMMARY_CAP], "unpushed_count": len(unpushed),
-        "dirty": dirty[:SUMMARY_CAP], "dirty_count": len(dirty),
-        "stale_stashes": stashes[:SUMMARY_CAP], "stale_stash_count": len(stashes),
-        "rewrites": rewrites[:SUMMARY_CAP], "rewrite_count": len(rewrites),
+        "unpushed": [{"repo": r[0], "branch": r[1], "ahead": r[2], "upstream": r[3]} for r in unpushed],
+        "unpushed_count": unpushed_count,
+        "dirty": [{"repo": r[0], "staged": r[1], "unstaged": r[2], "untracked": r[3], "conflicted": r[4]}
+                  for r in dirty], "dirty_count": dirty_count,
+        "stale_stashes": [{"repo": r[0], "index": r[1], "message": r[2], "at": r[3]} for r in stashes],
+        "stale_stash_count": stash_count,
+        "rewrites": [{"repo": r[0], "ref": r[1], "kind": r[2], "old_sha": r[3], "new_sha": r[4], "at": iso(r[5]),
+                      "message": r[6]} for r in rewrites], "rewrite_count": rewrite_count,
         "recoverable": [dict(c, dropped_at=iso(c["dropped_at"]), committed_at=iso(c["committed_at"]))
                         for c in lost["commits"][:SUMMARY_CAP]],
         "recoverable_count": len(lost["commits"]), "errors": lost["errors"],

@@ -1,0 +1,151 @@
+"""The hub's digest in one pass over every machine (fleet/team/hubpass.py) answers what each machine's own digest
+answers: three machines' generated rows (dirty, gone, bare and failing repos, names shared across and within
+machines, unpushed and pushed branches, rewrites, fetches, events on both sides of the 24 h window's first
+second) pushed through the real code path to a real PostgreSQL; per machine, the one-pass answer equals the
+machine's alone on the hub and its local index's, and the pass asks the hub a fixed number of statements
+whatever the number of machines."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from fleet.index.store import open_index
+from fleet.team import admin, config, pg
+from fleet.team.hubread import Hub, HubConnections
+from fleet.team.hubview import hub_digest, hub_report
+from fleet.team.push import push_once
+from fleet.views.digest import digest, report
+from tests.fleets.postgres import PgServer
+
+psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
+pytestmark = pytest.mark.slow   # a real PostgreSQL and three pushed machines
+
+MACHINES = ("alpha", "bravo", "charlie")
+SINCE_S = int(time.time()) - 86400          # the 24 h window's first second, fixed for the whole module
+
+
+def fill(index, k: int) -> None:
+    """Machine k's rows, shaped like a scanned fleet's and different on each machine."""
+    kinds = ("commit", "fetch", "reset", "checkout", "merge", "fetch")
+    with index.write() as conn:
+        for i in range(1, 41):
+            name = "api" if i in (1, 2) else f"svc-{(i + k) % 25}"   # two `api` repos here, names shared across
+            conn.execute(
+                "insert into repos (id, path, root, name, branch, head, generation, scanned_at, gone, score, bare, "
+                "staged, unstaged, untracked, conflicted, error) values (?, ?, '/fleet', ?, 'main', ?, ?, "
+                "'2026-12-01T00:00:00Z', ?, ?, ?, ?, ?, ?, 0, ?)",
+                (i, f"/fleet/{k}/{i}/{name}", name, f"{i:040x}", i, int(i % 9 == k), i % 7, int(i % 11 == 0),
+                 i % 3 if i % 4 == k else 0, int(i % 5 == 0), i % 6 if i % 8 == 1 else 0,
+                 "cannot read HEAD" if i % 13 == k + 1 else None))
+            conn.executemany(
+                "insert into branches (repo_id, name, head, upstream, ahead, current) values (?, ?, ?, ?, ?, ?)",
+                [(i, "main", f"{i:040x}", "origin/main", (i + k) % 4, 1),
+                 (i, f"topic-{i % 3}", f"{i + 1:040x}", None, None, 0),
+                 (i, "done", f"{i + 2:040x}", "origin/done", 0, 0)])
+        at = [SINCE_S - 1, SINCE_S, SINCE_S + 1] * 3 + [SINCE_S - 3600 + 37 * e for e in range(2600)]
+        conn.executemany(
+            "insert into event_rows (id, repo_id, ref, kind, at, rewrote, old_sha, new_sha, identity, message) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?, 'A <a@x>', ?)",
+            [(e + 1, (e * 7 + k) % 40 + 1, f"refs/heads/b{e % 5}" if kinds[e % 6] != "fetch" else
+              f"refs/remotes/origin/r{e % 9}", kinds[(e + k) % 6], t, int(kinds[(e + k) % 6] == "reset" and e % 4 < 2),
+              f"{e:040x}", f"{e + 1:040x}", f"{kinds[(e + k) % 6]}: change {e}")
+             for e, t in enumerate(t for t in at if t <= time.time())])
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    server = PgServer()
+    try:
+        dsn = server.create_database("digest_pass")
+        admin.init(dsn)
+        work = tmp_path_factory.mktemp("machines")
+        env = pytest.MonkeyPatch()
+        env.setenv("FLEETDECK_AUDIT", "off")
+        for k, name in enumerate(MACHINES):
+            made = admin.enroll(dsn, name)
+            env.setenv("FLEETDECK_SETTINGS", str(work / f"{name}.toml"))
+            plain, password = pg.without_password(made["dsn"])
+            config.save(plain, name, "paths", password)
+            with open_index(work / f"{name}.db") as index:
+                fill(index, k)
+                push_once(index, config.load())
+        env.undo()
+        yield dsn, {name: work / f"{name}.db" for name in MACHINES}
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def reader(hub):
+    h = Hub(hub[0])
+    yield h
+    h.close()
+
+
+def _local(answer: dict) -> dict:
+    answer.pop("generated_at", None)
+    return answer
+
+
+@pytest.mark.parametrize("since", [SINCE_S * 1000, (SINCE_S + 1) * 1000, SINCE_S * 1000 - 1, 0])
+@pytest.mark.parametrize("scoped", [False, True])
+def test_the_one_pass_digest_is_each_machines_own(reader, hub, since, scoped):
+    """On each side of the window's first second (an event at SINCE_S - 1, SINCE_S and SINCE_S + 1 on every
+    machine), scoped to some repos or not: one pass, each machine alone on the hub and its own index agree."""
+    rows = reader.machines()
+    scopes = {row["name"]: ([3, 4, 9, 2] if scoped else None) for row in rows}
+    shared = {m.name: m for m in reader.in_one_pass([(row, scopes[row["name"]]) for row in rows])}
+    repos = None
+    for row in rows:
+        alone = reader.machine(row)
+        with open_index(hub[1][row["name"]]) as idx:
+            if scoped:
+                repos = [idx.repo(rid)["path"] for rid in scopes[row["name"]]]
+            mine = _local(report(idx, since, repos=repos, max_events=50))
+            mine["fleet"].pop("stale_stashes"), mine["fleet"].pop("stale_stash_count")
+            for engine in (shared[row["name"]], alone):
+                ours = _local(report(engine, since, repos=repos, max_events=50))
+                ours["fleet"].pop("stale_stashes"), ours["fleet"].pop("stale_stash_count")
+                assert ours == mine
+                assert digest(engine, since, repos=repos, max_events=50) == digest(idx, since, repos=repos,
+                                                                                     max_events=50)
+        assert mine["digest"]["truncated"] and mine["fleet"]["unpushed_count"]
+        if not scoped:   # the caps matter here, and every part of the report has rows
+            assert mine["fleet"]["unpushed_count"] > 50 and mine["fleet"]["dirty_count"] and mine["fleet"]["rewrite_count"] and mine["bulk"]["groups"]
+            assert mine["digest"]["errors"] and mine["digest"]["gone_repos"]
+
+
+def test_the_window_starts_at_its_first_second(reader, hub):
+    """An event at the window's first second is in it, one a second before is not (the SQLite index's rule)."""
+    first = math.ceil(SINCE_S)
+    counts = {}
+    for since in (first - 1, first, first + 1):
+        counts[since] = hub_digest(reader, since * 1000, max_events=1)["event_count"]
+    assert counts[first - 1] - counts[first] == 3 * len(MACHINES)    # the three events at SINCE_S - 1 each
+    assert counts[first] - counts[first + 1] == 3 * len(MACHINES)
+    local = 0
+    for path in hub[1].values():
+        with open_index(path) as idx:
+            local += digest(idx, first * 1000, max_events=1)["event_count"]
+    assert counts[first] == local
+
+
+def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch):
+    """Three machines or one: the same statements, each for all of them (before, about a dozen per machine)."""
+    asked: list[str] = []
+    query = HubConnections.query
+
+    def counted(self, sql, args=()):
+        asked.append(sql)
+        return query(self, sql, args)
+
+    monkeypatch.setattr(HubConnections, "query", counted)
+    hub_report(reader, SINCE_S * 1000, machine="alpha")
+    one = len(asked)
+    asked.clear()
+    merged = hub_report(reader, SINCE_S * 1000)
+    assert len(asked) == one <= 14, asked
+    assert {e["machine"] for e in merged["digest"]["events"]} == set(MACHINES)
