@@ -17,7 +17,7 @@ from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import snapshots
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 
 OTHER = {"model": "opus", "permissions": {"allow": ["Bash(ls:*)"]},
@@ -121,7 +121,7 @@ def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     write(repo / "notes.md", "untracked notes\n")
     db = tmp_path / "fleet.db"
     env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"))
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=env, check=True, capture_output=True)
+    run_cli("scan", str(root), db=db, env={"FLEETDECK_SETTINGS": str(tmp_path / "settings.toml")}, check=True)
     return repo, db, env
 
 
@@ -215,9 +215,7 @@ def test_through_the_hook_each_destructive_command_is_undone(fleet, how: str) ->
 
 
 def test_cli_hooks_commands(tmp_path: Path) -> None:
-    env = fleetdeck_env(HOME=str(tmp_path / "home"))
-    run = lambda *a: subprocess.run(fleetdeck_argv("--db", str(tmp_path / "fleet.db"), *a), env=env,
-                                    capture_output=True, text=True)
+    run = lambda *a: run_cli(*a, db=tmp_path / "fleet.db", env={"HOME": str(tmp_path / "home")})
     installed = run("hooks", "install", "claude-code", "--json")
     assert installed.returncode == 0, installed.stderr
     settings = Path(json.loads(installed.stdout)["agents"][0]["settings"])

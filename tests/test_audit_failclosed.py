@@ -47,7 +47,7 @@ def _cli(fleet, *args: str, fsize: int | None = None) -> subprocess.CompletedPro
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
-    return run_cli(*args, db=fleet["db"], preexec_fn=limit)
+    return run_cli(*args, db=fleet["db"], preexec_fn=limit, process=True)  # its own file size limit
 
 
 def _full(fleet) -> int:

@@ -1,4 +1,5 @@
-"""The `fleetdeck` CLI as a user runs it: a subprocess, JSON on stdout, exit codes 0/1/2."""
+"""The `fleetdeck` CLI as a user runs it: JSON on stdout, exit codes 0/1/2 (a real process where the test is
+about the process: its exit status, `python -m fleet`, what it imports, a terminal)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,12 @@ from pathlib import Path
 import pytest
 
 from fleet import cli
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import init_repo, write
 
 
-def run(*args: str, db: Path, check_rc: int | None = 0) -> subprocess.CompletedProcess:
-    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True,
-                          env=fleetdeck_env(), timeout=120)
+def run(*args: str, db: Path, check_rc: int | None = 0, process: bool = False) -> subprocess.CompletedProcess:
+    proc = run_cli(*args, db=db, process=process)
     if check_rc is not None:
         assert proc.returncode == check_rc, proc.stderr
     return proc
@@ -73,30 +73,28 @@ def test_roots_commands(tmp_path: Path, small_fleet: Path):
 @pytest.mark.slow
 def test_exit_codes_and_version(tmp_path: Path):
     db = tmp_path / "f.db"
-    assert run("--version", db=db).stdout.startswith("fleetdeck ")
-    assert run("no-such-command", db=db, check_rc=2).returncode == 2
-    assert run("roots", "add", db=db, check_rc=2).returncode == 2
-    missing = run("scan", str(tmp_path / "nope"), db=db, check_rc=1)
+    assert run("--version", db=db, process=True).stdout.startswith("fleetdeck ")
+    assert run("no-such-command", db=db, check_rc=2, process=True).returncode == 2
+    assert run("roots", "add", db=db, check_rc=2, process=True).returncode == 2
+    missing = run("scan", str(tmp_path / "nope"), db=db, check_rc=1, process=True)
     assert "not a directory" in missing.stderr and missing.stdout == ""
-    assert "no index yet" in run("scan", db=db, check_rc=1).stderr
+    assert "no index yet" in run("scan", db=db, check_rc=1, process=True).stderr
     assert not db.exists()
-    run("roots", "add", str(tmp_path), db=db)
-    run("roots", "remove", str(tmp_path), db=db)
-    assert "no roots saved" in run("scan", db=db, check_rc=1).stderr
+    run("roots", "add", str(tmp_path), db=db, process=True)
+    run("roots", "remove", str(tmp_path), db=db, process=True)
+    assert "no roots saved" in run("scan", db=db, check_rc=1, process=True).stderr
 
 
 def test_fleetdeck_db_env_is_honoured(tmp_path: Path, small_fleet: Path):
     db = tmp_path / "env.db"
-    proc = subprocess.run(fleetdeck_argv("scan", str(small_fleet), "--json"), capture_output=True, text=True,
-                          env=fleetdeck_env(FLEETDECK_DB=str(db)), timeout=120)
+    proc = run_cli("scan", str(small_fleet), "--json", env={"FLEETDECK_DB": str(db)})
     assert proc.returncode == 0, proc.stderr
     assert db.exists()
 
 
 def test_default_db_lives_under_xdg_data_home(tmp_path: Path, small_fleet: Path):
     data = tmp_path / "xdg"
-    proc = subprocess.run(fleetdeck_argv("roots", "add", str(small_fleet)), capture_output=True, text=True,
-                          env=fleetdeck_env(XDG_DATA_HOME=str(data)), timeout=120)
+    proc = run_cli("roots", "add", str(small_fleet), env={"XDG_DATA_HOME": str(data)})
     assert proc.returncode == 0, proc.stderr
     assert (data / "fleetdeck" / "fleet.db").exists()
 
@@ -113,7 +111,7 @@ def test_symlinked_folders_are_not_followed(tmp_path: Path):
 
 
 def test_python_dash_m_fleet_is_the_same_cli(tmp_path: Path):
-    proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=fleetdeck_env(), timeout=60)
+    proc = run_cli("--help", process=True)
     assert proc.returncode == 0 and "scan" in proc.stdout and "radar" in proc.stdout
 
 
@@ -170,9 +168,9 @@ def test_a_core_command_builds_only_its_own_parsers_and_every_command_still_pars
     assert loaded("--help") == "['audit', 'ops', 'patch']"
     for argv in (("--db", str(tmp_path / "f.db"), "proposals", "list", "--json"), ("--db=scan", "patch", "--help"),
                  ("--verbose", "audit", "--help")):
-        proc = subprocess.run(fleetdeck_argv(*argv), capture_output=True, text=True, env=env, timeout=60)
+        proc = run_cli(*argv)
         assert proc.returncode in (0, 1) and "invalid choice" not in proc.stderr, (argv, proc.stderr)
-    proc = subprocess.run(fleetdeck_argv("--help"), capture_output=True, text=True, env=env, timeout=60)
+    proc = run_cli("--help")
     assert all(name in proc.stdout for name in ("scan", "patch", "proposals", "audit"))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import init_repo
 
 READS = [["radar"], ["radar", "--json"], ["repos"], ["repos", "--json"], ["presence"], ["digest"],
@@ -17,9 +17,8 @@ READS = [["radar"], ["radar", "--json"], ["repos"], ["repos", "--json"], ["prese
          ["prune-events", "--older-than", "9d"], ["scan"], ["watch"]]
 
 
-def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(fleetdeck_argv(*args), capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env=env or fleetdeck_env())
+def run(*args: str, env: dict | None = None, cwd: Path | None = None, process: bool = False) -> subprocess.CompletedProcess:
+    return run_cli(*args, env=env, cwd=cwd, process=process)
 
 
 @pytest.mark.parametrize("command", READS, ids=" ".join)
@@ -33,9 +32,7 @@ def test_a_read_of_a_missing_index_says_so_and_creates_nothing(tmp_path: Path, c
 
 
 def test_the_default_index_path_is_not_created_by_a_read(tmp_path: Path):
-    env = fleetdeck_env(XDG_DATA_HOME=str(tmp_path / "data"))
-    env.pop("FLEETDECK_DB", None)
-    proc = run("radar", env=env)
+    proc = run("radar", env={"XDG_DATA_HOME": str(tmp_path / "data"), "FLEETDECK_DB": None})
     assert proc.returncode == 1 and "no index yet" in proc.stderr
     assert not (tmp_path / "data").exists()
 
@@ -88,13 +85,15 @@ def _fake_git(folder: Path, version: str) -> Path:
 def test_git_is_looked_up_in_path_order_and_shown_by_version(tmp_path: Path):
     newer = _fake_git(tmp_path / "newer" / "bin", "9.99.0")
     _fake_git(tmp_path / "rel" / "bin", "0.0.1-relative")
-    env = fleetdeck_env(PATH=os.pathsep.join(["rel/bin", str(newer.parent), os.environ["PATH"]]))
-    proc = run("--version", env=env, cwd=tmp_path)
+    env = {"PATH": os.pathsep.join(["rel/bin", str(newer.parent), os.environ["PATH"]])}
+    # a process of its own: which git is found is decided once per process, from its PATH
+    proc = run("--version", env=env, cwd=tmp_path, process=True)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("fleetdeck ")
     assert lines[1] == f"git version 9.99.0 ({newer})"   # the relative PATH entry is never used
     # the git it found runs every command: a scan works through the wrapper
     init_repo(tmp_path / "code" / "one")
-    scan = run("--db", str(tmp_path / "fleet.db"), "scan", str(tmp_path / "code"), env=env, cwd=tmp_path)
+    scan = run("--db", str(tmp_path / "fleet.db"), "scan", str(tmp_path / "code"), env=env, cwd=tmp_path,
+               process=True)
     assert scan.returncode == 0, scan.stderr

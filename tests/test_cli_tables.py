@@ -3,18 +3,16 @@ reason its own next step."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 
 def run(db: Path, *args: str) -> str:
-    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True, timeout=120,
-                          env=fleetdeck_env(COLUMNS="250"))
+    proc = run_cli(*args, db=db, env={"COLUMNS": "250"})
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -52,8 +50,7 @@ def test_repos_table_and_radar_steps(tmp_path: Path):
 
 def _narrow(db: Path, *args: str) -> str:
     """The command piped (no terminal) at 80 columns, as `fleetdeck repos | less` shows it."""
-    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True, timeout=120,
-                          env=fleetdeck_env(COLUMNS="80"), stdin=subprocess.DEVNULL)
+    proc = run_cli(*args, db=db, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -11,7 +11,7 @@ from fleet.index.events import DELETED_MESSAGE, prune_events
 from fleet.index.store import open_index
 from fleet.index.lost import lost_commits
 from fleet.index.scan import refresh_repo, scan
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo
 from tests.fleets.repo_states import busy_repo
 
@@ -118,15 +118,13 @@ def test_events_survive_reflog_expiry_and_pruning_is_explicit(fleet, db_path: Pa
     assert after[:3] == before and after[3]["message"] == "commit: add c"
 
     cutoff_at = after[3]["at"]
-    proc = subprocess.run(fleetdeck_argv("--db", str(db_path), "prune-events", "--older-than", "1s", "--json"),
-                          capture_output=True, text=True, env=fleetdeck_env())
+    proc = run_cli("--db", str(db_path), "prune-events", "--older-than", "1s", "--json")
     assert proc.returncode == 0, proc.stderr
     assert events(index) == []  # git's fixed test clock is in the past: everything is older than 1s
     refresh_repo(index, str(repo))
     assert events(index) == [], "pruned lines must not come back on the next read"
     assert cutoff_at < int(__import__("time").time())
-    bad = subprocess.run(fleetdeck_argv("--db", str(db_path), "prune-events", "--older-than", "soon"),
-                         capture_output=True, text=True, env=fleetdeck_env())
+    bad = run_cli("--db", str(db_path), "prune-events", "--older-than", "soon")
     assert bad.returncode == 1 and "BAD_ARGUMENT" in bad.stderr
 
 
@@ -184,15 +182,13 @@ def test_lost_cli_lists_recoverable_commits(fleet, db_path: Path) -> None:
     dropped = rev(repo, "HEAD")
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     refresh_repo(index, str(repo))
-    proc = subprocess.run(fleetdeck_argv("--db", str(db_path), "lost", "--json"), capture_output=True, text=True,
-                          env=fleetdeck_env())
+    proc = run_cli("--db", str(db_path), "lost", "--json")
     assert proc.returncode == 0, proc.stderr
     import json
 
     data = json.loads(proc.stdout)
     assert [(c["repo"], c["sha"], c["dropped_by"]) for c in data["commits"]] == [("app", dropped, "reset")]
-    text = subprocess.run(fleetdeck_argv("--db", str(db_path), "lost"), capture_output=True, text=True,
-                          env=fleetdeck_env()).stdout
+    text = run_cli("--db", str(db_path), "lost").stdout
     assert dropped[:12] in text and f"branch recovered-{dropped[:8]} {dropped}" in text
     git(repo, "branch", "rescued", dropped)
     assert lost_commits(index)["commits"] == []

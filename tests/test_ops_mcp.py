@@ -45,7 +45,7 @@ def _client(fleet, **env) -> Client:
 
 
 def cli(fleet, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = run_cli(*args, db=fleet["db"], start_new_session=True)  # no controlling terminal, as for an agent's shell
+    proc = run_cli(*args, db=fleet["db"], start_new_session=True, process=True)  # no controlling terminal, as for an agent's shell
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

@@ -21,7 +21,7 @@ from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import read_repo
 from fleet.git.mark import watch_mark
-from tests.fleets import oracle
+from tests.fleets import oracle, template
 from tests.fleets.gitbuild import commit_file, git, with_upstream, write
 
 FIELDS = ("branch", "detached", "head", "head_ref", "upstream", "upstream_gone", "ahead", "behind", "staged",
@@ -84,9 +84,9 @@ IN_GIT_DIRS = {n for n in CHANGES if n not in ("tracked-edit", "untracked-new", 
 NOT_STORED = {"pack-refs"}
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> dict:
-    src, root = tmp_path / "src", tmp_path / "fleet"
+def _scanned(base: Path) -> dict:
+    """The fleet in its SETUP states, scanned (its marks stored): what each test changes afterwards."""
+    src, root = base / "src", base / "fleet"
     root.mkdir()
     repos: dict[str, Path] = {}
     for name in [*CHANGES, *QUIET]:
@@ -95,14 +95,22 @@ def fleet(tmp_path: Path) -> dict:
         if name in SETUP:
             SETUP[name](repos[name])
     for name, folder in (("linked-worktree-edit", "wt-of-linked"), ("quiet-with-worktree", "wt-of-quiet")):
-        git(repos[name], "worktree", "add", "-q", str(tmp_path / folder), "-b", folder)
-    db = tmp_path / "fleet.db"
+        git(repos[name], "worktree", "add", "-q", str(base / folder), "-b", folder)
+    db = base / "fleet.db"
     with open_index(db) as index:
         scan(index, [str(root)])
+    return {"root": root, "db": db, "repos": repos}
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> dict:
+    """A copy of the scanned fleet (tests/fleets/template.py: marks taken again at the copy, as its scan
+    would have stored them), then every change made while nobody watched."""
+    built = template.shared().copy("recheck-marks", _scanned, tmp_path)
     time.sleep(0.01)  # a file written now has an mtime after the stored marks' (coarse kernel clocks)
     for name, change in CHANGES.items():
-        change(repos[name], tmp_path)
-    return {"root": root, "db": db, "repos": repos}
+        change(built["repos"][name], tmp_path)
+    return built
 
 
 def _rows(rows: list[dict], keys: list[str]) -> list[tuple]:

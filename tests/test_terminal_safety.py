@@ -8,13 +8,12 @@ with CSI, OSC 52, a one-byte C1 CSI and a bidi override. Every printing command 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from fleet.safetext import md_code, md_text, visible
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
@@ -48,8 +47,7 @@ def hostile(tmp_path_factory) -> Path:
 
 
 def run(*args: str, db: Path) -> str:
-    proc = subprocess.run(fleetdeck_argv("--db", str(db), *args), capture_output=True, env=fleetdeck_env(COLUMNS="500"),
-                          timeout=120)
+    proc = run_cli(*args, db=db, text=False, env={"COLUMNS": "500"})
     out = proc.stdout.decode("utf-8") + proc.stderr.decode("utf-8")
     assert proc.returncode == 0, out
     return out
