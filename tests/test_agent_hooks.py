@@ -434,8 +434,7 @@ def test_cline_install_into_nothing_and_uninstall_takes_the_folders_away(tmp_pat
     (tmp_path / "home").mkdir()
     install("cline", tmp_path / "fleet.db", None, env)
     assert len(list(_cline_folder(tmp_path).iterdir())) == 7
-    text = subprocess.run(fleetdeck_argv("--db", str(tmp_path / "fleet.db"), "hooks", "status"),
-                          env=fleetdeck_env(HOME=str(tmp_path / "home")), capture_output=True, text=True).stdout
+    text = run_cli("hooks", "status", db=tmp_path / "fleet.db", env={"HOME": str(tmp_path / "home")}).stdout
     assert "not confirmed: Cline runs these only while its Enable Hooks setting is on" in text
     uninstall("cline", tmp_path / "fleet.db", env)
     assert list((tmp_path / "home").iterdir()) == []
