@@ -305,8 +305,10 @@ def uninstall(agent: str, db_path: str | os.PathLike[str], env: Mapping[str, str
     env = os.environ if env is None else env
     if agent in FOLDERS:
         state = _state(db_path)
+        recorded = str(FOLDERS[agent].folder(env)) in state
         done = folder.uninstall(FOLDERS[agent], state, env)
-        _save_state(db_path, state)
+        if recorded:
+            _save_state(db_path, state)
         return done
     spec = _agent(agent)
     path = spec.settings(env)
