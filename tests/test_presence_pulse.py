@@ -96,7 +96,7 @@ def test_between_refreshes_a_tick_only_stats_and_a_change_or_a_maturing_call_ref
         pulse(index)
         assert len(runs) == 2 and [(r["state"], r["waiting_kind"]) for r in runs[-1]] == [("waiting", "idle")]
         session.prompt()
-        asked = session.ask(at=time.time() - PENDING_S + 0.6)   # its wait is true 0.6 s from now
+        asked = session.ask(at=time.time() - PENDING_S + 2)     # its wait is true 2 s from now
         pulse(index)
         assert len(runs) == 3 and runs[-1][0]["state"] == "working"
         pulse(index)
