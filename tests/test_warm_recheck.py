@@ -17,6 +17,7 @@ from fleet.index.scan import CHUNK, refresh_repo, scan
 from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
 from fleet.repo.record import predict_merge, read_repo
+from fleet.watch.notifier import inotify_watch_count
 from fleet.watch.watcher import Watcher
 from fleet.git.mark import watch_mark
 from tests.fleets import oracle
@@ -142,6 +143,27 @@ def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> 
         assert not unchanged_ids & set(running.changed)  # on_change heard only of real changes
     finally:
         running.close()
+
+
+def _children() -> set[int]:
+    """This process's child processes (the re-check's workers among them)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found
+
+
+def test_a_watcher_stopped_mid_recheck_stops_at_once_and_holds_nothing(fleet) -> None:
+    """Stopped while its worker processes re-check the fleet: it stops without waiting for them, every inotify
+    watch it held is released, and its workers exit on their own."""
+    before_watches, before_children = inotify_watch_count(), _children()
+    running = RunningWatcher(fleet["db"], [str(fleet["root"])], active_sweep_s=3600, full_sweep_s=3600,
+                             discovery_s=3600)
+    wait_for(lambda: running.watcher._recheck_pool is not None or running.watcher._up.is_set(), "the workers", 30)
+    workers = _children() - before_children
+    running.close()
+    assert inotify_watch_count() == before_watches
+    wait_for(lambda: not (_children() & workers), "the re-check's workers gone", 30)
 
 
 def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_path: Path) -> None:

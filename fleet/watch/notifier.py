@@ -83,8 +83,12 @@ class Notifier:
         finally:
             self._signals.ready.set()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Ask the watch to end (watchfiles sees it within a step); `close` waits for that."""
         self._signals.stop.set()
+
+    def close(self) -> None:
+        self.stop()
         self._thread.join(timeout=5)
 
 

@@ -280,13 +280,13 @@ class Watcher:
                 await asyncio.gather(recheck, return_exceptions=True)
 
     async def _shutdown(self) -> None:
+        await asyncio.to_thread(self._watch.close)  # first: nothing else is heard, whatever is still running
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._close_recheck_pool()  # when stopped before the re-check began
+        self._close_recheck_pool_now()  # when stopped before the re-check began
         workers = self._workers
-        await asyncio.to_thread(lambda: (self._watch.close(),
-                                         workers.shutdown(wait=True, cancel_futures=True) if workers else None,
+        await asyncio.to_thread(lambda: (workers.shutdown(wait=True, cancel_futures=True) if workers else None,
                                          self._periodic.close()))
         await asyncio.to_thread(self._write_status, None, {"stopped_at": iso(time.time()), "backlog": 0})
         if self._pool is not None:
@@ -381,7 +381,10 @@ class Watcher:
             if not self.once:
                 await self._up.wait()
         finally:
-            await self._close_recheck_pool()  # its workers' exit takes a moment: after the start-up work
+            if asyncio.current_task().cancelling():  # stopping: its workers exit on their own
+                self._close_recheck_pool_now()
+            else:
+                await self._close_recheck_pool()  # its workers' exit takes a moment: after the start-up work
         if self.on_rechecked is not None:
             self.on_rechecked()
 
@@ -409,6 +412,13 @@ class Watcher:
         pool, self._recheck_pool = self._recheck_pool, None
         if pool is not None:
             await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
+
+    def _close_recheck_pool_now(self) -> None:
+        """Close the re-check's workers without waiting for them to exit: a stopping watcher never waits on a
+        worker process (each exits once its pool is shut down, and with the process that started it)."""
+        pool, self._recheck_pool = self._recheck_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _recheck_here(self, chunk: list[Entry]) -> Checked:
         return recheck_chunk(self._pool.get(), chunk)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,7 @@ class WatchSet:
         self._polled: frozenset[str] = frozenset()
         self._notifiers: dict[tuple[bool, bool], Notifier] = {}  # (polling, recursive) -> notifier
         self._inotify_cap: int | None = 0 if force_polling else None  # repos inotify can hold, once it ran out
+        self._closed = False  # closed: a rebuild still running on its thread starts nothing that stays
 
     # --- what is watched ---------------------------------------------------------------------------------
 
@@ -178,10 +180,11 @@ class WatchSet:
                     continue
                 started[key] = open_notifier(paths, recursive, polling, self._deliver) if paths else None
         except BaseException:
-            for new in started.values():
-                if new is not None:
-                    new.close()
+            self._close_all(started.values())
             raise
+        if self._closed:  # the watcher stopped while these started
+            self._close_all(started.values())
+            return False
         for key, new in started.items():
             old = self._notifiers.pop(key, None)
             if new is not None:
@@ -199,6 +202,15 @@ class WatchSet:
 
     def close(self) -> None:
         # Swapped out first: a rebuild running in another thread may still add to the dict while this closes.
+        self._closed = True
         notifiers, self._notifiers = self._notifiers, {}
-        for notifier in notifiers.values():
+        self._close_all(notifiers.values())
+
+    @staticmethod
+    def _close_all(notifiers: Iterable[Notifier | None]) -> None:
+        """Close notifiers side by side: every watch is asked to end, then each is waited for."""
+        live = [n for n in notifiers if n is not None]
+        for notifier in live:
+            notifier.stop()
+        for notifier in live:
             notifier.close()

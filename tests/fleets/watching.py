@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import traceback
 from pathlib import Path
 
 from fleet.index.store import open_index
@@ -41,8 +43,20 @@ class RunningWatcher:
         if self.thread.is_alive():
             self.loop.call_soon_threadsafe(self.stop.set)
             self.thread.join(15)
-        assert not self.thread.is_alive(), "the watcher did not stop"
+        assert not self.thread.is_alive(), f"the watcher did not stop:\n{self._stacks()}"
         self.loop.close()
         self.index.close()
         if self.error:
             raise self.error
+
+    def _stacks(self) -> str:
+        """Where every thread of this process is (the watcher's loop and the threads it waits on), and the
+        loop's pending tasks: what a watcher that does not stop is stuck in."""
+        frames = sys._current_frames()
+        out = [f"--- {t.name}\n" + "".join(traceback.format_stack(frames[t.ident]))
+               for t in threading.enumerate() if t.ident in frames]
+        try:
+            tasks = [repr(task) for task in asyncio.all_tasks(self.loop)]
+        except RuntimeError as exc:  # the loop's task set changed under us
+            tasks = [f"(not listed: {exc})"]
+        return "\n".join(out + ["--- pending tasks"] + tasks)
