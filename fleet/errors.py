@@ -70,6 +70,7 @@ class Code(StrEnum):
     # team mode (fleet/team): the hub cannot be reached, or refused a statement (UNAVAILABLE: no psycopg)
     HUB_UNREACHABLE = "HUB_UNREACHABLE", 503
     HUB_REFUSED = "HUB_REFUSED", 502
+    NO_APPROVER = "NO_APPROVER", 403   # a hub dashboard started without an approver key (`serve --team --key --as`)
     # the MCP bridge's own (mcp_bridge/envelope.py, mcp_bridge/server.py)
     UNKNOWN_TOOL = "UNKNOWN_TOOL"
     INDEX_BUSY = "INDEX_BUSY", 503

@@ -2,10 +2,12 @@
 every record) and the same live stream, read from the team hub's PostgreSQL through fleet/team/hubview.py,
 behind the same guards as the local dashboard (token, session from a single-use landing link, CSRF, Host).
 
-It is read-only: its connections are read-only sessions, it has no refresh, decision or restore route, and a
-proposal is decided on its machine (or signed with `fleetdeck team decide`). The live stream LISTENs on the
+Its reads are read-only sessions and it has no refresh or restore route. Started with an approver's key
+(`--key PEM --as NAME`), a proposal's hub page decides it: web/hubdecide.py signs the decision, which only
+the machine it belongs to acts on; without one it shows how to decide instead. The live stream LISTENs on the
 hub's channel (one NOTIFY per push, fleet/team/push.py) in a thread of its own and tells the pages which
-machines moved; every few seconds it says each machine's freshness anyway.
+machines moved (`change`) and that a push landed (`pushed`: a proposal or a decision's outcome may have moved);
+every few seconds it says each machine's freshness anyway.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from functools import partial
+from pathlib import Path
 from typing import AsyncIterator, Callable, TypedDict
 
 import anyio
@@ -26,9 +29,12 @@ from starlette.staticfiles import StaticFiles
 
 from fleet.errors import FleetError
 from fleet.index.events import KINDS
+from fleet.index.pool import IndexPool
 from fleet.team import hubview
+from fleet.team.decisions import Approver
 from fleet.team.hubread import Hub
 from fleet.team.listen import Listener
+from web import hubdecide
 from web.api import held
 from web.app import STATIC_DIR
 from web.errors import json_error
@@ -46,15 +52,23 @@ class HubState(TypedDict):
     hub: Hub
     tabs: Tabs
     listener: Listener
+    approver: Approver | None   # who signs this dashboard's decisions (None: it decides nothing)
+    own: IndexPool | None       # the serving machine's own index: its passkeys (web/hubdecide.py)
 
 
 def hub_of(request: Request) -> Hub:
     return request.state["hub"]
 
 
-def _shown(hub: Hub, machines: list[dict]) -> dict:
-    """What every hub page shows beside its data: the hub (never its DSN), each machine's freshness."""
-    return {"hub": {"label": hub.label}, "machines": machines, "machine_states": {m["name"]: m for m in machines},
+def _label(request: Request) -> dict:
+    """The hub as every page names it (never its DSN) and who signs its decisions (None: read-only)."""
+    approver = hubdecide.approver_of(request)
+    return {"label": hub_of(request).label, "approver": approver.name if approver else None}
+
+
+def _shown(request: Request, machines: list[dict]) -> dict:
+    """What every hub page shows beside its data: the hub, each machine's freshness."""
+    return {"hub": _label(request), "machines": machines, "machine_states": {m["name"]: m for m in machines},
             "audit_banner": None}
 
 
@@ -71,7 +85,7 @@ def _failing(context: Callable[[Request, Hub], dict]) -> Callable[[Request, Hub]
 @_failing
 def queue_context(request: Request, hub: Hub) -> dict:
     data = hubview.queue(hub, dict(request.query_params))
-    return {**data, **_shown(hub, data["machines"])}
+    return {**data, **_shown(request, data["machines"])}
 
 
 @_failing
@@ -80,7 +94,7 @@ def repo_context(request: Request, hub: Hub) -> dict:
     detail = hubview.repo_page(hub, machine, repo_id) if repo_id < 2**63 else None
     if detail is None:
         raise HTTPException(404, f"no repository with id {repo_id} on machine {machine}")
-    return {**detail, "proposals": [], "safety_net": None, **_shown(hub, hubview.freshness(hub))}
+    return {**detail, "proposals": [], "safety_net": None, **_shown(request, hubview.freshness(hub))}
 
 
 @_failing
@@ -89,7 +103,7 @@ def digest_context(request: Request, hub: Hub) -> dict:
     machines = hubview.freshness(hub)
     names = sorted({name for row in machines for name, _path in hub.machine(row).repo_names().values()})
     context = {"form": form, "kinds": KINDS, "repo_names": names, "repo_ids": {}, "data": None, "error": None,
-               **_shown(hub, machines)}
+               **_shown(request, machines)}
     if form["since"] == "custom" and not form["custom"]:
         return dict(context, error="choose the start of the custom window (an ISO 8601 time)")
     try:
@@ -109,13 +123,22 @@ def digest_context(request: Request, hub: Hub) -> dict:
 def agents_context(request: Request, hub: Hub) -> dict:
     data = hubview.agents(hub)
     return {**data, "switches": {"read_agent_sessions": True, "record_mcp_clients": True, "error": None},
-            "fleet_wide": [], **_shown(hub, data["machines"])}
+            "fleet_wide": [], **_shown(request, data["machines"])}
 
 
 @_failing
 def proposals_context(request: Request, hub: Hub) -> dict:
     data = hubview.proposals(hub, request.query_params.get("machine") or None)
-    return {**data, **_shown(hub, data["machines"])}
+    return {**data, **_shown(request, data["machines"])}
+
+
+@_failing
+def proposal_context(request: Request, hub: Hub) -> dict:
+    machine, proposal_id = request.path_params["machine"], request.path_params["proposal_id"]
+    found = hubview.proposal(hub, machine, proposal_id)
+    if found is None:
+        raise HTTPException(404, f"machine {machine} has pushed no proposal {proposal_id}")
+    return {**found, **_shown(request, hubview.freshness(hub))}
 
 
 @_failing
@@ -124,7 +147,7 @@ def audit_context(request: Request, hub: Hub) -> dict:
     name = request.query_params.get("machine") or (machines[0]["name"] if machines else "")
     if not name:
         raise HTTPException(404, "no machine has enrolled on this hub yet")
-    return {**hubview.audit(hub, name), **_shown(hub, machines)}
+    return {**hubview.audit(hub, name), **_shown(request, machines)}
 
 
 def digest_status(context: dict) -> int:
@@ -140,6 +163,9 @@ HUB_PAGES = tuple(Page(*args, source=hub_of, **kw) for *args, kw in (
     ("agents", "/agents", "/fragments/agents", agents_context, "agents.html", "_agents.html", "/api/presence", {}),
     ("proposals", "/proposals", "/fragments/proposals", proposals_context, "hub_proposals.html",
      "_hub_proposals.html", "/api/proposals", {}),
+    ("proposal", "/machines/{machine}/proposals/{proposal_id}", "/fragments/machines/{machine}/proposals/{proposal_id}",
+     proposal_context, "hub_proposal.html", "_hub_proposal.html", "/api/machines/{machine}/proposals/{proposal_id}",
+     {}),
     ("audit", "/audit", "/fragments/audit", audit_context, "hub_audit.html", "_hub_audit.html", "/api/audit", {}),
 ))
 
@@ -198,8 +224,8 @@ def _moved(hub: Hub, seen: dict[str, int]) -> tuple[dict[str, int], list[int]]:
 
 
 async def changes(hub: Hub, listener: Listener) -> AsyncIterator[ServerSentEvent]:
-    """The local stream's events over the hub: `change` (repo ids that moved, and the machines) when a push
-    landed, `status` (each machine's freshness) every STATUS_EVERY ticks."""
+    """The local stream's events over the hub: `pushed` when a push landed, then `change` (repo ids that moved,
+    and the machines) when repos moved, `status` (each machine's freshness) every STATUS_EVERY ticks."""
     def status() -> ServerSentEvent:
         machines = hubview.freshness(hub)
         return ServerSentEvent(event="status", data=json.dumps(
@@ -215,6 +241,7 @@ async def changes(hub: Hub, listener: Listener) -> AsyncIterator[ServerSentEvent
         ticks += 1
         if listener.count != heard:
             heard = listener.count
+            yield ServerSentEvent(event="pushed", data="{}")
             current, ids = await anyio.to_thread.run_sync(_moved, hub, seen)
             if current != seen or ids:
                 moved = sorted(name for name in current if current[name] != seen.get(name))
@@ -225,7 +252,7 @@ async def changes(hub: Hub, listener: Listener) -> AsyncIterator[ServerSentEvent
 
 
 def routes() -> list[BaseRoute]:
-    return [*(route for page in HUB_PAGES for route in page.routes()),
+    return [*(route for page in HUB_PAGES for route in page.routes()), *hubdecide.routes(),
             Route("/api/digest", api_digest, name="api_digest"),
             Route("/api/machines", api_machines, name="api_machines"),
             Route("/api/search", api_search, name="api_search"),
@@ -237,25 +264,33 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
     if request.url.path.startswith(API_PREFIXES):
         return json_error("NOT_FOUND" if exc.status_code == 404 else "UNAVAILABLE" if exc.status_code == 503
                           else "HTTP_ERROR", exc.detail, exc.status_code)
-    return render(request, "error.html", {"status": exc.status_code, "message": exc.detail, "hub": {
-        "label": hub_of(request).label}, "audit_banner": None}, exc.status_code)
+    return render(request, "error.html", {"status": exc.status_code, "message": exc.detail, "hub": _label(request),
+                                          "audit_banner": None}, exc.status_code)
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(hub: Hub, listener: Listener, tabs: Tabs, _app: Starlette) -> AsyncIterator[HubState]:
+async def _lifespan(hub: Hub, listener: Listener, tabs: Tabs, approver: Approver | None, own: Path | None,
+                    _app: Starlette) -> AsyncIterator[HubState]:
+    pool = IndexPool(own) if own is not None else None
     listener.start()
     try:
-        yield {"hub": hub, "tabs": tabs, "listener": listener}
+        yield {"hub": hub, "tabs": tabs, "listener": listener, "approver": approver, "own": pool}
     finally:
         listener.stop()
         hub.close()
+        if pool is not None:
+            pool.close()
 
 
 def create_hub_app(hub: Hub, listener: Listener, token: str, bind_host: str = "127.0.0.1", *,
-                   redeem: Callable[[str | None], bool]) -> Starlette:
+                   redeem: Callable[[str | None], bool], approver: Approver | None = None,
+                   own: Path | None = None) -> Starlette:
     """The hub's dashboard as one ASGI app behind the local dashboard's guards; `redeem` spends a landing code
-    (serve's: kept in this machine's own index, as for the local dashboard)."""
+    (serve's: kept in this machine's own index `own`, as for the local dashboard, which holds its passkeys
+    too). With `approver` (and `own`), its proposal pages decide."""
+    if approver is not None and own is None:
+        raise ValueError("a hub dashboard that decides needs the serving machine's own index (its passkeys)")
     guard = Guard(token, allowed_hosts_for(bind_host), redeem=redeem)
-    return Starlette(routes=routes(), lifespan=partial(_lifespan, hub, listener, Tabs()),
+    return Starlette(routes=routes(), lifespan=partial(_lifespan, hub, listener, Tabs(), approver, own),
                      exception_handlers={HTTPException: http_error}, middleware=guards(guard))
 

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleet.errors import FleetError
+from fleet.index.store import Index
 from fleet.ops import passkeys
 from fleet.ops.confirm import decision_risk
 from web.errors import json_error
@@ -77,6 +78,18 @@ async def register(request: Request) -> Response:
     return JSONResponse(done)
 
 
+async def step_up(request: Request, idx: Index, subject: str, risk: str | None) -> Response:
+    """What a decision on `subject` (a proposal's id, a restore) of this risk needs, by the passkeys of `idx`:
+    `{"required": false}`, or assertion options bound to `subject`, whose challenge the tab's session keeps for
+    `confirm`. FleetError when the request is not the person's tab."""
+    session = _session(request)
+    if not await run_in_threadpool(passkeys.required, idx, risk):
+        return JSONResponse({"required": False})
+    options, challenge = await run_in_threadpool(passkeys.assertion_options, idx, rp_id(request), subject)
+    session.challenges[approve_challenge(subject)] = challenge
+    return Response('{"required": true, "options": ' + options + "}", media_type="application/json")
+
+
 async def decision_options(request: Request) -> Response:
     """What deciding this proposal (`?action=reject`, else approve) needs: `{"required": false}`, or the
     assertion options to sign."""
@@ -84,30 +97,27 @@ async def decision_options(request: Request) -> Response:
 
     proposal_id = request.path_params["proposal_id"]
     try:
-        session = _session(request)
+        _session(request)
         row = await run_in_threadpool(service.show, index(request), proposal_id)
         decision = "reject" if request.query_params.get("action") == "reject" else "approve"
-        risk = decision_risk(decision, row["risk"])
-        if not await run_in_threadpool(passkeys.required, index(request), risk):
-            return JSONResponse({"required": False})
-        options, challenge = await run_in_threadpool(passkeys.assertion_options, index(request), rp_id(request),
-                                                     proposal_id)
+        return await step_up(request, index(request), proposal_id, decision_risk(decision, row["risk"]))
     except FleetError as exc:
         return _json_error(exc)
-    session.challenges[approve_challenge(proposal_id)] = challenge
-    return Response('{"required": true, "options": ' + options + "}", media_type="application/json")
 
 
-def confirm(request: Request, proposal_id: str, risk: str | None, by: str, credential: object) -> None:
-    """The passkey check of one decision (in a worker thread): nothing when none is required; otherwise only
-    the person's tab with a fresh assertion for this proposal passes."""
-    if not passkeys.required(index(request), risk):
+def confirm(request: Request, subject: str, risk: str | None, by: str, credential: object,
+            idx: Index | None = None) -> None:
+    """The passkey check of one decision on `subject` (in a worker thread) by the passkeys of `idx` (this
+    dashboard's index; the hub's dashboard passes the serving machine's own): nothing when none is required;
+    otherwise only the person's tab with a fresh assertion for this subject passes."""
+    idx = index(request) if idx is None else idx
+    if not passkeys.required(idx, risk):
         return
     session = getattr(request.user, "session", None)
     if by != "dashboard" or session is None:
         raise FleetError("PASSKEY_REQUIRED", "this decision needs your passkey: make it on the dashboard")
-    challenge = session.challenges.pop(approve_challenge(proposal_id), None)
-    passkeys.confirm(index(request), credential, challenge, own_origin(request.scope), rp_id(request))
+    challenge = session.challenges.pop(approve_challenge(subject), None)
+    passkeys.confirm(idx, credential, challenge, own_origin(request.scope), rp_id(request))
 
 
 def routes() -> list[Route]:

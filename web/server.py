@@ -25,7 +25,7 @@ import sys
 import webbrowser
 from functools import partial
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 import uvicorn
 from starlette.middleware import Middleware
@@ -47,6 +47,9 @@ from web.conn import ACCEPT_BURST, GuardedH11
 from web.errors import json_error
 from web.security import allowed_hosts_for, is_loopback, new_token
 from web.state import Tabs, behind
+
+if TYPE_CHECKING:  # psycopg and the team code load only for `serve --team`
+    from fleet.team.decisions import Approver
 
 log = logging.getLogger("fleetdeck.serve")
 
@@ -285,10 +288,11 @@ def run(app: ASGIApp, sock: socket.socket, answering: Answering | None = None) -
 
 
 def serve_hub(db_path: str | Path, dsn: str, host: str = "127.0.0.1", port: int = 8765, *,
-              allow_remote: bool = False, open_browser: bool = False) -> None:
-    """`fleetdeck serve --team DSN`: the hub's dashboard (web/hub.py), read-only, with the local dashboard's
-    guards; the landing code is kept in this machine's own index at `db_path`. Nothing printed names the
-    DSN's user or password: the hub is `host:port/dbname`."""
+              allow_remote: bool = False, open_browser: bool = False, approver: Approver | None = None) -> None:
+    """`fleetdeck serve --team DSN`: the hub's dashboard (web/hub.py) with the local dashboard's guards; the
+    landing code (and the passkeys its decisions may ask for) are this machine's own index's at `db_path`.
+    Read-only without `approver`; with one, its proposal pages decide, signed with the approver's key.
+    Nothing printed names the DSN's user or password: the hub is `host:port/dbname`."""
     from fleet.team.hubread import Hub
     from fleet.team.listen import Listener
     from web.hub import create_hub_app
@@ -303,10 +307,12 @@ def serve_hub(db_path: str | Path, dsn: str, host: str = "127.0.0.1", port: int 
     sock = bind(host, port)
     base = base_url(host, sock.getsockname()[1])
     token = new_token()   # scripts' bearer token for the same JSON (`/api/radar`, `/api/digest`, …)
-    app = create_hub_app(hub, Listener(dsn), token, bind_host=host, redeem=partial(redeem_landing, db_path))
+    app = create_hub_app(hub, Listener(dsn), token, bind_host=host, redeem=partial(redeem_landing, db_path),
+                         approver=approver, own=Path(db_path))
     with open_index(db_path) as idx:
         url = landing.link(base, landing.issue(idx))
-    print(f"fleetdeck hub dashboard ({hub.label}, read-only): {url}", flush=True)
+    mode = f"decisions signed as {approver.name}, key {approver.key_id}" if approver else "read-only"
+    print(f"fleetdeck hub dashboard ({hub.label}, {mode}): {url}", flush=True)
     print(f"fleetdeck: the link works once, within {landing.LANDING_TTL_S // 60} minutes", flush=True)
     print(f"fleetdeck hub API: {base}/api/radar (and the rest of /api/) with Authorization: Bearer {token}",
           flush=True)

@@ -18,7 +18,6 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from fleet.errors import FleetError
-from fleet.ops import passkeys
 from fleet.ops.catalog import op_info
 from fleet.repo.scope import check_rel_path
 from fleet.snapshot.restore import restore_by_person
@@ -27,7 +26,7 @@ from fleet.snapshot.view import restore_plan, shown, snapshot_diff, tree_of
 from web import proposals
 from web.errors import error_response, wants_json
 from web.guards import decision_actor
-from web.passkeys import approve_challenge, confirm as passkey_confirm, rp_id
+from web.passkeys import confirm as passkey_confirm, step_up
 from web.pages import render, repo_id
 from web.state import index
 
@@ -95,16 +94,9 @@ async def restore_passkey(request: Request) -> Response:
     """What restoring needs: `{"required": false}`, or assertion options bound to this restore (the same rule
     as approving a proposal of this risk)."""
     try:
-        if decision_actor(request) != "dashboard":
-            raise FleetError("DECISION_KEY_REQUIRED", "passkeys confirm from the person's dashboard tab only")
-        if not await run_in_threadpool(passkeys.required, index(request), RISK):
-            return JSONResponse({"required": False})
-        options, challenge = await run_in_threadpool(passkeys.assertion_options, index(request), rp_id(request),
-                                                     _subject(request))
+        return await step_up(request, index(request), _subject(request), RISK)
     except FleetError as exc:
         return error_response(request, exc)
-    request.user.session.challenges[approve_challenge(_subject(request))] = challenge
-    return Response('{"required": true, "options": ' + options + "}", media_type="application/json")
 
 
 async def restore_now(request: Request) -> Response:

@@ -15,6 +15,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     live; with `--no-watch` it re-checks once and stops, and the pages say the index is not kept fresh."""
     if args.team:
         return _serve_hub(args)
+    if args.key or args.approver:
+        raise FleetError("BAD_ARGUMENT", "--key and --as sign the hub dashboard's decisions: they go with --team")
     from fleet.watch.coldstart import begin
 
     require_dirs(args.roots)
@@ -36,14 +38,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_hub(args: argparse.Namespace) -> int:
-    """`serve --team DSN`: the hub's dashboard over PostgreSQL (read-only; no watcher: the machines push)."""
+    """`serve --team DSN`: the hub's dashboard over PostgreSQL (no watcher: the machines push); read-only
+    unless `--key PEM --as NAME` name the approver who signs its decisions (checked before it serves)."""
     if args.roots or args.no_watch:
         raise FleetError("BAD_ARGUMENT", "serve --team shows the hub: it takes no ROOT and no --no-watch")
-    with index_for(args, create=True) as index:   # this machine's own index keeps the landing code
+    if bool(args.key) != bool(args.approver):
+        raise FleetError("BAD_ARGUMENT", "the hub dashboard signs decisions with --key PEM and --as NAME together")
+    from fleet.team.decisions import Approver
+
+    approver = Approver.load(args.approver, args.key) if args.key else None
+    with index_for(args, create=True) as index:   # this machine's own index keeps the landing code, the passkeys
         db_path = index.path
     from web.server import serve_hub
 
-    serve_hub(db_path, args.team, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open)
+    serve_hub(db_path, args.team, args.host, args.port, allow_remote=args.allow_remote, open_browser=args.open,
+              approver=approver)
     return 0
 
 
@@ -78,6 +87,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
                    help="serve the team hub's dashboard instead: every machine's rows from this PostgreSQL DSN "
                         "(a login holding fleetdeck_hub; read-only; the password from the DSN, PGPASSWORD or "
                         "~/.pgpass, never shown)")
+    p.add_argument("--key", metavar="PEM", help="with --team: your Ed25519 private key (`fleetdeck audit keygen`); "
+                                                "the proposal pages then approve and reject, signed with it")
+    p.add_argument("--as", dest="approver", metavar="NAME", help="with --team and --key: your name, as machines log it")
     p.set_defaults(func=cmd_serve)
     add_server_options(p)
 

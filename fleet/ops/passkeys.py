@@ -85,7 +85,7 @@ def register(index: Index, credential: dict, challenge: bytes | None, origin: st
     """Verify a new credential (user verification required) and store it; PASSKEY_REFUSED otherwise."""
     import webauthn
     from webauthn.helpers import bytes_to_base64url
-    from webauthn.helpers.exceptions import InvalidRegistrationResponse
+    from webauthn.helpers.exceptions import WebAuthnException  # every malformed or failing ceremony's
 
     if challenge is None:
         raise FleetError("PASSKEY_REFUSED", "no registration was started in this tab (or it was used)")
@@ -93,7 +93,7 @@ def register(index: Index, credential: dict, challenge: bytes | None, origin: st
         verified = webauthn.verify_registration_response(
             credential=credential, expected_challenge=challenge, expected_origin=origin, expected_rp_id=rp_id,
             require_user_verification=True)
-    except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
         raise FleetError("PASSKEY_REFUSED", f"the passkey was not registered: {exc}") from None
     record = {"id": bytes_to_base64url(verified.credential_id), "name": name[:80] or "passkey",
               "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rp_id": rp_id,
@@ -122,7 +122,7 @@ def confirm(index: Index, credential: object, challenge: bytes | None, origin: s
     registered credential; the sign count moves on. PASSKEY_REQUIRED when there is none to check."""
     import webauthn
     from webauthn.helpers import base64url_to_bytes
-    from webauthn.helpers.exceptions import InvalidAuthenticationResponse
+    from webauthn.helpers.exceptions import WebAuthnException
 
     if not isinstance(credential, dict) or challenge is None:
         raise FleetError("PASSKEY_REQUIRED", "this decision needs your passkey: confirm it on the dashboard "
@@ -136,7 +136,7 @@ def confirm(index: Index, credential: object, challenge: bytes | None, origin: s
             credential=credential, expected_challenge=challenge, expected_origin=origin, expected_rp_id=rp_id,
             credential_public_key=base64url_to_bytes(record["public_key"]),
             credential_current_sign_count=record["sign_count"], require_user_verification=True)
-    except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
         raise FleetError("PASSKEY_REFUSED", f"the passkey did not confirm this decision: {exc}") from None
     record["sign_count"] = verified.new_sign_count
     index.set_meta_texts({PREFIX + record["id"]: json.dumps(record)})

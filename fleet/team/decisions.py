@@ -9,6 +9,10 @@ actor `hub:<approver>`), or `refused` with the reason — only with `[team] acce
 approver's public key pinned in `[team] approver_keys`, and never for a decision this machine would take only with
 the person's passkey (`[passkeys]`: a hub carries no assertion, as a terminal does not). Forged, replayed, unpinned, changed since it was seen,
 no longer pending (expired, decided locally first): refused and recorded, on the hub and in the audit log.
+
+The hub's dashboard (`serve --team --key --as`, web/hubdecide.py) decides through the same `decide`, with the
+digest of the mirrored proposal its page showed (`seen`): a row that changed on the hub since is refused
+(STALE), so what is signed is what the person saw.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import logging
 import re
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fleet.audit import setup as audit_setup
 from fleet.audit.canon import canonical
@@ -44,15 +49,42 @@ def payload_digest(payload: dict) -> str:
     return "sha256:" + hashlib.sha256(canonical({k: payload.get(k) for k in SIGNED})).hexdigest()
 
 
+def seen_digest(mirrored: dict) -> str:
+    """The digest of a mirrored proposal row as a page showed it; a decision made from that page names it."""
+    return rows.digest(mirrored)
+
+
+def _check_approver(name: str) -> str:
+    if not APPROVER.fullmatch(name):
+        raise FleetError("BAD_ARGUMENT", "the approver's name: 1-64 of a-z 0-9 . _ -")
+    return name
+
+
+@dataclass(frozen=True)
+class Approver:
+    """Who signs the decisions a hub dashboard makes (`serve --team --key PEM --as NAME`): the person's name, as
+    machines log it, and their Ed25519 private key file, both checked when the dashboard starts."""
+
+    name: str
+    key: Path
+    key_id: str
+
+    @classmethod
+    def load(cls, name: str, key: str | Path) -> "Approver":
+        return cls(_check_approver(name), Path(key).expanduser(), load_signer(key).key_id)
+
+
 def decide(dsn: str, machine: str, proposal_id: str, action: str, approver: str, key: str | Path,
-           reason: str | None = None, confirm: Callable[[dict], None] | None = None) -> dict[str, Any]:
+           reason: str | None = None, confirm: Callable[[dict], None] | None = None,
+           seen: str | None = None) -> dict[str, Any]:
     """Sign and store a decision on the hub (as a login holding `fleetdeck_hub`); the machine acts on it.
     `confirm` sees the mirrored proposal before anything is signed and raises to stop (the surface's
-    confirmation: a terminal's `y`, or `yes` for a high-risk proposal, fleet/ops/confirm.py)."""
+    confirmation: a terminal's `y`, or `yes` for a high-risk proposal, fleet/ops/confirm.py; the dashboard's
+    checkbox and passkey). `seen`: the `seen_digest` of the row a page showed; a row that differs now is
+    refused (STALE) — the CLI shows the row it reads here, so it passes none."""
     if action not in ("approve", "reject"):
         raise FleetError("BAD_ARGUMENT", "a decision is approve or reject")
-    if not APPROVER.fullmatch(approver):
-        raise FleetError("BAD_ARGUMENT", "the approver's name: 1-64 of a-z 0-9 . _ -")
+    _check_approver(approver)
     if action == "reject" and not (reason or "").strip():
         raise FleetError("BAD_ARGUMENT", "a rejection needs a reason")
     signer = load_signer(key)
@@ -65,6 +97,9 @@ def decide(dsn: str, machine: str, proposal_id: str, action: str, approver: str,
         if found[0] != "pending":
             raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {found[0]} on the hub, not pending")
         mirrored = found[1]
+        if seen is not None and not secrets.compare_digest(seen.encode(), seen_digest(mirrored).encode()):
+            raise FleetError("STALE", f"proposal {proposal_id} of {machine} changed on the hub since the page showed "
+                                      "it: nothing was signed; reload the page to see it as it is now")
         if confirm is not None:
             confirm(mirrored)
         payload = {"machine": machine, "proposal_id": proposal_id, "action": action, "reason": reason,

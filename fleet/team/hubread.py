@@ -397,6 +397,20 @@ class Hub:
         return [r[0] for r in self.conns.query("SELECT entry FROM fleetdeck.audit WHERE machine_id = %s "
                                                "ORDER BY seq DESC LIMIT %s", [machine, limit])]
 
+    def proposal(self, machine: str, proposal_id: str) -> dict | None:
+        """Machine `machine`'s mirrored proposal `proposal_id` (None: it pushed none)."""
+        found = self.conns.query("SELECT row FROM fleetdeck.proposals WHERE machine_id = %s AND id = %s",
+                                 [machine, proposal_id])
+        return found[0][0] if found else None
+
+    def decisions(self, machine: str, proposal_id: str) -> list[dict]:
+        """Every decision made on the hub for that proposal, oldest first, with its outcome (None: waiting for
+        the machine)."""
+        keys = ("id", "action", "reason", "approver", "key_id", "made_at", "outcome", "outcome_reason", "settled_at")
+        found = self.conns.query(f"SELECT {', '.join(keys)} FROM fleetdeck.decisions WHERE machine_id = %s AND "
+                                 "proposal_id = %s ORDER BY id", [machine, proposal_id])
+        return [{**dict(zip(keys, r)), "made_at": _iso(r[5]), "settled_at": _iso(r[8])} for r in found]
+
     def close(self) -> None:
         self.conns.close()
 

@@ -20,6 +20,8 @@ from fleet.caps import check_int
 from fleet.errors import FleetError
 from fleet.index.search import checked
 from fleet.presence import collisions, presence
+from fleet.ops.proposals import decode
+from fleet.team.decisions import seen_digest
 from fleet.team.hubread import Hub, HubMachine
 from fleet.snapshot.attention import RAISED_FOR_S
 from fleet.team.push import HEARTBEAT_S
@@ -276,6 +278,22 @@ def proposals(hub: Hub, machine: str | None = None, limit: int = 300) -> dict:
     return {"pending": [r for r in rows if r["status"] == "pending" and r["expires_at"] > now],
             "others": [r for r in rows if not (r["status"] == "pending" and r["expires_at"] > now)],
             "truncated": len(found) > limit, "machines": freshness(hub)}
+
+
+def proposal(hub: Hub, machine: str, proposal_id: str) -> dict | None:
+    """One machine's mirrored proposal as its hub page shows it (None: the machine pushed none): the row decoded
+    as every surface shows a proposal, whether it can still be decided (pending and not expired), the digest a
+    decision made from the page names (`seen`), and each decision made on the hub with its state."""
+    (row, _m), = chosen(hub, machine)
+    mirrored = hub.proposal(machine, proposal_id)
+    if mirrored is None:
+        return None
+    shown = {**decode(mirrored), "machine": machine, "interrupted": False,   # its executor is that machine's
+             "repo_label": mirrored.get("repo_name") or mirrored.get("repo")}
+    open_ = mirrored.get("status") == "pending" and float(mirrored.get("expires_at") or 0) > time.time()
+    return {"proposal": shown, "decidable": open_, "seen": seen_digest(mirrored), "machine": row,
+            "decisions": [{**d, "state": "waiting" if d["outcome"] is None else d["outcome"]}
+                          for d in hub.decisions(machine, proposal_id)]}
 
 
 def audit(hub: Hub, machine: str, limit: int = 100) -> dict:

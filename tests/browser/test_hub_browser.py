@@ -1,20 +1,28 @@
-"""The hub's dashboard (`fleetdeck serve --team DSN`) in Chromium: a change on machine A, pushed to the hub,
-appears on the hub's queue page live (LISTEN/NOTIFY → the event stream → the fragment patched in place, no
-reload), and every hub page is axe-core clean in light and dark. Two machines, each with its own home, index
-and fleet, push to a PostgreSQL the tests start."""
+"""The hub's dashboard (`fleetdeck serve --team DSN --key PEM --as alice`) in Chromium: a change on machine A,
+pushed to the hub, appears on the hub's queue page live (LISTEN/NOTIFY → the event stream → the fragment
+patched in place, no reload); a person approves a laptop proposal on its hub page and sees the laptop apply it,
+live; a page on another local server, holding the session cookie, cannot make the hub decide; every hub page is
+axe-core clean in light and dark. Two machines, each with its own home, index and fleet, push to a PostgreSQL
+the tests start."""
 
 from __future__ import annotations
 
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
 import pytest
 from starlette.routing import Route
 
 from tests.browser.axe import assert_clean
 from tests.browser.conftest import sign_in_tab
 from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
-from tests.fleets.gitbuild import init_repo
+from tests.fleets.gitbuild import git, init_repo
 from tests.fleets.postgres import PgServer
 from tests.fleets.serving import Server
-from tests.test_team import enrolled_pair
+from tests.test_team import _pin, enrolled_pair, hub_rows
+from tests.test_team_hubdecide import propose
 from tests.test_team_hubview import dashboard_dsn
 from web.guards import API_PREFIXES
 from web.hub import routes
@@ -27,12 +35,26 @@ GITBUILD_TIME = "/digest?since=custom&custom=2025-01-01T00:00:00%2B00:00"   # te
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):
+    """(the hub dashboard signing as alice, the machines, the laptop's proposals by purpose: `pending`,
+    `high` and `click` wait for a person, `decided` was approved through the hub and applied)."""
+    from fleet.audit.keys import keygen
+
     pg = PgServer()
     hub = pg.create_database("hub_browser")
     base = tmp_path_factory.mktemp("hub-browser")
     pair = enrolled_pair(base, hub, push=True)
-    server = Server(base / "dash.db", [], extra=["--team", dashboard_dsn(hub)])
-    yield server, pair
+    laptop = pair[0]
+    _, private, public = keygen(base / "alice-keys")
+    _pin(laptop, public)
+    pids = {"pending": propose(laptop, "branch", {"name": "axe-pending"}),
+            "high": propose(laptop, "reset", {"mode": "hard", "target": "HEAD"}),
+            "click": propose(laptop, "branch", {"name": "clicked-on-the-hub"}),
+            "decided": propose(laptop, "branch", {"name": "axe-decided"})}
+    laptop.decide("laptop", pids["decided"], "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    laptop.run("team", "push", "--once")
+    server = Server(base / "dash.db", [], extra=["--team", dashboard_dsn(hub), "--key", str(private),
+                                                 "--as", "alice"])
+    yield server, pair, pids, hub
     server.stop()
     pg.close()
 
@@ -40,7 +62,7 @@ def team(tmp_path_factory):
 def _repo_path(team) -> str:
     import httpx
 
-    server, _ = team
+    server = team[0]
     entries = httpx.get(server.base + "/api/radar?machine=laptop", headers=server.auth, timeout=30).json()["entries"]
     return f"/machines/laptop/repos/{next(e['id'] for e in entries if e['name'] == 'laptop-web')}"
 
@@ -51,6 +73,9 @@ VISITS = {
     "digest": [lambda t: GITBUILD_TIME],
     "agents": [lambda t: "/agents"],
     "proposals": [lambda t: "/proposals"],
+    "proposal": [lambda t: f"/machines/laptop/proposals/{t[2]['pending']}",
+                 lambda t: f"/machines/laptop/proposals/{t[2]['high']}",
+                 lambda t: f"/machines/laptop/proposals/{t[2]['decided']}"],
     "audit": [lambda t: "/audit?machine=laptop"],
 }
 
@@ -63,7 +88,7 @@ def test_every_hub_page_has_axe_coverage() -> None:
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_hub_pages_have_no_axe_violations(browser, team, scheme) -> None:
-    server, _ = team
+    server = team[0]
     context = browser.new_context(color_scheme=scheme)
     try:
         tab = context.new_page()
@@ -80,7 +105,7 @@ def test_hub_pages_have_no_axe_violations(browser, team, scheme) -> None:
 
 
 def test_a_change_on_machine_a_appears_on_the_hub_page_live(browser, team) -> None:
-    server, (laptop, _desktop) = team
+    server, (laptop, _desktop) = team[:2]
     context = browser.new_context()
     try:
         tab = context.new_page()
@@ -96,3 +121,105 @@ def test_a_change_on_machine_a_appears_on_the_hub_page_live(browser, team) -> No
         assert_clean(tab, "hub queue after a live update")
     finally:
         context.close()
+
+
+def test_a_person_approves_on_the_hub_page_and_sees_the_machine_apply_it(browser, team) -> None:
+    server, (laptop, _desktop), pids, hub = team
+    pid = pids["click"]
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        sign_in_tab(tab, server, f"/machines/laptop/proposals/{pid}")
+        settle(tab)
+        assert "clicked-on-the-hub" in tab.locator("h1").inner_text()          # the mirrored preview's summary
+        tab.click("#approve-button")
+        tab.wait_for_url(lambda url: "decided=approve" in url)
+        settle(tab)
+        assert tab.locator("#hub-decisions .decision-waiting").count() == 1
+        assert_clean(tab, "hub proposal page after approving, waiting for the machine")
+        tab.evaluate("window.__notReloaded = true")
+        laptop.run("team", "push", "--once")                         # the laptop settles it and pushes the result
+        tab.wait_for_selector("#hub-decisions .decision-applied", timeout=15_000)   # live, no reload
+        assert tab.evaluate("window.__notReloaded === true")
+        assert git(laptop.fleet / "laptop-web", "branch", "--list", "clicked-on-the-hub").strip() == \
+            "clicked-on-the-hub"
+        assert hub_rows(hub, "select approver, outcome from fleetdeck.decisions where proposal_id = %s",
+                        (pid,)) == [("alice", "applied")]
+        assert_clean(tab, "hub proposal page after the machine applied it")
+    finally:
+        context.close()
+
+
+class AttackerSite:
+    """Another local web server: its page (on another port of 127.0.0.1, so the browser sends it the hub's
+    cookie too) reads the hub's proposal page with that cookie (the CSRF token and the page's digest), then
+    makes the person's browser post an approval to the hub: a form submitted by script, and a `fetch` with
+    the browser's credentials."""
+
+    def __init__(self, hub_base: str, pid: str) -> None:
+        outer = self
+        self.target = f"{hub_base}/machines/laptop/proposals/{pid}"
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path == "/attack.js":
+                    self._send("text/javascript", ATTACK_JS)
+                    return
+                page = httpx.get(outer.target, headers={"Cookie": self.headers.get("Cookie", ""),
+                                                        "Accept": "text/html"}).text
+                csrf = re.search(r'name="csrf-token" content="([^"]*)"', page)
+                seen = re.search(r'name="seen" value="([^"]*)"', page)
+                fields = {"csrf_token": csrf.group(1) if csrf else "", "seen": seen.group(1) if seen else ""}
+                inputs = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in fields.items())
+                self._send("text/html", f'<!doctype html><title>elsewhere</title><form id="f" method="post" '
+                                        f'action="{outer.target}/approve">{inputs}</form>'
+                                        f'<p id="fields" data-csrf="{fields["csrf_token"]}" '
+                                        f'data-seen="{fields["seen"]}"></p><script src="/attack.js"></script>')
+
+            def _send(self, kind: str, body: str) -> None:
+                data = body.replace("TARGET", outer.target).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "AttackerSite":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+ATTACK_JS = """
+const f = document.getElementById("fields").dataset;
+window.fetchDone = fetch("TARGET/approve", {method: "POST", credentials: "include", mode: "no-cors",
+  headers: {"Content-Type": "text/plain"}, body: JSON.stringify({seen: f.seen, csrf_token: f.csrf})})
+  .then(function () { return "sent"; }, function () { return "failed"; })
+  .then(function (said) { window.fetchSaid = said; document.getElementById("f").submit(); });
+"""
+
+
+def test_a_page_on_another_local_server_cannot_make_the_hub_decide(browser, team) -> None:
+    server, _pair, pids, hub = team
+    pid = pids["pending"]
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        sign_in_tab(tab, server)                                   # the person is signed in to the hub
+        with AttackerSite(server.base, pid) as attacker:
+            tab.goto(attacker.url)
+            tab.wait_for_url(lambda url: url.endswith(f"/proposals/{pid}/approve"), timeout=15_000)
+            assert "must come from this origin" in tab.content()   # the form's post: refused by the Origin check
+    finally:
+        context.close()
+    assert hub_rows(hub, "select count(*) from fleetdeck.decisions where proposal_id = %s", (pid,)) == [(0,)]

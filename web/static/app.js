@@ -183,6 +183,15 @@
       if (live === "queue" || live === "agents" || live === "digest") patch(data.ids);
       else if (live === "repo" && data.ids.indexOf(Number(main.dataset.repoId)) !== -1) patch(data.ids);
     });
+    // The hub's stream: a push landed, so a mirrored proposal or a decision's outcome may have moved.
+    // Never while the person is deciding: a reason typed or a box ticked would be wiped.
+    source.addEventListener("pushed", function () {
+      const deciding = Array.prototype.some.call(document.querySelectorAll('form[data-enhance="decide"]'), function (f) {
+        return f.contains(document.activeElement) ||
+          Array.prototype.some.call(f.elements, function (el) { return el.type === "checkbox" ? el.checked : el.type === "text" && el.value; });
+      });
+      if ((live === "proposals" || live === "proposal") && !deciding) patch();
+    });
     source.addEventListener("proposals", function (ev) {
       const data = JSON.parse(ev.data);
       flash();
