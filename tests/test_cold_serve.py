@@ -125,6 +125,7 @@ def _get(client: httpx.Client, path: str, **params) -> dict:
     return response.json()
 
 
+@pytest.mark.slow  # a real `fleetdeck serve` whose history pass waits out a 6 s delay
 def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet, tmp_path: Path,
                                                                             monkeypatch) -> None:
     """A real `fleetdeck serve` on an empty index, its history pass held back by the real path's delay: the
@@ -170,6 +171,7 @@ def _comparable(event: dict) -> tuple:
 
 
 
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on (~2-5 s)
 def test_a_repo_made_while_a_cold_serve_reads_the_fleet_is_found_without_waiting_for_discovery(
         fleet, tmp_path: Path) -> None:
     """The cold start walks the roots once, and the watcher walks them again only after every repo's state is

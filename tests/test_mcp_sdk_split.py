@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import mcp
+import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
 from mcp_bridge.sdk import only_imports
@@ -38,6 +39,7 @@ def client_modules(names: list[str]) -> list[str]:
     return [m for m in names if m == "mcp.client" or m.startswith("mcp.client.")]
 
 
+@pytest.mark.slow  # a stdio bridge and the official client, started and waited on (~4-9 s)
 async def test_the_stdio_server_answers_without_ever_importing_the_sdk_client(mcp_fleet, tmp_path):
     errlog = tmp_path / "stderr.txt"
     params = StdioServerParameters(command=sys.executable, args=["-c", SERVER],

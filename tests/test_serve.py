@@ -83,6 +83,7 @@ def test_sigint_also_exits_0(fleet, tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on (~2-4 s)
 def test_no_watch_on_a_new_index_finds_the_repos_behind_the_first_page(fleet, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     server = Server(db, [fleet["root"]], ["--no-watch"])
@@ -171,6 +172,7 @@ def _raw_get(base: str, target: bytes) -> bytes:
     return reply
 
 
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on (~2-5 s)
 def test_hostile_landing_paths_get_a_clean_answer_from_the_real_server(fleet, tmp_path: Path) -> None:
     """uvicorn as `serve` runs it: CR/LF, backslashes and tabs in a `?code=` landing path give a clean
     landing page (or a 400 from the HTTP parser), never a dropped connection, and the page's exchange
