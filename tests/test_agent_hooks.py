@@ -17,6 +17,7 @@ from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.take import take
 from fleet.snapshot.timeline import snapshots
+from tests.fleets import template
 from tests.fleets.cli import fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 
@@ -109,20 +110,24 @@ def test_guard_leaves_safe_commands_alone(tmp_path: Path, command: str) -> None:
     assert dangers(command, str(tmp_path), str(tmp_path)) == []
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
-    """A scanned fleet with one dirty repository, and the environment of its CLI."""
-    root = tmp_path / "fleet"
+def _scanned(base: Path) -> tuple[Path, Path]:
+    root = base / "fleet"
     repo = init_repo(root / "api")
     write(repo / "app.py", "print('committed')\n")
     git(repo, "add", "app.py")
     git(repo, "commit", "-q", "-m", "app")
     write(repo / "app.py", "print('uncommitted work')\n")
     write(repo / "notes.md", "untracked notes\n")
-    db = tmp_path / "fleet.db"
-    env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"))
-    run_cli("scan", str(root), db=db, env={"FLEETDECK_SETTINGS": str(tmp_path / "settings.toml")}, check=True)
-    return repo, db, env
+    db = base / "fleet.db"
+    run_cli("scan", str(root), db=db, env={"FLEETDECK_SETTINGS": str(base / "settings.toml")}, check=True)
+    return repo, db
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A scanned fleet with one dirty repository (a copy of its template), and the environment of its CLI."""
+    repo, db = template.shared().copy("agent-hooks", _scanned, tmp_path)
+    return repo, db, fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"))
 
 
 def _hook(agent: str, db: Path, env: dict[str, str], payload: dict) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ from mcp import Client
 
 from fleet.index.store import open_index
 from mcp_bridge.server import build_server
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, write
 from tests.fleets.mcp_fleet import error_of, ok
 from tests.test_mcp_security import REPO_TOOLS
@@ -239,8 +239,7 @@ def test_credentials_never_reach_the_index_or_the_cli(world):
                        "query": "https://host.example/r.git?access_token=***&x=***",
                        "both": "https://***:***@host.example/r.git",
                        "helper": "persistent-https::https://***@host.example/r"}
-    listing = subprocess.run(fleetdeck_argv("--db", str(world["db"]), "repos", "--json"), env=fleetdeck_env(),
-                             capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    listing = run_cli("repos", "--json", db=world["db"], text=False)
     assert b"tokens" in listing.stdout and TOKEN.encode() not in listing.stdout
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fleet.index.scan import refresh_repo
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, write
 from tests.fleets.ops_fleet import propose
 
@@ -26,8 +26,7 @@ def _env(ops_fleet, tmp_path) -> dict:
 
 
 def _inbox(env: dict, *args: str) -> dict:
-    done = subprocess.run(fleetdeck_argv("inbox", "--json", *args), env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = run_cli("inbox", "--json", *args, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

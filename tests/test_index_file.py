@@ -16,7 +16,7 @@ from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
 from fleet.index.scan import scan
 from fleet.index.store import Index, open_index
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import init_repo
 
 # Every command that uses the index, with arguments that would otherwise make it run (or serve) normally.
@@ -193,8 +193,7 @@ def test_damage_found_mid_command_is_the_same_one_line_error(indexed, tmp_path: 
         fh.write(b"\xa5" * page_size)
     open_index(db).close()  # it still opens
     for command in (["digest", "--since", "3650d"], ["lost"]):
-        proc = subprocess.run(fleetdeck_argv("--db", str(db), *command), capture_output=True, text=True,
-                              env=fleetdeck_env(), timeout=60)
+        proc = run_cli(*command, db=db, timeout=60)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 1 and len(lines) == 1, proc.stderr
         assert str(db) in lines[0] and "malformed" in lines[0] and "move it aside" in lines[0]

@@ -15,7 +15,7 @@ import pytest
 from fleet.index.store import open_index
 from fleet.index.wake import Bell
 from fleet.ops.service import _other_agents
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 
 SECRET = "hunter2-do-not-keep"
@@ -30,7 +30,7 @@ def fleet(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     git(repo, "commit", "-q", "-m", "app")
     db = tmp_path / "fleet.db"
     env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"), HOME=str(tmp_path / "home"))
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=env, check=True, capture_output=True)
+    run_cli("scan", str(root), db=db, env=env, check=True)
     return repo, db, env
 
 
@@ -45,8 +45,7 @@ def hook(agent: str, db: Path, env: dict[str, str], repo: Path, event: str, sess
 
 def presence(db: Path, env: dict[str, str]) -> list[dict]:
     """`fleetdeck presence --json` (it refreshes: the hooks' evidence must survive a refresh)."""
-    out = subprocess.run(fleetdeck_argv("--db", str(db), "presence", "--json"), env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = run_cli("presence", "--json", db=db, env=env, check=True).stdout
     return json.loads(out)["agents"]
 
 
@@ -177,8 +176,7 @@ def copilot_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> st
     `event`, as Copilot CLI runs it (its `bash` field, the camelCase JSON on stdin)."""
     settings = Path(env["HOME"]) / ".copilot" / "hooks" / "fleetdeck.json"
     if not settings.exists():
-        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "copilot-cli"), env=env, check=True,
-                       capture_output=True)
+        run_cli("hooks", "install", "copilot-cli", db=db, env=env, check=True)
     config = json.loads(settings.read_text())
     assert config["version"] == 1
     (entry,) = config["hooks"][event]
@@ -240,8 +238,7 @@ def goose_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> str:
     Goose runs it (`sh -c`, the payload of its hooks guide on stdin)."""
     plugin = Path(env["HOME"]) / ".agents" / "plugins" / "fleetdeck"
     if not (plugin / "hooks" / "hooks.json").exists():
-        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "goose"), env=env, check=True,
-                       capture_output=True)
+        run_cli("hooks", "install", "goose", db=db, env=env, check=True)
     assert json.loads((plugin / "plugin.json").read_text())["name"] == "fleetdeck"
     (group,) = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"][event]
     done = subprocess.run(["sh", "-c", group["hooks"][0]["command"]], input=json.dumps({"event": event, **payload}),
@@ -274,8 +271,7 @@ def cursor_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dic
     it (its `command`, by a shell; the JSON of Cursor's hooks docs on stdin); its answer, parsed."""
     settings = Path(env["HOME"]) / ".cursor" / "hooks.json"
     if not settings.exists():
-        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "cursor"), env=env, check=True,
-                       capture_output=True)
+        run_cli("hooks", "install", "cursor", db=db, env=env, check=True)
     config = json.loads(settings.read_text())
     assert config["version"] == 1
     (entry,) = config["hooks"][event]
@@ -320,8 +316,7 @@ def cline_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dict
     (the executable itself, the JSON of Cline's hook reference on stdin); its answer, parsed."""
     hook_file = Path(env["HOME"]) / "Documents" / "Cline" / "Hooks" / event
     if not hook_file.exists():
-        subprocess.run(fleetdeck_argv("--db", str(db), "hooks", "install", "cline"), env=env, check=True,
-                       capture_output=True)
+        run_cli("hooks", "install", "cline", db=db, env=env, check=True)
     done = subprocess.run([str(hook_file)], input=json.dumps(payload), capture_output=True, text=True, env=env,
                           timeout=30)
     assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -23,7 +23,7 @@ from fleet.index.store import open_index
 from fleet.notify import status
 from fleet.notify.config import load
 from fleet.notify.dispatch import Dispatcher
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 
 SECRET = "s3cret-hmac-key"
@@ -91,7 +91,7 @@ def fleet(tmp_path: Path):
     git(repo, "commit", "-q", "-m", "a")
     db = tmp_path / "fleet.db"
     env = fleetdeck_env(FLEETDECK_SETTINGS=str(tmp_path / "settings.toml"), HOME=str(tmp_path / "home"))
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=env, check=True, capture_output=True)
+    run_cli("scan", str(root), db=db, env=env, check=True)
     return repo, db, env
 
 

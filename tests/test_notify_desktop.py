@@ -19,7 +19,7 @@ from fleet.notify import status
 from fleet.notify.config import load
 from fleet.notify.desktop import Desktop
 from fleet.notify.dispatch import Delivery, Dispatcher
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.desktop_bus import SessionBus, require_dbus
 from tests.fleets.gitbuild import init_repo
 from tests.fleets.serving import Server, wait_for
@@ -42,8 +42,7 @@ def fleet(tmp_path: Path, monkeypatch):
     settings = tmp_path / "settings.toml"
     settings.write_text("[notify]\n")
     monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=fleetdeck_env(), check=True,
-                   capture_output=True)
+    run_cli("scan", str(root), db=db, check=True)
     return root, repo, db, settings
 
 

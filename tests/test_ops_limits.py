@@ -6,7 +6,6 @@ most 2 MiB as stored), so is what one identity keeps pending; proposals that end
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
@@ -16,7 +15,7 @@ from fleet import audit
 from fleet.errors import FleetError
 from fleet.ops import proposals, service
 from fleet.ops.model import MAX_PATCH_BYTES, MAX_PENDING_BYTES
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.ops_fleet import build
 from web.app import create_app
 
@@ -139,7 +138,6 @@ def test_reconcile_as_failed_exits_zero(fleet):
     pid = service.propose(index, "codex", "stage", str(fleet["work"]), {"paths": ["README.md"]}, "stage")["proposal_id"]
     with index.write() as conn:            # its executor died mid-run (a pid:start-time no process has)
         conn.execute("UPDATE proposals SET status = 'executing', worker_start = '1:0' WHERE id = ?", (pid,))
-    done = subprocess.run(fleetdeck_argv("--db", str(fleet["db"]), "proposals", "reconcile", pid, "--as", "failed",
-                                         "--json"), capture_output=True, text=True, env=fleetdeck_env(), timeout=120)
+    done = run_cli("proposals", "reconcile", pid, "--as", "failed", "--json", db=fleet["db"])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "failed"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from fleet.index.store import open_index
 from fleet.presence import collisions, presence, record_bridge_activity, refresh_presence
 from fleet.index.scan import scan
 from tests.fleets import presence as fx
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import git, init_repo
 
 
@@ -115,14 +114,12 @@ def test_client_names_map_to_agent_ids():
 def test_cli_presence_json_and_table(world):
     now = time.time()
     _fixtures(world, now)
-    env = fleetdeck_env(HOME=str(world["home"]), FLEETDECK_DB=str(world["db"]))
-    env.pop("CODEX_HOME", None)
-    env.pop("CLAUDE_CONFIG_DIR", None)
-    out = subprocess.run(fleetdeck_argv("presence", "--json"), capture_output=True, env=env, timeout=60)
+    env = {"HOME": str(world["home"]), "FLEETDECK_DB": str(world["db"]), "CODEX_HOME": None, "CLAUDE_CONFIG_DIR": None}
+    out = run_cli("presence", "--json", env=env, text=False, timeout=60)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert {(a["agent"], a["state"]) for a in doc["agents"]} >= {("claude-code", "working"), ("codex", "working")}
     assert doc["collisions"][0]["agents"] == ["claude-code", "codex"]
-    table = subprocess.run(fleetdeck_argv("presence"), capture_output=True, env=env, timeout=60, text=True)
+    table = run_cli("presence", env=env, timeout=60)
     assert table.returncode == 0, table.stderr
     assert "claude-code" in table.stdout and "working" in table.stdout and "collision" in table.stdout

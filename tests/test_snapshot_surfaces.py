@@ -4,7 +4,6 @@ digest, `fleetdeck lost` and MCP `repo.lost` / `fleet.lost`."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from fleet.views.digest import digest
 from fleet.views.queue import REASON_SOURCES
 from fleet.views.radar import radar
 from mcp_bridge.server import build_server
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 from tests.fleets.mcp_fleet import call, ok
 
@@ -63,14 +62,12 @@ def test_the_digest_lists_the_discard_as_its_own_kind(discarded) -> None:
 
 
 def test_fleetdeck_lost_lists_discarded_work_beside_dropped_commits(discarded) -> None:
-    done = subprocess.run(fleetdeck_argv("--db", str(discarded["db"]), "lost", "--json"), env=fleetdeck_env(),
-                          capture_output=True, text=True)
+    done = run_cli("lost", "--json", db=discarded["db"])
     assert done.returncode == 0, done.stderr
     [item] = json.loads(done.stdout)["discarded"]
     assert item["repo"] == "api-server" and item["files"] == ["handler.py"] and item["lines"] == 3
     assert item["command"] is None and item["restore_from"] == discarded["before"]["id"]
-    text = subprocess.run(fleetdeck_argv("--db", str(discarded["db"]), "lost"), env=fleetdeck_env(),
-                          capture_output=True, text=True).stdout
+    text = run_cli("lost", db=discarded["db"]).stdout
     assert f"restore: fleetdeck restore api-server {discarded['before']['id'][:12]}" in text
 
 

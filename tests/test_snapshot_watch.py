@@ -17,7 +17,7 @@ from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree, store_for
 from fleet.snapshot.timeline import discarded_events, snapshots
 from fleet.watch import service
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.gitbuild import git, init_repo, write
 from tests.fleets.serving import wait_for
 
@@ -37,8 +37,7 @@ def fleet(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     settings = tmp_path / "settings.toml"
     settings.write_text("[snapshots]\npause_s = 1\nmin_interval_s = 2\n")
     monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(root)), env=fleetdeck_env(), check=True,
-                   capture_output=True)
+    run_cli("scan", str(root), db=db, check=True)
     return repo, db
 
 
@@ -74,8 +73,7 @@ def test_sweep_sees_a_dirty_worktree_removed_by_force(fleet) -> None:
     linked = repo.parent / "web-feature"
     git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
     write(linked / "feature.txt", "feature work\n")
-    subprocess.run(fleetdeck_argv("--db", str(db), "scan", str(repo.parent)), env=fleetdeck_env(), check=True,
-                   capture_output=True)
+    run_cli("scan", str(repo.parent), db=db, check=True)
     tree = WorkTree(str(linked), str(repo / ".git" / "worktrees" / "web-feature"), str(repo / ".git"))
     outside = repo.parent.parent / "outside"                   # an admin folder naming a tree beyond the roots
     write(outside / "secret.txt", "not the fleet's\n")
