@@ -53,4 +53,4 @@ def register(kit: Toolkit) -> None:
         rename is a removal plus an addition (`same_body_as` names a removed symbol with an identical body).
         Every other file says `supported: false`, why, and the diff.refs arguments for its text diff; the
         answer's `supported` is true only when every file was parsed. Never a guess."""
-        return diff_semantic(bridge.resolve(repo).path, base, head, path_filter, max_files)
+        return diff_semantic(bridge.resolve(repo), base, head, path_filter, max_files)

@@ -43,7 +43,7 @@ def register(kit: Toolkit) -> None:
     def status(repo: Repo, max_entries: Entries = 200) -> dict:
         """Branch, upstream, ahead/behind, operation in progress, and the staged, unstaged, untracked and
         conflicted files (as `git status` lists them)."""
-        return repo_status(path_of(repo), max_entries)
+        return repo_status(bridge.resolve(repo), max_entries)
 
     @kit.tool("repo.changes", models.Changes, "Uncommitted changes with hunks")
     def changes(repo: Repo, path_filter: RelPath | None = None, summary_only: bool = False,
@@ -52,7 +52,7 @@ def register(kit: Toolkit) -> None:
 
         `summary_only` drops hunk bodies (counts only) for a cheap overview of a large change set.
         """
-        return repo_changes(path_of(repo), path_filter, summary_only, unified, max_changes)
+        return repo_changes(bridge.resolve(repo), path_filter, summary_only, unified, max_changes)
 
     @kit.tool("repo.history", models.History, "Commit history")
     def history(repo: Repo, ref: Annotated[Rev | None, Field(description="a revision, or a range a..b / a...b")] = None,
@@ -87,7 +87,7 @@ def register(kit: Toolkit) -> None:
         """Local branches (upstream, ahead/behind, worktree; a gone upstream keeps its name with
         `upstream_gone: true`), remote-tracking branches, tags (`sort`: newest first by creator date by
         default, oldest, name, or version), remotes (URLs with credentials redacted) and stashes."""
-        return repo_refs(path_of(repo), max_entries, sort)
+        return repo_refs(bridge.resolve(repo), max_entries, sort)
 
     @kit.tool("commit.details", models.CommitDetails, "One commit with its diff")
     def details(repo: Repo, rev: Rev, unified: Unified = 3, max_bytes: DiffBytes = DEFAULT_DIFF_BYTES,
@@ -105,7 +105,7 @@ def register(kit: Toolkit) -> None:
         """Change[] from `base` to `head` (default HEAD). `base` may be a range: `a..b`, or `a...b` for what b
         adds since it forked from a. The result's JSON stays within `max_bytes` + 1 KiB: files, hunks and
         lines are cut in order, each level saying `truncated` and `omitted_count`."""
-        return diff_refs(path_of(repo), base, head, unified, path_filter, max_files, max_bytes, max_hunks,
+        return diff_refs(bridge.resolve(repo), base, head, unified, path_filter, max_files, max_bytes, max_hunks,
                          max_hunk_lines)
 
     @kit.tool("diff.text", models.DiffText, "Patch text")
@@ -118,7 +118,7 @@ def register(kit: Toolkit) -> None:
         No base: working tree vs index (`staged`: index vs HEAD). A base: that commit vs the working tree
         (`staged`: vs the index). A base and head, or a range: between two commits.
         """
-        return diff_text(path_of(repo), base, head, staged, max_bytes, max_lines, path_filter, unified, max_files)
+        return diff_text(bridge.resolve(repo), base, head, staged, max_bytes, max_lines, path_filter, unified, max_files)
 
     @kit.tool("repo.blame", models.Blame, "Who changed each line")
     def blame(repo: Repo, file: RelPath, ref: Rev | None = None,
@@ -134,7 +134,7 @@ def register(kit: Toolkit) -> None:
     def preflight(repo: Repo, target: Rev | None = None, source: Rev = "HEAD") -> dict:
         """Would merging `target` (default: the upstream) into `source` conflict? Computed with
         `git merge-tree`, never touching HEAD, the index or the working tree; no fetch."""
-        return conflict_preflight(path_of(repo), target, source)
+        return conflict_preflight(bridge.resolve(repo), target, source)
 
     @kit.tool("conflict.read", models.ConflictRead, "The conflict in progress")
     def conflict(repo: Repo, max_bytes: Annotated[int, Field(ge=1, le=1024 * 1024)] = 16384,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.repo.changes import repo_changes, repo_status
 from fleet.errors import FleetError
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
@@ -52,7 +53,7 @@ def dirty(tmp_path: Path) -> Path:
 
 
 def test_changes_match_git(dirty: Path):
-    result = repo_changes(str(dirty))
+    result = repo_changes(found_of(str(dirty)))
     by_path = {c["path"]: c for c in result["changes"]}
     assert [c["path"] for c in result["changes"]] == sorted(by_path)
     assert [c["id"] for c in result["changes"]] == [f"change-{n}" for n in range(1, len(by_path) + 1)]
@@ -82,19 +83,19 @@ def test_changes_match_git(dirty: Path):
 
 
 def test_summary_cap_and_filter(dirty: Path):
-    summary = repo_changes(str(dirty), summary_only=True)
+    summary = repo_changes(found_of(str(dirty)), summary_only=True)
     both = next(c for c in summary["changes"] if c["path"] == "both.txt")
     assert "hunks" not in both and both["hunk_count"] == 2
-    capped = repo_changes(str(dirty), max_changes=2)
+    capped = repo_changes(found_of(str(dirty)), max_changes=2)
     assert len(capped["changes"]) == 2 and capped["truncated"] is True
     assert capped["omitted_count"] == capped["change_count"] - 2 == summary["change_count"] - 2
     assert [c["id"] for c in capped["changes"]] == ["change-1", "change-2"]
-    only = repo_changes(str(dirty), path_filter="untracked dir")
+    only = repo_changes(found_of(str(dirty)), path_filter="untracked dir")
     assert [c["path"] for c in only["changes"]] == ["untracked dir/new.txt"]
-    zero = repo_changes(str(dirty), unified=0, path_filter="both.txt")
+    zero = repo_changes(found_of(str(dirty)), unified=0, path_filter="both.txt")
     assert all(" " not in line[:1] for h in zero["changes"][0]["hunks"] for line in h["lines"])
     with pytest.raises(FleetError) as info:
-        repo_changes(str(dirty), unified=21)
+        repo_changes(found_of(str(dirty)), unified=21)
     assert info.value.code == "BAD_ARGUMENT"
 
 
@@ -102,14 +103,14 @@ def test_changes_in_empty_repo(tmp_path: Path):
     repo = tmp_path / "empty"
     repo.mkdir()
     git(repo, "init", "-q")
-    assert repo_changes(str(repo))["changes"] == []
+    assert repo_changes(found_of(str(repo)))["changes"] == []
     write(repo / "a.txt", "a\n")
     git(repo, "add", "a.txt")
     write(repo / "b.txt", "b\n")
-    result = repo_changes(str(repo))
+    result = repo_changes(found_of(str(repo)))
     assert [(c["path"], c["sides"], c["status"]) for c in result["changes"]] == [
         ("a.txt", ["staged"], "added"), ("b.txt", ["untracked"], "added")]
-    status = repo_status(str(repo))
+    status = repo_status(found_of(str(repo)))
     assert status["head"] is None and status["branch"] == "main" and status["detached"] is False
     assert status["staged"] == [{"path": "a.txt", "old_path": None, "status": "added"}]
     assert status["untracked"] == ["b.txt"]
@@ -119,14 +120,14 @@ def test_reads_never_touch_the_index(dirty: Path):
     os.utime(dirty / "both.txt", (1, 1))      # stale stat data: a plain `git status` would refresh the index
     index = dirty / ".git" / "index"
     before = hashlib.sha256(index.read_bytes()).hexdigest(), index.stat().st_mtime_ns
-    repo_changes(str(dirty))
-    repo_status(str(dirty))
+    repo_changes(found_of(str(dirty)))
+    repo_status(found_of(str(dirty)))
     assert (hashlib.sha256(index.read_bytes()).hexdigest(), index.stat().st_mtime_ns) == before
     assert not (dirty / ".git" / "index.lock").exists()
 
 
 def test_status_matches_porcelain(dirty: Path):
-    status = repo_status(str(dirty))
+    status = repo_status(found_of(str(dirty)))
     assert status["branch"] == "main" and status["head"] == git(dirty, "rev-parse", "HEAD").strip()
     assert status["upstream"] is None and status["ahead"] is None
     assert {(e["path"], e["status"]) for e in status["staged"]} == {
@@ -139,38 +140,38 @@ def test_status_matches_porcelain(dirty: Path):
     assert sorted(status["untracked"]) == sorted(e[3:] for e in porcelain if e.startswith("?? "))
     assert "untracked dir/" in status["untracked"]
     assert status["clean"] is False and status["counts"]["untracked"] == len(status["untracked"])
-    capped = repo_status(str(dirty), max_entries=1)
+    capped = repo_status(found_of(str(dirty)), max_entries=1)
     assert capped["truncated"] and capped["omitted_count"] == sum(v - 1 for v in status["counts"].values() if v)
 
 
 def test_status_upstream_detached_stash_gone(tmp_path: Path):
     repo = with_upstream(tmp_path, "up", ahead=2, behind=3)
-    status = repo_status(str(repo))
+    status = repo_status(found_of(str(repo)))
     assert (status["upstream"], status["ahead"], status["behind"]) == ("origin/main", 2, 3)
     assert git(repo, "rev-list", "--left-right", "--count", "HEAD...@{u}").split() == ["2", "3"]
     write(repo / "README.md", "stash me\n")
     git(repo, "stash", "-q")
-    assert repo_status(str(repo))["stashes"] == 1
+    assert repo_status(found_of(str(repo)))["stashes"] == 1
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
-    gone = repo_status(str(repo))
+    gone = repo_status(found_of(str(repo)))
     assert gone["upstream"] == "origin/main" and gone["upstream_gone"] is True
     assert gone["ahead"] is None and gone["behind"] is None and "gone_upstream_name" not in gone
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
-    detached = repo_status(str(repo))
+    detached = repo_status(found_of(str(repo)))
     assert detached["detached"] is True and detached["branch"] is None
     assert detached["head"] == git(repo, "rev-parse", "HEAD").strip()
 
 
 def test_status_in_merge_conflict(tmp_path: Path):
     repo = merge_conflict(tmp_path / "m")
-    status = repo_status(str(repo))
+    status = repo_status(found_of(str(repo)))
     assert status["operation"] == "merge"
     assert {(c["path"], c["kind"]) for c in status["conflicted"]} == {
         ("both.txt", "both_modified"), ("gone.txt", "deleted_by_them"), ("new.txt", "both_added"),
         ("img.bin", "both_modified")}
     listed = {line.split("\t")[-1] for line in git(repo, "diff", "--name-only", "--diff-filter=U").splitlines()}
     assert {c["path"] for c in status["conflicted"]} == listed
-    changes = {c["path"]: c for c in repo_changes(str(repo))["changes"]}
+    changes = {c["path"]: c for c in repo_changes(found_of(str(repo)))["changes"]}
     assert changes["both.txt"]["status"] == "unmerged"
 
 
@@ -186,7 +187,7 @@ def test_user_diff_config_cannot_skew_parsing(tmp_path: Path):
         git(repo, "config", key, value)
     git(repo / "libs" / "sub", "checkout", "-q", "HEAD~1")
     write(repo / "z.txt", "a\n\nB\n")
-    changes = {c["path"]: c for c in repo_changes(str(repo))["changes"]}
+    changes = {c["path"]: c for c in repo_changes(found_of(str(repo)))["changes"]}
     assert set(changes) == {"libs/sub", "z.txt"}
     assert changes["libs/sub"]["hunks"][0]["lines"][0].startswith("-Subproject commit")
     assert changes["z.txt"]["hunks"][0]["lines"] == [" a", " ", "-b", "+B"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.repo.conflicts import conflict_preflight, conflict_read, marker_regions
 from fleet.errors import FleetError
 from fleet.git.layout import found_at
@@ -18,7 +19,7 @@ from tests.fleets.repo_states import cherry_pick_conflict, diverged, merge_confl
 def test_preflight_predicts_a_real_merge(tmp_path: Path, conflicting: bool):
     repo = diverged(tmp_path / "d", conflicting=conflicting)
     before = snapshot(repo)
-    result = conflict_preflight(str(repo), target="topic")
+    result = conflict_preflight(found_of(str(repo)), target="topic")
     assert snapshot(repo) == before
     assert result["merge_base"] == git(repo, "merge-base", "main", "topic").strip()
     assert result["side_effects"].startswith("none")
@@ -35,16 +36,16 @@ def test_preflight_predicts_a_real_merge(tmp_path: Path, conflicting: bool):
 
 def test_preflight_up_to_date_fast_forward_and_upstream(tmp_path: Path):
     repo = diverged(tmp_path / "d", conflicting=False)
-    assert conflict_preflight(str(repo), target="HEAD~1")["result"] == "up_to_date"
-    assert conflict_preflight(str(repo), target="main", source="HEAD~1")["result"] == "fast_forward"
+    assert conflict_preflight(found_of(str(repo)), target="HEAD~1")["result"] == "up_to_date"
+    assert conflict_preflight(found_of(str(repo)), target="main", source="HEAD~1")["result"] == "fast_forward"
     with pytest.raises(FleetError) as info:
-        conflict_preflight(str(repo))
+        conflict_preflight(found_of(str(repo)))
     assert info.value.code == "BAD_ARGUMENT" and "upstream" in info.value.message
     behind = with_upstream(tmp_path, "u", behind=2)
-    default = conflict_preflight(str(behind))
+    default = conflict_preflight(found_of(str(behind)))
     assert default["target"] == "refs/remotes/origin/main" and default["result"] == "fast_forward"
     commit_file(behind, "mine.txt", "mine\n")
-    assert conflict_preflight(str(behind))["result"] == "clean"
+    assert conflict_preflight(found_of(str(behind)))["result"] == "clean"
 
 
 def test_preflight_unrelated_histories(tmp_path: Path):
@@ -52,7 +53,7 @@ def test_preflight_unrelated_histories(tmp_path: Path):
     git(repo, "checkout", "-q", "--orphan", "alone")
     git(repo, "rm", "-q", "-rf", ".")
     commit_file(repo, "other.txt", "x\n")
-    result = conflict_preflight(str(repo), target="main")
+    result = conflict_preflight(found_of(str(repo)), target="main")
     assert result["unrelated_histories"] and result["merge_base"] is None and result["result"] == "clean"
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.repo.diffs import diff_refs, diff_text
 from fleet.errors import FleetError
 from fleet.repo.history import commit_details, repo_history
@@ -122,19 +123,19 @@ def test_commit_details_byte_budget(tmp_path: Path):
 
 
 def test_diff_refs_ranges(rich: Path):
-    two_dot = diff_refs(str(rich), "HEAD~3..HEAD~2")
+    two_dot = diff_refs(found_of(str(rich)), "HEAD~3..HEAD~2")
     assert two_dot["base_sha"] == git(rich, "rev-parse", "HEAD~3").strip()
     assert {c["path"] for c in two_dot["changes"]} == set(
         git(rich, "diff", "--name-only", "-z", "-M", "HEAD~3", "HEAD~2").split("\0")[:-1])
-    three = diff_refs(str(rich), "side...main")
+    three = diff_refs(found_of(str(rich)), "side...main")
     assert three["merge_base"] == git(rich, "merge-base", "side", "main").strip()
     assert [c["path"] for c in three["changes"]] == git(rich, "diff", "--name-only", "side...main").split()
-    filtered = diff_refs(str(rich), "HEAD~3", "HEAD", path_filter="src")
+    filtered = diff_refs(found_of(str(rich)), "HEAD~3", "HEAD", path_filter="src")
     assert [c["path"] for c in filtered["changes"]] == ["src/main.py"]
-    assert diff_refs(str(rich), "HEAD~2")["head_sha"] == git(rich, "rev-parse", "HEAD").strip()
-    assert _code(diff_refs, str(rich), "HEAD~1..HEAD", "HEAD") == "BAD_ARGUMENT"
-    assert _code(diff_refs, str(rich), "HEAD", unified=-1) == "BAD_ARGUMENT"
-    assert _code(diff_refs, str(rich), "nope..HEAD") == "BAD_REF"
+    assert diff_refs(found_of(str(rich)), "HEAD~2")["head_sha"] == git(rich, "rev-parse", "HEAD").strip()
+    assert _code(diff_refs, found_of(str(rich)), "HEAD~1..HEAD", "HEAD") == "BAD_ARGUMENT"
+    assert _code(diff_refs, found_of(str(rich)), "HEAD", unified=-1) == "BAD_ARGUMENT"
+    assert _code(diff_refs, found_of(str(rich)), "nope..HEAD") == "BAD_REF"
 
 
 def test_diff_text_modes_and_caps(tmp_path: Path):
@@ -143,24 +144,24 @@ def test_diff_text_modes_and_caps(tmp_path: Path):
     write(repo / "many.txt", "".join(f"ROW {i}\n" for i in range(50)))
     git(repo, "add", "many.txt")
     write(repo / "README.md", "worktree edit\n")
-    full = diff_text(str(repo), base="HEAD~2", head="HEAD")
+    full = diff_text(found_of(str(repo)), base="HEAD~2", head="HEAD")
     oracle = git(repo, "diff", "HEAD~2", "HEAD")
     assert full["patch"] == oracle and full["truncated"] is False
     assert full["total_bytes"] == len(oracle.encode()) and full["total_lines"] == oracle.count("\n")
     assert [f["path"] for f in full["files"]] == ["README.md", "many.txt"]
-    assert diff_text(str(repo))["patch"] == git(repo, "diff")
-    assert diff_text(str(repo), staged=True)["patch"] == git(repo, "diff", "--cached")
-    assert diff_text(str(repo), base="HEAD~1")["patch"] == git(repo, "diff", "HEAD~1")
-    assert diff_text(str(repo), base="HEAD~1", staged=True)["patch"] == git(repo, "diff", "--cached", "HEAD~1")
-    cut = diff_text(str(repo), staged=True, max_bytes=500)
+    assert diff_text(found_of(str(repo)))["patch"] == git(repo, "diff")
+    assert diff_text(found_of(str(repo)), staged=True)["patch"] == git(repo, "diff", "--cached")
+    assert diff_text(found_of(str(repo)), base="HEAD~1")["patch"] == git(repo, "diff", "HEAD~1")
+    assert diff_text(found_of(str(repo)), base="HEAD~1", staged=True)["patch"] == git(repo, "diff", "--cached", "HEAD~1")
+    cut = diff_text(found_of(str(repo)), staged=True, max_bytes=500)
     whole = git(repo, "diff", "--cached")
     assert cut["truncated"] and cut["patch_truncated"] and whole.startswith(cut["patch"])
     assert cut["patch"].endswith("\n") and len(cut["patch"].encode()) <= 500
     assert cut["total_bytes"] == len(whole.encode())
-    lines = diff_text(str(repo), staged=True, max_lines=10)
+    lines = diff_text(found_of(str(repo)), staged=True, max_lines=10)
     assert lines["patch"] == "".join(whole.splitlines(keepends=True)[:10]) and lines["returned_lines"] == 10
-    assert _code(diff_text, str(repo), head="HEAD") == "BAD_ARGUMENT"
-    assert _code(diff_text, str(repo), base="HEAD~1..HEAD", staged=True) == "BAD_ARGUMENT"
+    assert _code(diff_text, found_of(str(repo)), head="HEAD") == "BAD_ARGUMENT"
+    assert _code(diff_text, found_of(str(repo)), base="HEAD~1..HEAD", staged=True) == "BAD_ARGUMENT"
 
 
 def test_reflog_tolerant_parsing(tmp_path: Path):
@@ -195,7 +196,7 @@ def test_refs(tmp_path: Path):
     git(repo, "remote", "add", "secret", "https://user:hunter2@example.com/x.git")
     write(repo / "README.md", "stash\n")
     git(repo, "stash", "-q")
-    result = repo_refs(str(repo))
+    result = repo_refs(found_of(str(repo)))
     branches = {b["name"]: b for b in result["branches"]}
     assert (branches["main"]["upstream"], branches["main"]["ahead"], branches["main"]["behind"]) == \
         ("origin/main", 1, 2)
@@ -211,10 +212,10 @@ def test_refs(tmp_path: Path):
     assert result["stashes"][0]["selector"] == "stash@{0}"
     assert "origin/main" in {b["name"] for b in result["remote_branches"]}
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
-    gone = {b["name"]: b for b in repo_refs(str(repo))["branches"]}
+    gone = {b["name"]: b for b in repo_refs(found_of(str(repo)))["branches"]}
     assert gone["orphaned"]["upstream_gone"] and gone["orphaned"]["upstream"] == "origin/main"
     assert gone["orphaned"]["ahead"] is None and "gone_upstream_name" not in gone["orphaned"]
-    capped = repo_refs(str(repo), max_entries=1)
+    capped = repo_refs(found_of(str(repo)), max_entries=1)
     assert capped["truncated"] and len(capped["branches"]) == 1
     assert capped["omitted_count"] == sum(n - 1 for n in capped["counts"].values() if n)
     assert redact_url("ssh://git@host/x") == "ssh://git@host/x"

@@ -121,21 +121,21 @@ def test_existing_dash_refs_are_refused_everywhere(tmp_path, monkeypatch):
         calls = [
             lambda: history.repo_history(r, ref=evil),
             lambda: history.commit_details(r, evil),
-            lambda: diffs.diff_refs(r, evil),
-            lambda: diffs.diff_refs(r, "HEAD~1", evil),
-            lambda: diffs.diff_text(r, base=evil),
-            lambda: diffs.diff_text(r, base="HEAD~1", head=evil),
+            lambda: diffs.diff_refs(found_at(r, r), evil),
+            lambda: diffs.diff_refs(found_at(r, r), "HEAD~1", evil),
+            lambda: diffs.diff_text(found_at(r, r), base=evil),
+            lambda: diffs.diff_text(found_at(r, r), base="HEAD~1", head=evil),
             lambda: refs.repo_reflog(found_at(r, r), ref=evil),
             lambda: blame.repo_blame(r, "README.md", ref=evil),
-            lambda: conflicts.conflict_preflight(r, target=evil),
-            lambda: conflicts.conflict_preflight(r, target="HEAD~1", source=evil),
+            lambda: conflicts.conflict_preflight(found_at(r, r), target=evil),
+            lambda: conflicts.conflict_preflight(found_at(r, r), target="HEAD~1", source=evil),
         ]
         for call in calls:
             assert _code(call) == "BAD_REF", evil
     # The same refs spelled out in full are ordinary names: readable, and still nothing gets written.
     page = history.repo_history(r, ref="refs/heads/--output=evil")
     assert [c["sha"] for c in page["commits"]] == git(repo, "log", "--format=%H", "HEAD~1").split()
-    assert diffs.diff_text(r, base="refs/heads/--output=x")["files"][0]["path"] == "b.txt"
+    assert diffs.diff_text(found_at(r, r), base="refs/heads/--output=x")["files"][0]["path"] == "b.txt"
     assert refs.repo_reflog(found_at(r, r), ref="refs/heads/--output=evil")["entry_count"] == 1
     assert _all_files(tmp_path) == before
     assert not any((Path(d) / n).exists() for d in (tmp_path, repo, Path.cwd()) for n in ("evil", "x"))
@@ -146,9 +146,9 @@ def test_path_filters_cannot_escape(tmp_path):
     repo = init_repo(tmp_path / "repo", commits=2)
     r = str(repo)
     for bad in ("../x", "/etc", ".git"):
-        assert _code(changes.repo_changes, r, path_filter=bad) == "BAD_PATH"
+        assert _code(changes.repo_changes, found_at(r, r), path_filter=bad) == "BAD_PATH"
         assert _code(history.repo_history, r, path_filter=bad) == "BAD_PATH"
-        assert _code(diffs.diff_refs, r, "HEAD~1", path_filter=bad) == "BAD_PATH"
+        assert _code(diffs.diff_refs, found_at(r, r), "HEAD~1", path_filter=bad) == "BAD_PATH"
         assert _code(blame.repo_blame, r, bad) == "BAD_PATH"
     # Pathspec magic is off: ':(glob)*' is a literal (non-existent) name, not "everything".
     assert history.repo_history(r, path_filter=":(glob)*")["commits"] == []

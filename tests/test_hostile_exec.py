@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from fleet.git.revs import found_of
 from fleet.git.mergetree import merge_tree
 from fleet.git.run import run_git
 from fleet.git.status import read_status
@@ -145,8 +146,8 @@ def test_plain_git_diff_rewrites_the_index_and_fires_a_hook_fleetdeck_does_not(t
     write(repo / "new.txt", "x\n")
     age_git_dir(repo)
     before = snapshot(repo)
-    changes = repo_changes(str(repo))
-    text = diff_text(str(repo))
+    changes = repo_changes(found_of(str(repo)))
+    text = diff_text(found_of(str(repo)))
     assert snapshot_diff(before, snapshot(repo)) == [] and fired(marker) == []
     assert [c["path"] for c in changes["changes"]] == ["new.txt"] and text["patch"] == ""
     assert git(repo, "--no-optional-locks", "diff") == ""            # the oracle agrees ...
@@ -174,7 +175,7 @@ def test_merge_tree_freshens_no_object(tmp_path: Path, packed: bool):
     age_git_dir(repo)
     before = snapshot(repo)
 
-    result = conflict_preflight(str(repo), target="origin/main")
+    result = conflict_preflight(found_of(str(repo)), target="origin/main")
     assert result["result"] == "clean"
     common = str(repo / ".git")
     merge_tree(str(repo), common, ["--name-only", "-z", "--no-messages", "HEAD", "origin/main"])
@@ -262,7 +263,7 @@ def test_a_global_lfs_style_filter_stays_trusted(tmp_path: Path, monkeypatch: py
                  f'\tsmudge = "{marker_command(marker, "repo-lfs-smudge")}"\n\trequired = false\n')
     os.utime(repo / "big.dat", (OLD + 5, OLD + 5))
     assert counts() == (0, 1, 0)
-    changes = repo_changes(str(repo))
+    changes = repo_changes(found_of(str(repo)))
     assert [c["path"] for c in changes["changes"]] == ["other.dat"]
     assert fired(marker) == []
     # A repo-set `process` the person does not define cannot be restored (an empty process also blocks

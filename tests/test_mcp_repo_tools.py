@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.repo.changes import repo_changes
 from fleet.repo.history import commit_details
 from fleet.views.records import iso_times
@@ -65,7 +66,7 @@ async def test_status_and_changes_match_git(server, mcp_fleet):
     result = await call(server, "repo.changes", {"repo": "dirty"})
     data = ok(result)
     assert data.pop("repo")["path"] == str(mcp_fleet["dirty"])
-    assert data == json.loads(json.dumps(repo_changes(str(mcp_fleet["dirty"]))))
+    assert data == json.loads(json.dumps(repo_changes(found_of(str(mcp_fleet["dirty"])))))
     by_path = {c["path"]: c for c in data["changes"]}
     assert by_path["logo.bin"]["binary"] is True
     assert by_path["new name.txt"]["old_path"] == "old name.txt"

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.ops import proposals, service
@@ -151,7 +152,7 @@ def test_broken_policy_fails_closed_but_reads_work(ops_fleet, tmp_path, monkeypa
         propose(ops_fleet, "stage", {"all": True})
     assert err.value.code == "POLICY_INVALID" and message in err.value.message
     assert proposals.list_proposals(ops_fleet["index"])["total"] == 0
-    assert repo_status(str(ops_fleet["work"]), 10)["staged"] == []  # reads keep working
+    assert repo_status(found_of(str(ops_fleet["work"])), 10)["staged"] == []  # reads keep working
 
 
 def test_configured_policy_missing_fails_closed(ops_fleet, tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.repo.changes import repo_changes
@@ -69,8 +70,8 @@ def _three_changes(work):
 def test_stage_hunks_by_id_whatever_the_context(ops_fleet):
     work = ops_fleet["work"]
     _three_changes(work)
-    narrow = repo_changes(str(work), "list.txt", unified=0)["changes"][0]["hunks"]
-    wide = repo_changes(str(work), "list.txt", unified=3)["changes"][0]["hunks"]
+    narrow = repo_changes(found_of(str(work)), "list.txt", unified=0)["changes"][0]["hunks"]
+    wide = repo_changes(found_of(str(work)), "list.txt", unified=3)["changes"][0]["hunks"]
     assert len(narrow) == 3 and len({h["id"] for h in narrow}) == 3
     assert wide[-1]["id"] == narrow[-1]["id"]  # the last block stands alone at both widths
     before = state(work)
@@ -86,7 +87,7 @@ def test_stage_hunks_merged_by_wide_context(ops_fleet):
     work = ops_fleet["work"]
     commit_file(work, "near.txt", "".join(f"{i}\n" for i in range(1, 11)), "near")
     write(work / "near.txt", "".join(("A\n" if i == 3 else "B\n" if i == 5 else f"{i}\n") for i in range(1, 11)))
-    wide = repo_changes(str(work), "near.txt", unified=3)["changes"][0]["hunks"]
+    wide = repo_changes(found_of(str(work)), "near.txt", unified=3)["changes"][0]["hunks"]
     assert len(wide) == 1
     done = run(ops_fleet, "stage_hunks", {"path": "near.txt", "hunks": [wide[0]["id"]]})
     assert done["status"] == "completed"
@@ -96,7 +97,7 @@ def test_stage_hunks_merged_by_wide_context(ops_fleet):
 def test_stage_hunks_unknown_or_stale_id(ops_fleet):
     work = ops_fleet["work"]
     _three_changes(work)
-    hunk = repo_changes(str(work), "list.txt", unified=0)["changes"][0]["hunks"][0]
+    hunk = repo_changes(found_of(str(work)), "list.txt", unified=0)["changes"][0]["hunks"][0]
     with pytest.raises(FleetError) as err:
         propose(ops_fleet, "stage_hunks", {"path": "list.txt", "hunks": ["h-0000000000000000"]})
     assert err.value.code == "NOT_FOUND"

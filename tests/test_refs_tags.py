@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.errors import FleetError
 from fleet.index.scan import scan
 from fleet.index.store import open_index
@@ -45,7 +46,7 @@ def _oracle(repo: Path, *keys: str) -> list[str]:
 
 
 def test_tags_are_newest_first_by_creator_date_and_the_cap_keeps_the_newest(tagged: Path):
-    result = repo_refs(str(tagged))
+    result = repo_refs(found_of(str(tagged)))
     assert result["tag_sort"] == "newest" and result["counts"]["tags"] == TAGS
     names = [t["name"] for t in result["tags"]]
     assert len(names) == 200 and result["truncated"] and result["omitted_count"] == TAGS - 200
@@ -58,21 +59,21 @@ def test_tags_are_newest_first_by_creator_date_and_the_cap_keeps_the_newest(tagg
 @pytest.mark.parametrize("sort,keys", [("oldest", ("refname", "creatordate")), ("name", ("refname",)),
                                        ("version", ("refname", "-version:refname"))])
 def test_other_tag_orders_match_git(tagged: Path, sort: str, keys: tuple[str, ...]):
-    result = repo_refs(str(tagged), max_entries=TAGS, sort=sort)
+    result = repo_refs(found_of(str(tagged)), max_entries=TAGS, sort=sort)
     assert [t["name"] for t in result["tags"]] == _oracle(tagged, *keys)
     assert not result["truncated"]
 
 
 def test_a_bad_sort_is_a_clear_error(tagged: Path):
     with pytest.raises(FleetError) as err:
-        repo_refs(str(tagged), sort="--upload-pack=x")
+        repo_refs(found_of(str(tagged)), sort="--upload-pack=x")
     assert err.value.code == "BAD_ARGUMENT"
 
 
 def test_a_gone_upstream_has_one_shape_in_refs_and_the_repo_record(tmp_path: Path):
     repo = with_upstream(tmp_path, "gone", ahead=1)
     git(repo, "branch", "-q", "-r", "-d", "origin/main")
-    branch = next(b for b in repo_refs(str(repo))["branches"] if b["name"] == "main")
+    branch = next(b for b in repo_refs(found_of(str(repo)))["branches"] if b["name"] == "main")
     index = open_index(tmp_path / "fleet.db")
     scan(index, [str(repo)])
     record = next(r for r in public_records(index) if r["path"] == os.path.realpath(repo))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from fleet.git.revs import found_of
 from fleet.git.layout import found_at
 from fleet.repo.parts import stash_list, worktree_list
 from fleet.repo.record import read_repo, read_stashes
@@ -83,7 +84,7 @@ def test_one_stash_reader_for_every_surface(tmp_path: Path):
         git(repo, "stash", "push", "-q", "-m", f"wip {text.strip()}")
     found = found_at(str(repo), str(root))
     listed = stash_list(found)["stashes"]
-    assert listed == read_stashes(found.commondir) == repo_refs(str(repo))["stashes"]
+    assert listed == read_stashes(found.commondir) == repo_refs(found_of(str(repo)))["stashes"]
     assert read_repo(found)["stash_list"] == listed
     oracle = git(repo, "stash", "list", "--format=%gd%x00%H%x00%gs%x00%cI").splitlines()
     assert [(s["selector"], s["sha"], s["message"]) for s in listed] == [tuple(ln.split("\0")[:3]) for ln in oracle]

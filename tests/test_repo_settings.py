@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git.revs import found_of
 from fleet.index.discovery import discover
 from fleet.repo.changes import repo_status
 from fleet.repo.record import read_repo
@@ -30,7 +31,7 @@ def test_show_untracked_files_no_is_followed(tmp_path: Path):
     write(repo / "tracked.txt", "2\n")
     rec = _record(repo)
     assert rec["untracked"] == 0 == oracle.counts(repo)["untracked"] and rec["unstaged"] == 1
-    assert repo_status(str(repo))["untracked"] == []
+    assert repo_status(found_of(str(repo)))["untracked"] == []
     git(repo, "config", "status.showUntrackedFiles", "all")
     rec = _record(repo)
     assert rec["untracked"] == oracle.counts(repo)["untracked"] == 2      # every file, as git lists them
@@ -52,7 +53,7 @@ def test_submodule_ignore_all_is_followed(tmp_path: Path, where: str):
     assert git(sup, "status", "--porcelain").strip() == ""            # git status says nothing
     rec = _record(sup)
     assert (rec["staged"], rec["unstaged"], rec["untracked"]) == (0, 0, 0)
-    assert repo_status(str(sup))["clean"] is True
+    assert repo_status(found_of(str(sup)))["clean"] is True
     (sub,) = rec["submodules"]
     assert sub["state"] == "drifted" and sub["ignore"] == "all"       # the fact stays, the alarm does not
     assert [r["code"] for r in attention(rec)] == ["no_upstream"]

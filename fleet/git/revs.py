@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from fleet.errors import FleetError
-from fleet.git.layout import found_at
+from fleet.git.layout import Found, found_at
 from fleet.git.run import check_ref, out, run, text
 from fleet.git.files import BrokenRepo, is_sha, read_file
 
@@ -75,17 +75,25 @@ def index_base(repo: str) -> str:
 
 
 def git_dirs(repo: str) -> tuple[str, str]:
-    """(per-worktree git dir, common git dir), absolute. Read from `.git` (a folder, or a `gitdir:` file)
-    and `commondir` as git reads them, without a git process (one `rev-parse` cost as much as the
-    `git status` a repo.status call is about); git answers only for a layout these reads do not know."""
+    """(per-worktree git dir, common git dir), absolute (`found_of`'s)."""
+    found = found_of(repo)
+    return found.gitdir, found.commondir
+
+
+def found_of(repo: str, root: str | None = None) -> Found:
+    """The `Found` of a repository path its caller has already scoped (an index record's path, an op's
+    repository), for the readers that take one. Read from `.git` (a folder, or a `gitdir:` file) and
+    `commondir` as git reads them, without a git process (one `rev-parse` cost as much as the `git status` a
+    repo.status call is about); git answers only for a layout these reads do not know. An agent's `repo`
+    argument is resolved by fleet.index.target instead, which also checks where each dir lies."""
     top = os.path.abspath(repo)
     # A symlinked `.git` is left to git to follow (rev-parse below).
-    found = None if os.path.islink(os.path.join(top, ".git")) else found_at(top, top)
+    found = None if os.path.islink(os.path.join(top, ".git")) else found_at(top, root or top)
     if found is not None:
-        return found.gitdir, found.commondir
+        return found
     lines = text(out(repo, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]))
     first, common = lines.splitlines()[:2]
-    return first, common
+    return Found(top, first, common, False, root or top)
 
 
 _UNKNOWN = object()

@@ -16,7 +16,7 @@ import os
 from fleet.errors import FleetError
 from fleet.git.files import short_ref
 from fleet.git.mergetree import scratch_repo
-from fleet.git.revs import git_dirs
+from fleet.git.revs import found_of, git_dirs
 from fleet.git.run import GitError, run, run_git, text
 from fleet.ops import catalog, writeset
 from fleet.ops.coreops import head_after
@@ -59,7 +59,7 @@ def preview_merge(ctx: Ctx, args: dict) -> Plan:
     message = string(args, "message", required=False, max_len=MAX_MESSAGE)
     head_ref, head = _on_branch(ctx.repo, "merge")
     sha = commit_of(ctx.repo, source, "source")
-    flight = conflict_preflight(ctx.repo, sha, "HEAD")
+    flight = conflict_preflight(found_of(ctx.repo), sha, "HEAD")
     if flight["result"] == "up_to_date":
         raise FleetError("BAD_ARGUMENT", f"{source} is already merged into {short_ref(head_ref)}")
     if mode == "ff_only" and flight["result"] != "fast_forward":

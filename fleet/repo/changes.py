@@ -13,7 +13,8 @@ from typing import Any, NotRequired, TypedDict
 from fleet.git import diffparse, files as gitfiles
 from fleet.repo import hunkids
 from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
-from fleet.git.revs import git_dirs, index_base
+from fleet.git.layout import Found
+from fleet.git.revs import index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 from fleet.repo.jsonbudget import Timeless
@@ -140,9 +141,10 @@ def _merge(staged: dict[str, Any] | None, unstaged: dict[str, Any] | None) -> di
     return merged
 
 
-def repo_changes(path: str, path_filter: str | None = None, summary_only: bool = False,
+def repo_changes(found: Found, path_filter: str | None = None, summary_only: bool = False,
                  unified: int = 3, max_changes: int = DEFAULT_CAP) -> Changes:
     """Every uncommitted change (staged, unstaged, untracked) as Change[], sorted by path, ids change-N."""
+    path = found.path
     check_int(unified, "unified", 0, 20)
     check_int(max_changes, "max_changes", 1, 1000)
     spec = _pathspec(path_filter)
@@ -198,12 +200,11 @@ def _status_lists(status: GitStatus) -> dict[str, list]:
     return lists
 
 
-def repo_status(path: str, max_entries: int = DEFAULT_CAP) -> Status:
+def repo_status(found: Found, max_entries: int = DEFAULT_CAP) -> Status:
     """Branch, upstream, ahead/behind, operation, and capped staged/unstaged/untracked/conflicted lists."""
     check_int(max_entries, "max_entries", 1, 10000)
-    status = parse_status(out(path, STATUS_ARGS))
-    git_dir, _ = git_dirs(path)
-    operation, details = gitfiles.operation(Path(git_dir))
+    status = parse_status(out(found.path, STATUS_ARGS))
+    operation, details = gitfiles.operation(Path(found.gitdir))
     gone = status.upstream is not None and status.ahead is None
     result: dict[str, Any] = {
         "branch": status.head, "detached": status.head is None, "head": status.oid,

@@ -14,7 +14,7 @@ from fleet.caps import Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.layout import Found
-from fleet.git.revs import check_rev, git_dirs, merge_base_of, resolve_commit
+from fleet.git.revs import check_rev, merge_base_of, resolve_commit
 from fleet.git.run import GitError, out, run, text
 from fleet.git.mergetree import merge_tree
 from fleet.repo.scope import resolve_file_in_repo
@@ -72,8 +72,9 @@ def _merge_tree_messages(data: bytes) -> list[dict[str, Any]]:
     return messages
 
 
-def conflict_preflight(path: str, target: str | None = None, source: str = "HEAD") -> Preflight:
+def conflict_preflight(found: Found, target: str | None = None, source: str = "HEAD") -> Preflight:
     """Predict merging `target` (default: the upstream of `source`) into `source` without touching them."""
+    path = found.path
     check_rev(source, "source")
     target_name = target if target is not None else _upstream_of(path, source)
     source_sha = resolve_commit(path, source, "source")
@@ -95,7 +96,7 @@ def conflict_preflight(path: str, target: str | None = None, source: str = "HEAD
     if base is None:
         args.append("--allow-unrelated-histories")
     try:
-        res = merge_tree(path, git_dirs(path)[1], [*args, source_sha, target_sha])
+        res = merge_tree(path, found.commondir, [*args, source_sha, target_sha])
     except GitError as exc:
         raise FleetError.from_git(exc) from exc
     head, _, info = res.stdout.partition(b"\0\0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fleet.git import diffparse
 from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.errors import FleetError
+from fleet.git.layout import Found
 from fleet.git.revs import index_base, resolve_commit, resolve_range
 from fleet.git.run import out, text
 from fleet.repo.history import DEFAULT_DIFF_BYTES, DIFF_FLAGS
@@ -48,7 +49,7 @@ def _spec(path_filter: str | None) -> list[str]:
     return ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
 
 
-def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
+def diff_refs(found: Found, base: str, head: str | None = None, unified: int = 3,
               path_filter: str | None = None, max_files: int = DEFAULT_CAP,
               max_bytes: int = DEFAULT_DIFF_BYTES, max_hunks: int = DEFAULT_MAX_HUNKS,
               max_hunk_lines: int = DEFAULT_MAX_LINES) -> DiffRefs:
@@ -62,6 +63,7 @@ def diff_refs(path: str, base: str, head: str | None = None, unified: int = 3,
     check_int(max_bytes, "max_bytes", 1024, 16 * 1024 * 1024)
     check_int(max_hunks, "max_hunks", 1, 100000)
     check_int(max_hunk_lines, "max_hunk_lines", 1, 100000)
+    path = found.path
     sides = resolve_range(path, base, head)
     raw = out(path, ["diff", *DIFF_FLAGS, f"--unified={unified}", sides["diff_from"], sides["head_sha"],
                      *_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
@@ -101,7 +103,7 @@ def _cut(patch: bytes, max_bytes: int, max_lines: int) -> bytes:
     return head
 
 
-def diff_text(path: str, base: str | None = None, head: str | None = None, staged: bool = False,
+def diff_text(found: Found, base: str | None = None, head: str | None = None, staged: bool = False,
               max_bytes: int = 65536, max_lines: int = 2000, path_filter: str | None = None,
               unified: int = 3, max_files: int = DEFAULT_CAP) -> DiffText:
     """A unified patch as text, cut on a line boundary at `max_bytes`/`max_lines`, with totals.
@@ -113,6 +115,7 @@ def diff_text(path: str, base: str | None = None, head: str | None = None, stage
     check_int(max_lines, "max_lines", 1, 100000)
     check_int(unified, "unified", 0, 20)
     check_int(max_files, "max_files", 1, 5000)
+    path = found.path
     (command, *revs), info = _text_args(path, base, head, staged)
     spec = _spec(path_filter)
     flags = [*diffparse.PATCH_FLAGS, "-M"]

@@ -15,7 +15,7 @@ from fleet.errors import FleetError
 from fleet.git import files as gitfiles
 from fleet.git.config import read_config
 from fleet.git.layout import Found
-from fleet.git.revs import check_rev, git_dirs
+from fleet.git.revs import check_rev
 from fleet.git.run import out, text
 from fleet.repo.record import parse_track, read_stashes
 from fleet.repo.scope import inside
@@ -83,19 +83,17 @@ _REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00%(*objectname)%00%(
                "%(creatordate:unix)%00%(contents:subject)")
 
 
-def _remotes(path: str) -> list[dict[str, Any]]:
+def _remotes(found: Found) -> list[dict[str, Any]]:
     """The repository's remotes from its own config (includes followed), read as the index record reads them."""
-    _, common = git_dirs(path)
     try:
-        return gitfiles.remotes(read_config(common))
+        return gitfiles.remotes(read_config(found.commondir))
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", str(exc)) from None
 
 
-def _stashes(path: str) -> list[dict[str, Any]]:
-    _, common = git_dirs(path)
+def _stashes(found: Found) -> list[dict[str, Any]]:
     try:
-        return read_stashes(common)
+        return read_stashes(found.commondir)
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", f"cannot read the stash list: {exc}") from None
 
@@ -106,7 +104,7 @@ TAG_SORTS = {"newest": ["--sort=refname", "--sort=-creatordate"], "oldest": ["--
              "name": ["--sort=refname"], "version": ["--sort=refname", "--sort=-version:refname"]}
 
 
-def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -> Refs:
+def repo_refs(found: Found, max_entries: int = DEFAULT_CAP, sort: str = "newest") -> Refs:
     """Local and remote-tracking branches (by name), tags (in `sort` order), remotes and stashes, each list
     capped. A gone upstream keeps its name: `upstream: "origin/x", upstream_gone: true`, ahead/behind null
     (the repo record's shape)."""
@@ -114,6 +112,7 @@ def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -
     if sort not in TAG_SORTS:
         raise FleetError("BAD_ARGUMENT", f"sort must be one of {', '.join(TAG_SORTS)}, not {str(sort)[:40]!r}")
     fmt = f"--format={_REF_FORMAT}"
+    path = found.path
     data = out(path, ["for-each-ref", fmt, "refs/heads", "refs/remotes"])
     data += out(path, ["for-each-ref", *TAG_SORTS[sort], fmt, "refs/tags"])
     lists: dict[str, list[dict[str, Any]]] = {"branches": [], "remote_branches": [], "tags": []}
@@ -139,8 +138,8 @@ def repo_refs(path: str, max_entries: int = DEFAULT_CAP, sort: str = "newest") -
                                   "annotated": otype == "tag", "target": peeled or sha,
                                   "target_type": peeled_type or otype,
                                   "subject": subject, "created": when})
-    lists["remotes"] = _remotes(path)
-    lists["stashes"] = _stashes(path)
+    lists["remotes"] = _remotes(found)
+    lists["stashes"] = _stashes(found)
     head = text(out(path, ["symbolic-ref", "-q", "HEAD"], ok_codes=(0, 1))).strip()
     result: dict[str, Any] = {"head_ref": head or None, "detached": not head}
     counts: dict[str, int] = {}

@@ -20,6 +20,7 @@ import warnings
 from typing import Any, NotRequired, TypedDict
 
 from fleet.caps import DEFAULT_CAP, cap, check_int
+from fleet.git.layout import Found
 from fleet.git.revs import resolve_range
 from fleet.git.run import out, text
 from fleet.repo import treesitter
@@ -171,11 +172,12 @@ def _file(path: str, status: str, old_path: str | None, new_path: str, sides: di
     return {**entry, "supported": True, **_compare(*trees)}
 
 
-def diff_semantic(path: str, base: str, head: str | None = None, path_filter: str | None = None,
+def diff_semantic(found: Found, base: str, head: str | None = None, path_filter: str | None = None,
                   max_files: int = DEFAULT_CAP) -> SemanticDiff:
     """Per changed file from `base` to `head` (default HEAD; `base` may be `a..b` or `a...b`): the symbols
     added, removed and changed, or `supported: false` with the reason and the text-diff arguments."""
     check_int(max_files, "max_files", 1, 1000)
+    path = found.path
     sides = resolve_range(path, base, head)
     spec = ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
     raw = text(out(path, ["diff", "-z", "--name-status", "-M", "--no-ext-diff", sides["diff_from"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fleet.errors import FleetError
 from fleet.index.events import repo_events
+from fleet.git.revs import found_of
 from fleet.repo.changes import repo_status
 from fleet.repo.history import repo_history
 from fleet.index.freshness import history_progress
@@ -30,7 +31,7 @@ def repo_detail(index, key: int | str, presence_rows: list[dict] | None = None,
             history_error = exc.message
         if not record.get("bare"):
             try:
-                files = repo_status(record["path"], FILES_SHOWN)
+                files = repo_status(found_of(record["path"], record["root"]), FILES_SHOWN)
             except FleetError as exc:  # a GitError too
                 files = {"error": exc.message}
     return {
