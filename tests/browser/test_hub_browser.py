@@ -223,3 +223,42 @@ def test_a_page_on_another_local_server_cannot_make_the_hub_decide(browser, team
     finally:
         context.close()
     assert hub_rows(hub, "select count(*) from fleetdeck.decisions where proposal_id = %s", (pid,)) == [(0,)]
+
+
+def test_a_high_risk_approval_on_the_hub_takes_this_machines_passkey(browser, team) -> None:
+    """The person registered a passkey on this machine's own dashboard (`serve`, on localhost); the hub's
+    dashboard, served from the same machine, asks for it for a high-risk approval, as the local one does, and
+    the virtual authenticator's assertion lets the signed decision through."""
+    from tests.browser.test_passkeys_browser import _authenticator
+    from tests.fleets.serving import fresh_code
+
+    server, (laptop, _desktop), _pids, hub = team
+    pid = propose(laptop, "reset", {"mode": "hard", "target": "HEAD"})
+    own = Server(server.db, [], ["--no-watch"])                   # this machine's own dashboard, same index
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        _authenticator(context, tab)
+        for base, path in ((own.base, "/passkeys"), (server.base, f"/machines/laptop/proposals/{pid}")):
+            tab.goto(f"{base.replace('127.0.0.1', 'localhost')}{path}?code={fresh_code(server.db)}")
+            tab.wait_for_url(lambda url: "code=" not in url)
+            settle(tab)
+            if path == "/passkeys":
+                tab.fill("#passkey-name", "this machine")
+                tab.click("#passkey-button")
+                tab.wait_for_selector("table#passkey-list td:has-text('this machine')")
+        bare = tab.evaluate("""() => fetch(document.querySelector('form.approve-form').action, {method: 'POST',
+            headers: {'Content-Type': 'application/json', Accept: 'application/json',
+                      'X-CSRF-Token': document.querySelector('meta[name=csrf-token]').content,
+                      'X-Fleetdeck-Decision': localStorage.getItem('fleetdeck.decision')},
+            body: JSON.stringify({confirm_high_risk: 'yes', seen: document.querySelector('input[name=seen]').value})})
+            .then(r => r.json().then(j => [r.status, j.error && j.error.code]))""")
+        assert bare == [403, "PASSKEY_REQUIRED"]                   # the tab alone, without the assertion
+        tab.check("input[name=confirm_high_risk]")
+        tab.click("#approve-button")
+        tab.wait_for_url(lambda url: "decided=approved" in url, timeout=15_000)
+        assert hub_rows(hub, "select action, approver, outcome from fleetdeck.decisions where proposal_id = %s",
+                        (pid,)) == [("approve", "alice", None)]
+    finally:
+        context.close()
+        own.stop()
