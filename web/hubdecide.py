@@ -54,10 +54,7 @@ def subject(machine: str, proposal_id: str) -> str:
 
 
 def _mirrored_risk(request: Request) -> str | None:
-    from fleet.team.hubread import Hub
-
-    hub: Hub = request.scope["state"]["hub"]
-    found = hub.proposal(request.path_params["machine"], request.path_params["proposal_id"])
+    found = request.scope["state"]["hub"].proposal(request.path_params["machine"], request.path_params["proposal_id"])
     if found is None:
         raise FleetError("NOT_FOUND", f"machine {request.path_params['machine']} has pushed no proposal "
                                       f"{request.path_params['proposal_id']}")
