@@ -3,7 +3,8 @@
 Every answer is typed once, as a TypedDict next to the fleet/ code that builds it (the fleet-wide records in
 fleet/views/records.py, one repository's reads in fleet/repo/*, lost work in fleet/views/recovery.py, patch
 files in fleet/patch), and derived here (`derive`), so the CLI, the JSON API and these tools cannot drift
-apart. The models still written here describe answers an adapter assembles itself (freshness, presence,
+apart; the write side's answers (fleet/ops/proposals.py, fleet/ops/restorepoints.py) are derived beside
+their tools in mcp_bridge/tools_ops.py, which alone loads them. The models still written here describe answers an adapter assembles itself (freshness, presence,
 snapshots), each with its reason. tests/test_mcp_golden.py holds the published schemas byte for byte. Every
 time in every output is an ISO 8601 UTC string (tests/test_mcp_contracts.py checks each model below).
 """

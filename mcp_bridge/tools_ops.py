@@ -19,10 +19,11 @@ from pydantic import Field
 
 from fleet.agents.identity import unknown
 from fleet.ops.catalog import OPS as CATALOG
+from fleet.ops import proposals, restorepoints
 from fleet.ops.catalog import Arg, OpSpec, ProposalId as ProposalIdArg
 from mcp_bridge.argtypes import plain, pydantic_type
+from mcp_bridge.models import derive
 from mcp_bridge.bridge import Who, identity
-from mcp_bridge.envelope import Out
 from mcp_bridge.toolkit import READ_ONLY, Toolkit
 from mcp_bridge.tools_repo import Repo
 
@@ -33,59 +34,12 @@ DryRun = Annotated[bool, Field(description="validate and preview only; nothing i
 ProposalId = pydantic_type(ProposalIdArg)
 
 
-class Proposal(Out):
-    proposal_id: str | None
-    status: str
-    op: str
-    repo: str
-    risk: str
-    approve_url: str | None
-    next_action: dict | None
-    preview: dict | None
-    expires_at: str | None
-
-
-class ProposalRow(Out):
-    id: str
-    op: str
-    repo: str
-    agent: str
-    agent_declared: str | None
-    agent_authenticated: bool
-    reason: str
-    status: str
-    risk: str | None
-    preview: dict | None
-    result: dict | None
-    error: str | None
-    restore_point: str | None
-    interrupted: bool
-    created_at: str | None
-    expires_at: str | None
-    decided_at: str | None
-    decided_by: str | None
-    finished_at: str | None
-    undone_by: str | None = None
-    undone_at: str | None = None
-
-
-class RestoreList(Out):
-    repo: str
-    restore_points: list[dict]
-    truncated: bool
-    omitted_count: int
-
-
-class RestoreDetails(Out):
-    restore_point: str
-    repo: str
-    op: str | None
-    head_ref: str | None
-    head: str | None
-    refs: dict
-    files: list[dict]
-    git_refs: list[str]
-    undoable: bool
+# Derived from the answers' types where fleet/ builds them: a proposal and its row (fleet.ops.proposals),
+# a restore point (fleet.ops.restorepoints); neither module loads the write side.
+Proposal = derive(proposals.Proposal)
+ProposalRow = derive(proposals.ProposalRow)
+RestoreList = derive(restorepoints.RestoreList)
+RestoreDetails = derive(restorepoints.RestoreDetails)
 
 
 def _who() -> Who:
@@ -173,14 +127,10 @@ def register(kit: Toolkit) -> None:
     @kit.tool("restore.list", RestoreList, "Restore points of a repository", READ_ONLY)
     def restore_list(repo: Repo, limit: Annotated[int, Field(ge=1, le=1000)] = 200) -> dict:
         """Restore points taken before proposals ran in this repository, newest first."""
-        from fleet.ops import restore
-
-        return restore.list_points(bridge.index(), bridge.resolve(repo).path, limit)
+        return restorepoints.list_points(bridge.index(), bridge.resolve(repo).path, limit)
 
     @kit.tool("restore.details", RestoreDetails, "One restore point", READ_ONLY)
     def restore_details(restore_point: ProposalId) -> dict:
         """What a restore point holds: HEAD and the refs before the proposal ran, the saved files, the git
         refs keeping them, and whether an undo is still possible."""
-        from fleet.ops import restore
-
-        return restore.public(restore.details(bridge.index(), restore_point))
+        return restorepoints.public(restorepoints.details(bridge.index(), restore_point))

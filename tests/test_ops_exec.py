@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fleet.errors import FleetError
-from fleet.ops import proposals, restore, service
+from fleet.ops import proposals, restorepoints, service
 from tests.fleets.gitbuild import commit_file, git, write
 from tests.fleets.ops_fleet import propose, run, state
 
@@ -64,7 +64,7 @@ def test_op_runs_and_undo_restores(ops_fleet, op, args, prepare, check):
     assert done["status"] == "completed", done["error"]
     assert check(work), git(work, "status")
     assert state(work) != before
-    point = restore.details(ops_fleet["index"], done["restore_point"])
+    point = restorepoints.details(ops_fleet["index"], done["restore_point"])
     assert git(work, "rev-parse", f"refs/fleetdeck/restore/{done['id']}/HEAD").strip() == before["head"]
     assert point["undoable"]
     undone = service.undo(ops_fleet["index"], done["id"], "cli")
@@ -81,7 +81,7 @@ def test_discard_keeps_exact_bytes_of_untracked_and_binary(ops_fleet):
     done = run(ops_fleet, "discard", {"paths": ["blob.bin", "deep", "README.md"], "include_untracked": True})
     assert done["status"] == "completed"
     assert not (work / "blob.bin").exists() and not (work / "deep" / "dir" / "x.txt").exists()
-    saved = {f["path"] for f in restore.details(ops_fleet["index"], done["id"])["files"]}
+    saved = {f["path"] for f in restorepoints.details(ops_fleet["index"], done["id"])["files"]}
     assert {"blob.bin", "deep/dir/x.txt", "README.md"} <= saved
     service.undo(ops_fleet["index"], done["id"], "cli")
     assert state(work) == before
@@ -172,7 +172,7 @@ def test_index_refreshed_after_execution(ops_fleet):
 
 def test_restore_list_and_refs(ops_fleet):
     done = run(ops_fleet, "stage", {"paths": ["README.md"]})
-    listed = restore.list_points(ops_fleet["index"], str(ops_fleet["work"]))
+    listed = restorepoints.list_points(ops_fleet["index"], str(ops_fleet["work"]))
     assert [p["restore_point"] for p in listed["restore_points"]] == [done["id"]]
     refs = git(ops_fleet["work"], "for-each-ref", "--format=%(refname)", f"refs/fleetdeck/restore/{done['id']}")
     assert f"refs/fleetdeck/restore/{done['id']}/HEAD" in refs
@@ -189,7 +189,7 @@ def test_restore_points_are_pruned_only_on_purpose(ops_fleet, capsys):
     assert cli_main(["--db", str(ops_fleet["db"]), "restore-points", str(work), "--prune", "p-other"]) == 1
     assert cli_main(["--db", str(ops_fleet["db"]), "restore-points", str(work), "--prune", done["id"], "--json"]) == 0
     assert git(work, "for-each-ref", f"refs/fleetdeck/restore/{done['id']}/") == ""
-    assert restore.list_points(ops_fleet["index"], str(work))["restore_points"] == []
+    assert restorepoints.list_points(ops_fleet["index"], str(work))["restore_points"] == []
     with pytest.raises(FleetError) as err:
         service.undo(ops_fleet["index"], done["id"], "cli")
     assert err.value.code == "NOT_FOUND"

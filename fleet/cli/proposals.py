@@ -82,19 +82,19 @@ def cmd_proposals(args: argparse.Namespace) -> int:
 
 
 def cmd_restore_points(args: argparse.Namespace) -> int:
-    from fleet.ops import restore
+    from fleet.ops import restore, restorepoints
     from fleet.index.target import resolve_target
 
     with index_for(args) as index:
         path = resolve_target(index, args.repo).path
         if args.prune:
-            ids = {p["restore_point"] for p in restore.list_points(index, path, limit=100_000)["restore_points"]}
+            ids = {p["restore_point"] for p in restorepoints.list_points(index, path, limit=100_000)["restore_points"]}
             if args.prune not in ids:
                 raise FleetError("NOT_FOUND", f"no restore point {args.prune} in {path}")
             result = restore.prune(index, args.prune)
             emit(args, result, f"pruned {args.prune}: {plural(result['refs_deleted'], 'ref')} deleted")
             return 0
-        found = restore.list_points(index, path)
+        found = restorepoints.list_points(index, path)
     emit(args, found, "\n".join(f"{p['restore_point']}  {p['created_at']}  {p['op']}  "
                                  f"{'undoable' if p['undoable'] else 'not undoable'}"
                                  for p in found["restore_points"]) or "no restore points")

@@ -16,7 +16,7 @@ from fleet.ops.catalog import MAX_PER_REPO, MAX_REPOS, MAX_TOTAL
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Plan, flag, is_ancestor, known_args, local_branch
 from fleet.git.files import short_ref
-from fleet.ops.restore import restore_ref
+from fleet.ops.restorepoints import restore_ref
 from fleet.ops.pins import ref_sha
 from fleet.repo.parts import worktree_list
 from fleet.index.target import resolve_target

@@ -23,7 +23,7 @@ import logging
 import re
 import secrets
 import time
-from typing import Iterator
+from typing import Iterator, NotRequired, TypedDict
 
 from fleet import audit
 from fleet.agents.identity import UNKNOWN
@@ -47,6 +47,47 @@ RUN_BY_SERVER = ("executing", "completed", "failed", "undone")
 SERVER = "fleetdeck"
 # decisions and the claim that starts an execution: refused when the audit log cannot record them
 AUDITED_FIRST = ("approved", "rejected", "cancelled", "executing")
+
+
+# The answers every surface gives about proposals (the MCP tools' models are derived from them in
+# mcp_bridge/tools_ops.py; no docstrings: their schemas have no description). Listed: the contract; the
+# answers carry more (a summary's policy, result, error, restore point; a row's args, policy, reason for
+# a decision, repo_label, ...).
+
+class Proposal(TypedDict):
+    proposal_id: str | None
+    status: str
+    op: str
+    repo: str
+    risk: str
+    approve_url: str | None
+    next_action: dict | None
+    preview: dict | None
+    expires_at: str | None
+
+
+class ProposalRow(TypedDict):
+    id: str
+    op: str
+    repo: str
+    agent: str
+    agent_declared: str | None
+    agent_authenticated: bool
+    reason: str
+    status: str
+    risk: str | None
+    preview: dict | None
+    result: dict | None
+    error: str | None
+    restore_point: str | None
+    interrupted: bool
+    created_at: str | None
+    expires_at: str | None
+    decided_at: str | None
+    decided_by: str | None
+    finished_at: str | None
+    undone_by: NotRequired[str | None]
+    undone_at: NotRequired[str | None]
 
 
 def new_id() -> str:
@@ -206,7 +247,7 @@ def audit_state(index: Index, row: dict, required: bool = False) -> None:
            summary=f"{row['op']} proposal {status}" + how.get(actor or "", ""))
 
 
-def get(index: Index, proposal_id: str) -> dict:
+def get(index: Index, proposal_id: str) -> ProposalRow:
     if not isinstance(proposal_id, str) or not proposal_id:
         raise FleetError("BAD_ARGUMENT", "proposal_id must be a non-empty string")
     with _reading(index):  # expiry is applied before anyone reads a status
@@ -220,7 +261,7 @@ def _read(index: Index, proposal_id: str) -> dict:
     return decode(found)
 
 
-def decode(row: dict) -> dict:
+def decode(row: dict) -> ProposalRow:
     """A stored row as the surfaces show it: JSON parsed, ISO times, and `interrupted` for a dead executor."""
     out = dict(row)
     for key in JSON_FIELDS:

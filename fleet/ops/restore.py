@@ -27,14 +27,9 @@ from fleet.index.store import Index
 from fleet.ops import savedfiles, writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.pins import head_state, read_status, ref_sha, revalidate
-from fleet.timespec import iso
+from fleet.ops.restorepoints import PREFIX, details, restore_ref
 
-PREFIX = "refs/fleetdeck/restore"
 MAX_UNTRACKED = 10000
-
-
-def restore_ref(point_id: str, ref: str) -> str:
-    return f"{PREFIX}/{point_id}/{ref[5:] if ref.startswith('refs/') else ref}"
 
 
 def take(index: Index, repo: str, point_id: str, refs: list[str], untracked_content: list[str],
@@ -104,43 +99,6 @@ def record_after(index: Index, point_id: str, after: dict, undo: dict) -> None:
         after = {**after, "paths": {p: savedfiles.state_of(row["repo"], p)
                                     for p in _watched(row["repo"], row["index_tree"], files["saved"])}}
         index.restore_points.set(point_id, {"after": json.dumps(after), "files": json.dumps(files)})
-
-
-def details(index: Index, point_id: str) -> dict:
-    row = index.restore_points.get(point_id)
-    if row is None:
-        raise FleetError("NOT_FOUND", f"no restore point {str(point_id)[:80]!r}")
-    files = json.loads(row["files"])
-    proposal = index.proposals.get(point_id)
-    saved = files["saved"]
-    return {
-        "restore_point": row["id"], "repo": row["repo"], "created_at": iso(row["created_at"]),
-        "op": proposal["op"] if proposal else None, "proposal_status": proposal["status"] if proposal else None,
-        "head_ref": row["head_ref"], "head": row["head"], "refs": json.loads(row["refs"]),
-        "index_tree": row["index_tree"], "stash_snapshot": row["stash_snapshot"],
-        "files_commit": row["files_commit"],
-        "files": [{"path": p, "saved": v is not None, "mode": v[0] if v else None, "blob": v[1] if v else None,
-                   "perm": f"{v[2]:o}" if v and len(v) > 2 else None} for p, v in sorted(saved.items())],
-        "git_refs": [restore_ref(row["id"], r) for r, sha in [("HEAD", row["head"]), ("stash", row["stash_snapshot"]),
-                     ("files", row["files_commit"]), *json.loads(row["refs"]).items()] if sha],
-        "after": json.loads(row["after"]) if row["after"] else None,
-        "pruned": bool(row["pruned"]),
-        "undoable": bool(row["after"]) and not row["pruned"],
-        "_untracked": files["untracked"], "_saved": saved, "_undo": files.get("undo", {}),
-    }
-
-
-def public(point: dict) -> dict:
-    return {k: v for k, v in point.items() if not k.startswith("_")}
-
-
-def list_points(index: Index, repo: str, limit: int = 200) -> dict:
-    rows = index.restore_points.kept_of(repo)
-    points = [public(details(index, point_id)) for point_id in rows[:limit]]
-    for p in points:
-        p.pop("files", None)
-    return {"repo": repo, "restore_points": points, "truncated": len(rows) > limit,
-            "omitted_count": max(0, len(rows) - limit)}
 
 
 def prune(index: Index, point_id: str) -> dict:

@@ -91,7 +91,7 @@ def announce_dashboard(index: Index, base_url: str | None) -> None:
                           else process_identity()})
 
 
-def summary(index: Index, row: dict, replayed: bool = False) -> dict:
+def summary(index: Index, row: dict, replayed: bool = False) -> proposals.Proposal:
     """What an agent gets back for a proposal: its id, state, where a person approves it, what to call next."""
     url = approve_url(index, row["id"]) if row["status"] == "pending" else None
     if row["status"] == "pending":
@@ -127,7 +127,7 @@ def list_public(index: Index, status: str | None = None, repo: str | None = None
     return found
 
 
-def show(index: Index, proposal_id: str) -> dict:
+def show(index: Index, proposal_id: str) -> proposals.ProposalRow:
     """A proposal as every surface shows it (internal plan and pins left out), each repository it names
     with its fleet-relative label (`repo_label`)."""
     row = proposals.get(index, proposal_id)
@@ -143,7 +143,7 @@ def show(index: Index, proposal_id: str) -> dict:
 
 def propose(index: Index, agent: str, op: str, repo: str, args: dict, reason: str, *, dry_run: bool = False,
             idempotency_key: str | None = None, by_person: bool = False, declared: str | None = None,
-            session: str | None = None) -> dict:
+            session: str | None = None) -> proposals.Proposal:
     """Validate, preview and (unless dry_run) store a proposal; run it at once when the policy says auto.
 
     `agent` is the caller's identity (fleet/agents/identity.py: a credential's name or `unknown:<declared>`);
@@ -246,7 +246,7 @@ def reject(index: Index, proposal_id: str, by: str, reason: str) -> dict:
     return show(index, proposal_id)
 
 
-def cancel(index: Index, proposal_id: str, agent: str, session: str | None = None) -> dict:
+def cancel(index: Index, proposal_id: str, agent: str, session: str | None = None) -> proposals.Proposal:
     """The proposing agent withdraws its own pending proposal: the same authenticated identity, or for an
     unauthenticated client the same MCP session too (anyone else's is NOT_FOUND to it)."""
     row = proposals.get(index, proposal_id)

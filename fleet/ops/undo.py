@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from fleet.errors import FleetError
-from fleet.ops import catalog, restore
+from fleet.ops import catalog, restore, restorepoints
 from fleet.ops.catalog import op_info
 from fleet.ops.cleanup import undo_branch_delete
 from fleet.git.run import run, text
@@ -42,7 +42,7 @@ def _proposal(ctx: Ctx, point_id: str) -> dict | None:
 def preview_restore(ctx: Ctx, args: dict) -> Plan:
     catalog.Restore.known(args)
     point_id = string(args, "restore_point", max_len=128)
-    point = restore.details(ctx.index, point_id)
+    point = restorepoints.details(ctx.index, point_id)
     row = _proposal(ctx, point_id)
     if row is not None and row["op"] == "branch_delete":
         deleted = [b for b in row["result"].get("branches", []) if b["status"] == "deleted"]
@@ -89,7 +89,7 @@ def _restored_paths(repo: str, point: dict, head: str | None) -> list[str]:
 
 def run_restore(ctx: Ctx, args: dict) -> dict:
     point_id = args["restore_point"]
-    point = restore.details(ctx.index, point_id)
+    point = restorepoints.details(ctx.index, point_id)
     row = _proposal(ctx, point_id)
     if row is not None and row["op"] == "branch_delete":
         return {"restored": point_id, **undo_branch_delete(row["result"])}
