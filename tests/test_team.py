@@ -132,7 +132,7 @@ def test_init_twice_changes_nothing(hub, tmp_path):
     first = admin.json("team", "init", hub)
     assert first["applied"] == ["0001 tables", "0002 roles and row-level security", "0003 decisions made on the hub",
                                 "0004 the index a machine's rows came from", "0005 the hub dashboard's indexes",
-                                "0006 the digest's one pass over every machine"]
+                                "0006 the digest's one pass over every machine", "0007 audit chains told apart"]
     tables = hub_rows(hub, "select table_name from information_schema.tables where table_schema = 'fleetdeck' "
                            "order by 1")
     policies = hub_rows(hub, "select count(*) from pg_policies where schemaname = 'fleetdeck'")
@@ -463,8 +463,8 @@ def test_audit_verify_team_catches_a_hub_that_altered_dropped_or_reordered(machi
     middle = seqs[len(seqs) // 2]
     with psycopg.connect(hub, autocommit=True) as admin:   # a hub whose owner tampers (trigger disabled)
         admin.execute("alter table fleetdeck.audit disable trigger audit_append_only")
-        original = admin.execute("select entry, line from fleetdeck.audit where machine_id = 'laptop' and seq = %s",
-                                 (middle,)).fetchone()
+        original = admin.execute("select entry, line, chain from fleetdeck.audit where machine_id = 'laptop' and "
+                                 "seq = %s", (middle,)).fetchone()
 
         admin.execute("update fleetdeck.audit set line = replace(line, 'codex', 'c0dex'), "
                       "entry = jsonb_set(entry, '{summary}', '\"forged\"') where machine_id = 'laptop' and seq = %s",
@@ -477,8 +477,9 @@ def test_audit_verify_team_catches_a_hub_that_altered_dropped_or_reordered(machi
         assert code == 3 and report["reason"].startswith("missing")
         assert any(p.startswith(f"seq {middle}: dropped") for p in report["problems"])
 
-        admin.execute("insert into fleetdeck.audit (machine_id, seq, hash, entry, line) values ('laptop', %s, %s, %s, %s)",
-                      (middle, original[0]["hash"], psycopg.types.json.Jsonb(original[0]), original[1]))
+        admin.execute("insert into fleetdeck.audit (machine_id, chain, seq, hash, entry, line) values ('laptop', %s, %s, "
+                      "%s, %s, %s)", (original[2], middle, original[0]["hash"], psycopg.types.json.Jsonb(original[0]),
+                                      original[1]))
         assert verify()[0] == 0                        # put back: intact again
         a, b = middle, middle + 1                      # two entries swapped
         admin.execute("update fleetdeck.audit set seq = -1 where machine_id = 'laptop' and seq = %s", (a,))

@@ -121,7 +121,8 @@ def _verify_team(args: argparse.Namespace) -> int:
     except FleetError as exc:
         return _usage(exc.message)
     mine = args.dir or (joined is not None and joined.machine == args.machine)
-    report = verify_hub(args.team, args.machine, keys, _folder(args) if mine else None)
+    report = verify_hub(args.team, args.machine, keys, _folder(args) if mine else None,
+                        _pushed_as(args) if mine and not args.dir else None)
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -138,6 +139,24 @@ def _verify_team(args: argparse.Namespace) -> int:
             f"agrees ({report.not_pushed_yet} newer entries not pushed yet)" if report.compared_with_local and report.ok
             else "differs" if report.compared_with_local else "not compared (not this machine: pass --dir)"))
     return 0 if report.ok else EXIT_TAMPERED
+
+
+def _pushed_as(args: argparse.Namespace) -> str | None:
+    """The chain this machine's index says its audit log was pushed as (None: not known, or no index here)."""
+    from fleet.index.store import default_db_path, open_index
+    from fleet.team.auditchain import known
+
+    path = Path(args.db).expanduser() if args.db else default_db_path()
+    if not path.exists():
+        return None
+    try:
+        index = open_index(path)
+    except (FleetError, OSError):
+        return None
+    try:
+        return known(index, _folder(args))[0]
+    finally:
+        index.close()
 
 
 def _degraded(args: argparse.Namespace) -> list[dict]:

@@ -14,6 +14,7 @@ from fleet.index.sqlrows import all_rows
 from fleet.index.store import Index
 
 REPO_CHILDREN = ("branches", "worktrees", "submodules")   # the hub's child tables of a repo record
+AUDIT_CHAIN_KEY = "team.audit_chain"   # meta: the audit log's chain on the hub (fleet/team/auditchain.py)
 
 
 def cursor(index: Index, kind: str) -> int:
@@ -53,7 +54,7 @@ def forget(index: Index) -> None:
     """Every cursor and digest back to nothing (`team leave`; a later join sends everything again)."""
     with index.write() as conn:
         conn.execute("DELETE FROM team_cursors")
-        conn.execute("DELETE FROM meta WHERE key = ?", (REWOUND_KEY,))
+        conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (REWOUND_KEY, AUDIT_CHAIN_KEY))
         conn.execute("DELETE FROM team_sent")
 
 

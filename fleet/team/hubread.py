@@ -393,9 +393,11 @@ class Hub:
                                 "ORDER BY created_at DESC LIMIT %s", [machines, limit])
 
     def audit(self, machine: str, limit: int) -> list[dict]:
-        """The newest `limit` audit entries of `machine` as the hub holds them, newest first."""
-        return [r[0] for r in self.conns.query("SELECT entry FROM fleetdeck.audit WHERE machine_id = %s "
-                                               "ORDER BY seq DESC LIMIT %s", [machine, limit])]
+        """The newest `limit` audit entries of `machine` as the hub holds them, newest first (its newest chain
+        first: a log recreated on the machine is another chain), each with its `chain`."""
+        return [{**r[0], "chain": r[1]} for r in self.conns.query(
+            "SELECT entry, chain FROM fleetdeck.audit WHERE machine_id = %s ORDER BY "
+            "min(entry->>'at') OVER (PARTITION BY chain) DESC, chain, seq DESC LIMIT %s", [machine, limit])]
 
     def proposal(self, machine: str, proposal_id: str) -> dict | None:
         """Machine `machine`'s mirrored proposal `proposal_id` (None: it pushed none)."""

@@ -28,7 +28,7 @@ MACHINE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 MACHINE_TABLES: dict[str, tuple[str, ...]] = {
     "repos": ("repo_id",), "branches": ("repo_id", "name"), "worktrees": ("repo_id", "path"),
     "submodules": ("repo_id", "path"), "events": ("id",), "lost": ("repo_id", "sha"),
-    "presence": ("agent", "repo", "session"), "proposals": ("id",), "audit": ("seq",),
+    "presence": ("agent", "repo", "session"), "proposals": ("id",), "audit": ("chain", "seq"),
 }
 
 _M1 = f"""
@@ -176,6 +176,16 @@ CREATE INDEX branches_unpushed ON fleetdeck.branches (machine_id, repo_id) INCLU
     WHERE ahead > 0 OR (upstream IS NULL AND head IS NOT NULL);
 """
 
+# A machine's audit log recreated (its folder lost or deleted) starts its seqs again at 1: a new chain. The chain's
+# identity is part of an entry's key (fleet/team/push.py: the hash of the oldest entry a machine pushed of it; ''
+# for the rows pushed before chains were told apart), so a new log lands beside the old one, nothing of it
+# overwritten or mistaken for it, and `audit verify --team` checks each chain on its own.
+_M7 = """
+ALTER TABLE fleetdeck.audit ADD COLUMN chain text NOT NULL DEFAULT '';
+ALTER TABLE fleetdeck.audit DROP CONSTRAINT audit_pkey;
+ALTER TABLE fleetdeck.audit ADD PRIMARY KEY (machine_id, chain, seq);
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
@@ -183,6 +193,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0004 the index a machine's rows came from", _M4),
     ("0005 the hub dashboard's indexes", _M5),
     ("0006 the digest's one pass over every machine", _M6),
+    ("0007 audit chains told apart", _M7),
 )
 
 # What a machine's rebuilt index replaces on the hub: every table keyed by the index's own numbering (the

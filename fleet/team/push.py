@@ -28,7 +28,7 @@ from fleet.index import outbox
 from fleet.index.lost import lost_commits
 from fleet.index.store import Index, open_index
 from fleet.presence.store import read_rows as presence_rows
-from fleet.team import hubschema, pg, rows
+from fleet.team import auditchain, hubschema, pg, rows
 from fleet.team.config import TeamConfig
 from fleet.team.decisions import settle_waiting
 from fleet.timespec import iso
@@ -51,7 +51,7 @@ COLUMNS = {
     "lost": ("machine_id", "repo_id", "sha", "dropped_at", "row"),
     "presence": ("machine_id", "agent", "repo", "session", "state", "row"),
     "proposals": ("machine_id", "id", "status", "created_at", "expires_at", "row"),
-    "audit": ("machine_id", "seq", "hash", "entry", "line"),
+    "audit": ("machine_id", "chain", "seq", "hash", "entry", "line"),
 }
 UPSERT = {
     "repos": ("ON CONFLICT (machine_id, repo_id) DO UPDATE SET name = EXCLUDED.name, path = EXCLUDED.path, "
@@ -75,6 +75,7 @@ class Batch:
     rewound: int | None = None       # the index's rewind this batch settles (cleared once committed)
     resend_from: int | None = None   # the hub's events from this id on are deleted and sent again
     instance: str | None = None      # the first batch: the index file these rows come from
+    chain: str | None = None         # the audit log's chain on the hub, when audit rows are in the batch
     more: bool = False
 
     def count(self) -> dict[str, int]:
@@ -93,6 +94,7 @@ class Push:
         self.names = {path: name for name, path in repos.values()}
         self.ids = {path: rid for rid, (_, path) in repos.items()}
         self.lost_read: set[int] | None = set()  # repos whose lost commits this push has read (None: all)
+        self.chain: tuple[str | None, int] | None = None   # (the audit log's chain, the seq pushed up to)
 
     def run(self) -> dict[str, int]:
         """Send every batch; {table: rows sent}. FleetError HUB_UNREACHABLE when the hub goes away midway
@@ -107,6 +109,8 @@ class Push:
             if batch.tables or batch.replace_presence or not batch.more or batch.instance:
                 self._send(batch)
             outbox.advance(self.index, batch.moves, batch.sent, batch.rewound)
+            if batch.chain is not None:
+                auditchain.keep(self.index, batch.chain, batch.tables["audit"][-1])
             for table, n in batch.count().items():
                 sent[table] = sent.get(table, 0) + n
             if not batch.more:
@@ -197,18 +201,34 @@ class Push:
         batch.sent["lost"] = {**gone, **new}
 
     def _audit(self, batch: Batch) -> int:
+        """The audit entries the hub lacks, of the log's chain (a recreated log: a new chain, from seq 1)."""
         if self.audit_dir is None:
             return 0
-        after = outbox.cursor(self.index, "audit")
-        found = []
+        if self.chain is None:
+            self.chain = auditchain.known(self.index, self.audit_dir)
+        chain, after = self.chain
+        if chain is None:
+            if self.conn is None:
+                return 0
+            try:
+                found = auditchain.resolve(self.conn, self.config.machine, self.audit_dir, after)
+            except pg.psycopg().Error as exc:
+                raise self._refused(exc) from None
+            if found is None:
+                return 0
+            self.chain = found
+            chain, after = found
+        pending = []
         for entry, line in entries_after(self.audit_dir, after):
-            found.append(rows.audit(self.config.machine, entry, line, self.share))
-            if len(found) == self.batch_rows:
+            pending.append(rows.audit(self.config.machine, chain, entry, line, self.share))
+            if len(pending) == self.batch_rows:
                 break
-        if found:
-            batch.tables["audit"] = found
-            batch.moves["audit"] = found[-1][1]
-        return len(found)
+        if pending:
+            batch.tables["audit"] = pending
+            batch.moves["audit"] = pending[-1][2]
+            batch.chain = chain
+            self.chain = (chain, pending[-1][2])
+        return len(pending)
 
     # --- writing to the hub ---------------------------------------------------------------------
 
@@ -250,16 +270,19 @@ class Push:
                 if not batch.more:
                     cur.execute("SELECT fleetdeck.pushed(%s)", (self.config.share,))
         except pg_module.Error as exc:
-            raise pg.unreachable(self.config.hub, exc, self.config.password()) from None
+            raise self._refused(exc) from None
+
+    def _refused(self, exc: Exception) -> FleetError:
+        """The hub's refusal as one line: an older schema than this fleetdeck's says what the admin runs."""
+        if isinstance(exc, (pg.psycopg().errors.UndefinedFunction, pg.psycopg().errors.UndefinedColumn)):
+            return FleetError("HUB_REFUSED", f"the hub {pg.hub_label(self.config.hub)} has an older schema than this "
+                                             "fleetdeck: an admin runs `fleetdeck team init ADMIN_DSN` once")
+        return pg.unreachable(self.config.hub, exc, self.config.password())
 
     def _adopt(self, cur: Any, instance: str) -> None:
         """Make `instance` the hub's record of this machine's index; when another index file pushed before (this
         one was rebuilt: its repo and event ids start again), that file's rows go first, in this transaction."""
-        try:
-            cur.execute("SELECT fleetdeck.adopt_instance(%s)", (instance,))
-        except pg.psycopg().errors.UndefinedFunction:
-            raise FleetError("HUB_REFUSED", f"the hub {pg.hub_label(self.config.hub)} has an older schema than this "
-                                            "fleetdeck: an admin runs `fleetdeck team init ADMIN_DSN` once") from None
+        cur.execute("SELECT fleetdeck.adopt_instance(%s)", (instance,))
         before = cur.fetchone()[0]
         if before is not None and before != instance:
             for table in hubschema.INDEX_TABLES:  # the repos' children go with them (ON DELETE CASCADE)
@@ -413,4 +436,4 @@ def backlog(index: Index, config: TeamConfig) -> dict[str, int]:
     return {"repos": outbox.pending_repos(index, outbox.cursor(index, "repos")),
             "events": outbox.pending_events(index, outbox.cursor(index, "events")),
             "proposals": len(probe.tables.get("proposals", [])),
-            "audit": sum(1 for _ in entries_after(audit, outbox.cursor(index, "audit"))) if audit else 0}
+            "audit": sum(1 for _ in entries_after(audit, auditchain.known(index, audit)[1])) if audit else 0}

@@ -135,10 +135,10 @@ def lost(machine: str, repo_id: int, commit: dict, share: Share) -> tuple:
     return (machine, repo_id, commit["sha"], commit["dropped_at"], jsonb(share.value(commit)))
 
 
-def audit(machine: str, entry: dict, line: bytes, share: Share) -> tuple:
+def audit(machine: str, chain: str, entry: dict, line: bytes, share: Share) -> tuple:
     """Paths: the entry and its exact signed line (the hub's copy can be verified on its own). Names: the
-    chain's links only, checked against the machine's own log."""
+    chain's links only, checked against the machine's own log. `chain`: the log's identity on the hub."""
     if share.names:
-        return (machine, entry["seq"], entry.get("hash") or "",
+        return (machine, chain, entry["seq"], entry.get("hash") or "",
                 jsonb({k: entry[k] for k in AUDIT_LINK_KEYS if k in entry}), None)
-    return (machine, entry["seq"], entry.get("hash") or "", jsonb(entry), line.decode("utf-8", "replace"))
+    return (machine, chain, entry["seq"], entry.get("hash") or "", jsonb(entry), line.decode("utf-8", "replace"))

@@ -1,10 +1,13 @@
-"""`fleetdeck audit verify --team DSN --machine NAME`: the hub's copy of a machine's audit chain, checked.
+"""`fleetdeck audit verify --team DSN --machine NAME`: the hub's copy of a machine's audit chains, checked.
 
-On its own, the hub's copy must be a chain: consecutive seqs, each entry's `prev_hash` the hash before it, each
+A machine whose audit log was recreated has several chains on the hub (fleet/team/auditchain.py), each checked on
+its own, oldest first. On its own, each chain must be one: consecutive seqs, each entry's `prev_hash` the hash before it, each
 entry's hash its content's (when the hub holds the signed line: `share = "paths"`), and each signature valid for
 a trusted key. With the machine's own log beside it, every seq both hold must carry the same hash, and no seq
 the machine still has may be missing on the hub below the hub's newest: a hub that dropped, altered or reordered
-entries is caught. Entries the machine wrote after its last push are reported, not failed.
+entries is caught. The machine's log is compared with the chain it was pushed as (the index says which, run on
+the machine), else with the chain sharing its entries; a log the hub holds no chain of is not pushed yet.
+Entries the machine wrote after its last push are reported, not failed.
 """
 
 from __future__ import annotations
@@ -36,37 +39,67 @@ class HubReport:
     compared_with_local: bool = False
     not_pushed_yet: int = 0
     problems: list[str] = field(default_factory=list)
+    chains: list[dict] = field(default_factory=list)   # each chain: its key, entries, seqs and times, intact or not
+    local_chain: str | None = None                      # the chain the machine's log is on the hub (compared)
+    chain: str = ""                                     # the chain being checked (the problems name it)
 
     def bad(self, seq: int, reason: str) -> None:
         if self.ok:
             self.ok, self.first_bad_seq, self.reason = False, seq, reason
-        self.problems.append(f"seq {seq}: {reason}")
+        self.problems.append(f"seq {seq}: {reason}" if not self.chain else f"chain {self.chain[:12]}: seq {seq}: {reason}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def hub_entries(dsn: str, machine: str) -> list[tuple[int, str, dict, str | None]]:
-    """(seq, hash, entry, signed line or None) of `machine`'s entries on the hub, by seq."""
+def hub_entries(dsn: str, machine: str) -> list[tuple[str, int, str, dict, str | None]]:
+    """(chain, seq, hash, entry, signed line or None) of `machine`'s entries on the hub, by chain and seq."""
     conn = pg.connect(dsn)
     try:
-        return conn.execute("SELECT seq, hash, entry, line FROM fleetdeck.audit WHERE machine_id = %s "
-                            "ORDER BY seq", (machine,)).fetchall()
+        return conn.execute("SELECT chain, seq, hash, entry, line FROM fleetdeck.audit WHERE machine_id = %s "
+                            "ORDER BY chain, seq", (machine,)).fetchall()
     except pg.psycopg().Error as exc:
         raise pg.unreachable(dsn, exc) from None
     finally:
         conn.close()
 
 
+def chains(held: list[tuple]) -> list[tuple[str, list[tuple]]]:
+    """The rows by chain, oldest chain first (by its first entry's time)."""
+    grouped: dict[str, list[tuple]] = {}
+    for row in held:
+        grouped.setdefault(row[0], []).append(row[1:])
+    return sorted(grouped.items(), key=lambda item: (str(item[1][0][2].get("at") or ""), item[0]))
+
+
 def verify_hub(dsn: str, machine: str, pubkeys: dict[str, Ed25519PublicKey],
-               local_dir: Path | None = None) -> HubReport:
+               local_dir: Path | None = None, pushed_as: str | None = None) -> HubReport:
+    """`pushed_as`: the chain the machine's index says its log was pushed as (None: not known here)."""
     report = HubReport(machine, pg.hub_label(dsn))
-    held = hub_entries(dsn, machine)
+    found = chains(hub_entries(dsn, machine))
+    for chain, rows in found:
+        report.chain = chain if len(found) > 1 else ""
+        _check(report, rows, pubkeys)
+        report.chains.append({"chain": chain, "entries": len(rows), "first_seq": rows[0][0], "last_seq": rows[-1][0],
+                              "first_at": rows[0][2].get("at"), "last_at": rows[-1][2].get("at")})
+    report.chain = ""
+    if local_dir is not None:
+        held = {chain: {seq: digest for seq, digest, _, _ in rows} for chain, rows in found}
+        report.local_chain = pushed_as if pushed_as is not None else _sharing(held, local_dir)
+        if pushed_as is not None and pushed_as not in held:
+            report.bad(0, f"dropped: the hub holds no entry of chain {pushed_as[:12] or '(first)'}, which this "
+                          "machine's log was pushed as")
+        _compare(report, held.get(report.local_chain, {}) if report.local_chain is not None else {}, local_dir)
+    return report
+
+
+def _check(report: HubReport, held: list[tuple], pubkeys: dict[str, Ed25519PublicKey]) -> None:
+    """One chain as the hub holds it: (seq, hash, entry, line) by seq."""
     previous: tuple[int, str] | None = None
     for seq, digest, entry, line in held:
         report.entries += 1
-        report.first_seq = seq if report.first_seq is None else report.first_seq
-        report.last_seq = seq
+        report.first_seq = seq if report.first_seq is None else min(report.first_seq, seq)
+        report.last_seq = seq if report.last_seq is None else max(report.last_seq, seq)
         if line is not None:
             try:
                 signed = json.loads(line)
@@ -91,13 +124,20 @@ def verify_hub(dsn: str, machine: str, pubkeys: dict[str, Ed25519PublicKey],
             if pubkeys and (key is None or not check(key, digest, entry["sig"])):
                 report.bad(seq, "bad signature" if key is not None else "signed by a key not trusted here")
         previous = (seq, digest)
-    if local_dir is not None:
-        _compare(report, {seq: digest for seq, digest, _, _ in held}, local_dir)
-    return report
+
+
+def _sharing(held: dict[str, dict[int, str]], local_dir: Path) -> str | None:
+    """The chain holding the most of the local log's entries (None: the hub holds none of them)."""
+    shared: dict[str, int] = {}
+    for entry in entries(local_dir):
+        for chain, hashes in held.items():
+            if hashes.get(entry.get("seq")) == entry.get("hash"):
+                shared[chain] = shared.get(chain, 0) + 1
+    return max(shared, key=lambda c: shared[c]) if shared else None
 
 
 def _compare(report: HubReport, hub: dict[int, str], local_dir: Path) -> None:
-    """The machine's own log against the hub's copy."""
+    """The machine's own log against the hub's copy of its chain."""
     report.compared_with_local = True
     newest = max(hub) if hub else 0
     for entry in entries(local_dir):
