@@ -171,19 +171,26 @@ def test_the_hook_rings_serves_bell_and_loads_only_what_recording_needs(fleet) -
         bell.close()
 
 
-def copilot_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> str:
-    """Run the command `fleetdeck hooks install copilot-cli` put in ~/.copilot/hooks/fleetdeck.json for
-    `event`, as Copilot CLI runs it (its `bash` field, the camelCase JSON on stdin)."""
-    settings = Path(env["HOME"]) / ".copilot" / "hooks" / "fleetdeck.json"
-    if not settings.exists():
-        run_cli("hooks", "install", "copilot-cli", db=db, env=env, check=True)
-    config = json.loads(settings.read_text())
+def installed_hook(db: Path, env: dict[str, str], agent: str, settings: str, event: str, shell: str, field: str,
+                   payload: dict) -> str:
+    """Run the command `fleetdeck hooks install AGENT` put in the version-1 hooks file `settings` (under HOME)
+    for `event`, as the agent runs it (`field` of the entry, by `shell`, `payload` as JSON on stdin): its
+    output."""
+    path = Path(env["HOME"]) / settings
+    if not path.exists():
+        run_cli("hooks", "install", agent, db=db, env=env, check=True)
+    config = json.loads(path.read_text())
     assert config["version"] == 1
     (entry,) = config["hooks"][event]
-    done = subprocess.run(["bash", "-c", entry["bash"]], input=json.dumps(payload), capture_output=True, text=True,
+    done = subprocess.run([shell, "-c", entry[field]], input=json.dumps(payload), capture_output=True, text=True,
                           env=env, timeout=30)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return done.stdout
+
+
+def copilot_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> str:
+    """Copilot CLI's hook for `event` (~/.copilot/hooks/fleetdeck.json: its `bash` field, camelCase JSON)."""
+    return installed_hook(db, env, "copilot-cli", ".copilot/hooks/fleetdeck.json", event, "bash", "bash", payload)
 
 
 def test_copilot_cli_events_drive_the_state(fleet) -> None:
@@ -269,16 +276,8 @@ def test_goose_events_drive_the_state(fleet) -> None:
 def cursor_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dict:
     """Run the command `fleetdeck hooks install cursor` put in ~/.cursor/hooks.json for `event`, as Cursor runs
     it (its `command`, by a shell; the JSON of Cursor's hooks docs on stdin); its answer, parsed."""
-    settings = Path(env["HOME"]) / ".cursor" / "hooks.json"
-    if not settings.exists():
-        run_cli("hooks", "install", "cursor", db=db, env=env, check=True)
-    config = json.loads(settings.read_text())
-    assert config["version"] == 1
-    (entry,) = config["hooks"][event]
-    done = subprocess.run(["sh", "-c", entry["command"]], input=json.dumps({"hook_event_name": event, **payload}),
-                          capture_output=True, text=True, env=env, timeout=30)
-    assert done.returncode == 0 and done.stderr == "", done.stderr
-    return json.loads(done.stdout)
+    return json.loads(installed_hook(db, env, "cursor", ".cursor/hooks.json", event, "sh", "command",
+                                     {"hook_event_name": event, **payload}))
 
 
 def test_cursor_events_drive_the_state(fleet) -> None:

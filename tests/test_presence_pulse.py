@@ -13,14 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.presence import refresh_presence
 from fleet.presence.model import PENDING_S
 from fleet.presence.pulse import Pulse
 from fleet.procinfo import process_start
 from tests.fleets import presence as fx
-from tests.fleets.gitbuild import init_repo
 from tests.fleets.serving import Server, wait_for
 
 BOUND_S = 1.0       # the issue's: a state change reaches the dashboard within 1 s
@@ -65,10 +63,7 @@ class Session:
 
 @pytest.fixture
 def fleet(tmp_path: Path):
-    repo = init_repo(tmp_path / "fleet" / "api", commits=1)
-    db = tmp_path / "fleet.db"
-    with open_index(db) as index:
-        scan(index, [str(tmp_path / "fleet")])
+    repo, db = fx.one_repo_fleet(tmp_path)
     claude = tmp_path / "claude"
     return {"root": tmp_path / "fleet", "repo": str(repo), "db": db, "claude": claude,
             "environ": {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(claude)}}

@@ -14,22 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.presence import refresh_presence
 from fleet.presence.hooks import record_hook_event
 from fleet.procinfo import process_start
 from fleet.timespec import iso
 from tests.fleets import presence as fx
-from tests.fleets.gitbuild import init_repo
 
 
 @pytest.fixture
 def fleet(tmp_path: Path):
-    repo = init_repo(tmp_path / "fleet" / "api", commits=1)
-    db = tmp_path / "fleet.db"
-    with open_index(db) as index:
-        scan(index, [str(tmp_path / "fleet")])
+    repo, db = fx.one_repo_fleet(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     procs: list[subprocess.Popen] = []

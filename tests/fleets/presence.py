@@ -13,7 +13,20 @@ import sqlite3
 import time
 from pathlib import Path
 
+from fleet.index.scan import scan
+from fleet.index.store import open_index
+from tests.fleets.gitbuild import init_repo
+
 SECRET = "PROMPT-SECRET-7f3a: rewrite the billing module"
+
+
+def one_repo_fleet(tmp_path: Path) -> tuple[Path, Path]:
+    """A fleet of one repo (`fleet/api`, one commit) scanned into an index: (the repo, the index's path)."""
+    repo = init_repo(tmp_path / "fleet" / "api", commits=1)
+    db = tmp_path / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(tmp_path / "fleet")])
+    return repo, db
 
 
 def touch(path: Path, at: float) -> Path:
