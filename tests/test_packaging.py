@@ -12,6 +12,8 @@ import pytest
 
 from tests.fleets.cli import PROJECT_ROOT
 
+pytestmark = pytest.mark.slow  # every test builds a wheel with pip first (~4-20 s), one installs it in a venv
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -59,7 +61,6 @@ def test_installed_wheel_runs_outside_the_checkout(wheel: Path, tmp_path: Path):
     assert digest.returncode == 0 and "No activity" in digest.stdout, digest.stderr  # templates load from the wheel
 
 
-@pytest.mark.slow
 def test_pipx_installs_the_wheel_as_a_working_command(wheel: Path, tmp_path: Path):
     """The README's `pipx install fleetdeck-*.whl`: an isolated venv with the `fleetdeck` command on PATH
     (dependencies from the package index pip is configured with)."""

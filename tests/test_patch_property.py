@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,7 @@ def run(repo: Path, changes: list[dict], **kwargs) -> dict:
     return result
 
 
+@pytest.mark.slow  # 60 examples, each a patch generated and applied by git (~2-4 s)
 @SETTINGS
 @given(old=texts(), new=texts(), context=st.integers(1, 4))
 def test_file_content_round_trip(old: str, new: str, context: int) -> None:
