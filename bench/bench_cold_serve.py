@@ -12,7 +12,8 @@ its `freshness.history` says every repo's reflog history is read too (target ≤
 the medians. The index file is watched (read-only, every POLL_S) and `/api/radar` asked whenever it holds
 every repo, or their history: asking the API over and over would load the server being timed (each answer
 ranks the whole fleet). The 1-minute load average is recorded before and after (other work on the machine inflates
-every figure, the ratios less).
+every figure, the ratios less). fleetdeck is byte-compiled first, as `pip install` leaves it
+(`bench.common.byte_compile`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from bench.bench_scan import time_loop  # noqa: E402
+from bench.common import byte_compile  # noqa: E402
 from bench.bench_warm import cold_scan, tree_cpu  # noqa: E402
 from bench.realfleet import generate_realistic  # noqa: E402
 
@@ -118,6 +120,7 @@ def main() -> None:
     root = Path(args.fleet).resolve() if args.fleet else workdir / f"real-{args.repos}"
     fleet = generate_realistic(root, args.repos)
     trees = [*fleet["repos"], *fleet["worktrees"]]
+    byte_compile()
     load_before = os.getloadavg()[0]
     time_loop(trees)  # warm the page cache for every side
     loops, scans, serves = [], [], []
@@ -138,7 +141,7 @@ def main() -> None:
     every, history = _med([s[0] for s in serves]), _med([s[1] for s in serves])
     every_cpu = _med([s[2] for s in serves])
     print(json.dumps({
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "byte_compiled": True,
         "repos": args.repos, "repos_listed": found, "linked_worktrees": len(fleet["worktrees"]),
         "bare_mirrors": len(fleet["mirrors"]), "runs": args.runs,
         "git_status_loop_s": loop_wall, "git_status_loop_cpu_s": loop_cpu,

@@ -13,6 +13,7 @@ every repo, as before fleet/repo/libstatus.py). Prints one JSON object: medians 
 processes and every git it ran; the loop's includes every git), scan and loop alternating so noise hits
 both alike; also the peak RSS of the scan (the largest process of its tree, over the runs). Generated fleets
 are kept under --workdir (default bench/out/); a 10,000-repo simple fleet takes a few minutes to copy out.
+fleetdeck is byte-compiled first, as `pip install` leaves it (`bench.common.byte_compile`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import byte_compile  # noqa: E402
 from bench.fleetgen import generate  # noqa: E402
 from bench.realfleet import generate_realistic  # noqa: E402
 from fleet.git.layout import Found  # noqa: E402
@@ -196,7 +198,9 @@ def main() -> None:
     args = parser.parse_args()
     workdir = Path(args.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    result = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "scan": [], "query": []}
+    byte_compile()
+    result = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "byte_compiled": True,
+              "scan": [], "query": []}
     for profile in (p for p in args.profiles.split(",") if p):
         for size in (int(s) for s in args.sizes.split(",") if s):
             result["scan"].append(bench_scan(profile, size, args.runs, workdir))
