@@ -40,4 +40,3 @@ def byte_compile() -> None:
     packages = [str(PROJECT / name) for name in ("fleet", "web", "mcp_bridge")]
     subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, stdout=subprocess.DEVNULL,
                    env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
-
