@@ -68,7 +68,7 @@ OTHER_DATABASES = {  # agents' own session stores, read-only (fleet/presence/sql
 }
 ENGINE_ERRORS = {"cli/__init__.py"}  # maps sqlite3's errors on opening the index to the index's FleetError
 HUB = {"team/hubschema.py", "team/pg.py", "team/push.py", "team/verify.py", "team/decisions.py",
-       "team/hubread.py", "team/listen.py"}  # team mode's PostgreSQL hub: its schema, the push, the hub's reads
+       "team/hubread.py", "team/hubpass.py", "team/auditchain.py", "team/listen.py"}  # team mode's PostgreSQL hub: its schema, the push, the hub's reads
 
 
 def fleet_sql(root: Path) -> set[str]:
