@@ -3,7 +3,8 @@ types, bounds, wording), its risk level, what it may destroy, whether it is undo
 
 Every surface takes what it needs from that class: the MCP tool `operation.preview.<op>` its signature, title
 and description (mcp_bridge/tools_ops.py), the previews the argument names they accept (`OpSpec.known`)
-and the bounds they check, the policy the op names, the executor the preview and run that the op's module
+and each string, flag and choice with its default, bound and values (`OpSpec.text`, `.flag`, `.choice`;
+the bounds of paths, lists and numbers are still checked in the op's module), the policy the op names, the executor the preview and run that the op's module
 binds (`OpSpec.bind`: each op module binds its own; fleet.ops.service imports them all).
 
 Risk levels (documented in docs/proposals.md and shown on every preview):
@@ -19,11 +20,13 @@ Risk levels (documented in docs/proposals.md and shown on every preview):
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, ClassVar, Literal, NotRequired, TypedDict, get_type_hints
+from typing import (Annotated, Any, Callable, ClassVar, Literal, NotRequired, TypedDict, Union, get_args, get_origin,
+                    get_type_hints)
 
 from fleet.errors import FleetError
-from fleet.ops.model import MAX_MESSAGE, MAX_PATCH_BYTES, MAX_PATHS, Ctx, Plan, known_args
+from fleet.ops.model import MAX_MESSAGE, MAX_PATCH_BYTES, MAX_PATHS, Ctx, Plan, flag, known_args, string
 
 HIGH = "high"
 LEVELS = ("low", "medium", "high")
@@ -99,6 +102,31 @@ class OpSpec:
         known_args(label or cls.op, args, set(cls.args()))
 
     @classmethod
+    def flag(cls, args: dict, name: str) -> bool:
+        """A declared bool argument: its value, else the declared default; BAD_ARGUMENT when not a bool."""
+        return flag(args, name, cls.args()[name][1])
+
+    @classmethod
+    def text(cls, args: dict, name: str) -> str | None:
+        """A declared string argument: required unless it has a default (the default when absent or null),
+        at most its declared max_length (4096 unless said); BAD_ARGUMENT otherwise (fleet.ops.model.string)."""
+        hint, default = cls.args()[name]
+        bound = next((m.max_length for m in _metadata(hint) if m.max_length is not None), 4096)
+        value = string(args, name, required=default is ..., max_len=bound)
+        return default if value is None and default is not ... else value
+
+    @classmethod
+    def choice(cls, args: dict, name: str) -> str:
+        """A declared Literal argument: its value, else the declared default; BAD_ARGUMENT naming the choices
+        (`mode must be merge, squash or ff_only`) for anything else, a missing required one included."""
+        hint, default = cls.args()[name]
+        values = next(get_args(h) for h in _members(hint) if get_origin(h) is Literal)
+        value = args.get(name, None if default is ... else default)
+        if value not in values:
+            raise FleetError("BAD_ARGUMENT", f"{name} must be {', '.join(values[:-1])} or {values[-1]}")
+        return value
+
+    @classmethod
     def repos(cls, args: dict) -> list[str]:
         """The repositories a fleet-wide op's arguments name (a per-repo op: none beyond its `repo`)."""
         return []
@@ -109,6 +137,25 @@ class OpSpec:
         if "preview" in cls.__dict__:
             raise RuntimeError(f"op {cls.op} is bound twice")
         cls.preview, cls.run = staticmethod(preview), staticmethod(run)
+
+
+def _members(hint: Any) -> list[Any]:
+    """The types an argument's hint is made of: `Annotated` unwrapped, a union's members each."""
+    if get_origin(hint) is Annotated:
+        return _members(get_args(hint)[0])
+    if get_origin(hint) in (Union, types.UnionType):
+        return [m for a in get_args(hint) for m in _members(a)]
+    return [hint]
+
+
+def _metadata(hint: Any) -> list[Arg]:
+    """Every `Arg` on an argument's hint (on it, or on a union member such as `Message | None`)."""
+    found = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Arg)]
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if get_origin(hint) in (Union, types.UnionType):
+        found += [m for a in get_args(hint) for m in _metadata(a)]
+    return found
 
 
 class Stage(OpSpec):

@@ -14,7 +14,7 @@ from fleet.git.run import run, text
 from fleet.ops import catalog
 from fleet.ops.catalog import MAX_PER_REPO, MAX_REPOS, MAX_TOTAL
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Plan, flag, is_ancestor, known_args, local_branch
+from fleet.ops.model import Ctx, Plan, is_ancestor, known_args, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.restorepoints import restore_ref
 from fleet.ops.pins import ref_sha
@@ -69,7 +69,7 @@ def _judge(repo: str, name: str, merged_only: bool, busy: dict[str, str], defaul
 
 def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
     catalog.BranchDelete.known(args)
-    merged_only = flag(args, "merged_only", True)
+    merged_only = catalog.BranchDelete.flag(args, "merged_only")
     targets = args.get("targets")
     if not isinstance(targets, list) or not targets or not all(isinstance(t, dict) for t in targets):
         raise FleetError("BAD_ARGUMENT", "targets must be a non-empty list of {repo, branches}")

@@ -16,9 +16,8 @@ from fleet.git.revs import index_base
 from fleet.git.run import run, text
 from fleet.ops import catalog, writeset
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, capped_diff, commit_of, commit_paths, commits_between,
-                             flag, inside, is_ancestor, local_branch, repo_paths, string,
-                             tree_paths)
+from fleet.ops.model import (Ctx, Plan, capped_diff, commit_of, commit_paths, commits_between, inside,
+                             is_ancestor, local_branch, repo_paths, tree_paths)
 from fleet.ops.pins import head_state, read_status, ref_sha
 
 def _need_head(repo: str, op: str) -> tuple[str | None, str]:
@@ -59,7 +58,7 @@ def head_after(ctx: Ctx) -> dict:
 
 def preview_stage(ctx: Ctx, args: dict) -> Plan:
     catalog.Stage.known(args)
-    everything = flag(args, "all")
+    everything = catalog.Stage.flag(args, "all")
     if everything == ("paths" in args and args["paths"] is not None):
         raise FleetError("BAD_ARGUMENT", "stage takes either paths or all: true")
     paths = None if everything else repo_paths(ctx.repo, args)
@@ -103,8 +102,8 @@ def run_unstage(ctx: Ctx, args: dict) -> dict:
 
 def preview_commit(ctx: Ctx, args: dict) -> Plan:
     catalog.Commit.known(args)
-    message = string(args, "message", max_len=MAX_MESSAGE)
-    amend = flag(args, "amend")
+    message = catalog.Commit.text(args, "message")
+    amend = catalog.Commit.flag(args, "amend")
     paths = repo_paths(ctx.repo, args, required=False)
     head_ref, head = head_state(ctx.repo)
     if amend and head is None:
@@ -173,10 +172,10 @@ def run_commit(ctx: Ctx, args: dict) -> dict:
 
 def preview_branch(ctx: Ctx, args: dict) -> Plan:
     catalog.Branch.known(args)
-    ref = local_branch(ctx.repo, string(args, "name"), "name")
-    start = string(args, "start_point", required=False) or "HEAD"
+    ref = local_branch(ctx.repo, catalog.Branch.text(args, "name"), "name")
+    start = catalog.Branch.text(args, "start_point")
     sha = commit_of(ctx.repo, start, "start_point")
-    checkout = flag(args, "checkout")
+    checkout = catalog.Branch.flag(args, "checkout")
     if ref_sha(ctx.repo, ref) is not None:
         raise FleetError("BAD_REF", f"branch {short_ref(ref)!r} already exists")
     preview = {"summary": f"create branch {short_ref(ref)} at {sha[:12]}" + (" and check it out" if checkout else ""),
@@ -203,8 +202,8 @@ def run_branch(ctx: Ctx, args: dict) -> dict:
 
 def preview_checkout(ctx: Ctx, args: dict) -> Plan:
     catalog.Checkout.known(args)
-    name = string(args, "ref")
-    detach = flag(args, "detach")
+    name = catalog.Checkout.text(args, "ref")
+    detach = catalog.Checkout.flag(args, "detach")
     head_ref, head = _need_head(ctx.repo, "checkout")
     if detach:
         sha = commit_of(ctx.repo, name, "ref")
@@ -249,8 +248,8 @@ def run_checkout(ctx: Ctx, args: dict) -> dict:
 
 def preview_stash(ctx: Ctx, args: dict) -> Plan:
     catalog.Stash.known(args)
-    message = string(args, "message", required=False, max_len=MAX_MESSAGE)
-    untracked = flag(args, "include_untracked")
+    message = catalog.Stash.text(args, "message")
+    untracked = catalog.Stash.flag(args, "include_untracked")
     _need_head(ctx.repo, "stash")
     status, _ = read_status(ctx.repo)
     todo = [e for e in status.entries if e.kind in "12u" or (untracked and e.kind == "?")]
@@ -323,7 +322,7 @@ def preview_reset(ctx: Ctx, args: dict) -> Plan:
     if mode not in RESET_MODES:
         raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed, hard, keep or merge")
     head_ref, head = _need_head(ctx.repo, "reset")
-    target = commit_of(ctx.repo, string(args, "target"), "target")
+    target = commit_of(ctx.repo, catalog.Reset.text(args, "target"), "target")
     leaving = commits_between(ctx.repo, target, head)
     arriving = commits_between(ctx.repo, head, target)
     rewrites = bool(leaving["commits"])
@@ -363,7 +362,7 @@ def run_reset(ctx: Ctx, args: dict) -> dict:
 def preview_discard(ctx: Ctx, args: dict) -> Plan:
     catalog.Discard.known(args)
     paths = repo_paths(ctx.repo, args)
-    untracked = flag(args, "include_untracked")
+    untracked = catalog.Discard.flag(args, "include_untracked")
     status, _ = read_status(ctx.repo, paths)
     if status.conflicted:
         raise FleetError("CONFLICT", "some of these paths are conflicted; resolve or abort the operation first")

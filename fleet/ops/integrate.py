@@ -21,8 +21,7 @@ from fleet.git.run import GitError, run, run_git, text
 from fleet.ops import catalog, writeset
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, commit_of, commit_paths, commits_between, is_ancestor,
-                             string, tree_paths)
+from fleet.ops.model import Ctx, Plan, commit_of, commit_paths, commits_between, is_ancestor, tree_paths
 from fleet.ops.repocode import driver_paths
 from fleet.ops.pins import head_state, read_status
 from fleet.repo.conflicts import conflict_preflight
@@ -52,11 +51,9 @@ def _with_trailer(message: str, agent: str) -> str:
 
 def preview_merge(ctx: Ctx, args: dict) -> Plan:
     catalog.Merge.known(args)
-    mode = args.get("mode", "merge")
-    if mode not in ("merge", "squash", "ff_only"):
-        raise FleetError("BAD_ARGUMENT", "mode must be merge, squash or ff_only")
-    source = string(args, "source")
-    message = string(args, "message", required=False, max_len=MAX_MESSAGE)
+    mode = catalog.Merge.choice(args, "mode")
+    source = catalog.Merge.text(args, "source")
+    message = catalog.Merge.text(args, "message")
     head_ref, head = _on_branch(ctx.repo, "merge")
     sha = commit_of(ctx.repo, source, "source")
     flight = conflict_preflight(found_of(ctx.repo), sha, "HEAD")
@@ -171,7 +168,7 @@ def replay_preflight(repo: str, onto: str, head: str) -> dict:
 
 def preview_rebase(ctx: Ctx, args: dict) -> Plan:
     catalog.Rebase.known(args)
-    onto = string(args, "onto")
+    onto = catalog.Rebase.text(args, "onto")
     head_ref, head = _on_branch(ctx.repo, "rebase")
     sha = commit_of(ctx.repo, onto, "onto")
     if is_ancestor(ctx.repo, sha, head):

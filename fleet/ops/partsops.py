@@ -20,7 +20,7 @@ from fleet.ops.anchor import new_folder
 from fleet.ops.cleanup import checked_out
 from fleet.ops.coreops import head_after
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import (MAX_MESSAGE, Ctx, Plan, flag, local_branch, string)
+from fleet.ops.model import MAX_MESSAGE, Ctx, Plan, local_branch, string
 from fleet.ops.pins import head_state, ref_sha
 from fleet.repo.scope import resolve_file_in_repo
 
@@ -29,9 +29,9 @@ from fleet.repo.scope import resolve_file_in_repo
 
 def preview_worktree(ctx: Ctx, args: dict) -> Plan:
     catalog.Worktree.known(args)
-    target = new_folder(ctx.index.roots(), string(args, "path"))
-    new = flag(args, "new_branch")
-    ref = local_branch(ctx.repo, string(args, "branch"), "branch")
+    target = new_folder(ctx.index.roots(), catalog.Worktree.text(args, "path"))
+    new = catalog.Worktree.flag(args, "new_branch")
+    ref = local_branch(ctx.repo, catalog.Worktree.text(args, "branch"), "branch")
     _, head = head_state(ctx.repo)
     if new:
         if ref_sha(ctx.repo, ref):
@@ -82,10 +82,8 @@ def _submodule(repo: str, rel: str) -> dict:
 
 def preview_submodule_pointer(ctx: Ctx, args: dict) -> Plan:
     catalog.SubmodulePointer.known(args)
-    rel = resolve_file_in_repo(ctx.repo, string(args, "path"))
-    action = args.get("action")
-    if action not in ("record", "return"):
-        raise FleetError("BAD_ARGUMENT", "action must be record or return")
+    rel = resolve_file_in_repo(ctx.repo, catalog.SubmodulePointer.text(args, "path"))
+    action = catalog.SubmodulePointer.choice(args, "action")
     message = string(args, "message", required=action == "record", max_len=MAX_MESSAGE)
     sub = _submodule(ctx.repo, rel)
     if not sub["clean"]:

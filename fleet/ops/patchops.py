@@ -58,9 +58,7 @@ def checked_patch(ctx: Ctx, patch: object, target: str) -> dict:
 
 def preview_patch(ctx: Ctx, args: dict) -> Plan:
     catalog.Patch.known(args)
-    target = args.get("target", "worktree")
-    if target not in ("worktree", "index"):
-        raise FleetError("BAD_ARGUMENT", "target must be worktree or index")
+    target = catalog.Patch.choice(args, "target")
     shown = checked_patch(ctx, args.get("patch"), target)
     preview = {"summary": f"apply a patch to the {'index' if target == 'index' else 'working tree'} "
                           f"({plural(len(shown['files']), 'file')})", "target": target, **shown}
@@ -91,7 +89,7 @@ def preview_patch_file_write(ctx: Ctx, args: dict) -> Plan:
     `patch` op's, a diff that creates or rewrites that one file, shown and pinned like any patch. The
     content is a patch from fleetdeck's patch folder (`patch_file`) or given as text (`patch`)."""
     catalog.PatchFileWrite.known(args)
-    target = resolve_file_in_repo(ctx.repo, string(args, "path"))
+    target = resolve_file_in_repo(ctx.repo, catalog.PatchFileWrite.text(args, "path"))
     if not target.endswith(PATCH_SUFFIXES):
         raise FleetError("BAD_PATH", f"path {target!r} must end in .patch or .diff")
     if ("patch_file" in args) == ("patch" in args):
@@ -174,7 +172,7 @@ def _resolve(path: str, wanted: list[str], parsed: list[dict]) -> list[int]:
 
 def preview_stage_hunks(ctx: Ctx, args: dict) -> Plan:
     catalog.StageHunks.known(args)
-    path = resolve_file_in_repo(ctx.repo, string(args, "path"))
+    path = resolve_file_in_repo(ctx.repo, catalog.StageHunks.text(args, "path"))
     wanted = args.get("hunks")
     if not isinstance(wanted, list) or not wanted or not all(isinstance(h, str) and h for h in wanted):
         raise FleetError("BAD_ARGUMENT", "hunks must be a non-empty list of hunk ids from repo.changes")

@@ -24,7 +24,7 @@ from fleet.git.files import redact_url
 from fleet.git.run import run, text
 from fleet.ops import catalog
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Plan, commit_paths, commits_between, flag, is_ancestor, local_branch, string
+from fleet.ops.model import Ctx, Plan, commit_paths, commits_between, is_ancestor, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.pins import head_state, ref_sha
 from fleet.git.revs import check_rev
@@ -67,11 +67,11 @@ def _digest(urls: list[str]) -> str:
 
 def preview_push(ctx: Ctx, args: dict) -> Plan:
     catalog.Push.known(args)
-    remote = string(args, "remote", required=False) or "origin"
+    remote = catalog.Push.text(args, "remote")
     check_rev(remote, "remote")
     if remote not in _remotes(ctx.repo):
         raise FleetError("BAD_REF", f"no remote named {remote!r} in this repository")
-    name = string(args, "branch", required=False)
+    name = catalog.Push.text(args, "branch")
     if name is None:
         head_ref, _ = head_state(ctx.repo)
         if head_ref is None or not head_ref.startswith("refs/heads/"):
@@ -85,8 +85,8 @@ def preview_push(ctx: Ctx, args: dict) -> Plan:
     branch = short_ref(ref)
     tracking = f"refs/remotes/{remote}/{branch}"
     remote_sha = ref_sha(ctx.repo, tracking)
-    force = flag(args, "force_with_lease")
-    upstream = flag(args, "set_upstream")
+    force = catalog.Push.flag(args, "force_with_lease")
+    upstream = catalog.Push.flag(args, "set_upstream")
     if remote_sha == local:
         raise FleetError("BAD_ARGUMENT", f"{remote}/{branch} already has {local[:12]} (as of the last fetch)")
     fast_forward = remote_sha is None or is_ancestor(ctx.repo, remote_sha, local)

@@ -13,7 +13,7 @@ import re
 
 from fleet.errors import FleetError
 from fleet.ops import catalog
-from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Plan, flag, string
+from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Plan, string
 from fleet.repo.scope import check_rel_path
 from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore
@@ -42,7 +42,7 @@ def preview_restore_snapshot(ctx: Ctx, args: dict) -> Plan:
     wanted = string(args, "snapshot", max_len=40)
     if not SNAPSHOT_ID.match(wanted):
         raise FleetError("BAD_ARGUMENT", "snapshot must be a snapshot id (4 to 40 hex digits)")
-    paths, index = _paths(args), flag(args, "index")
+    paths, index = _paths(args), catalog.RestoreSnapshot.flag(args, "index")
     tree = _tree(ctx)
     plan = restore(tree, ctx.index.path, wanted, paths=paths, index=index, dry_run=True)
     touched = sorted([*plan["restored"], *plan["removed"]])

@@ -15,7 +15,7 @@ from fleet.ops import catalog, restore, restorepoints
 from fleet.ops.catalog import op_info
 from fleet.ops.cleanup import undo_branch_delete
 from fleet.git.run import run, text
-from fleet.ops.model import Ctx, Plan, string, tree_paths
+from fleet.ops.model import Ctx, Plan, tree_paths
 from fleet.git.files import short_ref
 from fleet.ops.pins import head_state, ref_sha
 
@@ -41,7 +41,7 @@ def _proposal(ctx: Ctx, point_id: str) -> dict | None:
 
 def preview_restore(ctx: Ctx, args: dict) -> Plan:
     catalog.Restore.known(args)
-    point_id = string(args, "restore_point", max_len=128)
+    point_id = catalog.Restore.text(args, "restore_point")
     point = restorepoints.details(ctx.index, point_id)
     row = _proposal(ctx, point_id)
     if row is not None and row["op"] == "branch_delete":
