@@ -149,7 +149,10 @@ def _children() -> set[int]:
     """This process's child processes (the re-check's workers among them)."""
     found: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        found |= {int(pid) for pid in (task / "children").read_text().split()}
+        try:
+            found |= {int(pid) for pid in (task / "children").read_text().split()}
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
     return found
 
 
