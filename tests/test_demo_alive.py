@@ -15,6 +15,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 
+from fleet.cli import build_parser
+from fleet.cli.serve import HUB_OPTIONS
 from fleet.demo import build_demo_fleet, seed_proposals
 from fleet.demolife import SCHEDULE, DemoLife, agent_env
 from fleet.index.scan import scan
@@ -136,6 +138,7 @@ def _run_demo(tmp_path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]
             break
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     out, err = proc.communicate(timeout=60)
+    assert lines and lines[-1].startswith("fleetdeck dashboard: http://127.0.0.1:"), err  # it served
     return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines) + out, err), target
 
 
@@ -153,3 +156,11 @@ def test_the_demo_keeps_its_fleet_with_keep(tmp_path):
     done, target = _run_demo(tmp_path, "--keep")
     assert f"fleetdeck demo: kept {target}" in done.stderr
     assert (target / "fleet.db").exists() and (target / "fleet" / "oss" / "scratch").is_dir()
+
+
+def test_the_demo_sets_every_option_serve_reads():
+    """`cmd_demo` serves through `cmd_serve` with a parser of its own: every option serve has that the demo's
+    parser lacks must be one the demo sets itself (`fleet.cli.serve.local_only`), or the demo dies at start
+    (twice so far: `--team`, then `--key`/`--as`)."""
+    serve, demo = (vars(build_parser([name]).parse_args([name])) for name in ("serve", "demo"))
+    assert set(serve) - set(demo) - {"roots"} == set(HUB_OPTIONS)

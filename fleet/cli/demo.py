@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from fleet.cli.serve import add_server_options, cmd_serve
+from fleet.cli.serve import add_server_options, cmd_serve, local_only
 from fleet.errors import FleetError
 
 
@@ -24,7 +24,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         roots = build_demo_fleet(target)
     except FileExistsError as exc:
         raise FleetError("BAD_PATH", str(exc)) from exc
-    args.roots, args.team = roots, None  # the demo serves its own fleet, never a hub
+    args.roots = roots
+    local_only(args)  # the demo serves its own fleet, never a hub
     if not args.db:  # never mix the demo into the person's own index
         args.db = os.path.join(target, "fleet.db")
     os.environ.update(agent_env(target))  # the demo's agents live in the demo (the detectors read these)

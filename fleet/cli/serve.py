@@ -79,6 +79,16 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
                         "stop (another `fleetdeck watch` may keep it fresh)")
 
 
+HUB_OPTIONS = ("team", "key", "approver")  # serve's options that serve the team hub (see add_serve_parser)
+
+
+def local_only(args: argparse.Namespace) -> None:
+    """Set none of serve's hub options: for a command that serves a local fleet through `cmd_serve` with a
+    parser of its own (the demo), which would otherwise miss every hub option serve gains."""
+    for name in HUB_OPTIONS:
+        setattr(args, name, None)
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the dashboard (and watcher) on http://127.0.0.1:8765")
     p.add_argument("roots", nargs="*", metavar="ROOT",
