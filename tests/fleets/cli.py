@@ -12,6 +12,7 @@ limits, stdout purity of a server, the interpreter's own environment handling).
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import locale
 import logging
@@ -41,6 +42,8 @@ def fleetdeck_env(**extra: str | None) -> dict[str, str]:
     return {name: value for name, value in env.items() if value is not None}
 
 
+HANG_GRACE_S = 300  # past its timeout, an in-process call is taken as hung (see run_cli)
+
 # What a subprocess call may pass through to subprocess.run that a call in this process honours too.
 _IN_PROCESS_POPEN = {"cwd", "check"}
 
@@ -53,7 +56,8 @@ def run_cli(*args: str, db: Path | str | None = None, stdin: str | bytes | None 
     unless `text=False`), `env` added to `fleetdeck_env()` (None: not set). In this process unless `process=True` (see the
     module's docstring); `popen` passes through to the subprocess (`cwd`, `check`, `start_new_session`,
     `preexec_fn`), and only `cwd` and `check` mean anything in this process. A call in this process that
-    takes longer than `timeout` fails as a subprocess's would (after it returns: nothing here can kill it)."""
+    takes longer than `timeout` fails as a subprocess's would (after it returns: nothing here can kill it; one that
+    hangs ends the test process HANG_GRACE_S later, with every thread's stack)."""
     argv = [*(("--db", str(db)) if db is not None else ()), *args]
     if process:
         return subprocess.run(fleetdeck_argv(*argv), input=stdin, stdin=subprocess.DEVNULL if stdin is None else None,
@@ -63,8 +67,14 @@ def run_cli(*args: str, db: Path | str | None = None, stdin: str | bytes | None 
     if unknown:
         raise TypeError(f"run_cli: {sorted(unknown)} need a process of its own: pass process=True")
     started = time.monotonic()
-    with _isolated(env or {}, popen.get("cwd")):
-        code, out, err = _call_main(argv, stdin)
+    # Nothing here can stop a call that hangs: well past its timeout, every thread's stack is printed and the
+    # test process ends, rather than the run waiting for CI's own limit.
+    faulthandler.dump_traceback_later(timeout + HANG_GRACE_S, exit=True)
+    try:
+        with _isolated(env or {}, popen.get("cwd")):
+            code, out, err = _call_main(argv, stdin)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     if time.monotonic() - started > timeout:
         raise subprocess.TimeoutExpired(fleetdeck_argv(*argv), timeout, out, err)
     if text:
