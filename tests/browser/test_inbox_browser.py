@@ -145,3 +145,37 @@ def test_inbox_is_keyboard_driven_like_the_queue_and_keeps_the_focus_through_liv
         context.close()
         for made in (first, second):
             service.reject(index, made["proposal_id"], "cli", "keys done")
+
+
+def test_a_move_made_while_an_update_is_fetched_is_not_undone(browser, served):
+    """j pressed while a live update's fragment is on its way: once it lands the focus is where j put it, not
+    where it was when the update began (the re-render put it back there: CI saw it as a flake)."""
+    server, index, built = served
+    made = [service.propose(index, "claude-code", "branch", str(built["work"]), {"name": f"held-{n}"}, "held")
+            for n in range(2)]
+    context = browser.new_context()
+    tab = context.new_page()
+    held: list = []
+    try:
+        sign_in_tab(tab, server, "/inbox")
+        tab.wait_for_selector("#live-status.on")
+        keys = tab.eval_on_selector_all("#inbox-live li.inbox-item", "els => els.map(e => e.dataset.key)")
+        fragment = tab.get_attribute("#inbox-live", "data-fragment")
+        tab.keyboard.press("j")
+        assert tab.evaluate(FOCUSED) == keys[0]
+        tab.route(f"**{fragment}*", lambda route: held.append(route))  # the next update's fragment waits here
+        hook(built["db"], built["work"], "Notification", session_id="held-live", notification_type="idle_prompt")
+        for _ in range(200):
+            if held:
+                break
+            tab.wait_for_timeout(50)
+        assert held, "no live update fetched its fragment"
+        tab.keyboard.press("j")                            # the person moves on meanwhile
+        assert tab.evaluate(FOCUSED) == keys[1]
+        held.pop(0).continue_()                            # later fetches (none needed) stay held
+        tab.wait_for_function("n => document.querySelectorAll('#inbox-live li.inbox-item').length > n", arg=len(keys))
+        assert tab.evaluate(FOCUSED) == keys[1]
+    finally:
+        context.close()
+        for proposal in made:
+            service.reject(index, proposal["proposal_id"], "cli", "held done")

@@ -84,15 +84,15 @@
     if (!region) return;
     if (inFlight) { again = true; return; }
     inFlight = true;
-    const focusedId = document.activeElement && document.activeElement.closest
-      ? (document.activeElement.closest("[data-repo-id]") || {}).dataset : null;
-    // An inbox item's link that j/k put the focus on keeps it across the update (its item, by its key).
-    const focusedItem = document.activeElement && document.activeElement.matches &&
-      document.activeElement.matches("[data-key] .repo-link")
-      ? document.activeElement.closest("[data-key]").dataset.key : null;
     fetch(fragmentUrl(), { headers: { Accept: "text/html" }, credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
       .then(function (html) {
+        // Where the focus is as the update lands (j/k may have moved it while the fragment was on its way):
+        // a queue row's link, or an inbox item's link (its item, by its key), keeps it across the update.
+        const active = document.activeElement;
+        const focusedId = active && active.closest ? (active.closest("[data-repo-id]") || {}).dataset : null;
+        const focusedItem = active && active.matches && active.matches("[data-key] .repo-link")
+          ? active.closest("[data-key]").dataset.key : null;
         const before = keys(region);
         region.innerHTML = html;
         const now = Date.now();
