@@ -1,7 +1,9 @@
 """push: the one operation that leaves the machine, so the one fleetdeck cannot undo (the preview says so).
 
-No network at preview time: the remote's state is the remote-tracking ref as of the last fetch, and the
-preview says which commits the push would send and whether it fast-forwards. A force exists only as
+No fetch at preview time: the remote's state is the remote-tracking ref as of the last fetch, and the
+preview says which commits the push would send and whether it fast-forwards. What approval needs is checked
+(fleet/ops/reach.py: the destination folder exists, or its host answers a TCP connect; nothing is sent) and a
+destination that could not be reached is a warning in the preview. A force exists only as
 `force_with_lease`, pinned to the remote-tracking sha the preview saw: if the remote moved since, git
 refuses. The push runs as the person would (pre-push hook, credential helpers, ssh-agent).
 
@@ -27,6 +29,7 @@ from fleet.ops.gitexec import exec_git
 from fleet.ops.model import Ctx, Plan, commit_paths, commits_between, is_ancestor, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.pins import head_state, ref_sha
+from fleet.ops.reach import preflight
 from fleet.git.revs import check_rev
 
 
@@ -100,17 +103,23 @@ def preview_push(ctx: Ctx, args: dict) -> Plan:
     preview = {"summary": f"push {branch} ({local[:12]}) to {remote}" + (" with force-with-lease" if force else ""),
                "remote": remote, "url": redact_url(urls[0]), "push_urls": [redact_url(u) for u in urls],
                "branch": branch, "local": local,
-               "remote_known": remote_sha, "remote_state_as_of": "the last fetch (no network at preview)",
+               "remote_known": remote_sha, "remote_state_as_of": "the last fetch (nothing is fetched at preview)",
                "fast_forward": fast_forward, "commits_sent": sending["commits"],
                "commits_sent_truncated": sending["truncated"], "set_upstream": upstream,
                "force_with_lease": force, "can_undo": False,
                "note": "a push cannot be undone by fleetdeck: once the remote has it, others may fetch it"}
+    warnings = []
     if not fast_forward:
         dropped = commits_between(ctx.repo, local, remote_sha)
         preview["commits_dropped_on_remote"] = dropped["commits"]
         preview["rewrites_history"] = True
         if not force:
-            preview["warning"] = "not a fast-forward: the remote will refuse it (force_with_lease would overwrite)"
+            warnings.append("not a fast-forward: the remote will refuse it (force_with_lease would overwrite)")
+    preview["reachable"], unreached = preflight(ctx.repo, urls)
+    if unreached:
+        warnings.append(unreached)
+    if warnings:
+        preview["warning"] = ". ".join(warnings)
     sent = commit_paths(ctx.repo, [local, f"^{remote_sha}"] if remote_sha else [local, "--not", f"--remotes={remote}"])
     return Plan({"remote": remote, "branch": branch, "local": local, "expected": remote_sha or "",
                  "set_upstream": upstream, "force_with_lease": force, "destination": _digest(urls)}, preview,

@@ -12,6 +12,7 @@ Each page is also axe-core clean, light and dark.
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 
 import pytest
@@ -125,3 +126,23 @@ def test_a_push_shows_the_url_git_pushes_to(tab, served):
     assert str(built["elsewhere"]) in shown
     assert "to push" in tab.locator("ul.commits").inner_text()
     assert_clean(tab, "the proposal page of a push")
+
+
+def test_a_push_that_cannot_reach_its_remote_warns_before_approval(tab, served):
+    server, index, built = served
+    work = built["work"]
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()                                   # a port nobody listens on
+    if "down" not in git(work, "remote").split():
+        git(work, "remote", "add", "down", f"git://127.0.0.1:{port}/repo.git")
+    else:
+        git(work, "remote", "set-url", "down", f"git://127.0.0.1:{port}/repo.git")
+    git(work, "commit", "-q", "--allow-empty", "-m", "to push nowhere")
+    _, url = proposal(served, "push", {"remote": "down"})
+    tab.goto(url)
+    assert "approving this push would most likely fail" in tab.locator("p.callout.sev-critical").first.inner_text()
+    reach = tab.locator("ul.push-reach li").inner_text()
+    assert reach.startswith("not reached") and f"127.0.0.1:{port} refused the connection" in reach, reach
+    assert_clean(tab, "the proposal page of a push that cannot reach its remote")
