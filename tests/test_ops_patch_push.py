@@ -8,8 +8,8 @@ from fleet.git.revs import found_of
 from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.repo.changes import repo_changes
-from tests.fleets.gitbuild import bare_remote, commit_file, git, write
-from tests.fleets.ops_fleet import propose, run, state
+from tests.fleets.gitbuild import commit_file, git, write
+from tests.fleets.ops_fleet import propose, run, state, with_origin
 
 PATCH = """diff --git a/src/app.py b/src/app.py
 --- a/src/app.py
@@ -110,11 +110,7 @@ def test_stage_hunks_unknown_or_stale_id(ops_fleet):
 
 @pytest.fixture
 def pushable(ops_fleet, tmp_path):
-    work = ops_fleet["work"]
-    remote = bare_remote(tmp_path / "remote.git")
-    git(work, "remote", "add", "origin", str(remote))
-    git(work, "push", "-q", "-u", "origin", "main")
-    return ops_fleet, remote
+    return ops_fleet, with_origin(ops_fleet, tmp_path, to_push=False)
 
 
 def test_push_sends_commits_and_says_it_cannot_be_undone(pushable):

@@ -16,7 +16,7 @@ from fleet.errors import FleetError
 from fleet.ops import service
 from fleet.ops.model import MAX_PATCH_BYTES
 from tests.fleets.gitbuild import bare_remote, commit_file, git
-from tests.fleets.ops_fleet import propose
+from tests.fleets.ops_fleet import propose, with_origin
 
 REAL = """diff --git a/src/app.py b/src/app.py
 --- a/src/app.py
@@ -126,12 +126,7 @@ def test_a_plan_with_an_oversized_patch_step_is_high_risk(ops_fleet):
 
 @pytest.fixture
 def pushable(ops_fleet, tmp_path):
-    work = ops_fleet["work"]
-    remote = bare_remote(tmp_path / "remote.git")
-    git(work, "remote", "add", "origin", str(remote))
-    git(work, "push", "-q", "-u", "origin", "main")
-    commit_file(work, "pushed.txt", "new\n", "to push")
-    return ops_fleet, remote, tmp_path
+    return ops_fleet, with_origin(ops_fleet, tmp_path), tmp_path
 
 
 def tip(repo) -> str:

@@ -14,8 +14,8 @@ import pytest
 
 from fleet.ops import service
 from fleet.ops.reach import MAX_URLS, preflight
-from tests.fleets.gitbuild import bare_remote, commit_file, git
-from tests.fleets.ops_fleet import propose
+from tests.fleets.gitbuild import git
+from tests.fleets.ops_fleet import propose, with_origin
 
 
 @pytest.fixture
@@ -52,12 +52,7 @@ def closed_port():
 
 @pytest.fixture
 def pushable(ops_fleet, tmp_path):
-    work = ops_fleet["work"]
-    remote = bare_remote(tmp_path / "remote.git")
-    git(work, "remote", "add", "origin", str(remote))
-    git(work, "push", "-q", "-u", "origin", "main")
-    commit_file(work, "pushed.txt", "new\n", "to push")
-    return ops_fleet, remote
+    return ops_fleet, with_origin(ops_fleet, tmp_path)
 
 
 def test_a_reachable_local_mirror_is_said_and_warns_nothing(pushable):

@@ -7,6 +7,7 @@ approval without its confirmation, and without the passkey this machine's settin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 
@@ -73,6 +74,16 @@ def seen_on(page: str) -> str:
     return found.group(1)
 
 
+@contextlib.contextmanager
+def on_the_page(team: dict, branch: str):
+    """A `branch` proposal of the laptop's, a signed-in client of the hub dashboard, and the digest its page showed:
+    (proposal id, client, login, seen)."""
+    pid = propose(team["laptop"], "branch", {"name": branch})
+    with httpx.Client(base_url=team["dash"].base, timeout=30) as client:
+        login = sign_in(client, team["dash"].db)
+        yield pid, client, login, seen_on(client.get(page_path(pid)).text)
+
+
 def decisions(hub: str, pid: str) -> list[tuple]:
     return hub_rows(hub, "select action, approver, outcome, outcome_reason from fleetdeck.decisions "
                          "where proposal_id = %s order by id", (pid,))
@@ -108,10 +119,7 @@ def test_the_hub_page_approves_and_only_the_owning_machine_runs_it(team):
 
 def test_a_refused_decision_shows_its_reason_on_the_hub_page(team):
     hub, laptop, dash = team["hub"], team["laptop"], team["dash"]
-    pid = propose(laptop, "branch", {"name": "raced-on-the-hub"})
-    with httpx.Client(base_url=dash.base, timeout=30) as client:
-        login = sign_in(client, dash.db)
-        seen = seen_on(client.get(page_path(pid)).text)
+    with on_the_page(team, "raced-on-the-hub") as (pid, client, login, seen):
         r = client.post(page_path(pid) + "/reject", json={"seen": seen}, headers=login.decide)
         assert r.json()["error"]["code"] == "BAD_ARGUMENT"                    # a rejection needs a reason
         r = client.post(page_path(pid) + "/approve", json={"seen": seen}, headers=login.decide)
@@ -129,11 +137,8 @@ def test_no_other_page_or_client_can_make_the_hub_decide(team):
     """Raw requests as another local page's script or another program would send them: each is refused and
     no decision row is written."""
     hub, laptop, dash = team["hub"], team["laptop"], team["dash"]
-    pid = propose(laptop, "branch", {"name": "never-decided"})
-    url = page_path(pid) + "/approve"
-    with httpx.Client(base_url=dash.base, timeout=30) as client:
-        login = sign_in(client, dash.db)
-        seen = seen_on(client.get(page_path(pid)).text)
+    with on_the_page(team, "never-decided") as (pid, client, login, seen):
+        url = page_path(pid) + "/approve"
         body = {"seen": seen}
         evil = "http://127.0.0.1:1"
         for headers, code in (
@@ -158,10 +163,7 @@ def test_no_other_page_or_client_can_make_the_hub_decide(team):
 
 def test_a_proposal_changed_on_the_hub_after_the_page_showed_it_is_refused(team):
     hub, laptop, dash = team["hub"], team["laptop"], team["dash"]
-    pid = propose(laptop, "branch", {"name": "as-shown"})
-    with httpx.Client(base_url=dash.base, timeout=30) as client:
-        login = sign_in(client, dash.db)
-        seen = seen_on(client.get(page_path(pid)).text)
+    with on_the_page(team, "as-shown") as (pid, client, login, seen):
         for stale in ("", "0" * 32):
             r = client.post(page_path(pid) + "/approve", json={"seen": stale}, headers=login.decide)
             assert r.json()["error"]["code"] == "STALE", r.text

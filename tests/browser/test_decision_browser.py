@@ -5,14 +5,13 @@ approves; it must not decide anything. The person's own tab still decides (its k
 from __future__ import annotations
 
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from fleet.index.store import open_index
 from fleet.ops import service
+from tests.fleets.localsite import LocalSite, QuietHandler
 from tests.fleets.ops_fleet import build, state
 from tests.fleets.serving import Server
 
@@ -31,7 +30,7 @@ def served(tmp_path_factory):
     server.stop()
 
 
-class OtherPort:
+class OtherPort(LocalSite):
     """Another local web server (the attacker's): on each page load it replays the cookies the browser sent
     it against fleetdeck, reads the proposal page's CSRF token and POSTs approve, as a browser would not."""
 
@@ -41,7 +40,7 @@ class OtherPort:
         self.answers: list[tuple[int, str]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 cookie = self.headers.get("Cookie", "")
                 outer.cookies.append(cookie)
@@ -54,27 +53,9 @@ class OtherPort:
                                headers={**headers, "Origin": fleetdeck, "X-CSRF-Token": csrf,
                                         "Accept": "application/json"})
                 outer.answers.append((r.status_code, r.text))
-                body = b"<!doctype html><title>elsewhere</title><p>nothing to see"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply("text/html", "<!doctype html><title>elsewhere</title><p>nothing to see")
 
-            def log_message(self, *_args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "OtherPort":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def test_a_server_on_another_port_holding_the_cookie_cannot_approve(page, served):

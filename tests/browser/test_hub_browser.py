@@ -8,8 +8,6 @@ the tests start."""
 from __future__ import annotations
 
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -20,6 +18,7 @@ from tests.browser.conftest import sign_in_tab
 from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
 from tests.fleets.gitbuild import git, init_repo
 from tests.fleets.postgres import PgServer
+from tests.fleets.localsite import LocalSite, QuietHandler
 from tests.fleets.serving import Server
 from tests.test_team import _pin, enrolled_pair, hub_rows
 from tests.test_team_hubdecide import propose
@@ -150,7 +149,7 @@ def test_a_person_approves_on_the_hub_page_and_sees_the_machine_apply_it(browser
         context.close()
 
 
-class AttackerSite:
+class AttackerSite(LocalSite):
     """Another local web server: its page (on another port of 127.0.0.1, so the browser sends it the hub's
     cookie too) reads the hub's proposal page with that cookie (the CSRF token and the page's digest), then
     makes the person's browser post an approval to the hub: a form submitted by script, and a `fetch` with
@@ -160,7 +159,7 @@ class AttackerSite:
         outer = self
         self.target = f"{hub_base}/machines/laptop/proposals/{pid}"
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path == "/attack.js":
                     self._send("text/javascript", ATTACK_JS)
@@ -177,27 +176,9 @@ class AttackerSite:
                                         f'data-seen="{fields["seen"]}"></p><script src="/attack.js"></script>')
 
             def _send(self, kind: str, body: str) -> None:
-                data = body.replace("TARGET", outer.target).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(kind, body.replace("TARGET", outer.target))
 
-            def log_message(self, *_args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "AttackerSite":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 ATTACK_JS = """

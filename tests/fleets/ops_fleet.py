@@ -9,7 +9,7 @@ from pathlib import Path
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.fleets.gitbuild import commit_file, git, init_repo, write
+from tests.fleets.gitbuild import bare_remote, commit_file, git, init_repo, write
 from tests.fleets.template import shared
 
 
@@ -31,6 +31,18 @@ def _build(base: Path) -> dict:
     with open_index(base / "fleet.db") as index:
         scan(index, [str(root)])
     return {"root": root, "work": work, "db": base / "fleet.db"}
+
+
+def with_origin(fleet: dict, base: Path, to_push: bool = True) -> Path:
+    """The fleet's work repo with a bare `origin` at `base/remote.git` it has pushed main to (upstream set),
+    and, `to_push`, one more commit on main to push; the remote's path."""
+    work = fleet["work"]
+    remote = bare_remote(base / "remote.git")
+    git(work, "remote", "add", "origin", str(remote))
+    git(work, "push", "-q", "-u", "origin", "main")
+    if to_push:
+        commit_file(work, "pushed.txt", "new\n", "to push")
+    return remote
 
 
 def state(repo: Path) -> dict:
