@@ -65,14 +65,18 @@ class Machine:
     def json(self, *args: str) -> dict:
         return json.loads(self.run(*args, "--json").stdout)
 
-    def decide(self, *args: str) -> dict:
-        """`team decide ARGS` as the person's own script: a non-interactive approver set up, `--yes` passed."""
+    def decide(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """`team decide ARGS --yes --json` as the person's own script (a non-interactive approver set up)."""
         settings = self.home / ".config/fleetdeck/settings.toml"
         text = settings.read_text() if settings.exists() else ""
         if "[approval]" not in text:
             settings.parent.mkdir(parents=True, exist_ok=True)
             settings.write_text(text + "\n[approval]\nnoninteractive = true\n")
-        return json.loads(self.run("team", "decide", *args, "--yes", "--json").stdout)
+        return self.run("team", "decide", *args, "--yes", "--json", check=check)
+
+    def decided(self, *args: str) -> dict:
+        """`decide`'s answer, which must be a success."""
+        return json.loads(self.decide(*args).stdout)
 
     def local(self, sql: str, args: tuple = ()) -> list[tuple]:
         with sqlite3.connect(self.db) as conn:
@@ -522,26 +526,26 @@ def test_a_decision_made_on_the_hub_runs_only_on_its_machine_signed_and_pinned(m
     pid = _propose(laptop, monkeypatch, "from-hub")
     laptop.run("team", "push", "--once")
     # before the machine accepts remote decisions, a well-signed one is refused, and nothing runs
-    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    made = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     out = laptop.json("team", "push", "--once")
     assert out["decisions"][0]["outcome"] == "refused"
     assert _decision(hub, made["decision"])[0] == "refused" and "accept_remote_approvals" in _decision(
         hub, made["decision"])[1]
     _pin(laptop, public)
     # a key the machine has not pinned
-    other = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(stranger), "--as", "alice")
+    other = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(stranger), "--as", "alice")
     laptop.run("team", "push", "--once")
     assert _decision(hub, other["decision"])[0] == "refused" and "not pinned" in _decision(hub, other["decision"])[1]
     # a row altered after signing (the hub's owner turns a rejection into an approval)
-    forged = laptop.decide("laptop", pid, "reject", "--reason", "no", "--dsn", hub,
-                           "--key", str(private), "--as", "alice")
+    forged = laptop.decided("laptop", pid, "reject", "--reason", "no", "--dsn", hub,
+                            "--key", str(private), "--as", "alice")
     with psycopg.connect(hub, autocommit=True) as admin:
         admin.execute("update fleetdeck.decisions set action = 'approve' where id = %s", (forged["decision"],))
     laptop.run("team", "push", "--once")
     assert _decision(hub, forged["decision"]) [0] == "refused" and "forged" in _decision(hub, forged["decision"])[1]
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub") == ""      # nothing ran so far
     # a proper one: runs on the laptop through the local approve path, credited to the hub's approver
-    good = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    good = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     laptop.run("team", "push", "--once")
     assert _decision(hub, good["decision"]) == ("applied", None), _decision(hub, good["decision"])[1]
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "from-hub").strip() == "from-hub"
@@ -572,13 +576,44 @@ def test_a_hub_decision_racing_a_local_rejection_is_refused(machines, hub, tmp_p
     _pin(laptop, public)
     pid = _propose(laptop, monkeypatch, "raced")
     laptop.run("team", "push", "--once")
-    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    made = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     # the person, locally, first (`decide` above set up the non-interactive approver `--yes` needs)
     laptop.run("proposals", "reject", pid, "--reason", "not now", "--yes")
     laptop.run("team", "push", "--once")
     outcome, why = _decision(hub, made["decision"])
     assert outcome == "refused" and "rejected here, not pending" in why
     assert git(laptop.fleet / "laptop-web", "branch", "--list", "raced") == ""
+
+
+def test_a_decision_for_an_expired_proposal_is_refused_on_the_hub_and_on_its_machine(machines, hub, tmp_path,
+                                                                                     monkeypatch):
+    """A proposal past its expiry while its machine was offline still reads `pending` on the hub: `team decide`
+    signs nothing for it; a decision signed in time for a proposal that expired on the machine before it came
+    back is refused there and recorded."""
+    from fleet.audit.keys import keygen
+    laptop = machines[0]
+    _, private, public = keygen(tmp_path / "alice-keys")
+    _pin(laptop, public)
+    late = _propose(laptop, monkeypatch, "asked-too-late")
+    laptop.run("team", "push", "--once")
+    with psycopg.connect(hub, autocommit=True) as admin:       # the laptop went offline; the hour passed
+        admin.execute("update fleetdeck.proposals set expires_at = extract(epoch from now()) - 60 "
+                      "where machine_id = 'laptop' and id = %s", (late,))
+    refused = laptop.decide("laptop", late, "approve", "--dsn", hub, "--key", str(private), "--as", "alice",
+                            check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+    assert "expired at" in refused.stderr and refused.stderr.rstrip().endswith("[NOT_PENDING]"), refused.stderr
+    assert hub_rows(hub, "select count(*) from fleetdeck.decisions where proposal_id = %s", (late,)) == [(0,)]
+    # signed while pending; the proposal expires on the laptop before the laptop settles the decision
+    pid = _propose(laptop, monkeypatch, "expired-here")
+    laptop.run("team", "push", "--once")
+    made = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    with sqlite3.connect(laptop.db) as local:
+        local.execute("update proposals set expires_at = ? where id = ?", (time.time() - 60, pid))
+    laptop.run("team", "push", "--once")
+    outcome, why = _decision(hub, made["decision"])
+    assert outcome == "refused" and "expired here, not pending" in why
+    assert git(laptop.fleet / "laptop-web", "branch", "--list", "expired-here") == ""
 
 
 def test_a_hub_decision_never_stands_in_for_a_required_passkey(machines, hub, tmp_path, monkeypatch):
@@ -596,7 +631,7 @@ def test_a_hub_decision_never_stands_in_for_a_required_passkey(machines, hub, tm
     index.close()
     pid = _propose(laptop, monkeypatch, "needs-a-passkey")
     laptop.run("team", "push", "--once")
-    made = laptop.decide("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
+    made = laptop.decided("laptop", pid, "approve", "--dsn", hub, "--key", str(private), "--as", "alice")
     laptop.run("team", "push", "--once")
     outcome, why = _decision(hub, made["decision"])
     assert outcome == "refused" and "passkey" in why

@@ -8,7 +8,8 @@ same local path a person's approval takes (compare-and-set, re-validation, resto
 actor `hub:<approver>`), or `refused` with the reason — only with `[team] accept_remote_approvals = true` and the
 approver's public key pinned in `[team] approver_keys`, and never for a decision this machine would take only with
 the person's passkey (`[passkeys]`: a hub carries no assertion, as a terminal does not). Forged, replayed, unpinned, changed since it was seen,
-no longer pending (expired, decided locally first): refused and recorded, on the hub and in the audit log.
+no longer pending (expired, decided locally first): refused and recorded, on the hub and in the audit log; a proposal
+past its expiry that still reads pending on the hub (its machine has not pushed since) gets no signature at all.
 
 The hub's dashboard (`serve --team --key --as`, web/hubdecide.py) decides through the same `decide`, with the
 digest of the mirrored proposal its page showed (`seen`): a row that changed on the hub since is refused
@@ -36,6 +37,7 @@ from fleet.ops import passkeys, proposals, service
 from fleet.ops.confirm import decision_risk
 from fleet.team import pg, rows
 from fleet.team.config import TeamConfig
+from fleet.timespec import iso
 
 log = logging.getLogger("fleetdeck.team")
 
@@ -90,12 +92,15 @@ def decide(dsn: str, machine: str, proposal_id: str, action: str, approver: str,
     signer = load_signer(key)
     conn = pg.connect(dsn)
     try:
-        found = conn.execute("SELECT status, row FROM fleetdeck.proposals WHERE machine_id = %s AND id = %s",
-                             (machine, proposal_id)).fetchone()
+        found = conn.execute("SELECT status, row, expires_at FROM fleetdeck.proposals WHERE machine_id = %s AND "
+                             "id = %s", (machine, proposal_id)).fetchone()
         if found is None:
             raise FleetError("NOT_FOUND", f"machine {machine} has pushed no proposal {proposal_id}")
         if found[0] != "pending":
             raise FleetError("NOT_PENDING", f"proposal {proposal_id} is {found[0]} on the hub, not pending")
+        if found[2] <= time.time():    # still pending on the hub only because its machine has not pushed since
+            raise FleetError("NOT_PENDING", f"proposal {proposal_id} expired at {iso(found[2])}: {machine} has not "
+                                            "pushed since, but it will not run it; nothing was signed")
         mirrored = found[1]
         if seen is not None and not secrets.compare_digest(seen.encode(), seen_digest(mirrored).encode()):
             raise FleetError("STALE", f"proposal {proposal_id} of {machine} changed on the hub since the page showed "
