@@ -1,6 +1,6 @@
 """fleet/'s declared argument types (fleet/ops/catalog.py: `Annotated` with an `Arg`) as the pydantic types a tool
-signature takes: each `Arg` becomes a `Field` with the same bounds and wording, each record (a TypedDict) a
-model that refuses unknown keys. The published inputSchema is what a hand-written signature gave
+signature takes: each `Arg` becomes a `Field` with the same bounds and description (its refusal wording is the
+preview's, not published), each record (a TypedDict) a model that refuses unknown keys. The published inputSchema is what a hand-written signature gave
 (tests/test_mcp_golden.py holds it byte for byte)."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def pydantic_type(hint: Any) -> Any:
     if origin is Annotated:
         inner, *meta = args
         arg = next((m for m in meta if isinstance(m, Arg)), None)
-        return Annotated[pydantic_type(inner), field_of(arg)] if arg else pydantic_type(inner)
+        published = arg is not None and any(getattr(arg, k) is not None for k in BOUNDS)
+        return Annotated[pydantic_type(inner), field_of(arg)] if published else pydantic_type(inner)
     if is_typeddict(hint):
         return record_model(hint)
     if origin is list:

@@ -11,6 +11,7 @@ compared before and after."""
 from __future__ import annotations
 
 import os
+from typing import get_origin, get_type_hints
 
 import jsonschema
 import pytest
@@ -19,7 +20,7 @@ from pydantic import ValidationError, create_model
 
 from fleet.errors import FleetError
 from fleet.ops import service
-from fleet.ops.catalog import OPS, STEP_OPS
+from fleet.ops.catalog import OPS, STEP_OPS, Step, Target, _arg, _members
 from fleet.ops.model import MAX_MESSAGE, MAX_PATHS
 from mcp_bridge.argtypes import pydantic_type
 from mcp_bridge.server import build_server
@@ -138,6 +139,10 @@ LISTS = [
      "each target needs branches: a non-empty list of branch names"),
     ("branch_delete", {"targets": [{"repo": "work", "branches": [f"b{i}" for i in range(21)]}]}, "LIMIT",
      "at most 20 distinct branches per repository"),
+    ("branch_delete", {"targets": [{"repo": "work", "branches": ["topic", ""]}]}, "BAD_REF",
+     "branches must be a non-empty string"),
+    ("branch_delete", {"targets": [{"repo": "work", "branches": ["--delete"]}]}, "BAD_REF",
+     "branches must not start with '-': git would read '--delete' as an option"),
     ("branch_delete", {"targets": [{"repo": "work", "branches": ["topic", "topic"]}]}, "LIMIT",
      "at most 20 distinct branches per repository"),
     ("branch_delete", {"targets": [{"repo": "work", "branches": ["topic"]}, {"repo": "work", "branches": "x"}]},
@@ -251,3 +256,21 @@ async def test_each_preview_tool_takes_exactly_its_class_s_arguments(empty_index
         assert schema["required"] == (["repo"] if spec.per_repo else []) + ["reason"] + [
             name for name, (_, default) in declared.items() if default is ...], op
     assert not [name for name in tools if name.startswith("operation.preview.")]  # no tool without its class
+
+
+def test_every_list_and_number_declares_its_refusal() -> None:
+    """A list or number argument the previews read (`items`, `number`, a record's fields) says in its
+    declaration how it is refused; one without words would fail as a defect (RuntimeError) on a bad value."""
+    def needs_words(hint) -> bool:
+        return any(get_origin(m) is list or m is int for m in _members(hint))
+
+    missing = []
+    for op, spec in OPS.items():
+        for name, (hint, _) in spec.args().items():
+            if needs_words(hint) and _arg(hint).wrong is None:
+                missing.append((op, name))
+    for record in (Step, Target):
+        for name, hint in get_type_hints(record, include_extras=True).items():
+            if needs_words(hint) and _arg(hint).wrong is None:
+                missing.append((record.__name__, name))
+    assert not missing

@@ -3,9 +3,12 @@ types, bounds, wording), its risk level, what it may destroy, whether it is undo
 
 Every surface takes what it needs from that class: the MCP tool `operation.preview.<op>` its signature, title
 and description (mcp_bridge/tools_ops.py), the previews the argument names they accept (`OpSpec.known`)
-and each string, flag and choice with its default, bound and values (`OpSpec.text`, `.flag`, `.choice`;
-the bounds of paths, lists and numbers are still checked in the op's module), the policy the op names, the executor the preview and run that the op's module
-binds (`OpSpec.bind`: each op module binds its own; fleet.ops.service imports them all).
+and each argument with its default, bounds, values and the refusal's wording (`OpSpec.text`, `.flag`,
+`.choice` for strings, flags and choices; `.items` for lists: paths, hunk ids, a plan's steps, a clean-up's
+targets, each member checked as declared; `.number` for numbers), the policy the op names, the executor the
+preview and run that the op's module binds (`OpSpec.bind`: each op module binds its own; fleet.ops.service
+imports them all). What the published schema cannot say (a clean-up's 100 branches in all, "paths or all")
+stays in the op's preview.
 
 Risk levels (documented in docs/proposals.md and shown on every preview):
 - low: nothing is lost and the change is plain to undo (stage, unstage, stage_hunks, a new branch, a stash,
@@ -23,10 +26,12 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass
 from typing import (Annotated, Any, Callable, ClassVar, Literal, NotRequired, TypedDict, Union, get_args, get_origin,
-                    get_type_hints)
+                    get_type_hints, is_typeddict)
 
 from fleet.errors import FleetError
+from fleet.git.revs import check_rev
 from fleet.ops.model import MAX_MESSAGE, MAX_PATCH_BYTES, MAX_PATHS, Ctx, Plan, flag, known_args, string
+from fleet.repo.scope import check_rel_path, resolve_file_in_repo
 
 HIGH = "high"
 LEVELS = ("low", "medium", "high")
@@ -41,8 +46,14 @@ STEP_OPS = ("stage", "unstage", "stage_hunks", "commit", "branch", "checkout", "
 @dataclass(frozen=True)
 class Arg:
     """An argument's bounds and wording (the metadata of an `Annotated` type): what the MCP tool publishes and
-    refuses before the op sees it. `omit_false`: the op receives the flag only when it is true (as it has
-    always been stored); `default_factory`: a record key's default, made afresh."""
+    refuses before the op sees it (description, min_length, max_length, pattern, ge, le), and how the
+    preview refuses the same (the rest, never published: an agent meets these words through a plan step's
+    arguments, which no schema checks, and so does every other caller of fleet.ops.service.propose).
+    `omit_false`: the op receives the flag only when it is true (as it has always been stored);
+    `default_factory`: a record key's default, made afresh.
+
+    A refusal's words are a format string: {name} the argument, {lo} and {hi} its bounds (a list's lengths, a
+    number's ge and le), {label} the record it is in, {value} what was given, {values} a Literal's."""
 
     description: str | None = None
     min_length: int | None = None
@@ -52,11 +63,39 @@ class Arg:
     le: int | None = None
     omit_false: bool = False
     default_factory: Callable[[], Any] | None = None
+    wrong: tuple[str, str] | None = None  # (code, words): not of the declared kind (a list: not a list, too
+    #      short, a member of another type or an empty string member that `each` does not check)
+    over: tuple[str, str] | None = None   # (code, words): a list longer than max_length, or with a repeated
+    #      member when `distinct`; `wrong` unless said
+    missing: str | None = None            # BAD_ARGUMENT's words for a required one absent; `wrong` unless said
+    each: Callable[[str, Any], Any] | None = None  # the read side's check of each member: (repo, member) ->
+    #      member as the op takes it (duplicates then dropped, order kept)
+    distinct: bool = False
+
+
+def _branch_name(repo: str, name: str) -> str:
+    """A branch name safe to hand to git (fleet.git.revs; that it names a local branch is the op's to see)."""
+    return check_rev(name, "branches")
+
+
+def _literal_path(repo: str, path: str) -> str:
+    """A path a snapshot holds: lexically clean (a trailing / names a folder); snapshots keep what is gone."""
+    return check_rel_path(path.rstrip("/"), "paths")
 
 
 RepoName = Annotated[str, Arg("fleet name (see fleet.repos) or absolute path inside a fleet root", 1, 4096)]
 RelPath = Annotated[str, Arg("a literal path relative to the repository root", 1, 4096)]
-Paths = Annotated[list[RelPath], Arg(min_length=1, max_length=MAX_PATHS)]
+TOO_MANY_PATHS = ("LIMIT", "{name} lists more than {hi} paths")
+# Paths in the work tree, each checked by the read side's rules (fleet.repo.scope: no `..`, not absolute, no
+# control characters, not into .git, no symlink out of the repository).
+Paths = Annotated[list[RelPath], Arg(min_length=1, max_length=MAX_PATHS, over=TOO_MANY_PATHS,
+                                     wrong=("BAD_PATH", "{name} must be a non-empty list of repo-relative paths"),
+                                     missing="{name} is required (a list of repo-relative paths)",
+                                     each=resolve_file_in_repo)]
+# Paths a snapshot holds: checked lexically only (the file may be gone from the work tree).
+SnapshotPaths = Annotated[list[RelPath], Arg(min_length=1, max_length=MAX_PATHS, over=TOO_MANY_PATHS,
+                                             wrong=("BAD_PATH", "{name} must be a list of repo-relative paths"),
+                                             each=_literal_path)]
 Rev = Annotated[str, Arg("a branch, tag, sha, HEAD~2, ...", 1, 4096)]
 Message = Annotated[str, Arg(min_length=1, max_length=MAX_MESSAGE)]
 ProposalId = Annotated[str, Arg(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
@@ -65,14 +104,18 @@ SetFlag = Annotated[bool, Arg(omit_false=True)]  # a flag the op receives only w
 
 
 class Target(TypedDict):
-    repo: RepoName
-    branches: Annotated[list[Rev], Arg(min_length=1, max_length=MAX_PER_REPO)]
+    repo: RepoName  # resolved by the op (fleet.index.target)
+    branches: Annotated[list[Rev], Arg(
+        min_length=1, max_length=MAX_PER_REPO, distinct=True, each=_branch_name,
+        wrong=("BAD_ARGUMENT", "each target needs branches: a non-empty list of branch names"),
+        over=("LIMIT", "at most {hi} distinct branches per repository"))]
 
 
 class Step(TypedDict):
-    op: Literal[STEP_OPS]  # type: ignore[valid-type]
+    op: Annotated[Literal[STEP_OPS], Arg(  # type: ignore[valid-type]
+        wrong=("BAD_ARGUMENT", "{label}: {value!r} cannot be a plan step (allowed: {values})"))]
     args: NotRequired[Annotated[dict, Arg("the op's own arguments (as its preview tool takes them)",
-                                          default_factory=dict)]]
+                                          default_factory=dict, wrong=("BAD_ARGUMENT", "{label}: {name} must be an object"))]]
 
 
 class OpSpec:
@@ -127,6 +170,43 @@ class OpSpec:
         return value
 
     @classmethod
+    def items(cls, args: dict, name: str, repo: str | None = None) -> list | None:
+        """A declared list argument: None when absent or null and not required (its `missing` words, else its
+        `wrong` ones, when required); refused in its declared words when it is not a list of at least
+        min_length members of the member type (a string member not empty unless `each` checks it) or has
+        more than max_length (or a repeated member, `distinct`). Each member comes back as its `each` makes it
+        in `repo` (duplicates dropped); record members as given, for the op to read each with `.record` where
+        its checks belong in the op's order (a plan's steps before any preview; a clean-up's targets one by
+        one, each before its repository is resolved)."""
+        hint, default = cls.args()[name]
+        value = args.get(name)
+        if value is None:
+            if default is not ...:
+                return default
+            arg = _arg(hint)
+            if arg.missing:
+                raise FleetError("BAD_ARGUMENT", arg.missing.format(name=name))
+            raise _refusal(arg.wrong, arg, name)
+        return _items(hint, value, name, repo)
+
+    @classmethod
+    def record(cls, name: str, value: Any, label: str) -> dict:
+        """One member of the declared list of records `name` (a plan's step, a clean-up's target), checked as
+        its record type declares (`_record`); `label` names it in a refusal (`step 2`)."""
+        member = next(get_args(m)[0] for m in _members(cls.args()[name][0]) if get_origin(m) is list)
+        return _record(member, value, label)
+
+    @classmethod
+    def number(cls, args: dict, name: str) -> int:
+        """A declared int argument: its value, else the declared default; refused in its declared words when
+        not an integer (a bool is not one) between its ge and le."""
+        hint, default = cls.args()[name]
+        arg, value = _arg(hint), args.get(name, None if default is ... else default)
+        if isinstance(value, bool) or not isinstance(value, int) or not arg.ge <= value <= arg.le:
+            raise _refusal(arg.wrong, arg, name)
+        return value
+
+    @classmethod
     def repos(cls, args: dict) -> list[str]:
         """The repositories a fleet-wide op's arguments name (a per-repo op: none beyond its `repo`)."""
         return []
@@ -156,6 +236,87 @@ def _metadata(hint: Any) -> list[Arg]:
     if get_origin(hint) in (Union, types.UnionType):
         found += [m for a in get_args(hint) for m in _metadata(a)]
     return found
+
+
+def _arg(hint: Any) -> Arg:
+    """The hint's own `Arg` (or its union member's), or an empty one."""
+    return next(iter(_metadata(hint)), Arg())
+
+
+def _refusal(words: tuple[str, str] | None, arg: Arg, name: str, **fill: Any) -> FleetError:
+    """The FleetError a declared refusal makes; {lo} and {hi} are the argument's bounds."""
+    if words is None:
+        raise RuntimeError(f"argument {name} declares no refusal")  # a declaration's defect, not the caller's
+    code, text = words
+    lo = arg.min_length if arg.min_length is not None else arg.ge
+    hi = arg.max_length if arg.max_length is not None else arg.le
+    return FleetError(code, text.format(name=name, lo=lo, hi=hi, **fill))
+
+
+def _fits(member: Any, value: Any, checked: bool) -> bool:
+    """Whether a list member is of its declared type: a record an object, a string a string (not empty when
+    declared so and `checked` by no `each`). A member that declares its own refusal is `_record`'s to check."""
+    arg = _arg(member)
+    if arg.wrong:
+        return True
+    base = _members(member)[0]
+    if is_typeddict(base) or base is dict:
+        return isinstance(value, dict)
+    if base is str:
+        return isinstance(value, str) and (checked or not arg.min_length or bool(value))
+    raise RuntimeError(f"no check for a list of {base!r}")  # a declaration this reader does not know
+
+
+def _items(hint: Any, value: Any, name: str, repo: str | None) -> list:
+    """A given list checked against its declaration (OpSpec.items)."""
+    arg = _arg(hint)
+    member = next(get_args(m)[0] for m in _members(hint) if get_origin(m) is list)
+    if (not isinstance(value, list) or len(value) < (arg.min_length or 0)
+            or not all(_fits(member, v, arg.each is not None) for v in value)):
+        raise _refusal(arg.wrong, arg, name)
+    if (arg.max_length is not None and len(value) > arg.max_length) or (arg.distinct and len(set(value)) != len(value)):
+        raise _refusal(arg.over or arg.wrong, arg, name)
+    if arg.each is not None:
+        return list(dict.fromkeys(arg.each(repo, v) for v in value))
+    return value
+
+
+def _record(hint: Any, value: Any, label: str) -> dict:
+    """One member of a declared list of records (a TypedDict, `Annotated` or not), read as its declaration
+    says: an object (else the member's own `wrong` words), no key it does not declare (`<label> takes no
+    argument ...`), and each field that declares its refusal checked (a list as `OpSpec.items` does, a Literal
+    by its values, an object as one; an absent one with a default_factory gets it). Fields that declare no
+    refusal are the op's to check (a target's `repo`: fleet.index.target). Returns the declared fields given
+    or defaulted."""
+    arg, kind = _arg(hint), _members(hint)[0]
+    if not isinstance(value, dict):
+        raise _refusal(arg.wrong, arg, label, label=label)
+    fields = get_type_hints(kind, include_extras=True)
+    known_args(label, value, set(fields))
+    out = {}
+    for name, field in fields.items():
+        if get_origin(field) is NotRequired:
+            field = get_args(field)[0]
+        farg = _arg(field)
+        if name not in value and farg.default_factory is not None:
+            out[name] = farg.default_factory()
+            continue
+        given = value.get(name)
+        if farg.wrong is not None:
+            base = _members(field)[0]
+            if get_origin(base) is Literal:
+                choices = get_args(base)
+                if given not in choices:
+                    raise _refusal(farg.wrong, farg, name, label=label, value=given, values=", ".join(choices))
+            elif get_origin(base) is list:
+                if given is None:
+                    raise _refusal(farg.wrong, farg, name, label=label)
+                given = _items(field, given, name, None)
+            elif not isinstance(given, base):
+                raise _refusal(farg.wrong, farg, name, label=label, value=given)
+        if name in value:
+            out[name] = given
+    return out
 
 
 class Stage(OpSpec):
@@ -214,7 +375,8 @@ class StashPop(OpSpec):
     """Propose applying stash@{index} and dropping it."""
     op, title, risk, destructive = "stash_pop", "Propose popping a stash", "medium", False
     summary = "apply a stash and drop it"
-    index: Annotated[int, Arg(ge=0, le=10000)] = 0
+    index: Annotated[int, Arg(ge=0, le=10000,
+                              wrong=("BAD_ARGUMENT", "{name} must be an integer {lo}..{hi} (stash@{{{name}}})"))] = 0
 
 
 class Reset(OpSpec):
@@ -284,7 +446,9 @@ class StageHunks(OpSpec):
     op, title, risk, destructive = "stage_hunks", "Propose staging chosen hunks", "low", False
     summary = "stage chosen hunks of one file (ids from repo.changes)"
     path: RelPath
-    hunks: Annotated[list[Annotated[str, Arg(min_length=1, max_length=64)]], Arg(min_length=1, max_length=MAX_HUNKS)]
+    hunks: Annotated[list[Annotated[str, Arg(min_length=1, max_length=64)]], Arg(
+        min_length=1, max_length=MAX_HUNKS, over=("LIMIT", "more than {hi} hunks"),
+        wrong=("BAD_ARGUMENT", "{name} must be a non-empty list of hunk ids from repo.changes"))]
 
 
 class Push(OpSpec):
@@ -309,7 +473,9 @@ class BranchDelete(OpSpec):
     per_repo = False
     summary = ("delete local branches across the fleet (merged ones only by default; never a checked-out one); "
                "tips kept for undo")
-    targets: Annotated[list[Target], Arg(min_length=1, max_length=MAX_REPOS)]
+    targets: Annotated[list[Target], Arg(  # each read with .record("targets", ..., "branch_delete target")
+        min_length=1, max_length=MAX_REPOS, over=("LIMIT", "at most {hi} repositories in one clean-up"),
+        wrong=("BAD_ARGUMENT", "{name} must be a non-empty list of {{repo, branches}}"))]
     merged_only: bool = True
 
     @classmethod
@@ -347,7 +513,9 @@ class PlanSteps(OpSpec):
     summary = ("up to ten steps (stage, unstage, stage_hunks, commit, branch, checkout, stash, merge, rebase, "
                "discard, reset, patch), each previewed after the ones before it, approved once, run in order, "
                "undone at once")
-    steps: Annotated[list[Step], Arg(min_length=1, max_length=MAX_STEPS)]
+    steps: Annotated[list[Annotated[Step, Arg(wrong=("BAD_ARGUMENT", "{label} must be an object {{op, args}}"))]],
+                     Arg(min_length=1, max_length=MAX_STEPS,
+                         wrong=("BAD_ARGUMENT", "{name} must be a list of {lo}..{hi} {{op, args}}"))]
 
 
 class Restore(OpSpec):
@@ -366,7 +534,7 @@ class RestoreSnapshot(OpSpec):
     summary = ("put a safety-net snapshot's files (all, or some paths; with index its staged state) back into "
                "the working tree")
     snapshot: Annotated[str, Arg("snapshot id (or a unique prefix), from snapshot.list", pattern=r"^[0-9a-f]{4,40}$")]
-    paths: Paths | None = None
+    paths: SnapshotPaths | None = None
     index: bool = False
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from fleet.errors import FleetError
 from fleet.git.run import run, text
 from fleet.ops import catalog
-from fleet.ops.catalog import MAX_PER_REPO, MAX_REPOS, MAX_TOTAL
+from fleet.ops.catalog import MAX_TOTAL
 from fleet.ops.gitexec import exec_git
-from fleet.ops.model import Ctx, Plan, is_ancestor, known_args, local_branch
+from fleet.ops.model import Ctx, Plan, is_ancestor, local_branch
 from fleet.git.files import short_ref
 from fleet.ops.restorepoints import restore_ref
 from fleet.ops.pins import ref_sha
@@ -70,21 +70,12 @@ def _judge(repo: str, name: str, merged_only: bool, busy: dict[str, str], defaul
 def preview_branch_delete(ctx: Ctx, args: dict) -> Plan:
     catalog.BranchDelete.known(args)
     merged_only = catalog.BranchDelete.flag(args, "merged_only")
-    targets = args.get("targets")
-    if not isinstance(targets, list) or not targets or not all(isinstance(t, dict) for t in targets):
-        raise FleetError("BAD_ARGUMENT", "targets must be a non-empty list of {repo, branches}")
-    if len(targets) > MAX_REPOS:
-        raise FleetError("LIMIT", f"at most {MAX_REPOS} repositories in one clean-up")
     repos, total, seen = [], 0, set()
-    for target in targets:
-        known_args("branch_delete target", target, set(catalog.Target.__annotations__))
-        branches = target.get("branches")
-        if not isinstance(branches, list) or not branches or not all(isinstance(b, str) for b in branches):
-            raise FleetError("BAD_ARGUMENT", "each target needs branches: a non-empty list of branch names")
-        if len(branches) > MAX_PER_REPO or len(set(branches)) != len(branches):
-            raise FleetError("LIMIT", f"at most {MAX_PER_REPO} distinct branches per repository")
+    for given in catalog.BranchDelete.items(args, "targets"):
+        target = catalog.BranchDelete.record("targets", given, "branch_delete target")
+        branches = target["branches"]
         total += len(branches)
-        if total > MAX_TOTAL:
+        if total > MAX_TOTAL:  # across targets: no schema says it
             raise FleetError("LIMIT", f"at most {MAX_TOTAL} branches in one clean-up")
         path = resolve_target(ctx.index, target.get("repo")).path
         if path in seen:

@@ -17,7 +17,7 @@ from fleet.git.run import run, text
 from fleet.ops import catalog, writeset
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import (Ctx, Plan, capped_diff, commit_of, commit_paths, commits_between, inside,
-                             is_ancestor, local_branch, repo_paths, tree_paths)
+                             is_ancestor, local_branch, tree_paths)
 from fleet.ops.pins import head_state, read_status, ref_sha
 
 def _need_head(repo: str, op: str) -> tuple[str | None, str]:
@@ -61,7 +61,7 @@ def preview_stage(ctx: Ctx, args: dict) -> Plan:
     everything = catalog.Stage.flag(args, "all")
     if everything == ("paths" in args and args["paths"] is not None):
         raise FleetError("BAD_ARGUMENT", "stage takes either paths or all: true")
-    paths = None if everything else repo_paths(ctx.repo, args)
+    paths = None if everything else catalog.Stage.items(args, "paths", ctx.repo)
     status, _ = read_status(ctx.repo, paths)
     todo = [e for e in status.entries if e.kind == "?" or (e.kind in "12u" and e.xy[1] != ".")]
     if not todo:
@@ -80,7 +80,7 @@ def run_stage(ctx: Ctx, args: dict) -> dict:
 
 def preview_unstage(ctx: Ctx, args: dict) -> Plan:
     catalog.Unstage.known(args)
-    paths = repo_paths(ctx.repo, args)
+    paths = catalog.Unstage.items(args, "paths", ctx.repo)
     status, _ = read_status(ctx.repo, paths)
     todo = [e for e in status.entries if e.kind in "12" and e.xy[0] != "."]
     if not todo:
@@ -104,7 +104,7 @@ def preview_commit(ctx: Ctx, args: dict) -> Plan:
     catalog.Commit.known(args)
     message = catalog.Commit.text(args, "message")
     amend = catalog.Commit.flag(args, "amend")
-    paths = repo_paths(ctx.repo, args, required=False)
+    paths = catalog.Commit.items(args, "paths", ctx.repo)
     head_ref, head = head_state(ctx.repo)
     if amend and head is None:
         raise FleetError("BAD_ARGUMENT", "amend needs a commit to amend: this repository has none yet")
@@ -276,9 +276,7 @@ def run_stash(ctx: Ctx, args: dict) -> dict:
 
 def preview_stash_pop(ctx: Ctx, args: dict) -> Plan:
     catalog.StashPop.known(args)
-    n = args.get("index", 0)
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10000:
-        raise FleetError("BAD_ARGUMENT", "index must be an integer 0..10000 (stash@{index})")
+    n = catalog.StashPop.number(args, "index")
     _need_head(ctx.repo, "stash_pop")
     entries = text(run(ctx.repo, ["reflog", "show", "--format=%H %gs", "-z", "refs/stash", "--"],
                        check=False).stdout).split("\0")
@@ -361,7 +359,7 @@ def run_reset(ctx: Ctx, args: dict) -> dict:
 
 def preview_discard(ctx: Ctx, args: dict) -> Plan:
     catalog.Discard.known(args)
-    paths = repo_paths(ctx.repo, args)
+    paths = catalog.Discard.items(args, "paths", ctx.repo)
     untracked = catalog.Discard.flag(args, "include_untracked")
     status, _ = read_status(ctx.repo, paths)
     if status.conflicted:

@@ -86,21 +86,6 @@ def string(args: dict, key: str, *, required: bool = True, max_len: int = 4096, 
     return value
 
 
-def repo_paths(repo: str, args: dict, key: str = "paths", required: bool = True) -> list[str] | None:
-    """A list of literal repo-relative paths, each checked (no `..`, no absolute, no symlink out, no
-    control characters, not into .git); duplicates dropped, order kept."""
-    value = args.get(key)
-    if value is None:
-        if required:
-            raise FleetError("BAD_ARGUMENT", f"{key} is required (a list of repo-relative paths)")
-        return None
-    if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
-        raise FleetError("BAD_PATH", f"{key} must be a non-empty list of repo-relative paths")
-    if len(value) > MAX_PATHS:
-        raise FleetError("LIMIT", f"{key} lists more than {MAX_PATHS} paths")
-    return list(dict.fromkeys(resolve_file_in_repo(repo, p) for p in value))
-
-
 def commit_of(repo: str, rev: str, field: str) -> str:
     check_rev(rev, field)
     if ".." in rev:

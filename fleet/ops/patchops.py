@@ -18,7 +18,6 @@ from fleet.errors import FleetError
 from fleet.git import diffparse
 from fleet.git.run import run, text
 from fleet.ops import catalog, proposals
-from fleet.ops.catalog import MAX_HUNKS
 from fleet.ops.gitexec import exec_git
 from fleet.ops.model import MAX_PATCH_BYTES, Ctx, Plan, shown_diff, string
 from fleet.patch.canonical import canonical_entries, file_rows
@@ -173,11 +172,7 @@ def _resolve(path: str, wanted: list[str], parsed: list[dict]) -> list[int]:
 def preview_stage_hunks(ctx: Ctx, args: dict) -> Plan:
     catalog.StageHunks.known(args)
     path = resolve_file_in_repo(ctx.repo, catalog.StageHunks.text(args, "path"))
-    wanted = args.get("hunks")
-    if not isinstance(wanted, list) or not wanted or not all(isinstance(h, str) and h for h in wanted):
-        raise FleetError("BAD_ARGUMENT", "hunks must be a non-empty list of hunk ids from repo.changes")
-    if len(wanted) > MAX_HUNKS:
-        raise FleetError("LIMIT", f"more than {MAX_HUNKS} hunks")
+    wanted = catalog.StageHunks.items(args, "hunks")
     header, raw_hunks, parsed = _zero_context(ctx.repo, path)
     chosen = _resolve(path, list(dict.fromkeys(wanted)), parsed)
     patch = header + b"".join(raw_hunks[i] for i in chosen)

@@ -22,8 +22,8 @@ from fleet.agents.identity import PERSON
 from fleet.errors import FleetError
 from fleet.ops import catalog, restore
 from fleet.ops import coreops, integrate, patchops  # noqa: F401  (they bind the step ops' previews and runs)
-from fleet.ops.catalog import MAX_STEPS, STEP_OPS, OpSpec, risk_of
-from fleet.ops.model import Ctx, Plan, known_args
+from fleet.ops.catalog import STEP_OPS, OpSpec, risk_of
+from fleet.ops.model import Ctx, Plan
 from fleet.ops.policy import evaluate, load_policy, policy_subjects
 from fleet.ops.scratch import scratch_copy
 from fleet.words import plural
@@ -34,21 +34,9 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def _steps(args: dict) -> list[dict]:
-    steps = args.get("steps")
-    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
-        raise FleetError("BAD_ARGUMENT", f"steps must be a list of 1..{MAX_STEPS} {{op, args}}")
-    clean = []
-    for n, step in enumerate(steps, start=1):
-        if not isinstance(step, dict):
-            raise FleetError("BAD_ARGUMENT", f"step {n} must be an object {{op, args}}")
-        known_args(f"step {n}", step, set(catalog.Step.__annotations__))
-        op, step_args = step.get("op"), step.get("args", {})
-        if op not in STEP_OPS:
-            raise FleetError("BAD_ARGUMENT", f"step {n}: {op!r} cannot be a plan step (allowed: {', '.join(STEP_OPS)})")
-        if not isinstance(step_args, dict):
-            raise FleetError("BAD_ARGUMENT", f"step {n}: args must be an object")
-        clean.append({"op": op, "args": step_args})
-    return clean
+    """Every step read as catalog.Step declares it, all of them before any is previewed."""
+    return [catalog.PlanSteps.record("steps", step, f"step {n}")
+            for n, step in enumerate(catalog.PlanSteps.items(args, "steps"), start=1)]
 
 
 def _expect(plan: Plan) -> dict:

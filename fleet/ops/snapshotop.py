@@ -13,8 +13,7 @@ import re
 
 from fleet.errors import FleetError
 from fleet.ops import catalog
-from fleet.ops.model import DIFF_CAP, MAX_PATHS, Ctx, Plan, string
-from fleet.repo.scope import check_rel_path
+from fleet.ops.model import DIFF_CAP, Ctx, Plan, string
 from fleet.index.target import resolve_target
 from fleet.snapshot.restore import restore
 from fleet.snapshot.shadow import WorkTree
@@ -28,21 +27,14 @@ def _tree(ctx: Ctx) -> WorkTree:
     return work_tree_of(resolve_target(ctx.index, ctx.repo))
 
 
-def _paths(args: dict) -> list[str]:
-    value = args.get("paths") or []
-    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise FleetError("BAD_PATH", "paths must be a list of repo-relative paths")
-    if len(value) > MAX_PATHS:
-        raise FleetError("LIMIT", f"paths lists more than {MAX_PATHS} paths")
-    return list(dict.fromkeys(check_rel_path(p.rstrip("/"), "paths") for p in value))
-
-
 def preview_restore_snapshot(ctx: Ctx, args: dict) -> Plan:
     catalog.RestoreSnapshot.known(args)
     wanted = string(args, "snapshot", max_len=40)
     if not SNAPSHOT_ID.match(wanted):
         raise FleetError("BAD_ARGUMENT", "snapshot must be a snapshot id (4 to 40 hex digits)")
-    paths, index = _paths(args), catalog.RestoreSnapshot.flag(args, "index")
+    # no paths (or an empty list, which the published schema refuses): every file of the snapshot
+    paths = catalog.RestoreSnapshot.items(args, "paths", ctx.repo) if args.get("paths") else []
+    index = catalog.RestoreSnapshot.flag(args, "index")
     tree = _tree(ctx)
     plan = restore(tree, ctx.index.path, wanted, paths=paths, index=index, dry_run=True)
     touched = sorted([*plan["restored"], *plan["removed"]])
