@@ -45,7 +45,8 @@ class DiffText(Capped):
     files_truncated: bool
 
 
-def _spec(path_filter: str | None) -> list[str]:
+def path_spec(path_filter: str | None) -> list[str]:
+    """`--` and the agent's one path (checked: relative, inside the repo), the tail of every diff command."""
     return ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
 
 
@@ -66,7 +67,7 @@ def diff_refs(found: Found, base: str, head: str | None = None, unified: int = 3
     path = found.path
     sides = resolve_range(path, base, head)
     raw = out(path, ["diff", *DIFF_FLAGS, f"--unified={unified}", sides["diff_from"], sides["head_sha"],
-                     *_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
+                     *path_spec(path_filter)], max_bytes=PATCH_READ_LIMIT)
     return {**sides, **shape_changes(diffparse.index_diff(raw), max_files, max_bytes, max_hunks=max_hunks,
                                      max_lines=max_hunk_lines, reserve=json_size(sides))}
 
@@ -117,7 +118,7 @@ def diff_text(found: Found, base: str | None = None, head: str | None = None, st
     check_int(max_files, "max_files", 1, 5000)
     path = found.path
     (command, *revs), info = _text_args(path, base, head, staged)
-    spec = _spec(path_filter)
+    spec = path_spec(path_filter)
     flags = [*diffparse.PATCH_FLAGS, "-M"]
     # One git run for the numstat and the patch: each run of a work-tree diff stats every tracked file.
     numstat, patch = diffparse.split_numstat(out(

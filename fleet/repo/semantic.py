@@ -24,8 +24,7 @@ from fleet.git.layout import Found
 from fleet.git.revs import resolve_range
 from fleet.git.run import out, text
 from fleet.repo import treesitter
-from fleet.repo.scope import check_rel_path
-from fleet.repo.diffs import RefPair
+from fleet.repo.diffs import RefPair, path_spec
 
 MAX_PARSE_BYTES = 1024 * 1024
 PYTHON = (".py", ".pyi", ".pyw")
@@ -179,7 +178,7 @@ def diff_semantic(found: Found, base: str, head: str | None = None, path_filter:
     check_int(max_files, "max_files", 1, 1000)
     path = found.path
     sides = resolve_range(path, base, head)
-    spec = ["--"] + ([check_rel_path(path_filter, "path_filter")] if path_filter is not None else [])
+    spec = path_spec(path_filter)
     raw = text(out(path, ["diff", "-z", "--name-status", "-M", "--no-ext-diff", sides["diff_from"],
                           sides["head_sha"], *spec]))
     fields = raw.split("\0")
