@@ -24,7 +24,7 @@ from fleet.ops.catalog import OPS, STEP_OPS, Step, Target, _arg, _members
 from fleet.ops.model import MAX_MESSAGE, MAX_PATHS
 from mcp_bridge.argtypes import pydantic_type
 from mcp_bridge.server import build_server
-from tests.fleets.mcp_fleet import error_of
+from tests.fleets.mcp_fleet import error_of, ok
 from tests.fleets.ops_fleet import state
 
 CASES = [
@@ -51,6 +51,8 @@ CASES = [
     ("stage", {"all": "true"}, "all must be true or false"),
     ("discard", {"paths": ["README.md"], "include_untracked": 0}, "include_untracked must be true or false"),
     ("reset", {}, "target is required"),
+    ("reset", {"target": "HEAD", "mode": "--hard"}, "mode must be soft, mixed, hard, keep or merge"),
+    ("reset", {"target": "HEAD", "mode": None}, "mode must be soft, mixed, hard, keep or merge"),
     ("rebase", {}, "onto is required"),
     ("push", {"remote": 5}, "remote must be a non-empty string"),
     ("branch_delete", {"merged_only": "no"}, "merged_only must be true or false"),
@@ -274,3 +276,16 @@ def test_every_list_and_number_declares_its_refusal() -> None:
             if needs_words(hint) and _arg(hint).wrong is None:
                 missing.append((record.__name__, name))
     assert not missing
+
+
+async def test_every_reset_mode_the_preview_takes_is_published(ops_fleet) -> None:
+    """reset's modes are one Literal: the MCP tool takes each mode the preview runs (keep and merge were
+    refused by the published schema while plans and other callers could use them), merge at high risk."""
+    async with Client(build_server(str(ops_fleet["db"]))) as client:
+        tool = {t.name: t for t in (await client.list_tools()).tools}["operation.preview.reset"]
+        assert tool.input_schema["properties"]["mode"]["enum"] == ["soft", "mixed", "hard", "keep", "merge"]
+        for mode, risk in (("soft", "medium"), ("mixed", "medium"), ("hard", "high"), ("keep", "medium"),
+                           ("merge", "high")):
+            made = ok(await client.call_tool("operation.preview.reset", {
+                "repo": "work", "reason": "why", "target": "HEAD~1", "mode": mode, "dry_run": True}))
+            assert (made["status"], made["preview"]["mode"], made["risk"]) == ("dry_run", mode, risk)

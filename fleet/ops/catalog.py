@@ -380,12 +380,14 @@ class StashPop(OpSpec):
 
 
 class Reset(OpSpec):
-    """Propose moving the current branch to `target`. The preview lists the commits it leaves behind
-    and, for `hard` (high risk), the uncommitted changes it throws away (kept in the restore point)."""
+    """Propose moving the current branch to `target` (`git reset --<mode>`). The preview lists the commits
+    it leaves behind and, for `hard` (high risk), the uncommitted changes it throws away (kept in the
+    restore point); `keep` and `merge` update the files that differ between HEAD and `target`, and git
+    refuses them where that would overwrite a local change (`merge` resets staged changes: high risk)."""
     op, title, risk, destructive = "reset", "Propose a reset", "medium", True
     summary = "move the current branch to a commit (soft, mixed, hard, keep or merge)"
     target: Rev
-    mode: Literal["soft", "mixed", "hard"] = "mixed"
+    mode: Literal["soft", "mixed", "hard", "keep", "merge"] = "mixed"
 
 
 class Discard(OpSpec):

@@ -310,15 +310,12 @@ def run_stash_pop(ctx: Ctx, args: dict) -> dict:
 
 # --- reset / discard -----------------------------------------------------------------------------------
 
-RESET_MODES = ("soft", "mixed", "hard", "keep", "merge")
 UPDATES_FILES = ("hard", "keep", "merge")  # the modes that write working-tree files (ignored ones too)
 
 
 def preview_reset(ctx: Ctx, args: dict) -> Plan:
     catalog.Reset.known(args)
-    mode = args.get("mode", "mixed")
-    if mode not in RESET_MODES:
-        raise FleetError("BAD_ARGUMENT", "mode must be soft, mixed, hard, keep or merge")
+    mode = catalog.Reset.choice(args, "mode")
     head_ref, head = _need_head(ctx.repo, "reset")
     target = commit_of(ctx.repo, catalog.Reset.text(args, "target"), "target")
     leaving = commits_between(ctx.repo, target, head)
