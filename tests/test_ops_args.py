@@ -11,6 +11,8 @@ compared before and after."""
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 from typing import get_origin, get_type_hints
 
 import jsonschema
@@ -289,3 +291,17 @@ async def test_every_reset_mode_the_preview_takes_is_published(ops_fleet) -> Non
             made = ok(await client.call_tool("operation.preview.reset", {
                 "repo": "work", "reason": "why", "target": "HEAD~1", "mode": mode, "dry_run": True}))
             assert (made["status"], made["preview"]["mode"], made["risk"]) == ("dry_run", mode, risk)
+
+
+def test_the_docs_op_table_names_every_op_and_its_arguments() -> None:
+    """docs/proposals.md's table of operations is written by hand: it has a row for each op of the catalog
+    (and no other), and the row names each argument the op's class declares (as `name`, or `name: ...`)."""
+    text = (Path(__file__).parent.parent / "docs" / "proposals.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            rows[cells[0].strip("`")] = {re.match(r"\w*", t).group() for t in re.findall(r"`([^`]+)`", cells[1])}
+    assert set(rows) == set(OPS)
+    unnamed = {op: sorted(set(spec.args()) - rows[op]) for op, spec in OPS.items() if set(spec.args()) - rows[op]}
+    assert not unnamed
