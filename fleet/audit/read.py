@@ -22,35 +22,83 @@ CSV_COLUMNS = ("seq", "at", "event", "tool", "op", "agent", "agent_self_declared
 def entries(folder: Path) -> Iterator[dict]:
     """Every parseable entry, oldest first."""
     for _, path in seg.segment_files(folder):
-        try:
-            fh = seg.open_regular(path)
-        except OSError:               # pruned while we were reading, or not a regular file
-            continue
-        with fh:
-            while line := fh.readline(MAX_ENTRY_BYTES + 2):
-                entry = _parse(line)
-                if entry is not None:
-                    yield entry
+        for entry, _line, _where in _lines(path, 0, -1):
+            yield entry
 
 
-def entries_after(folder: Path, seq: int) -> Iterator[tuple[dict, bytes]]:
-    """(entry, its exact line) for every parseable entry with a seq above `seq`, oldest first; segments that
-    end before it are not read (team mode pushes the log from where the hub's copy ends)."""
+Where = tuple[str, int, int]    # an entry's line: (its segment file's name, byte offset, length without the newline)
+
+
+def entries_after(folder: Path, seq: int, seen: tuple[Where, str] | None = None) -> Iterator[tuple[dict, bytes, Where]]:
+    """(entry, its exact line, where that line is) for every parseable entry with a seq above `seq`, oldest first;
+    segments that end before it are not read (team mode pushes the log from where the hub's copy ends).
+
+    `seen`: where entry `seq` was read before, and its hash. When that line is still there (same file, same
+    bytes' entry), reading resumes right after it instead of parsing the segment from its start: a pusher that
+    reads the log's new entries every few seconds costs what is new, not the whole 8 MB segment. Otherwise (the
+    segment rotated or was pruned, another log) the segments are read as without it."""
     files = seg.segment_files(folder)
+    resumed = _resume(files, seq, seen) if seen is not None else None
+    if resumed is not None:
+        yield from resumed
+        return
     start = 0
     for i, (first, _) in enumerate(files):
         if first is not None and first <= seq + 1:
             start = i
     for _, path in files[start:]:
-        try:
-            fh = seg.open_regular(path)
-        except OSError:
-            continue
-        with fh:
-            while line := fh.readline(MAX_ENTRY_BYTES + 2):
-                entry = _parse(line)
-                if entry is not None and entry.get("seq", 0) > seq:
-                    yield entry, line.rstrip(b"\n")
+        yield from _lines(path, 0, seq)
+
+
+def _lines(path: Path, offset: int, seq: int) -> Iterator[tuple[dict, bytes, Where]]:
+    try:
+        fh = seg.open_regular(path)
+    except OSError:               # pruned while we were reading, or not a regular file
+        return
+    with fh:
+        fh.seek(offset)
+        while line := fh.readline(MAX_ENTRY_BYTES + 2):
+            entry = _parse(line)
+            if entry is not None and entry.get("seq", 0) > seq:
+                yield entry, line.rstrip(b"\n"), (path.name, offset, len(line.rstrip(b"\n")))
+            offset += len(line)
+
+
+def still_at(folder: Path, seq: int, seen: tuple[Where, str]) -> bool:
+    """Whether entry `seq` with the hash `seen` names is still where `seen` says it was read."""
+    return _located(seg.segment_files(folder), seq, seen) is not None
+
+
+def _located(files: list[tuple[int | None, Path]], seq: int, seen: tuple[Where, str]) -> tuple[int, int] | None:
+    """(which of `files`, the offset right after the line) when entry `seq` is where `seen` says, else None."""
+    (name, offset, length), digest = seen
+    at = next((i for i, (_, path) in enumerate(files) if path.name == name), None)
+    if at is None:
+        return None
+    try:
+        with seg.open_regular(files[at][1]) as fh:
+            fh.seek(offset)
+            line = fh.read(length + 1)
+    except OSError:
+        return None
+    entry = _parse(line) if len(line) == length + 1 else None
+    if entry is None or entry["seq"] != seq or entry.get("hash") != digest:
+        return None
+    return at, offset + length + 1
+
+
+def _resume(files: list[tuple[int | None, Path]], seq: int, seen: tuple[Where, str]) -> Iterator | None:
+    """The entries after `seq` read from right after its line, or None when that line is not where `seen` says."""
+    found = _located(files, seq, seen)
+    if found is None:
+        return None
+    at, offset = found
+
+    def rest() -> Iterator[tuple[dict, bytes, Where]]:
+        yield from _lines(files[at][1], offset, seq)
+        for _, path in files[at + 1:]:
+            yield from _lines(path, 0, seq)
+    return rest()
 
 
 def newest(folder: Path, limit: int, **match: Any) -> tuple[list[dict], int]:

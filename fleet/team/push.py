@@ -76,6 +76,7 @@ class Batch:
     resend_from: int | None = None   # the hub's events from this id on are deleted and sent again
     instance: str | None = None      # the first batch: the index file these rows come from
     chain: str | None = None         # the audit log's chain on the hub, when audit rows are in the batch
+    chain_end: Any = None            # where the batch's last audit entry was read (fleet.audit.read.Where)
     more: bool = False
 
     def count(self) -> dict[str, int]:
@@ -94,7 +95,8 @@ class Push:
         self.names = {path: name for name, path in repos.values()}
         self.ids = {path: rid for rid, (_, path) in repos.items()}
         self.lost_read: set[int] | None = set()  # repos whose lost commits this push has read (None: all)
-        self.chain: tuple[str | None, int] | None = None   # (the audit log's chain, the seq pushed up to)
+        # (the audit log's chain, the seq pushed up to, where that entry was read and its hash)
+        self.chain: tuple[str | None, int, auditchain.Seen | None] | None = None
 
     def run(self) -> dict[str, int]:
         """Send every batch; {table: rows sent}. FleetError HUB_UNREACHABLE when the hub goes away midway
@@ -110,7 +112,7 @@ class Push:
                 self._send(batch)
             outbox.advance(self.index, batch.moves, batch.sent, batch.rewound)
             if batch.chain is not None:
-                auditchain.keep(self.index, batch.chain, batch.tables["audit"][-1])
+                auditchain.keep(self.index, batch.chain, batch.tables["audit"][-1], batch.chain_end)
             for table, n in batch.count().items():
                 sent[table] = sent.get(table, 0) + n
             if not batch.more:
@@ -206,7 +208,7 @@ class Push:
             return 0
         if self.chain is None:
             self.chain = auditchain.known(self.index, self.audit_dir)
-        chain, after = self.chain
+        chain, after, seen = self.chain
         if chain is None:
             if self.conn is None:
                 return 0
@@ -216,18 +218,18 @@ class Push:
                 raise self._refused(exc) from None
             if found is None:
                 return 0
-            self.chain = found
             chain, after = found
-        pending = []
-        for entry, line in entries_after(self.audit_dir, after):
+            self.chain = (chain, after, None)
+        pending, where = [], None
+        for entry, line, where in entries_after(self.audit_dir, after, seen):
             pending.append(rows.audit(self.config.machine, chain, entry, line, self.share))
             if len(pending) == self.batch_rows:
                 break
         if pending:
             batch.tables["audit"] = pending
             batch.moves["audit"] = pending[-1][2]
-            batch.chain = chain
-            self.chain = (chain, pending[-1][2])
+            batch.chain, batch.chain_end = chain, where
+            self.chain = (chain, pending[-1][2], (where, pending[-1][3]))
         return len(pending)
 
     # --- writing to the hub ---------------------------------------------------------------------
@@ -436,4 +438,4 @@ def backlog(index: Index, config: TeamConfig) -> dict[str, int]:
     return {"repos": outbox.pending_repos(index, outbox.cursor(index, "repos")),
             "events": outbox.pending_events(index, outbox.cursor(index, "events")),
             "proposals": len(probe.tables.get("proposals", [])),
-            "audit": sum(1 for _ in entries_after(audit, auditchain.known(index, audit)[1])) if audit else 0}
+            "audit": sum(1 for _ in entries_after(audit, *auditchain.known(index, audit)[1:])) if audit else 0}
