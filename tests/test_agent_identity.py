@@ -164,7 +164,7 @@ def test_agents_cli_add_list_revoke_and_bad_input(fleet):
     assert "Authorization: Bearer " + token.split("=", 1)[1] in made.stdout
     again = cli(fleet, "agents", "add", "cursor")
     assert again.returncode == 1 and "already" in again.stderr and "[AGENT_EXISTS]" in again.stderr
-    for bad in ("unknown", "person", "no spaces", "a:b", "x" * 65, ".lead", "ünï"):
+    for bad in ("unknown", "person", "no spaces", "a:b", "x" * 65, ".lead", "ünï", "cursor2\n"):
         refused = cli(fleet, "agents", "add", bad)
         assert refused.returncode == 1 and "[BAD_ARGUMENT]" in refused.stderr, (bad, refused.stderr)
     text = cli(fleet, "agents", "list")

@@ -55,6 +55,7 @@ def test_idempotency_key_returns_the_same_proposal(ops_fleet):
     assert other_agent["proposal_id"] != first["proposal_id"]
     assert _code(propose, ops_fleet, "stage", {"paths": ["notes.txt"]}, idempotency_key="k-1") == "BAD_ARGUMENT"
     assert _code(propose, ops_fleet, "stage", {"all": True}, idempotency_key="bad key!") == "BAD_ARGUMENT"
+    assert _code(propose, ops_fleet, "stage", {"all": True}, idempotency_key="k-1\n") == "BAD_ARGUMENT"
 
 
 def test_quota_per_agent(ops_fleet, tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ def _digest(token: str) -> str:
 
 def check_name(name: object) -> str:
     """A credential's name: 1..64 of `a-z 0-9 . _ -`, starting with a letter or digit, not a reserved word."""
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise FleetError("BAD_ARGUMENT", f"agent name {str(name)[:80]!r} must be 1..64 characters of a-z 0-9 . _ - "
                                          "starting with a letter or digit (policy rules name agents by it)")
     if name in RESERVED:

@@ -36,7 +36,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def is_sha(text: str) -> bool:
-    return bool(_SHA_RE.match(text))
+    return bool(_SHA_RE.fullmatch(text))
 
 
 class BrokenRepo(Exception):

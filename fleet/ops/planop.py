@@ -42,7 +42,7 @@ def _steps(args: dict) -> list[dict]:
 def _expect(plan: Plan) -> dict:
     """What the person approved a step to touch: its refs (shas made by earlier steps left out: a scratch
     commit's sha is not the real one's) and paths."""
-    return {"refs": sorted(r for r in set(plan.policy_refs) if not _SHA.match(r)),
+    return {"refs": sorted(r for r in set(plan.policy_refs) if not _SHA.fullmatch(r)),
             "paths": sorted(set(plan.policy_paths)), "paths_listed": plan.paths_listed}
 
 

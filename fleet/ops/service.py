@@ -37,7 +37,7 @@ from fleet.presence.store import read_rows
 
 log = logging.getLogger("fleetdeck.ops")
 
-KEY_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,128}")     # whole key (fullmatch: `$` would let a final newline by)
 MAX_REASON = 500
 ACTIVE = ("pending", "approved", "executing")
 
@@ -55,7 +55,7 @@ def _check_reason(reason: object) -> str:
 def _check_key(key: object) -> str | None:
     if key is None:
         return None
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise FleetError("BAD_ARGUMENT", "idempotency_key must be 1..128 characters of A-Z a-z 0-9 _ -")
     return key
 

@@ -30,7 +30,7 @@ def _tree(ctx: Ctx) -> WorkTree:
 def preview_restore_snapshot(ctx: Ctx, args: dict) -> Plan:
     catalog.RestoreSnapshot.known(args)
     wanted = string(args, "snapshot", max_len=40)
-    if not SNAPSHOT_ID.match(wanted):
+    if not SNAPSHOT_ID.fullmatch(wanted):
         raise FleetError("BAD_ARGUMENT", "snapshot must be a snapshot id (4 to 40 hex digits)")
     # no paths (or an empty list, which the published schema refuses): every file of the snapshot
     paths = catalog.RestoreSnapshot.items(args, "paths", ctx.repo) if args.get("paths") else []
