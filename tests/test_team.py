@@ -136,7 +136,8 @@ def test_init_twice_changes_nothing(hub, tmp_path):
     first = admin.json("team", "init", hub)
     assert first["applied"] == ["0001 tables", "0002 roles and row-level security", "0003 decisions made on the hub",
                                 "0004 the index a machine's rows came from", "0005 the hub dashboard's indexes",
-                                "0006 the digest's one pass over every machine", "0007 audit chains told apart"]
+                                "0006 the digest's one pass over every machine", "0007 audit chains told apart",
+                                "0008 the digest's pass in order, not sorted whole"]
     tables = hub_rows(hub, "select table_name from information_schema.tables where table_schema = 'fleetdeck' "
                            "order by 1")
     policies = hub_rows(hub, "select count(*) from pg_policies where schemaname = 'fleetdeck'")

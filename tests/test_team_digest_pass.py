@@ -1,6 +1,6 @@
 """The hub's digest in one pass over every machine (fleet/team/hubpass.py) answers what each machine's own digest
 answers: three machines' generated rows (dirty, gone, bare and failing repos, names shared across and within
-machines, unpushed and pushed branches, rewrites, fetches, events on both sides of the 24 h window's first
+machines, unpushed and pushed branches (with and without an upstream, `ahead` known or not), rewrites, fetches, events on both sides of the 24 h window's first
 second) pushed through the real code path to a real PostgreSQL; per machine, the one-pass answer equals the
 machine's alone on the hub and its local index's, and the pass asks the hub a fixed number of statements
 whatever the number of machines."""
@@ -43,8 +43,10 @@ def fill(index, k: int) -> None:
             conn.executemany(
                 "insert into branches (repo_id, name, head, upstream, ahead, current) values (?, ?, ?, ?, ?, ?)",
                 [(i, "main", f"{i:040x}", "origin/main", (i + k) % 4, 1),
-                 (i, f"topic-{i % 3}", f"{i + 1:040x}", None, None, 0),
-                 (i, "done", f"{i + 2:040x}", "origin/done", 0, 0)])
+                 (i, f"topic-{i % 3}", f"{i + 1:040x}", None, None, 0),     # never pushed: two a repo, more than
+                 (i, f"topic-{(i + 1) % 3}", f"{i + 4:040x}", None, None, 0),   # the 50 listed; same-named repos' interleave
+                 (i, "done", f"{i + 2:040x}", "origin/done", 0, 0)]
+                + ([(i, "wip", f"{i + 3:040x}", None, i % 3, 0)] if i % 10 == k + 2 else []))   # no upstream, `ahead` known
         at = [SINCE_S - 1, SINCE_S, SINCE_S + 1] * 3 + [SINCE_S - 3600 + 37 * e for e in range(2600)]
         conn.executemany(
             "insert into event_rows (id, repo_id, ref, kind, at, rewrote, old_sha, new_sha, identity, message) "

@@ -19,8 +19,11 @@ from fleet.team.rows import HIDDEN
 # An event's columns as the local `events` view gives them, from the pushed row.
 EVENT = ("e.row->>'old_sha', e.row->>'new_sha', e.at, e.row->>'identity', e.row->>'message', "
          "(e.row->>'rewrote')::int")
-UNPUSHED = ("NOT r.gone AND NOT coalesce(r.bare, true) AND (b.ahead > 0 OR (b.upstream IS NULL AND "
-            "b.head IS NOT NULL))")
+LIVE = "NOT r.gone AND NOT coalesce(r.bare, true)"       # a repo whose branches the digest lists
+AHEAD = "(b.ahead > 0 OR (b.upstream IS NULL AND b.head IS NOT NULL))"   # a branch ahead of its upstream, or never pushed
+UNPUSHED = f"{LIVE} AND {AHEAD}"
+# The digest's order of unpushed branches (the local index's), over the columns of the pass's statement.
+UNPUSHED_ORDER = 'upstream IS NULL, ahead DESC NULLS LAST, repo COLLATE "C", branch COLLATE "C", repo_id'
 
 
 def scope_key(scope: list[int] | None) -> tuple[int, ...] | None:
@@ -179,12 +182,29 @@ class DigestPass:
         return self._once(("scanned",), compute)
 
     def unpushed(self, limit: int) -> dict[str, tuple[int, list[tuple]]]:
+        """Each machine's unpushed branches: how many (those of all its branches, less those of its gone or bare
+        repos: no join of every branch with its repo), and the first `limit` in two parts, each read in order
+        and cut at `limit` (the order puts every branch with an upstream or a known `ahead` before the never
+        pushed ones): those few, sorted, then the never pushed ones in the order of their repo's name (an index
+        of the live repos by name, each one's branches sorted as they come), the two parts sorted again."""
         def compute() -> dict[str, tuple[int, list[tuple]]]:
             where, args = self._where("r")
-            return self._firsts("r.name, b.name, b.ahead, b.upstream", "fleetdeck.branches b JOIN fleetdeck.repos r "
-                                f"USING (machine_id, repo_id) WHERE r.machine_id = m AND {UNPUSHED} AND {where}",
-                                "b.upstream IS NULL, b.ahead DESC NULLS LAST, r.name COLLATE \"C\", "
-                                "b.name COLLATE \"C\", r.repo_id", args, limit)
+            bwhere, bargs = self._where("b")
+            count = (f"(SELECT count(*) FROM fleetdeck.branches b WHERE b.machine_id = m AND {AHEAD} AND {bwhere}) - "
+                     "(SELECT count(*) FROM fleetdeck.branches b JOIN fleetdeck.repos r USING (machine_id, repo_id) "
+                     f"WHERE r.machine_id = m AND (r.gone OR coalesce(r.bare, true)) AND {AHEAD} AND {where})")
+            part = ("SELECT r.name AS repo, b.name AS branch, b.ahead, b.upstream, r.repo_id FROM fleetdeck.branches b "
+                    f"JOIN fleetdeck.repos r USING (machine_id, repo_id) WHERE r.machine_id = m AND {UNPUSHED} AND "
+                    f"{where} AND ")
+            rows = self._grouped(
+                f"SELECT m, x.repo, x.branch, x.ahead, x.upstream, c.n FROM unnest(%s::text[]) AS m "
+                f"CROSS JOIN LATERAL (SELECT {count} AS n OFFSET 0) c CROSS JOIN LATERAL (SELECT * FROM ("
+                f"({part}(b.upstream IS NOT NULL OR b.ahead IS NOT NULL) ORDER BY b.upstream IS NULL, b.ahead DESC "
+                f"NULLS LAST, r.name COLLATE \"C\", b.name COLLATE \"C\", r.repo_id LIMIT %s) UNION ALL "
+                f"({part}b.upstream IS NULL AND b.ahead IS NULL ORDER BY r.name COLLATE \"C\", b.name COLLATE \"C\", "
+                f"r.repo_id LIMIT %s)) u ORDER BY {UNPUSHED_ORDER} LIMIT %s) x",
+                [self.machines, *bargs, *args, *args, limit, *args, limit, limit])
+            return {name: (found[0][-1] if found else 0, [r[:-1] for r in found]) for name, found in rows.items()}
         return self._once(("unpushed", limit), compute)
 
     def dirty(self, limit: int) -> dict[str, tuple[int, list[tuple]]]:

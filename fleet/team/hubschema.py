@@ -186,6 +186,20 @@ ALTER TABLE fleetdeck.audit DROP CONSTRAINT audit_pkey;
 ALTER TABLE fleetdeck.audit ADD PRIMARY KEY (machine_id, chain, seq);
 """
 
+# The digest's pass without a scan of every branch joined with its repo (fleet/team/hubpass.py): a machine's unpushed
+# branches counted from the branches alone less those of its gone or bare repos (few), its first ones read in the
+# digest's order (the few with an upstream or a known `ahead`, then the never pushed ones by their repo's name), and
+# its gone or failing repos without a scan of all of them.
+_M8 = """
+CREATE INDEX repos_live_by_name ON fleetdeck.repos (machine_id, name COLLATE "C", repo_id)
+    WHERE NOT gone AND NOT coalesce(bare, true);
+CREATE INDEX repos_not_live ON fleetdeck.repos (machine_id, repo_id) WHERE gone OR coalesce(bare, true);
+CREATE INDEX repos_odd ON fleetdeck.repos (machine_id, repo_id) INCLUDE (name, gone, error)
+    WHERE gone OR error IS NOT NULL;
+CREATE INDEX branches_known_ahead ON fleetdeck.branches (machine_id, repo_id) INCLUDE (name, ahead, upstream)
+    WHERE (ahead > 0 OR (upstream IS NULL AND head IS NOT NULL)) AND (upstream IS NOT NULL OR ahead IS NOT NULL);
+"""
+
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001 tables", _M1),
     ("0002 roles and row-level security", _m2_roles()),
@@ -194,6 +208,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005 the hub dashboard's indexes", _M5),
     ("0006 the digest's one pass over every machine", _M6),
     ("0007 audit chains told apart", _M7),
+    ("0008 the digest's pass in order, not sorted whole", _M8),
 )
 
 # What a machine's rebuilt index replaces on the hub: every table keyed by the index's own numbering (the
