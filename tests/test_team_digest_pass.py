@@ -7,8 +7,10 @@ whatever the number of machines."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -151,3 +153,42 @@ def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch)
     merged = hub_report(reader, SINCE_S * 1000)
     assert len(asked) == one <= 14, asked
     assert {e["machine"] for e in merged["digest"]["events"]} == set(MACHINES)
+
+
+def test_reports_a_second_apart_read_the_window_once(reader, monkeypatch):
+    """Each machine's report ends its chart at its own "now": machines whose reports fall in different seconds
+    share the pass's reading of the window all the same (keyed by the end, the pass read every machine's rows
+    again for each second), and each one's chart still stops at its own end."""
+    import fleet.views.digest as view
+
+    clock = itertools.count(time.time(), 1.0)        # every report one second after the one before
+    monkeypatch.setattr(view, "time", SimpleNamespace(time=lambda: next(clock)))
+    asked: list[str] = []
+    query = HubConnections.query
+
+    def counted(self, sql, args=()):
+        asked.append(sql)
+        return query(self, sql, args)
+
+    monkeypatch.setattr(HubConnections, "query", counted)
+    merged = hub_report(reader, SINCE_S * 1000)
+    times = [sql for sql in asked if sql.startswith("SELECT e.machine_id, e.repo_id, e.at ")]
+    assert len(times) == 1, times
+    assert merged["activity"]["rows"] and {e["machine"] for e in merged["digest"]["events"]} == set(MACHINES)
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+def test_the_window_read_once_is_cut_at_each_ends_own_second(reader, hub, scoped):
+    """The pass reads the window's event times once with no end; what each machine's source answers for an end
+    is what its own index answers for it (ends inside the window, at an event's second and either side)."""
+    rows = reader.machines()
+    scope = [3, 4, 9, 2] if scoped else None
+    shared = {m.name: m for m in reader.in_one_pass([(row, scope) for row in rows])}
+    for name, m in shared.items():
+        with open_index(hub[1][name]) as idx:
+            sizes = []
+            for end in (SINCE_S - 1, SINCE_S, SINCE_S + 0.5, SINCE_S + 3600 - 37, SINCE_S + 7200, time.time()):
+                ours = m.digest.event_times(SINCE_S - 1, scope, None, end)
+                assert sorted(ours) == sorted(idx.digest.event_times(SINCE_S - 1, scope, None, end)), end
+                sizes.append(len(ours))
+            assert sizes == sorted(sizes) and sizes[0] < sizes[-2] < sizes[-1]    # the ends cut the window

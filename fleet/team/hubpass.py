@@ -51,8 +51,8 @@ class DigestPass:
 
     def _grouped(self, sql: str, args: list) -> dict[str, list[tuple]]:
         out: dict[str, list[tuple]] = {name: [] for name in self.machines}
-        for name, *row in self.conns.query(sql, args):
-            out[name].append(tuple(row))
+        for row in self.conns.query(sql, args):
+            out[row[0]].append(row[1:])
         return out
 
     def _where(self, alias: str, scoped: bool = True) -> tuple[str, list]:
@@ -96,12 +96,16 @@ class DigestPass:
             return {name: (totals.get(name, 0), newest[name]) for name in self.machines}
         return self._once(("events", math.ceil(start), _key(kinds), limit), compute)
 
-    def event_times(self, start: float, kinds: list[str] | None, end: float) -> dict[str, list[tuple]]:
+    def event_times(self, machine: str, start: float, kinds: list[str] | None, end: float) -> list[tuple]:
+        """`machine`'s (repo id, time) of the window's events up to `end`: the window's rows are read once for
+        all machines with no end, each machine's cut at its own (each report's end is its own "now": a pass
+        keyed by it read the rows again for every machine whenever two reports' seconds differed)."""
         def compute() -> dict[str, list[tuple]]:
             where, args = self._window(start, kinds)
-            return self._grouped(f"SELECT e.machine_id, e.repo_id, e.at FROM fleetdeck.events e WHERE {where} "
-                                 "AND e.at <= %s", [*args, math.ceil(end)])
-        return self._once(("event_times", math.ceil(start), _key(kinds), math.ceil(end)), compute)
+            return self._grouped(f"SELECT e.machine_id, e.repo_id, e.at FROM fleetdeck.events e WHERE {where}", args)
+        last = math.ceil(end)
+        return [row for row in self._once(("event_times", math.ceil(start), _key(kinds)), compute)[machine]
+                if row[1] <= last]
 
     def groups(self, start: float, kinds: list[str]) -> dict[str, tuple[list[tuple], list[tuple]]]:
         def compute() -> dict[str, tuple[list[tuple], list[tuple]]]:
@@ -134,13 +138,13 @@ class DigestPass:
             wanted = {name: {rid for rid in ids if rid not in self._names.setdefault(name, {})}
                       for name, ids in self._event_repos().items()}
             wanted.setdefault(machine, set()).update(rid for rid in repo_ids if rid not in known)
-            pairs = [(name, rid) for name, ids in wanted.items() for rid in ids]
-            for name, rid in pairs:
-                self._names[name][rid] = None       # a repo the hub does not hold is asked for once
-            for name, rid, repo in self.conns.query(
-                    "SELECT r.machine_id, r.repo_id, r.name FROM unnest(%s::text[], %s::bigint[]) AS k(m, id) "
-                    "JOIN fleetdeck.repos r ON r.machine_id = k.m AND r.repo_id = k.id",
-                    [[p[0] for p in pairs], [p[1] for p in pairs]]):
+            wanted = {name: ids for name, ids in wanted.items() if ids}
+            for name, ids in wanted.items():
+                self._names[name].update(dict.fromkeys(ids))   # a repo the hub does not hold is asked for once
+            for name, rid, repo in self.conns.query(     # each machine's ids as one array literal: no pair per id
+                    "SELECT k.m, r.repo_id, r.name FROM unnest(%s::text[], %s::text[]) AS k(m, ids) "
+                    "JOIN fleetdeck.repos r ON r.machine_id = k.m AND r.repo_id = ANY(k.ids::bigint[])",
+                    [list(wanted), ["{" + ",".join(map(str, ids)) + "}" for ids in wanted.values()]]):
                 self._names[name][rid] = repo
         return {rid: known[rid] for rid in repo_ids if known.get(rid) is not None}
 

@@ -37,6 +37,7 @@ class HubConnections:
 
     def __init__(self, dsn: str, password: str | None = None) -> None:
         self.dsn, self.password = dsn, password
+        self.label = pg.hub_label(dsn)      # parsed once, not for each machine's reader of each request
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -88,7 +89,7 @@ class HubDigest:
         return self._pass(scope).events(start, kinds, limit)[self.m.name]
 
     def event_times(self, start, scope, kinds, end):
-        return self._pass(scope).event_times(start, kinds, end)[self.m.name]
+        return self._pass(scope).event_times(self.m.name, start, kinds, end)
 
     def groups(self, start, scope, kinds):
         return self._pass(scope).groups(start, kinds)[self.m.name]
@@ -235,7 +236,7 @@ class HubMachine:
     def __init__(self, conns: HubConnections, name: str, names_only: bool, instance: str,
                  seen: Seen | None = None, digest_pass: DigestPass | None = None) -> None:
         self.conns, self.name, self.names_only, self.instance, self.seen = conns, name, names_only, instance, seen
-        self.path = f"hub:{pg.hub_label(conns.dsn)}#{name}"
+        self.path = f"hub:{conns.label}#{name}"
         self.digest = HubDigest(self, digest_pass)
         self.presence = HubPresence(self)
         self.proposals = HubPending(self)
@@ -322,7 +323,7 @@ class Hub:
 
     @property
     def label(self) -> str:
-        return pg.hub_label(self.conns.dsn)
+        return self.conns.label
 
     def check(self) -> None:
         """That this login may read the whole hub (a machine's own login sees its rows only: refused)."""
