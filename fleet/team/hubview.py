@@ -10,8 +10,10 @@ live there.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import Counter
+from itertools import islice
 from datetime import date
 from typing import Any, Mapping
 
@@ -153,10 +155,10 @@ def repo_page(hub: Hub, machine: str, repo_id: int) -> dict | None:
 
 def _merge_digests(parts: list[tuple[str, dict]], max_events: int) -> dict:
     """One digest from each machine's: events newest first (at most `max_events`), counts summed."""
-    events = sorted((e for name, d in parts for e in _tagged(d["events"], name)),
-                    key=lambda e: (e["at"], e["machine"]), reverse=True)
+    newest = heapq.nlargest(max_events, ((e, name) for name, d in parts for e in d["events"]),
+                            key=lambda pair: (pair[0]["at"], pair[1]))   # = sorted(…, reverse=True)[:max_events]
     total = sum(d["event_count"] for _, d in parts)
-    shown = events[:max_events]
+    shown = [{**e, "machine": name} for e, name in newest]       # only the shown ones tagged
     return {"since": parts[0][1]["since"] if parts else None, "events": shown, "event_count": total,
             "truncated": total > len(shown), "omitted_count": total - len(shown),
             "repos_scanned": sum(d["repos_scanned"] for _, d in parts),
@@ -253,7 +255,7 @@ def _merged_state(parts: list[tuple[str, dict]]) -> dict:
     for key, count in (("unpushed", "unpushed_count"), ("dirty", "dirty_count"),
                        ("stale_stashes", "stale_stash_count"), ("rewrites", "rewrite_count"),
                        ("recoverable", "recoverable_count")):
-        out[key] = [i for n, p in parts for i in _named(p["fleet"][key], n)][:SUMMARY_CAP]
+        out[key] = list(islice((i for n, p in parts for i in _named(p["fleet"][key], n)), SUMMARY_CAP))
         out[count] = sum(p["fleet"][count] for _, p in parts)
     out["errors"] = [e for n, p in parts for e in _tagged(p["fleet"]["errors"], n)]
     return out

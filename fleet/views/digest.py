@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from fleet.caps import check_int
 from fleet.errors import FleetError
@@ -101,19 +101,26 @@ def activity_by_repo_day(events: Iterable[dict], start: float | None = None, end
     `events` are digest events (`repo`, `at` as ISO 8601). Days run from `start` (or the first event) to
     `end` (or now); the busiest `max_repos` repos get a row each, the rest share one "(other repos)" row.
     """
-    per_repo: dict[str, Counter] = {}
+    return _activity(((ev["repo"], _local_day(ev["at"])) for ev in events), start, end, max_repos)
+
+
+def _activity(days: Iterable[tuple[str, date]], start: float | None, end: float | None, max_repos: int) -> dict:
+    """`activity_by_repo_day` over (repo, local day) pairs."""
+    per_repo: dict[str, dict[date, int]] = {}
     stamps = []
-    for ev in events:
-        day = _local_day(ev["at"])
+    for repo, day in days:
         stamps.append(day)
-        per_repo.setdefault(ev["repo"], Counter())[day] += 1
+        counts = per_repo.get(repo)
+        if counts is None:
+            counts = per_repo[repo] = {}
+        counts[day] = counts.get(day, 0) + 1
     first = date.fromtimestamp(start) if start is not None else min(stamps, default=date.today())
     last = date.fromtimestamp(end if end is not None else time.time())
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)] if last >= first else []
     return chart_rows(per_repo, days, max_repos)
 
 
-def chart_rows(per_repo: dict[str, Counter], days: list[date], max_repos: int = CHART_MAX_REPOS) -> dict:
+def chart_rows(per_repo: dict[str, Mapping[date, int]], days: list[date], max_repos: int = CHART_MAX_REPOS) -> dict:
     """The chart of `per_repo` ({repo: events per day}) over `days`: the busiest `max_repos` repos a row each,
     the rest one "(other repos)" row (`activity_by_repo_day`'s shape)."""
     ranked = sorted(per_repo.items(), key=lambda item: (-sum(item[1].values()), item[0]))
@@ -149,10 +156,11 @@ def report(index: "Index", since: str | int | float, repos: list[str] | None = N
     chart_start = max(start, chart_end - CHART_MAX_DAYS * 86400)
     times = index.digest.event_times(chart_start, scope, listed, chart_end)
     names = index.digest.names({rid for rid, _at in times})
-    every = [{"repo": names.get(rid, str(rid)), "at": iso(at)} for rid, at in times]
+    # each event's local day from its unix second (what `_local_day` of its ISO time gives, without the round trip)
+    every = ((names.get(rid, str(rid)), date.fromtimestamp(at)) for rid, at in times)
     return {
         "generated_at": iso(now), "digest": body,
-        "activity": activity_by_repo_day(every, start=chart_start, end=chart_end),
+        "activity": _activity(every, chart_start, chart_end, CHART_MAX_REPOS),
         "bulk": bulk_groups(index, start, scope) if kinds is None else {"groups": [], "event_count": 0, "summary": ""},
         "fleet": fleet_state(index, start, scope, now),
     }
