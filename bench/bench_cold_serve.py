@@ -8,6 +8,7 @@ a cold `fleetdeck scan` into a new index (wall and CPU of it and its children), 
 --port 0` into another new index, timed from its start (and the CPU it and its children had used by then,
 from /proc): seconds until `/api/radar` (bearer token, plain HTTP
 on 127.0.0.1) lists every repo the scan found — target ≤ 1.3× the loop's wall — and until
+its `freshness.predictions` says every diverged repo's merge prediction is made (reported), and until
 its `freshness.history` says every repo's reflog history is read too (target ≤ 2×, reported). Ratios are of
 the medians. The index file is watched (read-only, every POLL_S) and `/api/radar` asked whenever it holds
 every repo, or their history: asking the API over and over would load the server being timed (each answer
@@ -49,9 +50,10 @@ def _fresh(db: Path) -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
-def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tuple[float, float, float]:
+def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tuple[float, float, float, float]:
     """(seconds until /api/radar lists all `repos`, seconds until their history is read, from serve's start;
-    CPU seconds serve and its descendants had used when every repo was listed)."""
+    CPU seconds serve and its descendants had used when every repo was listed; seconds until every merge
+    prediction is made too, which follow the state with the history)."""
     _fresh(db)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", str(root), "--port", "0"],
@@ -65,10 +67,11 @@ def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tup
         base = line.split()[4].rsplit("/mcp", 1)[0]
         request = urllib.request.Request(f"{base}/api/radar?per_page=1",
                                          headers={"Authorization": f"Bearer {line.split()[-1]}"})
-        every = None
+        every = predicted = None
         while time.perf_counter() - started < deadline_s:
-            stored, waiting = _index_state(db)  # cheap, off the server: the API is asked once it should say so
-            if stored < repos or (every is not None and waiting):
+            # cheap, off the server: the API is asked once it should say so
+            stored, waiting, predicting = _index_state(db)
+            if stored < repos or (every is not None and waiting and (predicted is not None or predicting)):
                 time.sleep(POLL_S)
                 continue
             try:
@@ -80,8 +83,10 @@ def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tup
             now = time.perf_counter() - started
             if every is None and body["total"] >= repos:
                 every, cpu = now, tree_cpu(proc.pid)
-            if every is not None and body["freshness"]["history"]["complete"]:
-                return every, now, cpu
+            if every is not None and predicted is None and body["freshness"]["predictions"]["complete"]:
+                predicted = now
+            if predicted is not None and body["freshness"]["history"]["complete"]:
+                return every, now, cpu, predicted
         raise SystemExit("bench: the cold serve never listed every repo with its history")
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -93,15 +98,17 @@ def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tup
         _fresh(db)
 
 
-def _index_state(db: Path) -> tuple[int, bool]:
-    """(repos stored, whether a history backlog waits), read from the index file without taking any lock."""
+def _index_state(db: Path) -> tuple[int, bool, bool]:
+    """(repos stored, whether a history backlog waits, whether a prediction backlog waits), read from the index
+    file without taking any lock."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as conn:
             stored = conn.execute("select count(*) from repos where gone = 0").fetchone()[0]
             waiting = conn.execute("select 1 from meta where key = 'history_backlog'").fetchone() is not None
+            predicting = conn.execute("select 1 from meta where key = 'prediction_backlog'").fetchone() is not None
     except sqlite3.Error:  # not created yet
-        return 0, True
-    return stored, waiting
+        return 0, True, True
+    return stored, waiting, predicting
 
 
 def _med(values: list[float]) -> float:
@@ -140,6 +147,7 @@ def main() -> None:
     scan_wall, scan_cpu = _med([s[0] for s in scans]), _med([s[1] for s in scans])
     every, history = _med([s[0] for s in serves]), _med([s[1] for s in serves])
     every_cpu = _med([s[2] for s in serves])
+    predicted = _med([s[3] for s in serves])
     print(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "byte_compiled": True,
         "repos": args.repos, "repos_listed": found, "linked_worktrees": len(fleet["worktrees"]),
@@ -148,6 +156,7 @@ def main() -> None:
         "serve_every_repo_s": every, "serve_every_repo_vs_loop": round(every / loop_wall, 2),
         "serve_every_repo_cpu_s": every_cpu, "serve_every_repo_cpu_vs_loop_cpu": round(every_cpu / loop_cpu, 2),
         "serve_every_repo_vs_scan": round(every / scan_wall, 2),
+        "serve_predictions_s": predicted, "serve_predictions_vs_loop": round(predicted / loop_wall, 2),
         "serve_history_s": history, "serve_history_vs_loop": round(history / loop_wall, 2),
         "scan_s": scan_wall, "scan_cpu_s": scan_cpu, "scan_vs_loop": round(scan_wall / loop_wall, 2),
         "scan_cpu_vs_loop_cpu": round(scan_cpu / loop_cpu, 2),

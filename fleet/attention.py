@@ -70,13 +70,18 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
                           _finish_step(op, conflicted=True)))
     prediction = record.get("predicted_conflicts") or {}
     ahead, behind = record.get("ahead"), record.get("behind")
-    if prediction and not prediction.get("clean"):
+    pending = bool(prediction.get("pending"))  # not made yet (a cold start's state pass): neither clean nor not
+    if prediction and not pending and not prediction.get("clean"):
         paths = prediction.get("paths", [])
         shown = ", ".join(paths[:3]) + (" …" if len(paths) > 3 else "")
         out.append(reason("predicted_conflict",
                           f"merging {record.get('upstream')} would conflict in {_plural(len(paths), 'file')}: {shown}",
                           "rebase or merge now, resolving " + shown, paths=paths))
-    if ahead and behind:
+    if ahead and behind and pending:
+        out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind; "
+                          "still predicting whether merging it conflicts",
+                          "git pull --rebase (or merge) then push", prediction="pending"))
+    elif ahead and behind:
         out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind",
                           "git pull --rebase (or merge) then push"))
     if op and not conflicted:

@@ -11,9 +11,10 @@ import httpx
 import pytest
 
 from fleet.index.events import DELETED_MESSAGE
-from fleet.index.freshness import history_progress
+from fleet.index.freshness import history_progress, prediction_progress
 from fleet.index.recheck import recheck_chunk
-from fleet.index.scan import HISTORY_DELAY_ENV, discover_all, ingest_history, scan
+from fleet.index.scan import (HISTORY_DELAY_ENV, PREDICTION_DELAY_ENV, discover_all, ingest_history,
+                              ingest_predictions, refresh_repo, scan)
 from fleet.index.store import open_index
 from fleet.views.digest import digest
 from tests.fleets.every_state import build_fleet
@@ -76,12 +77,14 @@ def test_state_first_then_history_records_what_a_scan_records(fleet, tmp_path: P
     readable = {r["path"] for r in cold.rows() if r["error"] is None}
     assert not [ln for ln in lines_of(cold) if ln[0] in readable]
     assert not [e for e in events_of(cold) if e[0] in readable]
+    predicting = set(cold.prediction_backlog()["ids"])  # their score may move with the prediction (below)
     state = {r["path"]: (r["head"], r["branch"], r["ahead"], r["behind"], r["staged"], r["unstaged"],
-                         r["untracked"], r["conflicted"], r["stashes"], r["operation"], r["error"], r["score"])
-             for r in cold.rows()}
+                         r["untracked"], r["conflicted"], r["stashes"], r["operation"], r["error"],
+                         None if r["id"] in predicting else r["score"]) for r in cold.rows()}
+    paths = {r["path"] for r in cold.rows() if r["id"] in predicting}
     assert state == {r["path"]: (r["head"], r["branch"], r["ahead"], r["behind"], r["staged"], r["unstaged"],
                                  r["untracked"], r["conflicted"], r["stashes"], r["operation"], r["error"],
-                                 r["score"]) for r in scanned.rows()}
+                                 None if r["path"] in paths else r["score"]) for r in scanned.rows()}
     waiting = history_progress(cold)
     assert waiting == {"complete": False, "read": 0, "total": len(ids)}
     assert digest(cold, EVERYTHING)["history"] == waiting
@@ -116,6 +119,78 @@ def test_a_full_read_takes_a_repo_off_the_backlog_and_a_quick_recheck_does_not(f
     scan(cold, workers=1)
     assert history_progress(cold)["complete"]
     assert events_of(cold) == events_of(scanned) and lines_of(cold) == lines_of(scanned)
+    cold.close()
+
+
+def predictions_of(index) -> dict[str, tuple]:
+    """Each repo's stored merge prediction, reasons and score, by path (what the queue ranks and says)."""
+    return {r["path"]: (r["predicted_conflicts"], r["reasons"], r["score"]) for r in index.rows()}
+
+
+def test_state_first_then_merge_predictions_as_a_scan_makes_them(fleet, tmp_path: Path) -> None:
+    """The state pass leaves a never-seen diverged repo's merge prediction to come: its record says so (its
+    `diverged` reason says it is still predicting, never that merging is clean, and no `will conflict` with
+    no paths), the backlog counts it; the pass behind makes exactly the predictions, reasons and scores a plain
+    scan stores (the one that conflicts moves up), and a repo stored again meanwhile keeps its own."""
+    root, scanned = fleet
+    cold = open_index(tmp_path / "cold.db")
+    cold.add_root(str(root))
+    recheck_chunk(cold, discover_all(cold, [str(root)]))
+    expected = predictions_of(scanned)
+    diverged = sorted(p for p, (prediction, _, _) in expected.items() if prediction)
+    assert len(diverged) >= 2 and any(not expected[p][0]["clean"] for p in diverged)
+    assert any(expected[p][0]["clean"] for p in diverged)
+    waiting = cold.prediction_backlog()["ids"]
+    assert prediction_progress(cold) == {"complete": False, "made": 0, "total": len(diverged)} == \
+        {"complete": False, "made": 0, "total": len(waiting)}
+    before = predictions_of(cold)
+    for path in diverged:
+        prediction, reasons, score = before[path]
+        assert prediction == {"pending": True, "ours": expected[path][0]["ours"],
+                                          "theirs": expected[path][0]["theirs"]}
+        codes = [r["code"] for r in reasons]
+        assert "predicted_conflict" not in codes and "clean" not in codes
+        top = next(r for r in reasons if r["code"] == "diverged")
+        assert top["details"] == {"prediction": "pending"} and "still predicting" in top["summary"]
+        assert score <= 90
+    assert {p: v for p, v in before.items() if p not in diverged} == \
+        {p: v for p, v in expected.items() if p not in diverged}
+
+    ingest_predictions(cold, waiting[:1])
+    assert prediction_progress(cold) == {"complete": False, "made": 1, "total": len(waiting)}
+    ingest_predictions(cold, waiting[1:])
+    assert prediction_progress(cold) == {"complete": True, "made": 0, "total": 0}
+    assert predictions_of(cold) == expected
+    assert max(score for p, (_, _, score) in expected.items() if p in diverged) == 95  # the conflicting one moved up
+
+    # stored again meanwhile (a watcher's full read): the pass leaves that record alone
+    again = open_index(tmp_path / "again.db")
+    again.add_root(str(root))
+    recheck_chunk(again, discover_all(again, [str(root)]))
+    ids = again.prediction_backlog()["ids"]
+    scan(again, workers=1)
+    assert again.prediction_backlog() == {"total": 0, "ids": []} and predictions_of(again) == expected
+    generation = again.generation()
+    ingest_predictions(again, ids)
+    assert again.generation() == generation and predictions_of(again) == expected
+    cold.close()
+    again.close()
+
+
+def test_a_pending_prediction_outlives_a_stopped_server_and_a_quick_recheck(fleet, tmp_path: Path) -> None:
+    """A re-check that finds a repo as stored (its working trees alone) keeps its pending prediction and the
+    backlog (the pass behind makes it); a full read never reuses a pending one as if it were made."""
+    root, scanned = fleet
+    cold = open_index(tmp_path / "cold.db")
+    cold.add_root(str(root))
+    recheck_chunk(cold, discover_all(cold, [str(root)]))
+    waiting = cold.prediction_backlog()
+    checked = recheck_chunk(cold, [r["path"] for r in cold.rows()])
+    assert checked.quick and cold.prediction_backlog() == waiting
+    for repo_id in waiting["ids"]:   # the full read (`refresh_repo`, a watcher's) predicts afresh
+        refresh_repo(cold, cold.repo(repo_id)["path"])
+    assert cold.prediction_backlog() == {"total": 0, "ids": []}
+    assert predictions_of(cold) == predictions_of(scanned)
     cold.close()
 
 
@@ -161,6 +236,52 @@ def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet
         assert "Still reading history" not in page
         with open_index(tmp_path / "served.db") as served:
             assert events_of(served) == events_of(scanned)
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow  # a real `fleetdeck serve` whose merge predictions wait out a 6 s delay
+def test_cold_serve_shows_every_repo_before_its_merge_predictions_and_says_so(fleet, tmp_path: Path,
+                                                                             monkeypatch) -> None:
+    """A real `fleetdeck serve` on an empty index, its merge predictions held back by the real path's delay:
+    the queue is complete while a diverged repo's row, its page and the API say its prediction is still to come
+    (never `clean`, never `will conflict` without paths); once made, every repo's prediction, reasons and
+    score are a plain scan's and the queue's order is the scan's."""
+    root, scanned = fleet
+    expected = predictions_of(scanned)
+    diverged = {p for p, (prediction, _, _) in expected.items() if prediction}
+    monkeypatch.setenv(PREDICTION_DELAY_ENV, "6")
+    server = Server(tmp_path / "served.db", [root])
+    try:
+        client = httpx.Client(base_url=server.base, headers=server.auth, timeout=30)
+        radar = wait_for(lambda: (r := _get(client, "/api/radar")) and r["total"] == scanned.count() and r,
+                         "every repo", 60)
+        assert radar["freshness"]["predictions"] == {"complete": False, "made": 0, "total": len(diverged)}
+        rows = {e["path"]: e for e in radar["entries"]}
+        assert diverged <= set(rows)
+        for path in diverged:
+            codes = [r["code"] for r in rows[path]["reasons"]]
+            assert rows[path]["status"] == "diverged" and "predicted_conflict" not in codes, rows[path]
+            assert rows[path]["reasons"][0]["details"] == {"prediction": "pending"}
+        page = client.get("/", headers={"Accept": "text/html"}).text
+        assert f"Still predicting merges: 0 of {len(diverged)} diverged repos." in page
+        assert "still predicting whether merging it conflicts" in page
+        conflicting = next(p for p in diverged if not expected[p][0]["clean"])
+        repo_page = client.get(f"/repos/{rows[conflicting]['id']}", headers={"Accept": "text/html"}).text
+        assert "still predicting whether merging it conflicts" in repo_page and "will conflict" not in repo_page
+        detail = _get(client, f"/api/repos/{rows[conflicting]['id']}")["reasons"]
+        assert detail[0]["code"] == "diverged" and detail[0]["details"] == {"prediction": "pending"}
+
+        wait_for(lambda: _get(client, "/api/radar")["freshness"]["predictions"]["complete"], "predictions made", 60)
+        radar = _get(client, "/api/radar")
+        assert {e["path"]: e["status"] for e in radar["entries"]}[conflicting] == "predicted_conflict"
+        assert "Still predicting merges" not in client.get("/", headers={"Accept": "text/html"}).text
+        repo_page = client.get(f"/repos/{rows[conflicting]['id']}", headers={"Accept": "text/html"}).text
+        assert "still predicting" not in repo_page and "will conflict" in repo_page
+        with open_index(tmp_path / "served.db") as served:
+            assert predictions_of(served) == expected
+            assert [r["path"] for r in served.rows()] and sorted((-r["score"], r["path"]) for r in served.rows()) == \
+                sorted((-r["score"], r["path"]) for r in scanned.rows())
     finally:
         server.stop()
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from fleet.errors import FleetError
-from fleet.index.freshness import freshness, history_progress, watcher_state
+from fleet.index.freshness import freshness, history_progress, prediction_progress, watcher_state
 from fleet.index.scan import refresh_repo
 from fleet.inbox.items import counts_stamp, inbox
 from fleet.index.store import Index
@@ -82,12 +82,12 @@ async def changes(idx: Index, bell: Bell | None = None) -> AsyncIterator[ServerS
     Polling the counter works whether the watcher runs in this process or another one, and costs one
     indexed `max()` per tick; the `bell` (rung by an agent's hook, fleet/index/wake.py) starts a tick at once.
     The status (freshness, the watcher) goes out every STATUS_EVERY ticks, and at once when the watcher's
-    start-up re-check or the history backlog moves, so their progress is live.
+    start-up re-check, the history backlog or the merge predictions' backlog moves, so their progress is live.
     """
     seen = idx.generation()
     stamp = change_stamp(idx)
     needs = None
-    progress = (watcher_state(idx)["reverify"], history_progress(idx))
+    progress = (watcher_state(idx)["reverify"], history_progress(idx), prediction_progress(idx))
     yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))
     ticks = 0
     while True:
@@ -105,7 +105,7 @@ async def changes(idx: Index, bell: Bell | None = None) -> AsyncIterator[ServerS
             changed = idx.changed_since(seen)
             seen = current
             yield ServerSentEvent(event="change", data=json.dumps({"generation": current, "ids": changed}))
-        moved = (watcher_state(idx)["reverify"], history_progress(idx))
+        moved = (watcher_state(idx)["reverify"], history_progress(idx), prediction_progress(idx))
         if ticks % STATUS_EVERY == 0 or moved != progress:
             progress = moved
             yield ServerSentEvent(event="status", data=json.dumps(freshness(idx)))

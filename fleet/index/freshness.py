@@ -81,10 +81,20 @@ def history_progress(index, repo_id: int | None = None) -> dict:
     return {"complete": complete, "read": backlog["total"] - len(waiting), "total": backlog["total"]}
 
 
+def prediction_progress(index) -> dict:
+    """`{complete, made, total}`: whether every diverged repo's merge prediction is made; `made` of the
+    `total` repos stored before theirs (a cold start's state pass, `fleet.index.store.Index.prediction_backlog`)
+    have it now. Until it is complete the queue says which repos are still to be predicted (their `diverged`
+    reason), and that the order may still change."""
+    backlog = index.prediction_backlog()
+    waiting = backlog["ids"]
+    return {"complete": not waiting, "made": backlog["total"] - len(waiting), "total": backlog["total"]}
+
+
 def freshness(index, now: float | None = None) -> dict:
     """When the index last changed (newest `scanned_at`), its change counter, the watcher's state, how
     many agent presence rows there are as of which refresh (presence refreshes replace rows, not repos), and
-    whether every repo's history is read (`history_progress`)."""
+    whether every repo's history is read (`history_progress`) and every merge predicted (`prediction_progress`)."""
     now = now or time.time()
     conn = index.conn
     newest = conn.execute("select max(scanned_at) from repos where gone = 0").fetchone()[0]
@@ -97,4 +107,5 @@ def freshness(index, now: float | None = None) -> dict:
         "watcher": watcher_state(index, now),
         "presence": {"agents": agents, "refreshed_at": presence_at},
         "history": history_progress(index),
+        "predictions": prediction_progress(index),
     }

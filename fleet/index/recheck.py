@@ -19,7 +19,9 @@ newer mark.
 
 A repo the index has never seen (discovery's, a cold start's every repo) is stored with its state alone,
 in the history backlog; its reflog history and events follow (`history_in_worker`, `ingest_history`) once
-every repo's state is in, so a never-seen fleet's queue is complete first.
+every repo's state is in, so a never-seen fleet's queue is complete first. A diverged one's merge prediction
+(a `git merge-tree` into a throwaway, the state read's costliest part) follows too, first in that pass
+(`predictions_in_worker`, `ingest_predictions`): until then its record says the prediction is still to come.
 
 A full read's merge prediction, the costliest read, is kept when its two commits are the ones it was made
 for (`fleet.repo.record.predict_merge`). A repo whose fresh record matches the stored one — every column,
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fleet.git.layout import Found, found_at, repo_name
-from fleet.index.scan import hold_back, ingest, ingest_history
+from fleet.index.scan import hold_back, ingest, ingest_history, ingest_predictions
 from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
@@ -116,7 +118,8 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
                 reads.append((at, stored["id"], stored["generation"], mark))
                 quick.append(item.path)
                 continue
-        record = read_repo(item, stored and stored["predicted_conflicts"], mark)
+        # a repo never seen: its merge prediction follows too (`predictions_in_worker`)
+        record = read_repo(item, stored and stored["predicted_conflicts"], mark, predict=stored is not None)
         same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], {}) if stored else {})
         if same is None:
             changed.append((item, record))
@@ -213,6 +216,11 @@ def _worker_init(db_path: str, parent: int) -> None:
 def in_worker(chunk: list[Entry]) -> Checked:
     """`recheck_chunk` in a worker process of `process_pool`."""
     return recheck_chunk(_worker_index, chunk)
+
+
+def predictions_in_worker(repo_ids: list[int]) -> int:
+    """`ingest_predictions` in a worker process of `process_pool`."""
+    return ingest_predictions(_worker_index, repo_ids)
 
 
 def history_in_worker(repo_ids: list[int]) -> int:

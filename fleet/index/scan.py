@@ -14,6 +14,7 @@ running in this process) the same work runs on a thread pool instead.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import threading
@@ -28,14 +29,15 @@ from fleet.index.discovery import iter_discover, tracked_fixture
 from fleet.index.events import first_events, pruned_before, record_events, record_first_events
 from fleet.index import reflogs
 from fleet.index.store import Index, Prepared
-from fleet.repo.record import read_repo
-from fleet.repo.scope import inside
+from fleet.repo.record import make_prediction, read_repo
+from fleet.repo.scope import OutOfScope, inside
 from fleet.attention import attention
 
 Progress = Callable[[int, int, str], None]
 CHUNK = 24  # repos a worker reads, then stores in one transaction
 SKIP_KEY = "skip_patterns"
 HISTORY_DELAY_ENV = "FLEETDECK_HISTORY_DELAY_S"  # seconds each history chunk waits first (tests, demos)
+PREDICTION_DELAY_ENV = "FLEETDECK_PREDICTION_DELAY_S"  # seconds each chunk of merge predictions waits first
 
 
 def default_workers() -> int:
@@ -109,6 +111,33 @@ def ingest_history(index: Index, repo_ids: list[int]) -> int:
     record_events(index, [(s.repo_id, s.prepared.found.path) for s in stored
                           if s.lines and s.repo_id not in recorded])
     return len(prepared) + len(unread)
+
+
+def ingest_predictions(index: Index, repo_ids: list[int]) -> int:
+    """Make the merge predictions of repos in the prediction backlog (stored by a cold start's state pass
+    with `pending_prediction`) as their read would have (`fleet.repo.record.make_prediction`), and store each
+    with the reasons it gives the record (one transaction); returns how many left the backlog. A repo gone,
+    unreadable or out of its root since leaves it with nothing made (its next full read predicts); one stored
+    again meanwhile keeps what that read stored. `$FLEETDECK_PREDICTION_DELAY_S` holds each call back that
+    long first: the tests' way to look at the pages while predictions are still to come."""
+    hold_back(PREDICTION_DELAY_ENV)
+    waiting = set(index.prediction_backlog()["ids"])
+    wanted = [i for i in repo_ids if i in waiting]
+    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
+    made = []
+    for record in index.records([r["path"] for r in rows]).values():
+        pending = record["predicted_conflicts"]
+        found = None if record["gone"] or not (pending or {}).get("pending") else found_at(record["path"], record["root"])
+        if found is None or found.gitdir != record["gitdir"]:
+            continue
+        try:
+            prediction = make_prediction(found, pending)
+        except (OutOfScope, OSError):
+            continue
+        made.append((record["id"], json.dumps(pending, sort_keys=True), prediction,
+                     attention({**record, "predicted_conflicts": prediction})))
+    index.store_predictions(made, sorted(set(repo_ids) - {m[0] for m in made}))
+    return len(set(repo_ids))
 
 
 def hold_back(variable: str) -> None:

@@ -45,6 +45,7 @@ BUSY_TIMEOUT_MS = 5000
 # The number of migrations in fleet/index/schema.py; an index at this version opens without loading them.
 SCHEMA_VERSION = 15
 HISTORY_KEY = "history_backlog"  # meta: {total, ids} of the repos stored before their reflog history
+PREDICTION_KEY = "prediction_backlog"  # meta: {total, ids} of the repos stored before their merge prediction
 JSON_COLUMNS = ("operation_detail", "predicted_conflicts", "reasons")
 BOOL_COLUMNS = ("bare", "detached", "upstream_gone", "gone")
 _REPO_COLUMNS = (
@@ -296,8 +297,11 @@ class Index:
             gen = _next_generation(conn)
             next_id: list[int | None] = [None]  # the next reflog line id, given here under the write lock
             stored = [self._store(conn, p, gen, next_id) for p in prepared]
-            _update_backlog(conn, add=[s.repo_id for s in stored if s.prepared.deferred and s.first],
+            _update_backlog(conn, HISTORY_KEY, add=[s.repo_id for s in stored if s.prepared.deferred and s.first],
                             done=[s.repo_id for s in stored if s.prepared.logs is not None])
+            pending = {s.repo_id for s in stored if _pending(s.prepared.record)}
+            _update_backlog(conn, PREDICTION_KEY, add=sorted(pending),
+                            done=[s.repo_id for s in stored if s.repo_id not in pending])
             return stored
 
     def store_history(self, prepared: list["Prepared"], unread: list[int] = ()) -> list["Stored"]:
@@ -306,19 +310,41 @@ class Index:
         the `unread` ids (nothing to read). A repo that left the backlog meanwhile (a full read stored its
         lines) is left alone: its `Stored` says nothing was written."""
         with self.write() as conn:
-            waiting = set(_backlog(conn)["ids"])
+            waiting = set(_backlog(conn, HISTORY_KEY)["ids"])
             held = self.reflog_files([p.repo_id for p in prepared])
             next_id: list[int | None] = [None]
             stored = [self._store_lines(conn, p, p.repo_id, True, next_id)
                       if p.repo_id in waiting and p.repo_id not in held else Stored(p, p.repo_id, False, None, 0)
                       for p in prepared]
-            _update_backlog(conn, add=[], done=[p.repo_id for p in prepared] + list(unread))
+            _update_backlog(conn, HISTORY_KEY, add=[], done=[p.repo_id for p in prepared] + list(unread))
             return stored
 
     def history_backlog(self) -> dict:
         """`{total, ids}`: the repos stored before their reflog history was read (`ids`, still waiting) out of
         the `total` stored so since the backlog was last empty."""
-        return _backlog(self.conn)
+        return _backlog(self.conn, HISTORY_KEY)
+
+    def prediction_backlog(self) -> dict:
+        """`{total, ids}`: the repos stored with a merge prediction not made yet (`ids`: their stored
+        `predicted_conflicts` is a `fleet.repo.record.pending_prediction`) out of the `total` stored so since
+        the backlog was last empty. Every store of a repo keeps it in step with the stored column."""
+        return _backlog(self.conn, PREDICTION_KEY)
+
+    def store_predictions(self, made: list[tuple[int, str, dict | None, list[dict]]], unread: list[int] = ()) -> list[int]:
+        """Store merge predictions made for repos of the prediction backlog: (repo id, the pending prediction
+        they were made for as the index stores it, the prediction, the record's reasons with it), one
+        transaction, and take them off the backlog with the `unread` ids (nothing to predict: gone, or no
+        longer as read). A repo stored again meanwhile (its stored prediction is no longer that one) is left
+        alone. Returns the ids written (a new generation: every surface re-ranks them)."""
+        with self.write() as conn:
+            gen = _next_generation(conn)
+            written = [repo_id for repo_id, pending, prediction, reasons in made if conn.execute(
+                "update repos set predicted_conflicts = ?, reasons = ?, score = ?, generation = ?"
+                " where id = ? and predicted_conflicts = ?",
+                (None if prediction is None else json.dumps(prediction, sort_keys=True), json.dumps(reasons),
+                 reasons[0]["score"] if reasons else 0, gen, repo_id, pending)).rowcount]
+            _update_backlog(conn, PREDICTION_KEY, add=[], done=[m[0] for m in made] + list(unread))
+            return written
 
     def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list[int | None]) -> "Stored":
         found, record = p.found, p.record
@@ -598,26 +624,33 @@ def _repo_row(found: Found, record: dict, reasons: list[dict]) -> dict:
     return row
 
 
-def _backlog(conn: sqlite3.Connection) -> dict:
-    row = conn.execute("select value from meta where key = ?", (HISTORY_KEY,)).fetchone()
+def _pending(record: dict) -> bool:
+    """Whether the record's merge prediction is still to be made (`fleet.repo.record.pending_prediction`)."""
+    prediction = record.get("predicted_conflicts")
+    return isinstance(prediction, dict) and bool(prediction.get("pending"))
+
+
+def _backlog(conn: sqlite3.Connection, key: str) -> dict:
+    row = conn.execute("select value from meta where key = ?", (key,)).fetchone()
     value = json.loads(row[0]) if row else None
     return value if isinstance(value, dict) else {"total": 0, "ids": []}
 
 
-def _update_backlog(conn: sqlite3.Connection, add: list[int], done: list[int]) -> None:
-    """Inside a write: `add` joins the history backlog, `done` leaves it; an empty backlog is no record."""
+def _update_backlog(conn: sqlite3.Connection, key: str, add: list[int], done: list[int]) -> None:
+    """Inside a write: `add` joins the backlog under `key` (the history's or the predictions'), `done` leaves
+    it; an empty backlog is no record."""
     if not add and not done:
         return
-    backlog = _backlog(conn)
+    backlog = _backlog(conn, key)
     waiting = set(backlog["ids"])
     if not add and not waiting.intersection(done):
         return
     ids = sorted((waiting | set(add)) - set(done))
     if ids:
         conn.execute("insert or replace into meta (key, value) values (?, ?)",
-                     (HISTORY_KEY, json.dumps({"total": backlog["total"] + len(set(add) - waiting), "ids": ids})))
+                     (key, json.dumps({"total": backlog["total"] + len(set(add) - waiting), "ids": ids})))
     else:
-        conn.execute("delete from meta where key = ?", (HISTORY_KEY,))
+        conn.execute("delete from meta where key = ?", (key,))
 
 
 def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,

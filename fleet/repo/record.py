@@ -34,7 +34,7 @@ MAX_ACTIVITY_STATS = 64
 
 
 def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None, *,
-              stored: bool = True) -> dict:
+              stored: bool = True, predict: bool = True) -> dict:
     """The repository record, or a record with `error` set when the repository cannot be read.
 
     `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
@@ -42,7 +42,10 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
     git and its global settings; a `fleetdeck scan` predicts afresh). The record's `watch_mark` is taken
     first (`mark`, when the caller took it just before), so it never claims a state newer than the read. A
     reader that stores nothing (`repo.brief`, `stored=False`) gets neither it (a stat per ref) nor what only
-    the index keeps: the reflogs' stats and the last activity (a stat per reflog and per changed file)."""
+    the index keeps: the reflogs' stats and the last activity (a stat per reflog and per changed file).
+    Without `predict` (a cold start's state pass) a diverged branch's merge prediction between two shas is
+    not made: the record holds `pending_prediction(ours, theirs)` instead, and `make_prediction` makes it
+    later exactly as this read would have."""
     record: dict = {
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
@@ -50,7 +53,7 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
     if stored:
         record["watch_mark"] = watch_mark(found.gitdir, found.commondir) if mark is None else mark
     try:
-        record.update(_read(found, known_prediction, stored))
+        record.update(_read(found, known_prediction, stored, predict))
     except OutOfScope as exc:
         record["error"] = str(exc)
         if stored:
@@ -67,7 +70,7 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
     return record
 
 
-def _read(found: Found, known_prediction: dict | None = None, stored: bool = True) -> dict:
+def _read(found: Found, known_prediction: dict | None = None, stored: bool = True, predict: bool = True) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
     _check_dirs(found)  # before any file in those dirs is read
     refs = gitfiles.read_refs(commondir)
@@ -94,7 +97,9 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
         # by sha (both already known): merge-tree then needs no `rev-parse` first
         ours = head_sha if head_sha and gitfiles.is_sha(head_sha) else "HEAD"
         theirs = refs.get(current["upstream_ref"]) or current["upstream_ref"]
-        prediction = predict_merge(found.path, commondir, ours, theirs, known_prediction)
+        prediction = (predict_merge(found.path, commondir, ours, theirs, known_prediction)
+                      if predict or not (gitfiles.is_sha(ours) and gitfiles.is_sha(theirs))
+                      else pending_prediction(ours, theirs))
     reflogs = reflog_stats(gitdir, commondir) if stored else None
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
@@ -242,7 +247,7 @@ def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str, known: 
     commits named by sha it records them (`ours`, `theirs`), and `known`, a prediction made for the same two,
     is returned as it is instead of asking git again."""
     pair = {"ours": ours, "theirs": theirs} if gitfiles.is_sha(ours) and gitfiles.is_sha(theirs) else {}
-    if pair and known and known.get("ours") == ours and known.get("theirs") == theirs:
+    if pair and known and not known.get("pending") and known.get("ours") == ours and known.get("theirs") == theirs:
         return known
     try:
         result = merge_tree(path, commondir, ["--name-only", "-z", "--no-messages", ours, theirs])
@@ -251,6 +256,20 @@ def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str, known: 
     parts = [p.decode("utf-8", "replace") for p in result.stdout.split(b"\0") if p]
     paths = sorted(set(parts[1:])) if result.returncode == 1 else []
     return {"clean": result.returncode == 0, "paths": paths, **pair}
+
+
+def pending_prediction(ours: str, theirs: str) -> dict:
+    """A merge prediction not made yet, between two shas (`read_repo(predict=False)`): `attention` says it is
+    still to come (never that the merge is clean), and `make_prediction` replaces it with the real one."""
+    return {"pending": True, "ours": ours, "theirs": theirs}
+
+
+def make_prediction(found: Found, pending: dict) -> dict | None:
+    """The prediction `pending` (a `pending_prediction`) stands for, made as `read_repo` would have made it
+    (the same `git merge-tree` between the same two commits: its answer depends on them alone). The repo's
+    git dirs are checked to lie inside its root first (they may have moved since its read): OutOfScope."""
+    _check_dirs(found)
+    return predict_merge(found.path, found.commondir, pending["ours"], pending["theirs"])
 
 
 def read_stashes(commondir: StrPath) -> list[dict]:

@@ -311,6 +311,9 @@ class HubMachine:
     def history_backlog(self) -> dict:
         return dict(NO_BACKLOG)
 
+    def prediction_backlog(self) -> dict:
+        return dict(NO_BACKLOG)
+
 
 class Hub:
     """The hub as the dashboard reads it: its machines (with their freshness) and each one's `HubMachine`."""

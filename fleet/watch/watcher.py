@@ -31,8 +31,9 @@ was read. Its progress is part of the record (`reverify`: {total, done, figures_
 finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
 and how old its figures are. A repo the index has never seen is stored with its state alone; once every
-repo is read, the re-check's workers read those repos' reflog history and events (`_read_history`, counted
-in `backlog`), so a never-seen fleet's queue is complete first. On a cold start (`cold`,
+repo is read, the re-check's workers make the diverged ones' merge predictions (`_make_predictions`, handed
+to them first) and read those repos' reflog history and events (`_read_history`; both counted in `backlog`),
+so a never-seen fleet's queue is complete first. On a cold start (`cold`,
 fleet.watch.coldstart) the workers were forked, and handed the fleet, before the host loaded: the watcher
 takes them over and starts at once. `claim()` takes the lock and records the re-check as due before any work
 starts; `on_rechecked` is called once the start-up work is over (re-check, watch set, marks: the host builds
@@ -59,8 +60,9 @@ import watchfiles
 from fleet.git.layout import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
-from fleet.index.recheck import Checked, Entry, entry_paths, history_in_worker, in_worker, process_pool, recheck_chunk
-from fleet.index.scan import CHUNK, chunks, default_workers, ingest, ingest_history, refresh_repo
+from fleet.index.recheck import (Checked, Entry, entry_paths, history_in_worker, in_worker, predictions_in_worker,
+                                 process_pool, recheck_chunk)
+from fleet.index.scan import CHUNK, chunks, default_workers, ingest, ingest_history, ingest_predictions, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
 from fleet.timespec import iso
@@ -127,6 +129,7 @@ class Watcher:
         self._meta_lock = threading.Lock()
         self._started = False  # the watch set is built: until then the record's mode is `starting`
         self._history_left = 0  # repos of the history backlog its pass has still to read
+        self._predictions_left = 0  # repos of the prediction backlog its pass has still to predict
         self._cold = cold  # a cold start begun before the host loaded (fleet.watch.coldstart)
         if cold is not None:
             self._recheck_pool, self._lockfile, cold.taken = cold.pool, cold.lockfile, True
@@ -207,7 +210,8 @@ class Watcher:
         pass has still to read."""
         check = self._reverify
         unread = check["total"] - check["done"] if check and not check["finished_at"] else 0
-        return self._queue.backlog() + max(0, unread) + len(self._early) + self._history_left
+        return (self._queue.backlog() + max(0, unread) + len(self._early) + self._history_left
+                + self._predictions_left)
 
     def watched_repos(self) -> list[str]:
         """The repos being watched (by inotify or polling)."""
@@ -377,7 +381,8 @@ class Watcher:
             self._spawn(self._heartbeat())
             log.info("re-checked %d repositories: %d as the index had them (%d by their working trees alone)",
                      self._reverify["done"], unchanged, quick)
-            await self._read_history(pool)
+            predicting = await self._make_predictions(pool)  # handed to the workers first: they move the queue
+            await asyncio.gather(predicting, self._read_history(pool))
             if not self.once:
                 await self._up.wait()
         finally:
@@ -387,6 +392,32 @@ class Watcher:
                 await self._close_recheck_pool()  # its workers' exit takes a moment: after the start-up work
         if self.on_rechecked is not None:
             self.on_rechecked()
+
+    async def _make_predictions(self, pool: ProcessPoolExecutor | None) -> Awaitable[None]:
+        """Hand the prediction backlog (`fleet.index.scan.ingest_predictions`: the merge predictions of the
+        diverged repos stored with their state alone) to the workers, in parts spread over them (a prediction
+        takes milliseconds); returns what waits for them. Each stored part re-ranks its repos (`on_change`)
+        and moves the count the pages show (`fleet.index.freshness.prediction_progress`)."""
+        waiting = (await asyncio.to_thread(lambda: self._pool.get().prediction_backlog()))["ids"]
+        self._predictions_left = len(waiting)
+        size = min(CHUNK, -(-len(waiting) // (2 * default_workers()))) or 1
+
+        def run(ids: list[int]) -> asyncio.Future:
+            if pool is not None:
+                return asyncio.wrap_future(pool.submit(predictions_in_worker, ids))
+            return self._loop.run_in_executor(self._workers, lambda: ingest_predictions(self._pool.get(), ids))
+
+        async def part(ids: list[int], running: asyncio.Future) -> None:
+            try:
+                await running
+            except Exception:
+                log.exception("could not predict the merges of %d repositories, from id %d", len(ids), ids[0])
+            self._predictions_left -= len(ids)
+            await self._notify(ids)
+            self._spawn(self._heartbeat())  # the pages' prediction count moved
+
+        parts = [waiting[n:n + size] for n in range(0, len(waiting), size)]
+        return asyncio.gather(*(part(ids, run(ids)) for ids in parts))  # submitted now, in this order
 
     async def _read_history(self, pool: ProcessPoolExecutor | None) -> None:
         """Empty the history backlog (`fleet.index.scan.ingest_history`: the reflog history and events of the
