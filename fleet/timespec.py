@@ -15,6 +15,8 @@ def iso(ts: float | None) -> str | None:
     """Unix seconds as the one ISO 8601 form every surface shows: UTC, whole seconds, a `Z` suffix."""
     if ts is None:
         return None
+    if type(ts) is int and 0 <= ts <= 253402300799:   # whole seconds (every stored time) in years 1970-9999:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))   # the same text, in half the time
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 

@@ -11,7 +11,6 @@ listed, so real work is not crowded out of the list; asking for such a kind by n
 from __future__ import annotations
 
 import time
-from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Iterable, Mapping
 
@@ -123,15 +122,18 @@ def _activity(days: Iterable[tuple[str, date]], start: float | None, end: float 
 def chart_rows(per_repo: dict[str, Mapping[date, int]], days: list[date], max_repos: int = CHART_MAX_REPOS) -> dict:
     """The chart of `per_repo` ({repo: events per day}) over `days`: the busiest `max_repos` repos a row each,
     the rest one "(other repos)" row (`activity_by_repo_day`'s shape)."""
-    ranked = sorted(per_repo.items(), key=lambda item: (-sum(item[1].values()), item[0]))
-    shown, rest = ranked[:max_repos], ranked[max_repos:]
+    totals = {name: sum(counts.values()) for name, counts in per_repo.items()}   # each repo's summed once
+    ranked = sorted(per_repo, key=lambda name: (-totals[name], name))
+    shown = [(name, per_repo[name], totals[name]) for name in ranked[:max_repos]]
+    rest = ranked[max_repos:]
     if rest:
-        merged: Counter = Counter()
-        for _name, counts in rest:
-            merged.update(counts)
-        shown.append((f"(other repos: {len(rest)})", merged))
-    rows = [{"repo": name, "counts": [counts.get(d, 0) for d in days], "total": sum(counts.values())}
-            for name, counts in shown]
+        merged: dict[date, int] = {}
+        for name in rest:
+            for day, n in per_repo[name].items():
+                merged[day] = merged.get(day, 0) + n
+        shown.append((f"(other repos: {len(rest)})", merged, sum(totals[name] for name in rest)))
+    rows = [{"repo": name, "counts": [counts.get(d, 0) for d in days], "total": total}
+            for name, counts, total in shown]
     return {"days": [d.isoformat() for d in days], "rows": rows,
             "max": max((c for row in rows for c in row["counts"]), default=0)}
 
