@@ -91,9 +91,12 @@ class DigestPass:
                                            "GROUP BY e.machine_id", args))
             newest = self._grouped(
                 f"SELECT m, x.* FROM unnest(%s::text[]) AS m CROSS JOIN LATERAL (SELECT e.repo_id, e.ref, e.kind, "
-                f"{EVENT} FROM fleetdeck.events e WHERE e.machine_id = m AND {where} ORDER BY e.at DESC, e.id DESC "
+                f"{EVENT}, (SELECT r.name FROM fleetdeck.repos r WHERE r.machine_id = m AND r.repo_id = e.repo_id) "
+                f"FROM fleetdeck.events e WHERE e.machine_id = m AND {where} ORDER BY e.at DESC, e.id DESC "
                 "LIMIT %s) x", [self.machines, *args, limit])
-            return {name: (totals.get(name, 0), newest[name]) for name in self.machines}
+            for name, rows in newest.items():      # the names of the repos they name, read with them
+                self._held(name, {row[0]: row[-1] for row in rows})
+            return {name: (totals.get(name, 0), [row[:-1] for row in newest[name]]) for name in self.machines}
         return self._once(("events", math.ceil(start), _key(kinds), limit), compute)
 
     def event_times(self, machine: str, start: float, kinds: list[str] | None, end: float) -> list[tuple]:
@@ -147,6 +150,10 @@ class DigestPass:
                     [list(wanted), ["{" + ",".join(map(str, ids)) + "}" for ids in wanted.values()]]):
                 self._names[name][rid] = repo
         return {rid: known[rid] for rid in repo_ids if known.get(rid) is not None}
+
+    def _held(self, machine: str, names: dict[int, str | None]) -> None:
+        """Repo names read with other rows (None: the hub holds no such repo)."""
+        self._names.setdefault(machine, {}).update(names)
 
     def _event_repos(self) -> dict[str, set[int]]:
         """{machine: ids of the repos named by the events, event times and groups the pass has read}."""
