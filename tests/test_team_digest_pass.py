@@ -17,7 +17,9 @@ import pytest
 from fleet.index.store import open_index
 from fleet.team import admin, config, pg
 from fleet.team.hubread import Hub, HubConnections
-from fleet.team.hubview import hub_digest, hub_report
+from fleet.team import hubview
+from fleet.team.hubview import _asked, hub_digest, hub_report
+from fleet.timespec import parse_since
 from fleet.team.push import push_once
 from fleet.views.digest import digest, report
 from tests.fleets.postgres import PgServer
@@ -96,12 +98,16 @@ def _local(answer: dict) -> dict:
 
 @pytest.mark.parametrize("since", [SINCE_S * 1000, (SINCE_S + 1) * 1000, SINCE_S * 1000 - 1, 0])
 @pytest.mark.parametrize("scoped", [False, True])
-def test_the_one_pass_digest_is_each_machines_own(reader, hub, since, scoped):
+@pytest.mark.parametrize("ahead", [False, True])
+def test_the_one_pass_digest_is_each_machines_own(reader, hub, since, scoped, ahead):
     """On each side of the window's first second (an event at SINCE_S - 1, SINCE_S and SINCE_S + 1 on every
-    machine), scoped to some repos or not: one pass, each machine alone on the hub and its own index agree."""
+    machine), scoped to some repos or not, the report's statements asked ahead side by side or not: one pass,
+    each machine alone on the hub and its own index agree."""
     rows = reader.machines()
     scopes = {row["name"]: ([3, 4, 9, 2] if scoped else None) for row in rows}
-    shared = {m.name: m for m in reader.in_one_pass([(row, scopes[row["name"]]) for row in rows])}
+    asks = _asked(parse_since(since), None, 50, True, scoped) if ahead else []
+    assert bool(asks) == ahead
+    shared = {m.name: m for m in reader.in_one_pass([(row, scopes[row["name"]]) for row in rows], asks)}
     repos = None
     for row in rows:
         alone = reader.machine(row)
@@ -153,6 +159,17 @@ def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch)
     merged = hub_report(reader, SINCE_S * 1000)
     assert len(asked) == one <= 14, asked
     assert {e["machine"] for e in merged["digest"]["events"]} == set(MACHINES)
+    ahead = sorted(asked)
+    for call in (lambda: _local(hub_report(reader, SINCE_S * 1000)),
+                 lambda: hub_digest(reader, SINCE_S * 1000, kinds=["commit"], repos=["api"])):
+        asked.clear()
+        with monkeypatch.context() as nothing_ahead:   # what the views ask themselves: what was asked ahead
+            nothing_ahead.setattr(hubview, "_asked", lambda *args: [])
+            alone = call()
+        own = sorted(asked)
+        asked.clear()
+        assert call() == alone and sorted(asked) == own     # each asked once, none in vain
+    assert own != ahead
 
 
 def test_reports_a_second_apart_read_the_window_once(reader, monkeypatch):

@@ -12,6 +12,8 @@ machine over the indexes of migration 0006), so the answers are those of the mac
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 from fleet.team.rows import HIDDEN
@@ -38,16 +40,39 @@ class DigestPass:
         self.conns = conns
         self.scopes = {name: scope_key(scope) for name, scope in scopes.items()}
         self.machines = list(self.scopes)
-        self._memo: dict[tuple, dict[str, Any]] = {}
+        self._memo: dict[tuple, Future] = {}
         self._names: dict[str, dict[int, str | None]] = {}
+        self._lock = threading.Lock()
+        self._ahead: Executor | None = None      # set while `ask_ahead` runs: statements go to its threads
 
     def covers(self, machine: str, scope: list[int] | None) -> bool:
         return self.scopes.get(machine, ()) == scope_key(scope)
 
-    def _once(self, key: tuple, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+    def ask_ahead(self, pool: Executor, asks: list[Callable[["DigestPass"], Any]]) -> None:
+        """Start the statements of `asks` (each calls a method of the pass) on `pool`'s threads, each thread with
+        its own session, so the hub runs them side by side while the caller goes on; the view's own call of the
+        same method and arguments later waits for that answer instead of asking again (an ask that no view
+        makes costs its statement and nothing else)."""
+        self._ahead = pool
+        try:
+            for ask in asks:
+                ask(self)
+        finally:
+            self._ahead = None
+
+    def _once(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """The answer of `key`, computed once (by the first caller, or on a thread of `ask_ahead`)."""
+        with self._lock:
+            found = self._memo.get(key)
+            mine = found is None
+            if mine:
+                found = self._memo[key] = Future()
+        if mine and self._ahead is not None:
+            self._ahead.submit(_settle, found, compute)
+            return None
+        if mine:
+            _settle(found, compute)
+        return found.result()
 
     def _grouped(self, sql: str, args: list) -> dict[str, list[tuple]]:
         out: dict[str, list[tuple]] = {name: [] for name in self.machines}
@@ -103,12 +128,15 @@ class DigestPass:
         """`machine`'s (repo id, time) of the window's events up to `end`: the window's rows are read once for
         all machines with no end, each machine's cut at its own (each report's end is its own "now": a pass
         keyed by it read the rows again for every machine whenever two reports' seconds differed)."""
+        last = math.ceil(end)
+        return [row for row in self.window_times(start, kinds)[machine] if row[1] <= last]
+
+    def window_times(self, start: float, kinds: list[str] | None) -> dict[str, list[tuple]]:
+        """{machine: (repo id, time) of each of its events from `start` on}."""
         def compute() -> dict[str, list[tuple]]:
             where, args = self._window(start, kinds)
             return self._grouped(f"SELECT e.machine_id, e.repo_id, e.at FROM fleetdeck.events e WHERE {where}", args)
-        last = math.ceil(end)
-        return [row for row in self._once(("event_times", math.ceil(start), _key(kinds)), compute)[machine]
-                if row[1] <= last]
+        return self._once(("event_times", math.ceil(start), _key(kinds)), compute)
 
     def groups(self, start: float, kinds: list[str]) -> dict[str, tuple[list[tuple], list[tuple]]]:
         def compute() -> dict[str, tuple[list[tuple], list[tuple]]]:
@@ -153,13 +181,18 @@ class DigestPass:
 
     def _held(self, machine: str, names: dict[int, str | None]) -> None:
         """Repo names read with other rows (None: the hub holds no such repo)."""
-        self._names.setdefault(machine, {}).update(names)
+        with self._lock:
+            self._names.setdefault(machine, {}).update(names)
 
     def _event_repos(self) -> dict[str, set[int]]:
-        """{machine: ids of the repos named by the events, event times and groups the pass has read}."""
+        """{machine: ids of the repos named by the events, event times and groups the pass has read or is
+        reading (those asked ahead are waited for: their names are read in the same statement)}."""
         out: dict[str, set[int]] = {}
-        for (kind, *_), answer in self._memo.items():
-            for name, found in answer.items():
+        with self._lock:
+            asked = [(key[0], found) for key, found in self._memo.items()
+                     if key[0] in ("events", "event_times", "groups")]
+        for kind, answer in asked:
+            for name, found in answer.result().items():
                 rows = (found[1] if kind == "events" else found if kind == "event_times"
                         else found[0] + found[1] if kind == "groups" else [])
                 out.setdefault(name, set()).update(r[0] for r in rows)
@@ -243,6 +276,13 @@ class DigestPass:
                 out[name] = commits
             return out
         return self._once(("lost", None if since is None else int(since)), compute)
+
+
+def _settle(future: Future, compute: Callable[[], Any]) -> None:
+    try:
+        future.set_result(compute())
+    except BaseException as exc:   # the caller that waits for it raises it (a lost hub: one FleetError line)
+        future.set_exception(exc)
 
 
 def _key(kinds: list[str] | None) -> tuple[str, ...] | None:

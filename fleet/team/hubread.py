@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from fleet.errors import FleetError
 from fleet.index.freshness import history_progress
@@ -29,6 +30,7 @@ from fleet.team.rows import HIDDEN
 from fleet.timespec import iso
 
 PRESENCE_JSON = ("sources", "files", "pids")   # presence columns the local store keeps as JSON text
+AHEAD_THREADS = 2                               # a digest's statements run side by side on this many sessions
 NO_BACKLOG = {"total": 0, "ids": []}            # a machine's history backlog stays on the machine
 
 
@@ -323,6 +325,14 @@ class Hub:
         self._machines: dict[tuple[str, bool, str], HubMachine] = {}
         self.memo: dict = {}                  # the views' answers kept while the rows they came from hold
         self.memo_lock = threading.Lock()
+        self._threads: ThreadPoolExecutor | None = None
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The threads a digest's statements are asked ahead on (each keeps its own read-only session)."""
+        with self.memo_lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(max_workers=AHEAD_THREADS, thread_name_prefix="hub-digest")
+            return self._threads
 
     @property
     def label(self) -> str:
@@ -384,10 +394,14 @@ class Hub:
                                        pending.get(row["name"], []), discarded.get(row["name"], []), int(since))))
         return out
 
-    def in_one_pass(self, scopes: list[tuple[dict, list[int] | None]]) -> list[HubMachine]:
+    def in_one_pass(self, scopes: list[tuple[dict, list[int] | None]],
+                    ahead: list[Callable[[DigestPass], Any]] = ()) -> list[HubMachine]:
         """A reader of each machine of (freshness row, its repo ids or None) whose digest queries are asked
-        of the hub once for all of them (fleet/team/hubpass.py)."""
+        of the hub once for all of them (fleet/team/hubpass.py); those of `ahead` started at once, side by side
+        on the hub's threads (`DigestPass.ask_ahead`)."""
         shared = DigestPass(self.conns, {row["name"]: scope for row, scope in scopes})
+        if ahead:
+            shared.ask_ahead(self._pool(), list(ahead))
         readers = [self.machine(row) for row, _ in scopes]
         return [HubMachine(self.conns, m.name, m.names_only, m.instance, digest_pass=shared) for m in readers]
 
@@ -418,6 +432,9 @@ class Hub:
         return [{**dict(zip(keys, r)), "made_at": _iso(r[5]), "settled_at": _iso(r[8])} for r in found]
 
     def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)
+            self._threads = None
         self.conns.close()
 
 

@@ -31,7 +31,8 @@ from fleet.team.rows import digest as row_digest
 from fleet.team.verify import verify_hub
 from fleet.timespec import iso, parse_since
 from fleet.views.detail import timeline
-from fleet.views.digest import MAX_EVENTS_LIMIT, SUMMARY_CAP, chart_rows, digest, report
+from fleet.index.events import KINDS
+from fleet.views.digest import BULK_KINDS, CHART_MAX_DAYS, MAX_EVENTS_LIMIT, SUMMARY_CAP, chart_rows, digest, report
 from fleet.views.queue import REASON_SOURCES, QueueFilter, queue_page, summarize
 from fleet.views.radar import radar
 from fleet.views.ranking import sort_key
@@ -176,9 +177,10 @@ def _scoped(m: HubMachine, repos: list[str] | None) -> tuple[list[str], list[int
     return ([r for r, _ in mine], [rid for _, rid in mine]) if mine else False
 
 
-def _each(hub: Hub, machine: str | None, repos: list[str] | None):
+def _each(hub: Hub, machine: str | None, repos: list[str] | None, ahead: list = ()):
     """(machine name, reader, its repos) of the machines a digest covers, their digest queries asked once for all
-    of them (`Hub.in_one_pass`); a repo no machine holds is an error."""
+    of them (`Hub.in_one_pass`, those of `ahead` started at once side by side); a repo no machine holds is an
+    error."""
     found = []
     held: set[str] = set()
     for row, m in chosen(hub, machine):
@@ -189,8 +191,28 @@ def _each(hub: Hub, machine: str | None, repos: list[str] | None):
     missing = sorted(set(repos or ()) - held)
     if missing:
         raise FleetError("REPO_NOT_IN_FLEET", f"not a repository on any machine of the hub: {missing[0]}")
-    readers = hub.in_one_pass([(row, scope and scope[1]) for row, scope in found])
+    readers = hub.in_one_pass([(row, scope and scope[1]) for row, scope in found], ahead)
     return [(row["name"], m, scope and scope[0]) for (row, scope), m in zip(found, readers)]
+
+
+def _asked(start: float, kinds: list[str] | None, max_events: int, whole: bool, scoped: bool) -> list:
+    """What each machine's `digest` (`whole`: its `report`) over the window from `start` will ask its source:
+    asked ahead for all machines at once (`DigestPass.ask_ahead`), heaviest first. A guess that misses (a view
+    asking otherwise) costs its statement only: the view asks its own. Nothing for arguments the view refuses."""
+    if not 1 <= max_events <= MAX_EVENTS_LIMIT or (kinds is not None and not set(kinds) <= set(KINDS)):
+        return []
+    listed = list(kinds) if kinds is not None else [k for k in KINDS if k not in BULK_KINDS] if whole else None
+    asks = [lambda p: p.events(start, listed, max_events), lambda p: p.repos()]
+    if scoped:
+        asks.append(lambda p: p.scanned(None))
+    if whole:
+        asks[1:1] = [lambda p: p.unpushed(SUMMARY_CAP)]
+        if time.time() - start <= CHART_MAX_DAYS * 86400:      # the chart starts with the window
+            asks.append(lambda p: p.window_times(start, listed))
+        if kinds is None:
+            asks.append(lambda p: p.groups(start, list(BULK_KINDS)))
+        asks += [lambda p: p.dirty(SUMMARY_CAP), lambda p: p.rewrites(start, SUMMARY_CAP), lambda p: p.lost(start)]
+    return asks
 
 
 def hub_digest(hub: Hub, since: str | int | float, repos: list[str] | None = None, kinds: list[str] | None = None,
@@ -199,8 +221,9 @@ def hub_digest(hub: Hub, since: str | int | float, repos: list[str] | None = Non
     over one window for every machine (`since` read once)."""
     check_int(max_events, "max_events", 1, MAX_EVENTS_LIMIT)
     start = parse_since(since)
+    ahead = _asked(parse_since(start * 1000), kinds, max_events, False, repos is not None)
     parts = [(name, digest(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events))
-             for name, m, scope in _each(hub, machine, repos)]
+             for name, m, scope in _each(hub, machine, repos, ahead)]
     return {**_merge_digests(parts, max_events), "since": iso(start)}
 
 
@@ -210,8 +233,9 @@ def hub_report(hub: Hub, since: str | int | float, repos: list[str] | None = Non
     repository named `machine: repo` (two machines may hold repos of one name). One window for every machine
     (`since` read once, in unix milliseconds to each machine's report), so their queries are asked in one pass."""
     start = parse_since(since)
+    ahead = _asked(parse_since(start * 1000), kinds, max_events, True, repos is not None)
     parts = [(name, report(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events))
-             for name, m, scope in _each(hub, machine, repos)]
+             for name, m, scope in _each(hub, machine, repos, ahead)]
     body = {**_merge_digests([(n, p["digest"]) for n, p in parts], max_events), "since": iso(start)}
     for e in body["events"]:
         e["repo"] = f"{e['machine']}: {e['repo']}"
