@@ -160,16 +160,22 @@ def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch)
     assert len(asked) == one <= 14, asked
     assert {e["machine"] for e in merged["digest"]["events"]} == set(MACHINES)
     ahead = sorted(asked)
+
+    def but_names(sqls: list[str]) -> list[str]:   # asked ahead, the names are the window's repos' in one statement
+        return sorted(sql for sql in sqls if not sql.startswith(("SELECT k.m, r.repo_id, r.name ",
+                                                                 "SELECT r.machine_id, r.repo_id, r.name ")))
+
     for call in (lambda: _local(hub_report(reader, SINCE_S * 1000)),
                  lambda: hub_digest(reader, SINCE_S * 1000, kinds=["commit"], repos=["api"])):
         asked.clear()
         with monkeypatch.context() as nothing_ahead:   # what the views ask themselves: what was asked ahead
             nothing_ahead.setattr(hubview, "_asked", lambda *args: [])
             alone = call()
-        own = sorted(asked)
+        own = list(asked)
         asked.clear()
-        assert call() == alone and sorted(asked) == own     # each asked once, none in vain
-    assert own != ahead
+        assert call() == alone                              # the same answer
+        assert but_names(asked) == but_names(own) and len(asked) <= len(own), (asked, own)   # none in vain
+    assert sorted(own) != ahead
 
 
 def test_reports_a_second_apart_read_the_window_once(reader, monkeypatch):

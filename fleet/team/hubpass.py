@@ -110,18 +110,23 @@ class DigestPass:
     # --- the window's events -------------------------------------------------------------------
 
     def events(self, start: float, kinds: list[str] | None, limit: int) -> dict[str, tuple[int, list[tuple]]]:
-        def compute() -> dict[str, tuple[int, list[tuple]]]:
+        totals, newest = self.event_count(start, kinds), self.newest(start, kinds, limit)
+        return {name: (totals.get(name, 0), newest[name]) for name in self.machines}
+
+    def event_count(self, start: float, kinds: list[str] | None) -> dict[str, int]:
+        def compute() -> dict[str, int]:
             where, args = self._window(start, kinds)
-            totals = dict(self.conns.query(f"SELECT e.machine_id, count(*) FROM fleetdeck.events e WHERE {where} "
-                                           "GROUP BY e.machine_id", args))
-            newest = self._grouped(
+            return dict(self.conns.query(f"SELECT e.machine_id, count(*) FROM fleetdeck.events e WHERE {where} "
+                                         "GROUP BY e.machine_id", args))
+        return self._once(("event_count", math.ceil(start), _key(kinds)), compute)
+
+    def newest(self, start: float, kinds: list[str] | None, limit: int) -> dict[str, list[tuple]]:
+        def compute() -> dict[str, list[tuple]]:
+            where, args = self._window(start, kinds)
+            return self._grouped(
                 f"SELECT m, x.* FROM unnest(%s::text[]) AS m CROSS JOIN LATERAL (SELECT e.repo_id, e.ref, e.kind, "
-                f"{EVENT}, (SELECT r.name FROM fleetdeck.repos r WHERE r.machine_id = m AND r.repo_id = e.repo_id) "
-                f"FROM fleetdeck.events e WHERE e.machine_id = m AND {where} ORDER BY e.at DESC, e.id DESC "
+                f"{EVENT} FROM fleetdeck.events e WHERE e.machine_id = m AND {where} ORDER BY e.at DESC, e.id DESC "
                 "LIMIT %s) x", [self.machines, *args, limit])
-            for name, rows in newest.items():      # the names of the repos they name, read with them
-                self._held(name, {row[0]: row[-1] for row in rows})
-            return {name: (totals.get(name, 0), [row[:-1] for row in newest[name]]) for name in self.machines}
         return self._once(("events", math.ceil(start), _key(kinds), limit), compute)
 
     def event_times(self, machine: str, start: float, kinds: list[str] | None, end: float) -> list[tuple]:
@@ -160,10 +165,28 @@ class DigestPass:
 
     # --- the fleet's state ---------------------------------------------------------------------
 
+    def window_names(self, start: float) -> None:
+        """Read the names of every repo with an event from `start` on, on every machine (in scope): one merge of
+        the repos' and the events' indexes, not a lookup per repo, and asked with no need of the events read
+        first (`names` waits for it)."""
+        def compute() -> None:
+            where, args = self._where("e")
+            rows = self._grouped(f"SELECT r.machine_id, r.repo_id, r.name FROM fleetdeck.repos r WHERE "
+                                 "r.machine_id = ANY(%s) AND (r.machine_id, r.repo_id) IN (SELECT e.machine_id, "
+                                 f"e.repo_id FROM fleetdeck.events e WHERE {where} AND e.at >= %s)",
+                                 [self.machines, *args, math.ceil(start)])
+            for name, found in rows.items():
+                self._held(name, dict(found))
+        self._once(("names", math.ceil(start)), compute)
+
     def names(self, machine: str, repo_ids: list[int]) -> dict[int, str]:
         """{repo id: name} of `repo_ids` of `machine`. Read once for every repo the pass's events name on any
-        machine (the digest names the repos of its events, its chart's and its groups'), and again only for an
-        id none of them held."""
+        machine (the digest names the repos of its events, its chart's and its groups'; or, asked ahead, those
+        of the window's events: `window_names`), and again only for an id none of them held."""
+        with self._lock:
+            ahead = [found for key, found in self._memo.items() if key[0] == "names"]
+        for found in ahead:
+            found.result()
         known = self._names.setdefault(machine, {})
         if any(rid not in known for rid in repo_ids):
             wanted = {name: {rid for rid in ids if rid not in self._names.setdefault(name, {})}
@@ -193,7 +216,7 @@ class DigestPass:
                      if key[0] in ("events", "event_times", "groups")]
         for kind, answer in asked:
             for name, found in answer.result().items():
-                rows = (found[1] if kind == "events" else found if kind == "event_times"
+                rows = (found if kind in ("events", "event_times")
                         else found[0] + found[1] if kind == "groups" else [])
                 out.setdefault(name, set()).update(r[0] for r in rows)
         return out
