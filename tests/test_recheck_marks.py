@@ -212,3 +212,36 @@ def test_a_symlinked_git_file_never_lets_the_mark_vouch(tmp_path: Path) -> None:
     shutil.move(str(config), str(tmp_path / "real-config"))
     config.symlink_to(tmp_path / "real-config")
     assert watch_mark(str(repo / ".git")) != watch_mark(str(repo / ".git"))
+
+
+def test_a_read_listing_from_the_marks_walk_lists_and_stats_what_it_would_itself(tmp_path: Path) -> None:
+    """The read right behind a mark takes the loose refs, the reflogs and their stats from the mark's walk
+    (`fleet.git.mark.Walked`): it finds exactly what its own walk finds, where the mark's walk skips or stops
+    too (a `.lock` name, a symlinked reflog, a folder nested past MAX_DEPTH, a linked worktree's HEAD log)."""
+    from fleet.git import files as gitfiles
+    from fleet.git.mark import MAX_DEPTH, walked
+    from fleet.repo.record import reflog_stats
+    from tests.fleets.gitbuild import init_repo
+
+    repo = init_repo(tmp_path / "repo", commits=2)
+    git(repo, "branch", "topic")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "topic")
+    logs = repo / ".git" / "logs" / "refs" / "heads"
+    write(logs / "stale.lock", (logs / "main").read_bytes())            # the mark skips .lock names
+    os.symlink(logs / "main", logs / "linked")                          # never followed by either
+    deep = logs.joinpath(*(f"d{n}" for n in range(MAX_DEPTH + 2)))       # past the mark's depth
+    write(deep / "tip", (logs / "main").read_bytes())
+    refs = repo / ".git" / "refs" / "heads"
+    write(refs.joinpath(*(f"d{n}" for n in range(MAX_DEPTH + 2))) / "tip", (refs / "main").read_text())
+    write(refs / "held.lock", (refs / "main").read_text())
+    for gitdir in (repo / ".git", repo / ".git" / "worktrees" / "wt"):
+        gitdir, common = str(gitdir), str(repo / ".git")
+        seen = walked()
+        watch_mark(gitdir, common, seen)
+        assert seen.folders and seen.files
+        assert reflog_stats(gitdir, common, seen) == reflog_stats(gitdir, common)
+        assert gitfiles.read_refs(common, seen) == gitfiles.read_refs(common)
+        listed = {ref for ref, *_ in reflog_stats(gitdir, common, seen)}
+        assert {"refs/heads/stale.lock", "refs/heads/" + "/".join(f"d{n}" for n in range(MAX_DEPTH + 2)) + "/tip",
+                "refs/heads/main", "refs/heads/topic"} <= listed and "refs/heads/linked" not in listed
+        assert ("worktrees/wt/HEAD" in listed) == (gitdir == common)

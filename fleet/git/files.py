@@ -19,6 +19,7 @@ from dulwich.config import ConfigFile
 
 if TYPE_CHECKING:
     from fleet.git.config import Config
+    from fleet.git.mark import Walked
 
 ZERO_OID = "0" * 40
 StrPath = str | os.PathLike[str]
@@ -163,8 +164,9 @@ def read_head(gitdir: StrPath, refs: dict[str, str]) -> Head:
     raise BrokenRepo("HEAD is not a ref or a commit id")
 
 
-def read_refs(commondir: StrPath) -> dict[str, str]:
-    """All refs under refs/ (loose files override packed-refs), as {full name: sha}."""
+def read_refs(commondir: StrPath, seen_by: "Walked | None" = None) -> dict[str, str]:
+    """All refs under refs/ (loose files override packed-refs), as {full name: sha}; the loose refs listed
+    from `seen_by` (the watch mark's walk just before) where it listed their folders."""
     refs: dict[str, str] = {}
     packed = read_file(os.path.join(commondir, "packed-refs"), MAX_PACKED_REFS_BYTES, "packed-refs")
     if packed:
@@ -174,7 +176,7 @@ def read_refs(commondir: StrPath) -> dict[str, str]:
             sha, _, name = line.partition(" ")
             if is_sha(sha) and name:
                 refs[name] = sha
-    for name, path in _files_under(os.path.join(commondir, "refs"), "refs/"):
+    for name, path in _files_under(os.path.join(commondir, "refs"), "refs/", seen_by):
         sha = _loose_ref(path, name)
         if sha is not None:
             refs[name] = sha  # symbolic refs (refs/remotes/origin/HEAD) are not tips of their own
@@ -424,45 +426,60 @@ def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) 
     return data[:complete], start + complete, clipped
 
 
-def _files_under(base: str, prefix: str) -> list[tuple[str, str]]:
-    """(prefix + relative name, path) for every file below `base` (scandir: far cheaper than os.walk+Path)."""
+def _files_under(base: str, prefix: str, seen_by: "Walked | None" = None) -> list[tuple[str, str]]:
+    """(prefix + relative name, path) for every file below `base` (scandir: far cheaper than os.walk+Path);
+    each folder `seen_by` listed is taken from it."""
     out: list[tuple[str, str]] = []
     stack = [(base, prefix)]
+    listed = seen_by.folders if seen_by is not None else {}
     while stack:
         folder, name = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, f"{name}{entry.name}/"))
-                elif entry.is_file(follow_symlinks=False):
-                    out.append((name + entry.name, entry.path))
+        entries = listed.get(folder)
+        if entries is None:
+            try:
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
+            except OSError:
+                continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, f"{name}{entry.name}/"))
+            elif entry.is_file(follow_symlinks=False):
+                out.append((name + entry.name, entry.path))
     return out
 
 
-def reflog_files(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str]]:
-    """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes."""
+def _regular(path: str, seen_by: "Walked | None") -> bool:
+    """`is_regular(path)`, from the stat `seen_by` took of it when it has one."""
+    st = seen_by.files.get(path) if seen_by is not None else None
+    return stat.S_ISREG(st.st_mode) if st is not None else is_regular(path)
+
+
+def reflog_files(gitdir: StrPath, commondir: StrPath, seen_by: "Walked | None" = None) -> list[tuple[str, str]]:
+    """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes; the
+    folders `seen_by` (the watch mark's walk just before) listed are taken from it."""
     files: list[tuple[str, str]] = []
     head = os.path.join(gitdir, "logs", "HEAD")
-    if is_regular(head):
+    if _regular(head, seen_by):
         files.append(("HEAD", head))
     logs = os.path.join(commondir, "logs", "refs")
-    files.extend(sorted(_files_under(os.path.join(logs, "heads"), "refs/heads/")))
+    files.extend(sorted(_files_under(os.path.join(logs, "heads"), "refs/heads/", seen_by)))
     # refs/remotes/<remote>/HEAD only names the remote's default branch: its log repeats the clone line
-    files.extend(sorted((ref, path) for ref, path in _files_under(os.path.join(logs, "remotes"), "refs/remotes/")
-                        if not ref.endswith("/HEAD")))
+    files.extend(sorted((ref, path) for ref, path in _files_under(os.path.join(logs, "remotes"), "refs/remotes/",
+                                                                  seen_by) if not ref.endswith("/HEAD")))
     if gitdir == commondir:
         wt_base = os.path.join(commondir, "worktrees")
+        entries = seen_by.folders.get(wt_base) if seen_by is not None else None
         try:
-            names = sorted(e.name for e in os.scandir(wt_base) if e.is_dir(follow_symlinks=False))
+            if entries is None:
+                with os.scandir(wt_base) as listing:
+                    entries = list(listing)
+            names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
         except OSError:
             names = []
         for name in names:
             path = os.path.join(wt_base, name, "logs", "HEAD")
-            if is_regular(path):
+            if _regular(path, seen_by):
                 files.append((f"worktrees/{name}/HEAD", path))
     return files
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from fleet.git.layout import common_dir
 
@@ -30,28 +31,51 @@ IGNORED_SUFFIXES = (".lock",)  # git's lock files; no ref name may end in .lock 
 MAX_DEPTH = 32  # ref names nest (refs/heads/a/b/c); deeper than this is not a ref
 
 
-def watch_mark(gitdir: str, commondir: str | None = None) -> bytes:
+class Walked(NamedTuple):
+    """What the mark's walk saw, for a read right behind it to list and stat from instead of asking the
+    file system again (`fleet.git.files.read_refs`, `fleet.repo.record.reflog_stats`): every folder it listed
+    under an INTERESTING entry, by path, with all its entries (`.lock` ones too: the mark skips them, a
+    reader may not), and the stat (not following links) of every file it stat'ed, by path. What it lists is
+    the state the mark vouches for; a folder it did not list (past MAX_DEPTH, unreadable) is not in it."""
+
+    folders: dict[str, list[os.DirEntry]]
+    files: dict[str, os.stat_result]
+
+
+def walked() -> Walked:
+    return Walked({}, {})
+
+
+def watch_mark(gitdir: str, commondir: str | None = None, seen_by: Walked | None = None) -> bytes:
     """The mark of the repo whose git dir is `gitdir` (its common dir found from it when not given): a
     digest of (path, inode, size, mtime) of every file among the INTERESTING entries of its git dir and
-    common dir, folders walked. b"" when the git dir is gone."""
+    common dir, folders walked. b"" when the git dir is gone. `seen_by` collects what the walk saw."""
     if not os.path.isdir(gitdir):
         return b""
     common = str(common_dir(Path(gitdir))) if commondir is None else commondir
     seen: list[str] = []
-    _stat_entries(gitdir, INTERESTING, seen, MAX_DEPTH)
+    _stat_entries(gitdir, INTERESTING, seen, MAX_DEPTH, seen_by)
     if common != gitdir:
-        _stat_entries(common, INTERESTING, seen, MAX_DEPTH)
+        _stat_entries(common, INTERESTING, seen, MAX_DEPTH, seen_by)
     return hashlib.blake2b("\n".join(seen).encode("utf-8", "surrogateescape"), digest_size=16).digest()
 
 
-def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], depth: int) -> None:
+def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], depth: int,
+                  seen_by: Walked | None = None) -> None:
     """Append a line per entry of `folder` (only `names` when given): a folder's path (and, `depth` levels
     down, its entries), a file's path, inode, size and mtime. In the order the folder lists them: an
     unchanged folder lists its entries in the same order (a changed one changes the mark anyway)."""
     try:
         with os.scandir(folder) as listing:
-            entries = [e for e in listing if (names is None or e.name in names)
-                       and not e.name.endswith(IGNORED_SUFFIXES)]
+            if seen_by is None:
+                entries = [e for e in listing if (names is None or e.name in names)
+                           and not e.name.endswith(IGNORED_SUFFIXES)]
+            else:
+                every = list(listing)
+                if names is None:
+                    seen_by.folders[folder] = every
+                entries = [e for e in every if (names is None or e.name in names)
+                           and not e.name.endswith(IGNORED_SUFFIXES)]
     except OSError:
         out.append(folder + "\0?")
         return
@@ -62,12 +86,14 @@ def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], dep
         if entry.is_dir(follow_symlinks=False):
             out.append(entry.path)
             if depth:
-                _stat_entries(entry.path, None, out, depth - 1)
+                _stat_entries(entry.path, None, out, depth - 1, seen_by)
             continue
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
+        if seen_by is not None:
+            seen_by.files[entry.path] = st
         out.append(f"{entry.path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}")
 
 

@@ -51,7 +51,7 @@ from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
 from fleet.attention import attention
-from fleet.git.mark import watch_mark
+from fleet.git.mark import walked, watch_mark
 from fleet.procinfo import die_with_parent
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
@@ -109,17 +109,19 @@ def recheck_chunk(index: Index, chunk: list[Entry]) -> Checked:
     marks: dict[str, tuple[str, str, bytes]] = {}
     quick: list[str] = []
     for item in found:
-        mark = watch_mark(item.gitdir, item.commondir)
+        seen_by = walked()  # what the mark's walk lists and stats, the read takes from it
+        mark = watch_mark(item.gitdir, item.commondir, seen_by)
         marks[item.path] = (item.gitdir, item.commondir, mark)
         stored = stored_at.get(item.path)
         if stored is not None and mark and stored_marks.get(stored["id"]) == mark:
             at = iso(time.time())
-            if work_trees_as_stored(stored, item, read_work_trees(item, stored)):
+            if work_trees_as_stored(stored, item, read_work_trees(item, stored, seen_by)):
                 reads.append((at, stored["id"], stored["generation"], mark))
                 quick.append(item.path)
                 continue
         # a repo never seen: its merge prediction follows too (`predictions_in_worker`)
-        record = read_repo(item, stored and stored["predicted_conflicts"], mark, predict=stored is not None)
+        record = read_repo(item, stored and stored["predicted_conflicts"], mark, predict=stored is not None,
+                           seen_by=seen_by)
         same = stored_as_read(stored, item, record, reflog_files.get(stored["id"], {}) if stored else {})
         if same is None:
             changed.append((item, record))

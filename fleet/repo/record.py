@@ -26,7 +26,7 @@ from fleet.repo.libstatus import Known, repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
 from fleet.timespec import iso
-from fleet.git.mark import watch_mark
+from fleet.git.mark import Walked, walked, watch_mark
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +34,14 @@ MAX_ACTIVITY_STATS = 64
 
 
 def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | None = None, *,
-              stored: bool = True, predict: bool = True) -> dict:
+              stored: bool = True, predict: bool = True, seen_by: Walked | None = None) -> dict:
     """The repository record, or a record with `error` set when the repository cannot be read.
 
     `known_prediction`: the merge prediction the index holds for it (a re-check passes it). It is kept when
     it was made for the same two commits: merge-tree's answer depends on them alone (and on the person's own
     git and its global settings; a `fleetdeck scan` predicts afresh). The record's `watch_mark` is taken
-    first (`mark`, when the caller took it just before), so it never claims a state newer than the read. A
+    first (`mark`, when the caller took it just before, with what its walk saw in `seen_by`), so it never
+    claims a state newer than the read; the loose refs and the reflogs are listed and stat'ed from that walk. A
     reader that stores nothing (`repo.brief`, `stored=False`) gets neither it (a stat per ref) nor what only
     the index keeps: the reflogs' stats and the last activity (a stat per reflog and per changed file).
     Without `predict` (a cold start's state pass) a diverged branch's merge prediction between two shas is
@@ -50,10 +51,13 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
         "path": found.path, "root": found.root, "bare": found.bare, "gitdir": found.gitdir,
         "error": None, "scanned_at": iso(time.time()),
     }
+    if stored and mark is None:
+        seen_by = walked()
+        mark = watch_mark(found.gitdir, found.commondir, seen_by)
     if stored:
-        record["watch_mark"] = watch_mark(found.gitdir, found.commondir) if mark is None else mark
+        record["watch_mark"] = mark
     try:
-        record.update(_read(found, known_prediction, stored, predict))
+        record.update(_read(found, known_prediction, stored, predict, seen_by))
     except OutOfScope as exc:
         record["error"] = str(exc)
         if stored:
@@ -70,10 +74,11 @@ def read_repo(found: Found, known_prediction: dict | None = None, mark: bytes | 
     return record
 
 
-def _read(found: Found, known_prediction: dict | None = None, stored: bool = True, predict: bool = True) -> dict:
+def _read(found: Found, known_prediction: dict | None = None, stored: bool = True, predict: bool = True,
+          seen_by: Walked | None = None) -> dict:
     gitdir, commondir = found.gitdir, found.commondir  # plain strings: pathlib costs more than the reads
     _check_dirs(found)  # before any file in those dirs is read
-    refs = gitfiles.read_refs(commondir)
+    refs = gitfiles.read_refs(commondir, seen_by)
     head = gitfiles.read_head(gitdir, refs)
     cfg = read_config(commondir)
     _check_work_tree(found, cfg)
@@ -100,7 +105,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
         prediction = (predict_merge(found.path, commondir, ours, theirs, known_prediction)
                       if predict or not (gitfiles.is_sha(ours) and gitfiles.is_sha(theirs))
                       else pending_prediction(ours, theirs))
-    reflogs = reflog_stats(gitdir, commondir) if stored else None
+    reflogs = reflog_stats(gitdir, commondir, seen_by) if stored else None
     lock = os.path.exists(os.path.join(gitdir, "index.lock"))
     record = {
         "branch": branch_name,
@@ -163,7 +168,7 @@ def _activity(found: Found, status: Status | None, reflogs: list[tuple]) -> str 
     return iso(_last_activity(found.path, status, _ref_movement_time(found.gitdir, found.commondir, reflogs)))
 
 
-def read_work_trees(found: Found, stored: dict) -> dict | None:
+def read_work_trees(found: Found, stored: dict, seen_by: Walked | None = None) -> dict | None:
     """The fields of `stored` (a record the index holds, read when its git dirs were as they are now: its
     watch mark has not moved) that only its working trees can have changed since, read again with the full
     read's own parts: `git status` (counts, and HEAD as git names it), the last activity, and, when it has
@@ -179,11 +184,12 @@ def read_work_trees(found: Found, stored: dict) -> dict | None:
         if b"worktree" in config.lower():
             _check_work_tree(found, read_config(commondir))
         status = None if found.bare else repo_status(found.path, gitdir, commondir)
-        fields = {**_counts(status), "last_activity": _activity(found, status, reflog_stats(gitdir, commondir))}
+        fields = {**_counts(status),
+                  "last_activity": _activity(found, status, reflog_stats(gitdir, commondir, seen_by))}
         if status is not None:
             fields.update(head=status.oid, branch=status.head)
         if gitdir == commondir and (stored["worktrees"] or os.path.isdir(os.path.join(commondir, "worktrees"))):
-            fields["worktrees"] = linked_worktrees(commondir, gitfiles.read_refs(commondir), with_status=True)
+            fields["worktrees"] = linked_worktrees(commondir, gitfiles.read_refs(commondir, seen_by), with_status=True)
         if not found.bare and (stored["submodules"] or os.path.lexists(os.path.join(found.path, ".gitmodules"))):
             fields["submodules"] = read_submodules(found.path, commondir)
     except (OutOfScope, BrokenRepo, GitError, OSError):
@@ -281,14 +287,19 @@ def read_stashes(commondir: StrPath) -> list[dict]:
              "at": iso(line.at)} for i, line in enumerate(reversed(lines))]
 
 
-def reflog_stats(gitdir: StrPath, commondir: StrPath) -> list[tuple[str, str, int, int, float]]:
-    """(ref, reflog path, inode, size, mtime) of every reflog: the index reads only what grew since last time."""
+def reflog_stats(gitdir: StrPath, commondir: StrPath,
+                 seen_by: Walked | None = None) -> list[tuple[str, str, int, int, float]]:
+    """(ref, reflog path, inode, size, mtime) of every reflog: the index reads only what grew since last time.
+    Listed and stat'ed from `seen_by` (the watch mark's walk just before) where it saw them."""
     stats = []
-    for ref, path in gitfiles.reflog_files(gitdir, commondir):
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
+    seen = seen_by.files if seen_by is not None else {}
+    for ref, path in gitfiles.reflog_files(gitdir, commondir, seen_by):
+        st = seen.get(path)  # a regular file's stat: what os.stat gives
+        if st is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
         stats.append((ref, path, st.st_ino, st.st_size, st.st_mtime))
     return stats
 
