@@ -15,6 +15,7 @@ from fleet.errors import FleetError
 from fleet.index.reader import DigestSource, FleetRead, PendingSource, PresenceSource
 from fleet.index.store import open_index
 from fleet.team.hubread import Hub
+from fleet.timespec import parse_since
 from fleet.views.digest import digest, report
 from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
@@ -88,7 +89,8 @@ def test_the_same_rows_give_the_same_queue_digest_and_search(reader, pushed, eng
                 assert attention_queue(source, f, presence(source)) == attention_queue(idx, f, presence(idx))
             assert len(attention_queue(source, QueueFilter(), [])["entries"]) == len(idx.summaries()) >= 4
             assert digest(source, 0)["event_count"] >= 5   # tests/fleets/gitbuild dates its commits in 2025
-            for since in (0, 1760001000, "1h"):
+            # the last hour read once, in unix ms (each read of "1h" took its own now: a second apart now and then)
+            for since in (0, 1760001000, parse_since("1h") * 1000):
                 assert digest(source, since) == digest(idx, since)
                 ours, theirs = report(source, since), report(idx, since)
                 for part in (ours, theirs):
