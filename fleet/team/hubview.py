@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import Counter
 from itertools import islice
 from datetime import date
 from typing import Any, Mapping
@@ -235,29 +234,36 @@ def hub_report(hub: Hub, since: str | int | float, repos: list[str] | None = Non
     (`since` read once, in unix milliseconds to each machine's report), so their queries are asked in one pass."""
     start = parse_since(since)
     ahead = _asked(parse_since(start * 1000), kinds, max_events, True, repos is not None)
-    parts = [(name, report(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events))
-             for name, m, scope in _each(hub, machine, repos, ahead)]
+    parts: list[tuple[str, dict]] = []
+    days: list[str] | None = None
+    per_repo: dict[str, dict[date, int]] = {}
+    for name, m, scope in _each(hub, machine, repos, ahead):
+        part = report(m, start * 1000, repos=scope, kinds=kinds, max_events=max_events)
+        activity = part.pop("activity")   # counted into the chart now, its rows let go (not kept for 100 machines)
+        days = activity["days"] if days is None else days
+        _count_days(per_repo, name, activity)
+        parts.append((name, part))
     body = {**_merge_digests([(n, p["digest"]) for n, p in parts], max_events), "since": iso(start)}
     for e in body["events"]:
         e["repo"] = f"{e['machine']}: {e['repo']}"
     body["gone_repos"] = sorted(f"{n}: {g}" for n, p in parts for g in p["digest"]["gone_repos"])
     return {"generated_at": parts[0][1]["generated_at"] if parts else None, "digest": body,
-            "activity": _chart(parts), "bulk": _merged_bulk(parts), "fleet": _merged_state(parts)}
+            "activity": _chart(per_repo, days or []), "bulk": _merged_bulk(parts), "fleet": _merged_state(parts)}
 
 
-def _chart(parts: list[tuple[str, dict]]) -> dict:
-    """The activity chart over the first machine's days, from each machine's rows (already counted per local day,
-    its repos named `machine: repo`), ranked again as one chart."""
-    days = parts[0][1]["activity"]["days"] if parts else []
+def _count_days(per_repo: dict[str, dict[date, int]], name: str, activity: dict) -> None:
+    """A machine's chart rows (already counted per local day) as {`machine: repo`: {day: events}}."""
+    own = [date.fromisoformat(d) for d in activity["days"]]
+    for row in activity["rows"]:
+        counts = {day: n for day, n in zip(own, row["counts"]) if n}
+        if counts:
+            per_repo[f"{name}: {row['repo']}"] = counts
+
+
+def _chart(per_repo: dict[str, dict[date, int]], days: list[str]) -> dict:
+    """The activity chart over the first machine's days from every machine's counts, ranked again as one chart."""
     if not days:
         return {"days": [], "rows": [], "max": 0}
-    per_repo: dict[str, Counter] = {}
-    for name, part in parts:
-        own = [date.fromisoformat(d) for d in part["activity"]["days"]]
-        for row in part["activity"]["rows"]:
-            counts = Counter({day: n for day, n in zip(own, row["counts"]) if n})
-            if counts:
-                per_repo[f"{name}: {row['repo']}"] = counts
     return chart_rows(per_repo, [date.fromisoformat(d) for d in days])
 
 
