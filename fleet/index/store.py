@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from fleet.errors import FleetError
 from fleet.index.agents import AgentRows
+from fleet.index import fresh
 from fleet.index.digestq import DigestQueries
 from fleet.index.presence import PresenceRows
 from fleet.index.proposals import ProposalRows
@@ -134,10 +135,13 @@ class Index:
         return RestorePointRows(self)
 
     def _migrate(self) -> None:
-        from fleet.index.schema import migrations
-
         with os.fdopen(os.open(str(self.path) + ".migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)) as lockfile:
             fcntl.flock(lockfile, fcntl.LOCK_EX)
+            # a new index: the migrations' end state in one step, without sqlite-utils (fleet.index.fresh)
+            if self.schema_version == 0 and fresh.VERSION == SCHEMA_VERSION and fresh.create(self.conn):
+                return
+            from fleet.index.schema import migrations
+
             if migrations.pending(self.db):
                 migrations.apply(self.db)
             self.conn.execute(f"PRAGMA user_version = {len(migrations.applied(self.db))}")
