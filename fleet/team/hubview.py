@@ -201,12 +201,12 @@ def _asked(start: float, kinds: list[str] | None, max_events: int, whole: bool, 
     if not 1 <= max_events <= MAX_EVENTS_LIMIT or (kinds is not None and not set(kinds) <= set(KINDS)):
         return []
     listed = list(kinds) if kinds is not None else [k for k in KINDS if k not in BULK_KINDS] if whole else None
-    asks = [lambda p: p.newest(start, listed, max_events), lambda p: p.window_names(start),
-            lambda p: p.event_count(start, listed), lambda p: p.repos()]
+    asks = [lambda p: p.newest(start, listed, max_events), lambda p: p.event_count(start, listed),
+            lambda p: p.window_names(start), lambda p: p.repos()]
     if scoped:
         asks.append(lambda p: p.scanned(None))
     if whole:
-        asks[3:3] = [lambda p: p.unpushed(SUMMARY_CAP)]
+        asks.append(lambda p: p.unpushed(SUMMARY_CAP))
         if time.time() - start <= CHART_MAX_DAYS * 86400:      # the chart starts with the window
             asks.append(lambda p: p.window_times(start, listed))
         if kinds is None:
