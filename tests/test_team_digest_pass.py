@@ -143,8 +143,8 @@ def test_the_window_starts_at_its_first_second(reader, hub):
     assert counts[first] == local
 
 
-def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch):
-    """Three machines or one: the same statements, each for all of them (before, about a dozen per machine)."""
+def _statements(monkeypatch) -> list[str]:
+    """The statements the hub is asked from now on (from any thread), in a list."""
     asked: list[str] = []
     query = HubConnections.query
 
@@ -153,6 +153,12 @@ def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch)
         return query(self, sql, args)
 
     monkeypatch.setattr(HubConnections, "query", counted)
+    return asked
+
+
+def test_the_pass_asks_the_hub_a_fixed_number_of_statements(reader, monkeypatch):
+    """Three machines or one: the same statements, each for all of them (before, about a dozen per machine)."""
+    asked = _statements(monkeypatch)
     hub_report(reader, SINCE_S * 1000, machine="alpha")
     one = len(asked)
     asked.clear()
@@ -186,14 +192,7 @@ def test_reports_a_second_apart_read_the_window_once(reader, monkeypatch):
 
     clock = itertools.count(time.time(), 1.0)        # every report one second after the one before
     monkeypatch.setattr(view, "time", SimpleNamespace(time=lambda: next(clock)))
-    asked: list[str] = []
-    query = HubConnections.query
-
-    def counted(self, sql, args=()):
-        asked.append(sql)
-        return query(self, sql, args)
-
-    monkeypatch.setattr(HubConnections, "query", counted)
+    asked = _statements(monkeypatch)
     merged = hub_report(reader, SINCE_S * 1000)
     times = [sql for sql in asked if sql.startswith("SELECT e.machine_id, e.repo_id, e.at ")]
     assert len(times) == 1, times
