@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -214,3 +215,18 @@ def test_the_window_read_once_is_cut_at_each_ends_own_second(reader, hub, scoped
                 assert sorted(ours) == sorted(idx.digest.event_times(SINCE_S - 1, scope, None, end)), end
                 sizes.append(len(ours))
             assert sizes == sorted(sizes) and sizes[0] < sizes[-2] < sizes[-1]    # the ends cut the window
+
+
+def test_asks_ahead_on_threads_shut_down_are_asked_by_the_caller(reader):
+    """A hub closed while a request still holds its threads: what it asks ahead is asked on the caller's own
+    session instead (a question left unasked would leave its view waiting forever), with the same answer."""
+    rows = reader.machines()
+    asks = _asked(float(SINCE_S), None, 50, True, False)
+    closed = ThreadPoolExecutor(max_workers=1)
+    closed.shutdown()
+    shared = reader.in_one_pass([(row, None) for row in rows])
+    shared[0].digest.shared.ask_ahead(closed, asks)
+    alone = reader.in_one_pass([(row, None) for row in rows])
+    for ours, theirs in zip(shared, alone):
+        assert _local(report(ours, SINCE_S * 1000, max_events=50)) == _local(report(theirs, SINCE_S * 1000,
+                                                                                     max_events=50))

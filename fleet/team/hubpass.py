@@ -68,8 +68,11 @@ class DigestPass:
             if mine:
                 found = self._memo[key] = Future()
         if mine and self._ahead is not None:
-            self._ahead.submit(_settle, found, compute)
-            return None
+            try:
+                self._ahead.submit(_settle, found, compute)
+                return None
+            except RuntimeError:      # its threads were shut down (the hub closed): asked here, never left unanswered
+                pass
         if mine:
             _settle(found, compute)
         return found.result()

@@ -433,7 +433,7 @@ class Hub:
 
     def close(self) -> None:
         if self._threads is not None:
-            self._threads.shutdown(wait=True, cancel_futures=True)
+            self._threads.shutdown(wait=True)     # what was asked ahead is answered (a view may be waiting for it)
             self._threads = None
         self.conns.close()
 
