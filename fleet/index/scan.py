@@ -84,6 +84,14 @@ def ingest(index: Index, items: list[tuple[Found, dict]], history: bool = True) 
     return ids
 
 
+def _still_waiting(index: Index, repo_ids: list[int], backlog: dict) -> list[dict]:
+    """The records of those of `repo_ids` still in `backlog` (a second pass's: history or predictions)."""
+    waiting = set(backlog["ids"])
+    wanted = [i for i in repo_ids if i in waiting]
+    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
+    return list(index.records([r["path"] for r in rows]).values())
+
+
 def ingest_history(index: Index, repo_ids: list[int]) -> int:
     """Read the reflog history of repos in the history backlog and record their events, as a first read
     (`ingest` of a repo the index does not hold yet) would have; returns how many left the backlog. A repo
@@ -91,11 +99,8 @@ def ingest_history(index: Index, repo_ids: list[int]) -> int:
     `$FLEETDECK_HISTORY_DELAY_S` holds each call back that long first: the tests' (and a demo's) way to
     watch the pages while history is still being read, through the real path."""
     hold_back(HISTORY_DELAY_ENV)
-    waiting = set(index.history_backlog()["ids"])
-    wanted = [i for i in repo_ids if i in waiting]
-    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
     unread_yet = []
-    for record in index.records([r["path"] for r in rows]).values():
+    for record in _still_waiting(index, repo_ids, index.history_backlog()):
         found = None if record["gone"] or record["error"] else found_at(record["path"], record["root"])
         if found is not None:  # read as a repo the index does not hold: every line, each once
             unread_yet.append(Prepared(found, record, {}, None, {}, None, None))
@@ -121,11 +126,8 @@ def ingest_predictions(index: Index, repo_ids: list[int]) -> int:
     again meanwhile keeps what that read stored. `$FLEETDECK_PREDICTION_DELAY_S` holds each call back that
     long first: the tests' way to look at the pages while predictions are still to come."""
     hold_back(PREDICTION_DELAY_ENV)
-    waiting = set(index.prediction_backlog()["ids"])
-    wanted = [i for i in repo_ids if i in waiting]
-    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
     made = []
-    for record in index.records([r["path"] for r in rows]).values():
+    for record in _still_waiting(index, repo_ids, index.prediction_backlog()):
         pending = record["predicted_conflicts"]
         found = None if record["gone"] or not (pending or {}).get("pending") else found_at(record["path"], record["root"])
         if found is None or found.gitdir != record["gitdir"]:
