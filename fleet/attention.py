@@ -77,13 +77,10 @@ def attention(record: dict, now: datetime | None = None) -> list[dict]:
         out.append(reason("predicted_conflict",
                           f"merging {record.get('upstream')} would conflict in {_plural(len(paths), 'file')}: {shown}",
                           "rebase or merge now, resolving " + shown, paths=paths))
-    if ahead and behind and pending:
-        out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind; "
-                          "still predicting whether merging it conflicts",
-                          "git pull --rebase (or merge) then push", prediction="pending"))
-    elif ahead and behind:
-        out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind",
-                          "git pull --rebase (or merge) then push"))
+    if ahead and behind:
+        out.append(reason("diverged", f"diverged from {record.get('upstream')}: {ahead} ahead, {behind} behind"
+                          + ("; still predicting whether merging it conflicts" if pending else ""),
+                          "git pull --rebase (or merge) then push", **({"prediction": "pending"} if pending else {})))
     if op and not conflicted:
         where = f" of {detail['branch']}" if detail.get("branch") else ""
         step = f" (step {detail['step']}/{detail['total']})" if detail.get("step") and detail.get("total") else ""

@@ -431,22 +431,29 @@ def _files_under(base: str, prefix: str, seen_by: "Walked | None" = None) -> lis
     each folder `seen_by` listed is taken from it."""
     out: list[tuple[str, str]] = []
     stack = [(base, prefix)]
-    listed = seen_by.folders if seen_by is not None else {}
     while stack:
         folder, name = stack.pop()
-        entries = listed.get(folder)
+        entries = _listing(folder, seen_by)
         if entries is None:
-            try:
-                with os.scandir(folder) as listing:
-                    entries = list(listing)
-            except OSError:
-                continue
+            continue
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, f"{name}{entry.name}/"))
             elif entry.is_file(follow_symlinks=False):
                 out.append((name + entry.name, entry.path))
     return out
+
+
+def _listing(folder: str, seen_by: "Walked | None") -> list[os.DirEntry] | None:
+    """`folder`'s entries, as `seen_by` listed them when it did; None when it cannot be listed."""
+    entries = seen_by.folders.get(folder) if seen_by is not None else None
+    if entries is None:
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            return None
+    return entries
 
 
 def _regular(path: str, seen_by: "Walked | None") -> bool:
@@ -469,12 +476,8 @@ def reflog_files(gitdir: StrPath, commondir: StrPath, seen_by: "Walked | None" =
                                                                   seen_by) if not ref.endswith("/HEAD")))
     if gitdir == commondir:
         wt_base = os.path.join(commondir, "worktrees")
-        entries = seen_by.folders.get(wt_base) if seen_by is not None else None
         try:
-            if entries is None:
-                with os.scandir(wt_base) as listing:
-                    entries = list(listing)
-            names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            names = sorted(e.name for e in _listing(wt_base, seen_by) or () if e.is_dir(follow_symlinks=False))
         except OSError:
             names = []
         for name in names:

@@ -67,15 +67,10 @@ def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], dep
     unchanged folder lists its entries in the same order (a changed one changes the mark anyway)."""
     try:
         with os.scandir(folder) as listing:
-            if seen_by is None:
-                entries = [e for e in listing if (names is None or e.name in names)
-                           and not e.name.endswith(IGNORED_SUFFIXES)]
-            else:
-                every = list(listing)
-                if names is None:
-                    seen_by.folders[folder] = every
-                entries = [e for e in every if (names is None or e.name in names)
-                           and not e.name.endswith(IGNORED_SUFFIXES)]
+            every = list(listing)
+        if seen_by is not None and names is None:
+            seen_by.folders[folder] = every
+        entries = [e for e in every if (names is None or e.name in names) and not e.name.endswith(IGNORED_SUFFIXES)]
     except OSError:
         out.append(folder + "\0?")
         return

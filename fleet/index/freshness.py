@@ -75,10 +75,7 @@ def history_progress(index, repo_id: int | None = None) -> dict:
     of `repo_id` when given; `read` of the `total` repos stored before their history (a cold start's state
     pass, `fleet.index.store.Index.history_backlog`) have it now. A page built on events (the digest, a repo's
     timeline, lost commits) says it is incomplete while it is not."""
-    backlog = index.history_backlog()
-    waiting = backlog["ids"]
-    complete = not waiting if repo_id is None else repo_id not in waiting
-    return {"complete": complete, "read": backlog["total"] - len(waiting), "total": backlog["total"]}
+    return _progress(index.history_backlog(), "read", repo_id)
 
 
 def prediction_progress(index) -> dict:
@@ -86,9 +83,14 @@ def prediction_progress(index) -> dict:
     `total` repos stored before theirs (a cold start's state pass, `fleet.index.store.Index.prediction_backlog`)
     have it now. Until it is complete the queue says which repos are still to be predicted (their `diverged`
     reason), and that the order may still change."""
-    backlog = index.prediction_backlog()
+    return _progress(index.prediction_backlog(), "made")
+
+
+def _progress(backlog: dict, done: str, repo_id: int | None = None) -> dict:
+    """`{complete, <done>, total}` of a second pass's backlog (`{total, ids}`): all of it, or `repo_id`'s part."""
     waiting = backlog["ids"]
-    return {"complete": not waiting, "made": backlog["total"] - len(waiting), "total": backlog["total"]}
+    complete = not waiting if repo_id is None else repo_id not in waiting
+    return {"complete": complete, done: backlog["total"] - len(waiting), "total": backlog["total"]}
 
 
 def freshness(index, now: float | None = None) -> dict:

@@ -70,25 +70,26 @@ def _local(repo: str, url: str) -> Reach:
     return Reach(url=shown, reached=True, detail=f"{path} is a git repository")
 
 
-def _ssh_view(host: str, port: int | None) -> tuple[str, int] | str:
-    """(host, port) as ssh itself resolves `host` from the person's ssh config, or why it was not checked."""
+def _ssh_view(host: str, port: int | None) -> tuple[str, int] | tuple[bool | None, str]:
+    """(host, port) as ssh itself resolves `host` from the person's ssh config, or (reached, why) when that
+    already decides it: ssh missing (False), or not checked (None)."""
     cmd = ["ssh", "-G", *(["-p", str(port)] if port else []), "--", host]
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
-        return "ssh is not installed here: git cannot push to an ssh URL"
+        return False, "ssh is not installed here: git cannot push to an ssh URL"
     except subprocess.TimeoutExpired:
-        return "ssh took too long to read its config: not checked"
+        return None, "ssh took too long to read its config: not checked"
     if done.returncode != 0:
-        return "ssh could not read its config for this host: not checked"
+        return None, "ssh could not read its config for this host: not checked"
     seen = dict(line.split(" ", 1) for line in text(done.stdout).splitlines() if " " in line)
     for through in ("proxycommand", "proxyjump"):
         if seen.get(through, "none").lower() != "none":
-            return f"ssh reaches this host through its {through}: not checked"
+            return None, f"ssh reaches this host through its {through}: not checked"
     try:
         return seen.get("hostname", host), int(seen.get("port", port or 22))
     except ValueError:
-        return "ssh gave no port for this host: not checked"
+        return None, "ssh gave no port for this host: not checked"
 
 
 def _proxy(repo: str, url: str, scheme: str) -> tuple[str, int] | None:
@@ -125,10 +126,10 @@ def _network(repo: str, url: str, scheme: str, host: str, port: int | None) -> R
     if not host:
         return Reach(url=shown, reached=False, detail="the URL names no host")
     if scheme in ("ssh", "git+ssh", "ssh+git"):
-        view = _ssh_view(host, port)
-        if isinstance(view, str):
-            return Reach(url=shown, reached=False if view.startswith("ssh is not installed") else None, detail=view)
-        host, port = view
+        first, second = _ssh_view(host, port)
+        if not isinstance(first, str):
+            return Reach(url=shown, reached=first, detail=second)
+        host, port = first, second
     elif scheme in ("http", "https"):
         proxy = _proxy(repo, url, scheme)
         if proxy:
