@@ -275,6 +275,11 @@ async def test_mcp_read_tools_on_every_vector(world):
         assert both["push_urls"] == ["https://***:***@host.example/r.git"]
         fleet = await _call(client, "fleet.repos", {})
         assert TOKEN not in fleet.content[0].text
+        # a FIFO stash log is refused before `git status --show-stash` would block on it until git's 30 s timeout
+        assert error_of(await _call(client, "repo.status", {"repo": "fifo-stash"})) == \
+            ("GIT_FAILED", "cannot read the status: the stash log is not a regular file")
+        (main_wt,) = ok(await _call(client, "worktree.list", {"repo": "fifo-stash"}))["worktrees"]
+        assert main_wt["error"] == "the stash log is not a regular file" and main_wt["untracked"] is None
         reflog = ok(await _call(client, "repo.reflog", {"repo": "huge-time"}))
         assert reflog["unreadable_lines"] == 1 and len(reflog["entries"]) == 2
         for name in ("good-one", "good-two"):

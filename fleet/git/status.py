@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleet.git import files as gitfiles
 from fleet.git.run import run_git
 
 # No --untracked-files / --ignore-submodules: git applies the repository's own status.showUntrackedFiles
@@ -102,6 +104,12 @@ def _field(value: bytes) -> str:
 def _text(value: bytes) -> str:
     """Paths as text: bytes that are not UTF-8 become replacement characters instead of failing."""
     return value.decode("utf-8", "replace")
+
+
+def check_stash_log(commondir: gitfiles.StrPath) -> None:
+    """BrokenRepo unless the stash reflog is a regular file or absent. `--show-stash` makes git open it with a
+    blocking open: a FIFO there held every status call until its 30 s timeout. Call it before STATUS_ARGS."""
+    gitfiles.read_file(os.path.join(commondir, "logs", "refs", "stash"), 0, "the stash log", whole=False)
 
 
 def read_status(worktree: str | Path, timeout: float = 30.0) -> Status:

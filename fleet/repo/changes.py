@@ -13,12 +13,13 @@ from typing import Any, NotRequired, TypedDict
 from fleet.git import diffparse, files as gitfiles
 from fleet.repo import hunkids
 from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
+from fleet.errors import FleetError
 from fleet.git.layout import Found
 from fleet.git.revs import index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 from fleet.repo.jsonbudget import Timeless
-from fleet.git.status import STATUS_ARGS, Status as GitStatus, parse_status
+from fleet.git.status import STATUS_ARGS, Status as GitStatus, check_stash_log, parse_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
 BINARY_SNIFF = 8000
@@ -203,6 +204,10 @@ def _status_lists(status: GitStatus) -> dict[str, list]:
 def repo_status(found: Found, max_entries: int = DEFAULT_CAP) -> Status:
     """Branch, upstream, ahead/behind, operation, and capped staged/unstaged/untracked/conflicted lists."""
     check_int(max_entries, "max_entries", 1, 10000)
+    try:
+        check_stash_log(found.commondir)
+    except gitfiles.BrokenRepo as exc:
+        raise FleetError("GIT_FAILED", f"cannot read the status: {exc}") from None
     status = parse_status(out(found.path, STATUS_ARGS))
     operation, details = gitfiles.operation(Path(found.gitdir))
     gone = status.upstream is not None and status.ahead is None

@@ -78,7 +78,7 @@ def worktree_list(found: Found, limit: int = DEFAULT_LIMIT) -> WorktreeList:
     try:
         refs = gitfiles.read_refs(found.commondir)
         main = main_worktree(found, refs, read_config(found.commondir, complete=True))
-        worktree_counts(main)
+        worktree_counts(main, found.commondir)
         rows = [main, *linked_worktrees(found.commondir, refs, with_status=True)]
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", f"cannot list worktrees: {exc}") from None

@@ -21,7 +21,7 @@ from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
-from fleet.git.status import Status, read_status
+from fleet.git.status import Status, check_stash_log, read_status
 from fleet.repo.libstatus import Known, repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
@@ -396,9 +396,12 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
                 row["error"] = "its .git file does not point back to this repository"
             else:
                 try:
+                    check_stash_log(commondir)
                     st = read_status(wt.path)
                     row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked,
                                conflicted=st.conflicted, head=st.oid)
+                except BrokenRepo as exc:
+                    row["error"] = str(exc)
                 except GitError as exc:
                     row["error"] = exc.message
         rows.append(row)
@@ -422,12 +425,16 @@ def main_worktree(found: Found, refs: dict[str, str], cfg: ConfigFile) -> dict:
             "operation": None if bare else gitfiles.operation(found.commondir)[0], "error": None}
 
 
-def worktree_counts(row: dict) -> None:
+def worktree_counts(row: dict, commondir: StrPath) -> None:
     """Fill a worktree row's staged/unstaged/untracked/conflicted from `git status` in that folder."""
     if row["bare"] or row["prunable"] or row["error"] or not os.path.isdir(row["path"]):
         return
     try:
+        check_stash_log(commondir)
         st = read_status(row["path"])
+    except BrokenRepo as exc:
+        row["error"] = str(exc)
+        return
     except GitError as exc:
         row["error"] = exc.message
         return
