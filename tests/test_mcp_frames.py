@@ -4,8 +4,12 @@ most MAX_TOOL_INPUT, each refused with a clear LIMIT error; the server stays up 
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -15,7 +19,7 @@ from fleet.index.scan import scan
 from fleet.index.store import open_index
 from mcp_bridge.envelope import MAX_FRAME
 from mcp_bridge.server import build_server
-from mcp_bridge.stdio import CappedFrames, protocol_server, request_id
+from mcp_bridge.stdio import Framer, Frames, Wire, protocol_server, request_id
 from mcp_bridge.toolkit import MAX_TOOL_INPUT
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.gitbuild import init_repo
@@ -105,19 +109,94 @@ async def test_http_official_client_gets_limit_for_a_big_tool_input(served):  # 
             assert (await client.call_tool("fleet.repos", {})).is_error is False
 
 
-def test_capped_frames_reader_and_id_sniffing(tmp_path: Path):
-    data = b'{"a":1}\n' + b'{"jsonrpc":"2.0","id":"r-1","params":"' + b"q" * 300 + b'"}\n' + b"tail"
-    path = tmp_path / "frames"
-    path.write_bytes(data)
-    with open(path, "rb") as fh:
-        frames = CappedFrames(fh, max_frame=100)
-        assert frames._read_frame() == (b'{"a":1}\n', None)
-        line, prefix = frames._read_frame()
-        assert line is None and request_id(prefix) == "r-1"
-        assert frames._read_frame() == (b"tail", None)
-        assert frames._read_frame() == (None, None)
+FRAMES = b'{"a":1}\n' + b'{"jsonrpc":"2.0","id":"r-1","params":"' + b"q" * 300 + b'"}\n' + b"x" * 100 + b"\n" + b"tail"
+
+
+def frames_of(chunks: list[bytes], max_frame: int = 100) -> list[tuple[bytes | None, bytes | None]]:
+    framer = Framer(max_frame)
+    out = [frame for chunk in chunks for frame in framer.feed(chunk)]
+    return out + framer.end()
+
+
+@pytest.mark.parametrize("size", [1, 7, 100, 101, len(FRAMES)])
+def test_frames_are_cut_alike_however_the_bytes_arrive(size: int):
+    """Lines of up to max_frame bytes (newline aside) pass whole; a longer one becomes its first bytes, where
+    the request id is looked for; an unterminated last line still counts; the chunking changes nothing."""
+    frames = frames_of([FRAMES[i:i + size] for i in range(0, len(FRAMES), size)])
+    assert frames[0] == (b'{"a":1}\n', None)
+    assert frames[1][0] is None and request_id(frames[1][1]) == "r-1"
+    assert frames[2] == (b"x" * 100 + b"\n", None)
+    assert frames[3:] == [(b"tail", None)]
+    assert frames_of([b"y" * 250]) == [(None, b"y" * 250)]  # oversized up to EOF: still refused
+    assert frames_of([]) == []
+
+
+def test_id_sniffing():
     assert request_id(b'{"params": {"id": 5}, "id": 6') is None
     assert request_id(b'{"jsonrpc": "2.0", "id": 12345, "method"') == 12345
+
+
+async def read_all(frames: Frames) -> list[str]:
+    return [line async for line in frames]
+
+
+def test_frames_read_a_file_through_a_thread_and_a_pipe_on_the_loop(tmp_path: Path):
+    """The two ways the wire is read give the same lines: a regular file (which no event loop can wait on)
+    through a worker thread, a pipe written in odd-sized pieces, non-blocking, woken by the loop."""
+    path = tmp_path / "frames"
+    path.write_bytes(FRAMES)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        from_file = Frames(fd, max_frame=100)
+        assert not from_file.on_loop
+        assert anyio.run(read_all, from_file) == ['{"a":1}\n', "x" * 100 + "\n", "tail"]
+    finally:
+        os.close(fd)
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+
+    def writer() -> None:
+        for i in range(0, len(FRAMES), 37):
+            os.write(write_end, FRAMES[i:i + 37])
+            time.sleep(0.002)
+        os.close(write_end)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        from_pipe = Frames(read_end, max_frame=100)
+        assert from_pipe.on_loop
+        assert anyio.run(read_all, from_pipe) == ['{"a":1}\n', "x" * 100 + "\n", "tail"]
+    finally:
+        thread.join()
+        os.close(read_end)
+
+
+def test_the_wire_writes_a_large_answer_whole_into_a_full_pipe():
+    """An answer larger than a pipe holds is written as the reader drains it (waits on the loop, no loss)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    answer = "z" * (3 * 1024 * 1024) + "\n"
+    got = bytearray()
+
+    def reader() -> None:
+        while chunk := os.read(read_end, 65536):
+            got.extend(chunk)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        async def write() -> None:
+            wire = Wire(write_end)
+            assert wire.on_loop
+            await wire.write(answer)
+            await wire.flush()
+        anyio.run(write)
+    finally:
+        os.close(write_end)
+        thread.join()
+        os.close(read_end)
+    assert got == answer.encode()
 
 
 def test_the_protocol_server_adapter_finds_the_sdk_internals(small):
