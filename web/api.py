@@ -65,13 +65,24 @@ def _inbox_event(idx: Index) -> dict:
 
 
 async def api_events(request: Request[AppState]) -> Response:
-    return EventSourceResponse(held(request.state["tabs"], changes(request.state["poll"], request.state["bell"])),
-                               ping=15)
+    return await live_response(request.state["tabs"], changes(request.state["poll"], request.state["bell"]))
 
 
-async def held(tabs: Tabs, stream: AsyncIterator[ServerSentEvent]) -> AsyncIterator[ServerSentEvent]:
-    """`stream`, counted as an open tab until the client goes (sse-starlette then closes the generator)."""
+async def live_response(tabs: Tabs, stream: AsyncIterator[ServerSentEvent]) -> Response:
+    """`stream` as the event-stream response, its first event made before the response starts. A stream takes
+    its starting point (the counters it reports moves against) before its first event, and the browser sees
+    the stream open when the headers arrive: started lazily, after them, a change made in between (a
+    proposal stored as the page went live) was already in the starting point and never pushed."""
+    first = await anext(stream)
+    return EventSourceResponse(held(tabs, first, stream), ping=15)
+
+
+async def held(tabs: Tabs, first: ServerSentEvent,
+               stream: AsyncIterator[ServerSentEvent]) -> AsyncIterator[ServerSentEvent]:
+    """`first`, then `stream`, counted as an open tab until the client goes (sse-starlette then closes the
+    generator)."""
     with tabs.holding():
+        yield first
         async for event in stream:
             yield event
 

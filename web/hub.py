@@ -35,7 +35,7 @@ from fleet.team.decisions import Approver
 from fleet.team.hubread import Hub
 from fleet.team.listen import Listener
 from web import hubdecide
-from web.api import held
+from web.api import live_response
 from web.app import STATIC_DIR
 from web.errors import json_error
 from web.guards import API_PREFIXES, guards
@@ -206,10 +206,8 @@ def api_machines(request: Request) -> Response:
 
 
 async def api_events(request: Request) -> Response:
-    from sse_starlette import EventSourceResponse
-
     state = request.state
-    return EventSourceResponse(held(state["tabs"], changes(state["hub"], state["listener"])), ping=15)
+    return await live_response(state["tabs"], changes(state["hub"], state["listener"]))
 
 
 def _moved(hub: Hub, seen: dict[str, int]) -> tuple[dict[str, int], list[int]]:
