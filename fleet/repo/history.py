@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
@@ -25,6 +26,11 @@ _LOG_FIELDS = ("sha", "parents", "author_name", "author_email", "author_time", "
 _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%s"
 DIFF_FLAGS = ["-z", "--raw", "--patch", "-M", *diffparse.PATCH_FLAGS]
 DEFAULT_DIFF_BYTES = 256 * 1024
+# Threads for a git read made beside another one (commit_details: the metadata beside the diff).
+_BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fleetdeck-git-beside")
+COMMIT_FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B"
+COMMIT_KEYS = ("sha", "tree", "parents", "author_name", "author_email", "author_time", "committer_name",
+               "committer_email", "committer_time", "message")
 
 
 class Commit(TypedDict):
@@ -326,20 +332,25 @@ def commit_details(path: str, rev: str, unified: int = 3, max_bytes: int = DEFAU
     check_int(max_hunks, "max_hunks", 1, 100000)
     check_int(max_hunk_lines, "max_hunk_lines", 1, 100000)
     sha = resolve_commit(path, rev, "rev")
-    meta = out(path, ["show", "-s", "--format=%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B",
-                      sha])
-    parts = meta.split(b"\0", 9)
-    keys = ("sha", "tree", "parents", "author_name", "author_email", "author_time", "committer_name",
-            "committer_email", "committer_time", "message")
-    info: dict[str, Any] = {k: text(v) for k, v in zip(keys, parts)}
+    flags = [*DIFF_FLAGS, f"--unified={unified}"]
+    # The metadata is read beside the diff (two git processes at once; the diff is most of the wait), which
+    # is taken against the first parent before the metadata says there is one: a root commit's fails, and it
+    # is then diffed against the empty tree.
+    meta = _BESIDE.submit(out, path, ["show", "-s", f"--format={COMMIT_FORMAT}", sha])
+    try:
+        raw: bytes | None = out(path, ["diff", *flags, f"{sha}^1", sha, "--"])
+        failed: FleetError | None = None
+    except FleetError as exc:
+        raw, failed = None, exc
+    info: dict[str, Any] = {k: text(v) for k, v in zip(COMMIT_KEYS, meta.result().split(b"\0", 9))}
     info["parents"] = info["parents"].split() if info["parents"] else []
     info["author_time"], info["committer_time"] = int(info["author_time"]), int(info["committer_time"])
     info["message"] = info["message"].rstrip("\n")
     info["subject"] = info["message"].split("\n", 1)[0]
     parents = info["parents"]
-    flags = [*DIFF_FLAGS, f"--unified={unified}"]
     if parents:
-        raw = out(path, ["diff", *flags, parents[0], sha, "--"])
+        if failed is not None:
+            raise failed
         info["diff_against"] = "first_parent" if len(parents) > 1 else "parent"
     else:
         raw = out(path, ["diff-tree", "-r", "--root", "--no-commit-id", *flags, sha, "--"])
