@@ -6,6 +6,7 @@ nothing, `share = "names"` sends no absolute path, and an unreachable hub is one
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import threading
@@ -18,9 +19,10 @@ from fleet.errors import FleetError
 from fleet.index.store import open_index
 from fleet.team import config as team_config
 from fleet.team.push import Push, hub_connection
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets import template
+from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream
-from tests.fleets.postgres import PgServer
+from tests.fleets.postgres import shared_server
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
 # each test starts machines through the CLI (fleets built, scanned, enrolled, joined) on a real PostgreSQL
@@ -29,15 +31,16 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server():
-    pg = PgServer()
-    yield pg
-    pg.close()
+    """This process's PostgreSQL (tests/fleets/postgres.shared_server): one initdb per run, not per module."""
+    return shared_server()
 
 
 @pytest.fixture
 def hub(server, request):
-    name = "hub_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
-    return server.create_database(name)
+    """A database of the test's own on that cluster, running again after a test that stopped it."""
+    server.ensure_running()
+    yield server.fresh_database("hub_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40])
+    server.ensure_running()
 
 
 class Machine:
@@ -46,7 +49,7 @@ class Machine:
     def __init__(self, base: Path, name: str) -> None:
         self.name, self.base = name, base / name
         self.home = self.base / "home"
-        self.home.mkdir(parents=True)
+        self.home.mkdir(parents=True, exist_ok=True)
         (self.home / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@example.com\n"
                                               "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
         self.env = fleetdeck_env(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
@@ -56,8 +59,11 @@ class Machine:
         self.fleet = self.base / "code"
         self.db = self.home / ".local/share/fleetdeck/fleet.db"
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(fleetdeck_argv(*args), env=self.env, capture_output=True, text=True, timeout=180)
+    def run(self, *args: str, check: bool = True, process: bool = False) -> subprocess.CompletedProcess:
+        """The CLI in this machine's environment, exactly (nothing of the test process's own that it lacks), in
+        the test's process unless `process` (tests/fleets/cli.run_cli)."""
+        env = {**dict.fromkeys(os.environ), **self.env}
+        proc = run_cli(*args, env=env, timeout=180, process=process)
         if check:
             assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc
@@ -87,8 +93,8 @@ def build_fleet(machine: Machine) -> None:
     """A few repos in different states: ahead of origin, dirty, a second branch, a linked worktree."""
     root = machine.fleet
     env_home = {"HOME": str(machine.home), "GIT_CONFIG_GLOBAL": str(machine.home / ".gitconfig")}
-    old = {k: __import__("os").environ.get(k) for k in env_home}
-    __import__("os").environ.update(env_home)
+    old = {k: os.environ.get(k) for k in env_home}
+    os.environ.update(env_home)
     try:
         ahead = with_upstream(root / "work", f"{machine.name}-api", ahead=2)
         dirty = init_repo(root / f"{machine.name}-web", commits=2)
@@ -100,20 +106,29 @@ def build_fleet(machine: Machine) -> None:
     finally:
         for k, v in old.items():
             if v is None:
-                __import__("os").environ.pop(k, None)
+                os.environ.pop(k, None)
             else:
-                __import__("os").environ[k] = v
+                os.environ[k] = v
     machine.run("scan", str(root))
 
 
+PAIR = ("laptop", "desktop")
+
+
+def _build_pair(base: Path) -> None:
+    for name in PAIR:
+        build_fleet(Machine(base, name))
+
+
 def enrolled_pair(base: Path, hub: str, push: bool = False) -> list[Machine]:
-    """laptop and desktop, each with its fleet built and scanned, enrolled on `hub` by an admin and joined
-    (`enrolled`: what enroll answered); with `push`, each pushed once."""
-    pair = [Machine(base, "laptop"), Machine(base, "desktop")]
+    """laptop and desktop, each with its fleet built and scanned (a copy of this process's template of the two,
+    tests/fleets/template.py: as a build at `base`, which must be empty, would leave them), enrolled on `hub` by
+    an admin and joined (`enrolled`: what enroll answered); with `push`, each pushed once."""
+    template.shared().copy("team-pair", _build_pair, base)
+    pair = [Machine(base, name) for name in PAIR]
     admin = Machine(base, "admin")
     admin.run("team", "init", hub)
     for m in pair:
-        build_fleet(m)
         m.enrolled = admin.json("team", "enroll", m.name, "--dsn", hub)
         m.run("team", "join", m.enrolled["dsn"], "--machine", m.name)
         if push:

@@ -23,7 +23,7 @@ from fleet.team.hubview import _asked, hub_digest, hub_report
 from fleet.timespec import parse_since
 from fleet.team.push import push_once
 from fleet.views.digest import digest, report
-from tests.fleets.postgres import PgServer
+from tests.fleets.postgres import shared_server
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
 pytestmark = pytest.mark.slow   # a real PostgreSQL and three pushed machines
@@ -64,12 +64,10 @@ def fill(index, k: int) -> None:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    server = PgServer()
-    try:
-        dsn = server.create_database("digest_pass")
-        admin.init(dsn)
-        work = tmp_path_factory.mktemp("machines")
-        env = pytest.MonkeyPatch()
+    dsn = shared_server().fresh_database("digest_pass")
+    admin.init(dsn)
+    work = tmp_path_factory.mktemp("machines")
+    with pytest.MonkeyPatch.context() as env:
         env.setenv("FLEETDECK_AUDIT", "off")
         for k, name in enumerate(MACHINES):
             made = admin.enroll(dsn, name)
@@ -79,10 +77,7 @@ def hub(tmp_path_factory):
             with open_index(work / f"{name}.db") as index:
                 fill(index, k)
                 push_once(index, config.load())
-        env.undo()
-        yield dsn, {name: work / f"{name}.db" for name in MACHINES}
-    finally:
-        server.close()
+    return dsn, {name: work / f"{name}.db" for name in MACHINES}
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def team(server, tmp_path_factory):  # noqa: F811
     does on its own dashboard)."""
     from fleet.audit.keys import keygen
 
-    hub = server.create_database("hub_decide")
+    hub = server.fresh_database("hub_decide")
     base = tmp_path_factory.mktemp("hub-decide")
     laptop, desktop = enrolled_pair(base, hub, push=True)
     _, private, public = keygen(base / "alice-keys")
@@ -213,7 +213,7 @@ def test_a_hub_dashboard_without_a_key_decides_nothing(team, tmp_path):
                  ["--team", team["dsn"], "--as", "alice"], ["--team", team["dsn"], "--key", str(tmp_path / "none.pem"),
                                                             "--as", "alice"],
                  ["--team", team["dsn"], "--key", str(team["private"]), "--as", "Not A Name"]):
-        refused = laptop.run("serve", "--port", "0", *argv, check=False)
+        refused = laptop.run("serve", "--port", "0", *argv, check=False, process=True)  # a regression would serve
         assert refused.returncode == 1 and "Traceback" not in refused.stderr, (argv, refused.stderr)
     plain = Server(tmp_path / "plain.db", [], extra=["--team", team["dsn"]])
     try:

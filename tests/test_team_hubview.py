@@ -37,7 +37,7 @@ def dashboard_dsn(admin_dsn: str) -> str:
 
 @pytest.fixture(scope="module")
 def hub(server):
-    return server.create_database("hub_view")
+    return server.fresh_database("hub_view")
 
 
 @pytest.fixture(scope="module")

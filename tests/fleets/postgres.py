@@ -8,7 +8,9 @@ the test with the reason shown — except under `CI=true`, where they are a fail
 
 from __future__ import annotations
 
+import atexit
 import glob
+import itertools
 import os
 import shutil
 import socket
@@ -79,6 +81,13 @@ class PgServer:
     def stop(self, mode: str = "fast") -> None:
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
 
+    def ensure_running(self) -> None:
+        """Started again if a test stopped it and failed before starting it (`pg_ctl status` exits 3 then)."""
+        status = subprocess.run([*self.as_user, pg_bin("pg_ctl"), "-D", str(self.data), "status"],
+                                capture_output=True, text=True, timeout=60)
+        if status.returncode == 3:
+            self.start()
+
     def admin_dsn(self, db: str = "postgres") -> str:
         return f"postgresql://{ADMIN}:{self.password}@127.0.0.1:{self.port}/{db}"
 
@@ -89,9 +98,30 @@ class PgServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.admin_dsn(name)
 
+    def fresh_database(self, prefix: str) -> str:
+        """A new database named `prefix` and a number this process never gave (roles made from its name, as
+        `team viewer` logins are, are then new on the cluster too): its admin DSN."""
+        return self.create_database(f"{prefix[:50]}_{next(_NUMBERS)}")
+
     def close(self) -> None:
         try:
             self.stop("immediate")
         except AssertionError:
             pass
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+_NUMBERS = itertools.count(1)
+_SHARED: list[PgServer] = []
+
+
+def shared_server() -> PgServer:
+    """This process's one cluster, started on first use and stopped at its exit (each xdist worker starts its
+    own): initdb and a first start cost seconds, a fresh database on it (`fresh_database`) a fraction of one.
+    Running when handed out, whatever a test before did to it."""
+    if not _SHARED:
+        server = PgServer()
+        atexit.register(server.close)
+        _SHARED.append(server)
+    _SHARED[0].ensure_running()
+    return _SHARED[0]
