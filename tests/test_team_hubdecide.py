@@ -17,7 +17,7 @@ import pytest
 from fleet.index.store import open_index
 from tests.fleets.gitbuild import git
 from tests.fleets.serving import Server, sign_in
-from tests.test_team import _pin, enrolled_pair, hub_rows, server  # noqa: F401  (server: the module's PostgreSQL)
+from tests.test_team import _pin, enrolled_pair, hub_rows, initialised_hub, server  # noqa: F401  (server)
 from tests.test_team_hubview import dashboard_dsn
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
@@ -34,7 +34,7 @@ def team(server, tmp_path_factory):  # noqa: F811
     does on its own dashboard)."""
     from fleet.audit.keys import keygen
 
-    hub = server.fresh_database("hub_decide")
+    hub = initialised_hub(server, "hub_decide")
     base = tmp_path_factory.mktemp("hub-decide")
     laptop, desktop = enrolled_pair(base, hub, push=True)
     _, private, public = keygen(base / "alice-keys")

@@ -21,7 +21,7 @@ from fleet.views.queue import QueueFilter, attention_queue
 from fleet.presence import presence
 from tests.fleets.cli import run_cli
 from tests.fleets.serving import Server, sign_in
-from tests.test_team import enrolled_pair, server  # noqa: F401  (server: the module's PostgreSQL)
+from tests.test_team import enrolled_pair, initialised_hub, server  # noqa: F401  (server: this process's PostgreSQL)
 
 psycopg = pytest.importorskip("psycopg", reason="team mode's tests need psycopg: pip install 'fleetdeck[team]'")
 # a real PostgreSQL, two machines driven through the CLI and a `serve --team` (28 s of the fast lane, loaded)
@@ -37,7 +37,7 @@ def dashboard_dsn(admin_dsn: str) -> str:
 
 @pytest.fixture(scope="module")
 def hub(server):
-    return server.fresh_database("hub_view")
+    return initialised_hub(server, "hub_view")
 
 
 @pytest.fixture(scope="module")

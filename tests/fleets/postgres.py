@@ -91,17 +91,18 @@ class PgServer:
     def admin_dsn(self, db: str = "postgres") -> str:
         return f"postgresql://{ADMIN}:{self.password}@127.0.0.1:{self.port}/{db}"
 
-    def create_database(self, name: str) -> str:
+    def create_database(self, name: str, template: str = "template1") -> str:
+        """Database `name`, a copy of `template` (which nobody may be connected to): its admin DSN."""
         import psycopg
 
         with psycopg.connect(self.admin_dsn(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         return self.admin_dsn(name)
 
-    def fresh_database(self, prefix: str) -> str:
+    def fresh_database(self, prefix: str, template: str = "template1") -> str:
         """A new database named `prefix` and a number this process never gave (roles made from its name, as
-        `team viewer` logins are, are then new on the cluster too): its admin DSN."""
-        return self.create_database(f"{prefix[:50]}_{next(_NUMBERS)}")
+        `team viewer` logins are, are then new on the cluster too), a copy of `template`: its admin DSN."""
+        return self.create_database(f"{prefix[:50]}_{next(_NUMBERS)}", template)
 
     def close(self) -> None:
         try:
