@@ -92,7 +92,10 @@ def _local(answer: dict) -> dict:
     return answer
 
 
-@pytest.mark.parametrize("since", [SINCE_S * 1000, (SINCE_S + 1) * 1000, SINCE_S * 1000 - 1, 0])
+# ids that do not hold the clock: each xdist worker imports this module at its own second, and workers must
+# collect the same test ids
+@pytest.mark.parametrize("since", [SINCE_S * 1000, (SINCE_S + 1) * 1000, SINCE_S * 1000 - 1, 0],
+                         ids=["window-start", "a-second-in", "a-ms-before", "all-time"])
 @pytest.mark.parametrize("scoped", [False, True])
 @pytest.mark.parametrize("ahead", [False, True])
 def test_the_one_pass_digest_is_each_machines_own(reader, hub, since, scoped, ahead):
