@@ -56,8 +56,17 @@ class Impostor:
                     self.received.append(first)
                     if first == SSL_REQUEST:
                         conn.sendall(b"N")             # "I do not speak TLS": a client that insists hangs up
-                    while chunk := conn.recv(4096):
+                        first = b""
+                    sent = first
+                    # until the client hangs up, or has sent a whole message in the clear (its length first:
+                    # the startup, user name included), which is all the impostor waits for: it then hangs up
+                    # itself, as a server refusing the login would, instead of the client timing out
+                    while len(sent) < 4 or len(sent) < int.from_bytes(sent[:4], "big"):
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
                         self.received.append(chunk)
+                        sent += chunk
                 except OSError:
                     pass
 
