@@ -26,6 +26,10 @@ COMMANDS = {
     "watch": ["watch"], "serve": ["serve", "--port", "0", "--no-watch"], "mcp": ["mcp"],
     "demo": ["demo", "--port", "0", "--no-watch"],
 }
+# Commands that would serve (or watch) if the refusal regressed run as processes, so a regression fails on the
+# timeout instead of hanging the run; the others run in this process (tests/fleets/cli.run_cli) unless a
+# read-only bind mount needs a process of their own.
+SERVING = frozenset({"watch", "serve", "mcp", "demo"})
 
 
 def mode_of(path: Path) -> int:
@@ -148,14 +152,17 @@ def test_an_unusable_index_is_one_clear_line_and_exit_1(indexed, tmp_path: Path,
         prefix = _read_only_prefix(db.parent)
     else:
         spoil(db)
-    argv = prefix + fleetdeck_argv("--db", str(db), *COMMANDS[command])
+    args = list(COMMANDS[command])
     if command in ("scan", "watch", "serve"):
-        argv.append(str(root))
+        args.append(str(root))
     if command == "demo":
-        argv += ["--dir", str(tmp_path / "demo")]
+        args += ["--dir", str(tmp_path / "demo")]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=fleetdeck_env(), timeout=60,
-                              stdin=subprocess.DEVNULL)
+        if prefix or command in SERVING:
+            proc = subprocess.run(prefix + fleetdeck_argv("--db", str(db), *args), capture_output=True, text=True,
+                                  env=fleetdeck_env(), timeout=60, stdin=subprocess.DEVNULL)
+        else:
+            proc = run_cli(*args, db=db, timeout=60)
     finally:
         if spoil is None and os.geteuid() != 0:
             os.chmod(db.parent, 0o755)
