@@ -13,6 +13,7 @@ and see the check fire.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,15 @@ def _init_code_at(cls: ast.ClassDef) -> int | None | bool:
     return False
 
 
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path) -> ast.Module:
+    """A module's tree, parsed once per run: the checks below walk the same ~400 modules (read only)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def raised_codes(roots: list[Path]) -> dict[str, list[str]]:
     """code -> where it is raised ("path:line"), over every module under `roots`."""
-    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for root in roots for path in sorted(root.rglob("*.py"))}
+    trees = {path: _parsed(path) for root in roots for path in sorted(root.rglob("*.py"))}
     classes = {n.name: n for tree in trees.values() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     errors: dict[str, int | None] = {name: 0 for name in BASE_ERRORS}  # error class -> where its code goes
     grew = True
@@ -101,15 +108,21 @@ def raised_codes(roots: list[Path]) -> dict[str, list[str]]:
     return out
 
 
+@pytest.fixture(scope="module")
+def product_codes() -> dict[str, list[str]]:
+    """raised_codes over fleet/, web/ and mcp_bridge/: one walk for the two checks of the table."""
+    return raised_codes([ROOT / t for t in TREES])
+
+
 @pytest.mark.slow
-def test_every_code_raised_is_in_the_table():
-    unknown = {code: where for code, where in raised_codes([ROOT / t for t in TREES]).items() if code not in KNOWN}
+def test_every_code_raised_is_in_the_table(product_codes):
+    unknown = {code: where for code, where in product_codes.items() if code not in KNOWN}
     assert not unknown, f"add these to fleet.errors.Code (with their HTTP status): {unknown}"
 
 
 @pytest.mark.slow
-def test_every_row_of_the_table_is_raised_somewhere():
-    assert KNOWN - set(raised_codes([ROOT / t for t in TREES])) == set()
+def test_every_row_of_the_table_is_raised_somewhere(product_codes):
+    assert KNOWN - set(product_codes) == set()
 
 
 def test_the_check_sees_every_way_a_code_is_given(tmp_path: Path):
@@ -138,7 +151,7 @@ def inline_envelopes(roots: list[Path]) -> list[str]:
         for path in sorted(root.rglob("*.py")):
             if path == ROOT / "fleet" / "errors.py":
                 continue
-            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for n in ast.walk(_parsed(path)):
                 if isinstance(n, ast.Dict) and any(
                         isinstance(k, ast.Constant) and k.value == "error" and isinstance(v, ast.Dict)
                         and any(isinstance(kk, ast.Constant) and kk.value == "code" for kk in v.keys)
