@@ -113,9 +113,18 @@ def test_flapping_keeps_the_first_wait(fleet) -> None:
     back = presence(db, env)[0]
     assert back["state"] == "waiting" and back["waiting_since"] == first["waiting_since"]
     hook("codex", db, env, repo, "UserPromptSubmit", prompt="go on")
-    time.sleep(5.5)                                               # longer than FLAP_S: a new wait
+    left_waiting_earlier(db, "s1", 5.5)                           # longer than FLAP_S: a new wait
     hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
     assert stored(db)[0]["waiting_since"] > first["waiting_since"]
+
+
+def left_waiting_earlier(db: Path, session: str, seconds: float) -> None:
+    """As if `seconds` had passed since the session left waiting (its hook record's `left_waiting_at`, the
+    time the flap window is measured from, moved back): the real 5 s window without waiting it out."""
+    with open_index(db) as index, index.write() as conn:
+        moved = conn.execute("UPDATE presence_hooks SET left_waiting_at = left_waiting_at - ? WHERE session = ? "
+                             "AND left_waiting_at IS NOT NULL", (seconds, session)).rowcount
+    assert moved == 1
 
 
 def test_codex_and_gemini_events(fleet) -> None:
