@@ -129,7 +129,7 @@ def test_a_session_file_wait_reaches_serve_within_a_second(fleet, monkeypatch) -
         for _ in range(3):
             took.append(seen_within(server, ("claude-code", "s1", "waiting", "idle"), session.finish()))
             seen_within(server, ("claude-code", "s1", "working", None), session.prompt())
-        asked = session.ask()
+        asked = session.ask(at=time.time() - PENDING_S + 2)     # written 2 s before it is PENDING_S old
         wait_for(lambda: time.time() >= asked + PENDING_S, "the call's maturity", 10)
         took.append(seen_within(server, ("claude-code", "s1", "waiting", "permission"), asked + PENDING_S))
         assert max(took) <= BOUND_S, took
