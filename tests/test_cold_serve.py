@@ -21,6 +21,7 @@ from tests.fleets.every_state import build_fleet
 from tests.fleets.gitbuild import git
 from tests.fleets.repo_states import busy_repo
 from tests.fleets.serving import Server, wait_for
+from tests.fleets.template import shared
 
 EVERYTHING = "2000-01-01T00:00:00+00:00"
 
@@ -57,13 +58,27 @@ def files_of(index) -> list[tuple]:
     return sorted(rows.fetchall())
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> tuple[Path, object]:
-    root = _fleet(tmp_path)
-    scanned = open_index(tmp_path / "scanned.db")
+def _fleet_copy(base: Path) -> Path:
+    """`_fleet` under `base`, copied from this session's template of it (built once)."""
+    return shared().copy("cold-serve", _fleet, base)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> tuple[Path, object]:
+    """The fleet and a plain scan of it (the oracle), once for the module: every test here reads the fleet into
+    indexes of its own and changes no repository (the one that adds a repo has a copy of its own)."""
+    base = tmp_path_factory.mktemp("cold-serve")
+    root = _fleet_copy(base)
+    scanned = open_index(base / "scanned.db")
     scan(scanned, [str(root)], workers=1)
     yield root, scanned
     scanned.close()
+
+
+def held_back(monkeypatch, variable: str, release: Path) -> None:
+    """Hold the real serve's pass named by `variable` back until the test makes `release` (a minute at most:
+    a failed test's server is stopped before that)."""
+    monkeypatch.setenv(variable, f"60:{release}")
 
 
 def test_state_first_then_history_records_what_a_scan_records(fleet, tmp_path: Path) -> None:
@@ -200,15 +215,16 @@ def _get(client: httpx.Client, path: str, **params) -> dict:
     return response.json()
 
 
-@pytest.mark.slow  # a real `fleetdeck serve` whose history pass waits out a 6 s delay
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on
 def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet, tmp_path: Path,
                                                                             monkeypatch) -> None:
-    """A real `fleetdeck serve` on an empty index, its history pass held back by the real path's delay: the
-    queue is complete while the digest, the repo page and lost commits say history is still being read; once
-    it is read, the digest lists exactly the events a plain scan records."""
+    """A real `fleetdeck serve` on an empty index, its history pass held back through the real path until the test
+    has looked: the queue is complete while the digest, the repo page and lost commits say history is still
+    being read; once it is read, the digest lists exactly the events a plain scan records."""
     root, scanned = fleet
     total, readable = scanned.count(), scanned.count("error is null")
-    monkeypatch.setenv(HISTORY_DELAY_ENV, "6")
+    release = tmp_path / "history may go on"
+    held_back(monkeypatch, HISTORY_DELAY_ENV, release)
     server = Server(tmp_path / "served.db", [root])
     try:
         client = httpx.Client(base_url=server.base, headers=server.auth, timeout=30)
@@ -223,7 +239,9 @@ def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet
         repo_id = next(e["id"] for e in radar["entries"] if e["path"].endswith("/app"))
         assert _get(client, f"/api/repos/{repo_id}")["history"]["complete"] is False
         assert "Still reading history" in client.get(f"/repos/{repo_id}", headers={"Accept": "text/html"}).text
+        assert _get(client, "/api/radar")["freshness"]["history"]["complete"] is False  # still held back
 
+        release.touch()
         wait_for(lambda: _get(client, "/api/radar")["freshness"]["history"]["complete"], "history read", 60)
         body = _get(client, "/api/digest", since=EVERYTHING, max_events=1000)
         assert body["history"]["complete"] is True
@@ -237,20 +255,22 @@ def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet
         with open_index(tmp_path / "served.db") as served:
             assert events_of(served) == events_of(scanned)
     finally:
+        release.touch()
         server.stop()
 
 
-@pytest.mark.slow  # a real `fleetdeck serve` whose merge predictions wait out a 6 s delay
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on
 def test_cold_serve_shows_every_repo_before_its_merge_predictions_and_says_so(fleet, tmp_path: Path,
                                                                              monkeypatch) -> None:
-    """A real `fleetdeck serve` on an empty index, its merge predictions held back by the real path's delay:
-    the queue is complete while a diverged repo's row, its page and the API say its prediction is still to come
+    """A real `fleetdeck serve` on an empty index, its merge predictions held back through the real path until the
+    test has looked: the queue is complete while a diverged repo's row, its page and the API say its prediction is still to come
     (never `clean`, never `will conflict` without paths); once made, every repo's prediction, reasons and
     score are a plain scan's and the queue's order is the scan's."""
     root, scanned = fleet
     expected = predictions_of(scanned)
     diverged = {p for p, (prediction, _, _) in expected.items() if prediction}
-    monkeypatch.setenv(PREDICTION_DELAY_ENV, "6")
+    release = tmp_path / "predictions may go on"
+    held_back(monkeypatch, PREDICTION_DELAY_ENV, release)
     server = Server(tmp_path / "served.db", [root])
     try:
         client = httpx.Client(base_url=server.base, headers=server.auth, timeout=30)
@@ -271,7 +291,9 @@ def test_cold_serve_shows_every_repo_before_its_merge_predictions_and_says_so(fl
         assert "still predicting whether merging it conflicts" in repo_page and "will conflict" not in repo_page
         detail = _get(client, f"/api/repos/{rows[conflicting]['id']}")["reasons"]
         assert detail[0]["code"] == "diverged" and detail[0]["details"] == {"prediction": "pending"}
+        assert _get(client, "/api/radar")["freshness"]["predictions"]["made"] == 0  # still held back
 
+        release.touch()
         wait_for(lambda: _get(client, "/api/radar")["freshness"]["predictions"]["complete"], "predictions made", 60)
         radar = _get(client, "/api/radar")
         assert {e["path"]: e["status"] for e in radar["entries"]}[conflicting] == "predicted_conflict"
@@ -283,6 +305,7 @@ def test_cold_serve_shows_every_repo_before_its_merge_predictions_and_says_so(fl
             assert [r["path"] for r in served.rows()] and sorted((-r["score"], r["path"]) for r in served.rows()) == \
                 sorted((-r["score"], r["path"]) for r in scanned.rows())
     finally:
+        release.touch()
         server.stop()
 
 
@@ -300,7 +323,8 @@ def test_a_repo_made_while_a_cold_serve_reads_the_fleet_is_found_without_waiting
     periodic discovery (a minute)."""
     from tests.fleets.gitbuild import init_repo
 
-    root, scanned = fleet
+    _, scanned = fleet
+    root = _fleet_copy(tmp_path)  # a repo is added to it: a copy of its own
     server = Server(tmp_path / "served.db", [root])
     try:
         init_repo(root / "made-during-the-cold-start", commits=1)

@@ -143,12 +143,21 @@ def ingest_predictions(index: Index, repo_ids: list[int]) -> int:
 
 
 def hold_back(variable: str) -> None:
-    """Wait as many seconds as `$variable` says (none when unset or not a number): the tests' way to look at
-    the pages while history or a re-check is still running, through the real path."""
+    """Wait as many seconds as `$variable` says (none when unset or not a number), or, when it says
+    `SECONDS:PATH`, until PATH exists (SECONDS at most): the tests' way to look at the pages while history or
+    a re-check is still running, through the real path; with a PATH the test lets the pass go on (it makes
+    the file) as soon as it has looked, instead of waiting out a delay long enough for a loaded machine."""
+    seconds, _, release = (os.environ.get(variable) or "").partition(":")
     try:
-        time.sleep(max(0.0, float(os.environ.get(variable) or 0)))
+        wait = max(0.0, float(seconds or 0))
     except ValueError:
-        pass
+        return
+    if not release:
+        time.sleep(wait)
+        return
+    deadline = time.monotonic() + wait
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def discover_all(index: Index, roots: list[str]) -> list[Found]:
