@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fleet.index.recheck import RECHECK_DELAY_ENV
 from fleet.index.scan import scan
 from fleet.index.store import open_index
 from tests.fleets.dashboard_fleet import build_fleet
@@ -99,14 +100,20 @@ def stream_progress(server: Server, total: int, timeout: float = 120) -> list[in
     raise AssertionError(f"the stream ended before the re-check finished: {seen}")
 
 
+def scanned_dashboard_fleet(base: Path) -> tuple[dict, Path]:
+    """The dashboard fleet (4 repos) and an index that holds it: a warm start of its own."""
+    repos = build_fleet(base)
+    db = base / "fleet.db"
+    with open_index(db) as index:
+        scan(index, [str(repos["root"])])
+    return repos, db
+
+
 @pytest.mark.slow
 def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp_path: Path) -> None:
     """`--no-watch`: the last known state at once, one re-check behind it (the commit made while nothing ran
     shows up), then nothing more is read, and the page says so."""
-    repos = build_fleet(tmp_path)
-    db = tmp_path / "fleet.db"
-    with open_index(db) as index:
-        scan(index, [str(repos["root"])])
+    repos, db = scanned_dashboard_fleet(tmp_path)
     clean = repos["clean"].resolve()
     commit_file(clean, "later.txt", "made while nothing ran\n")
     server = Server(db, [], ["--no-watch"])
@@ -129,14 +136,17 @@ def test_no_watch_serves_at_once_rechecks_once_and_says_it_is_not_kept_fresh(tmp
 
 
 @pytest.mark.slow
-async def test_mcp_asked_during_the_recheck_is_built_then_and_answers(warm_fleet) -> None:
+async def test_mcp_asked_during_the_recheck_is_built_then_and_answers(tmp_path: Path, monkeypatch) -> None:
     """The MCP bridge waits for the re-check to be over, unless `/mcp` is asked for first: then it is built
-    for that request, which gets its answer (the re-check goes on)."""
+    for that request, which gets its answer (the re-check goes on). The re-check is held back through the
+    real path until the answer came, so it is surely still running when `/mcp` is asked."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    db = warm_fleet["db"]
+    _repos, db = scanned_dashboard_fleet(tmp_path)
+    release = tmp_path / "the re-check may go on"
+    monkeypatch.setenv(RECHECK_DELAY_ENV, f"60:{release}")
     server = Server(db, [])
     try:
         with open_index(db) as index:
@@ -147,8 +157,11 @@ async def test_mcp_asked_during_the_recheck_is_built_then_and_answers(warm_fleet
                     result = await client.call_tool("fleet.radar", {})
             assert not result.is_error
             assert "dirty" in {e["name"] for e in result.structured_content["entries"]}
+            assert watcher_meta(index)["reverify"]["finished_at"] is None  # answered during the re-check
+            release.touch()
             wait_for(lambda: watcher_meta(index)["reverify"]["finished_at"], "the re-check's end", 120)
         code, _took, err = server.signal_and_wait()
         assert code == 0 and "Traceback" not in err, err
     finally:
+        release.touch()
         server.stop()
