@@ -25,6 +25,7 @@ from fleet.notify.config import load
 from fleet.notify.dispatch import Dispatcher
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env, run_cli
 from tests.fleets.gitbuild import git, init_repo, write
+from tests.fleets.serving import wait_for
 
 SECRET = "s3cret-hmac-key"
 TOPIC = "fleet-topic-xyz123"
@@ -56,7 +57,8 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # it looks for a shutdown every 50 ms (the default 0.5 s was half a second of every test's teardown)
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def at(self, prefix: str) -> list[tuple[str, dict, bytes]]:
         return [g for g in self.got if g[0].startswith(prefix)]
@@ -113,6 +115,16 @@ def settle(receiver: Receiver, n: int, timeout: float = 10.0) -> None:
     time.sleep(0.3)     # and nothing more arrives
 
 
+def delivered(*dispatchers: Dispatcher) -> None:
+    """Every message the dispatchers handed over has been sent (or given up on): their delivery threads,
+    stopped, ran their queues out, so what the receiver got is all it will get from them."""
+    for dispatcher in dispatchers:
+        dispatcher.stop()
+        for delivery in dispatcher.deliveries:
+            delivery.thread.join(10)
+            assert not delivery.thread.is_alive(), delivery.name
+
+
 @pytest.mark.slow
 def test_one_message_per_event_in_each_documented_shape(fleet, tmp_path, monkeypatch, receiver, caplog) -> None:
     repo, db, env = fleet
@@ -147,7 +159,7 @@ def test_one_message_per_event_in_each_documented_shape(fleet, tmp_path, monkeyp
     assert dispatcher.tick(items(db), None) == []
     hook(db, env, repo, "PermissionRequest", tool_name="Bash")
     assert dispatcher.tick(items(db), None) == []
-    settle(receiver, 5, timeout=1)
+    delivered(dispatcher)
     assert len(receiver.got) == 4
     logged = caplog.text + status.status_path(db).read_text()
     assert SECRET not in logged and "path-secret" not in logged and TOPIC not in logged
@@ -164,7 +176,7 @@ def test_a_burst_is_one_summary(tmp_path, monkeypatch, receiver) -> None:
     dispatcher = Dispatcher(str(tmp_path / "fleet.db"), load(), backoff=(0.1,))
     sent = dispatcher.tick(fake(8), "http://127.0.0.1:1")
     assert len(sent) == 1 and sent[0].title == "8 things need you" and sent[0].url == "http://127.0.0.1:1/inbox"
-    settle(receiver, 4)
+    delivered(dispatcher)
     assert len(receiver.got) == 4
     assert "8 proposals" in json.loads(receiver.at("/ntfy/")[0][2])["message"]
 
@@ -172,10 +184,12 @@ def test_a_burst_is_one_summary(tmp_path, monkeypatch, receiver) -> None:
 def test_quiet_hours_and_switched_off_kinds_send_nothing(tmp_path, monkeypatch, receiver) -> None:
     around = lambda h: time.strftime("%H:%M", time.localtime(time.time() + h * 3600))
     settings(tmp_path, monkeypatch, receiver, f'quiet_hours = "{around(-1)}-{around(1)}"\n')
-    assert Dispatcher(str(tmp_path / "a.db"), load()).tick(fake(1), None) == []
+    quiet = Dispatcher(str(tmp_path / "a.db"), load())
+    assert quiet.tick(fake(1), None) == []
     settings(tmp_path, monkeypatch, receiver, "proposal = false\n")
-    assert Dispatcher(str(tmp_path / "b.db"), load()).tick(fake(1), None) == []
-    settle(receiver, 1, timeout=1)
+    off = Dispatcher(str(tmp_path / "b.db"), load())
+    assert off.tick(fake(1), None) == []
+    delivered(quiet, off)
     assert receiver.got == []
 
 
@@ -192,7 +206,8 @@ def test_a_failing_receiver_is_retried_and_its_error_shown(fleet, tmp_path, monk
         dispatcher = Dispatcher(str(db), load(), backoff=(0.1, 0.1))
         dispatcher.tick(fake(1), None)
         assert time.monotonic() - started < 0.5                    # the tick never waits on the webhook
-        time.sleep(1.0)
+        wait_for(lambda: "attempt 3 of 3" in (status.read(db)["notifiers"].get("slack", {}).get("last_error") or ""),
+                 "the third attempt's failure recorded")
         shown = json.loads(subprocess.run(fleetdeck_argv("--db", str(db), "inbox", "--json"),
                                           env={**env, "FLEETDECK_SETTINGS": str(path)}, capture_output=True,
                                           text=True, check=True).stdout)
@@ -223,7 +238,7 @@ def test_include_counts_names_no_repo_and_no_agent(tmp_path, monkeypatch, receiv
               "summary": "codex-agent-name proposes stage in secret-repo-name"} for item in fake(1)]
     dispatcher = Dispatcher(str(tmp_path / "fleet.db"), load(), backoff=(0.1,))
     assert len(dispatcher.tick(items, "http://127.0.0.1:1")) == 1
-    settle(receiver, 4)
+    delivered(dispatcher)
     assert len(receiver.got) == 4
     for _, _, body in receiver.got:
         assert b"secret-repo-name" not in body and b"codex-agent-name" not in body
