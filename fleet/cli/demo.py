@@ -18,7 +18,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from fleet.demo import build_demo_fleet, seed_proposals
     from fleet.demolife import DemoLife, agent_env
+    from fleet.index.store import open_index
 
+    if args.db and os.path.lexists(args.db):  # one that cannot be used is refused before the fleet is built
+        open_index(args.db).close()
     target = args.dir or tempfile.mkdtemp(prefix="fleetdeck-demo-")
     try:
         roots = build_demo_fleet(target)
