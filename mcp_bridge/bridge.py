@@ -8,10 +8,12 @@ client's self-declared name.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleet.agents.credentials import ENV_VAR, authenticate
 from fleet.git.layout import Found
 from fleet.errors import FleetError
 from fleet.index.pool import IndexPool
@@ -80,3 +82,24 @@ class Bridge:
         if answered is not None:
             answered.append(found)
         return found
+
+
+def stdio_start(db_path: str | None) -> tuple[Bridge, str | None]:
+    """What `fleetdeck mcp` opens and checks before it imports the SDK (about a second of CPU), so that a
+    refusal stops it at once and before it answers anything (fail closed): the index (an unusable one is the
+    error; a missing one stays missing: NO_INDEX per call) and its policy, FLEETDECK_AGENT_TOKEN a live
+    credential (then the bridge's identity), and the audit log. Returns the bridge and that credential."""
+    from fleet import audit
+
+    bridge = Bridge(db_path, create=False)
+    if bridge.has_index():
+        from fleet.ops.policy import adopt_index_policy
+
+        adopt_index_policy(bridge.index())  # over the demo's index, the demo's policy
+    token = os.environ.pop(ENV_VAR, None)  # not passed on to git, hooks or anything else this process runs
+    if token and authenticate(bridge.index(), token) is None:
+        raise FleetError("UNAUTHORIZED", f"{ENV_VAR} is not a live agent credential (revoked, mistyped, or "
+                                         "issued for another index); issue one with `fleetdeck agents add "
+                                         "NAME`, or remove the variable to connect unauthenticated")
+    audit.setup(db_path)
+    return bridge, token or None

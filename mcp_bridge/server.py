@@ -40,7 +40,7 @@ from fleet.index.store import is_busy
 from fleet.presence import record_bridge_activity
 from fleet.presence.bridge import FLEET_WIDE
 from fleet.presence.switches import presence_switches
-from fleet.agents.credentials import ENV_VAR, authenticate
+from fleet.agents.credentials import authenticate
 from fleet.agents.identity import declared_name, is_authenticated, unknown
 from mcp_bridge.bridge import Bridge, Who, caller, caller_session, identity, touched
 from mcp_bridge.envelope import DEGRADED_KEY, failure, for_client
@@ -332,37 +332,21 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def build_server(db_path: str | None = None, *, lazy_tools: bool = False, create: bool = True) -> FleetServer:
-    """The server over the index at `db_path`; `create=False` leaves a missing index missing (NO_INDEX)."""
-    return FleetServer(Bridge(db_path, create=create), lazy_tools=lazy_tools)
+def build_server(db_path: str | None = None, *, lazy_tools: bool = False) -> FleetServer:
+    """The server over the index at `db_path` (created when missing; `fleetdeck mcp`: bridge.stdio_start)."""
+    return FleetServer(Bridge(db_path), lazy_tools=lazy_tools)
 
 
-def run_stdio(db_path: str | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py).
-
-    The tools are registered by the first request that needs them; the index and then the audit log are
-    opened up front, so an unusable index or a configured key that cannot be used still stops the bridge
-    before it answers anything (fail closed).
-    """
-    from fleet import audit
+def run_stdio(bridge: Bridge, agent_token: str | None) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe (frames capped: mcp_bridge/stdio.py), over
+    the bridge `mcp_bridge.bridge.stdio_start` opened and checked; the tools are registered by the first
+    request that needs them."""
     from fleet.procinfo import ancestors
     from mcp_bridge.sdk import serving
     from mcp_bridge.stdio import serve_stdio
 
-    # Opens the index first (an unusable one is the error); a missing one stays missing: NO_INDEX per call.
-    server = build_server(db_path, lazy_tools=True, create=False)
-    if server.bridge.has_index():
-        from fleet.ops.policy import adopt_index_policy
-
-        adopt_index_policy(server.bridge.index())  # over the demo's index, the demo's policy
-    token = os.environ.pop(ENV_VAR, None)  # not passed on to git, hooks or anything else this process runs
-    if token:
-        if authenticate(server.bridge.index(), token) is None:
-            raise FleetError("UNAUTHORIZED", f"{ENV_VAR} is not a live agent credential (revoked, mistyped, or "
-                                             "issued for another index); issue one with `fleetdeck agents add "
-                                             "NAME`, or remove the variable to connect unauthenticated")
-        server.agent_token = token
-    audit.setup(db_path)
+    server = FleetServer(bridge, lazy_tools=True)
+    server.agent_token = agent_token
     server.client_pids = ancestors(os.getpid())
     serving()
     anyio.run(serve_stdio, server)

@@ -57,6 +57,7 @@ FORBIDDEN = ("starlette", "uvicorn", "sse_starlette", "mcp", "web", "mcp_bridge"
 ALLOWED = {
     ("cli/serve.py", "cmd_serve", "web.server"),
     ("cli/serve.py", "_serve_hub", "web.server"),   # `serve --team`: the hub's dashboard
+    ("cli/serve.py", "cmd_mcp", "mcp_bridge.bridge"),   # the index, credential and audit checks, SDK-free
     ("cli/serve.py", "cmd_mcp", "mcp_bridge.sdk"),
     ("cli/serve.py", "cmd_mcp", "mcp_bridge.server"),
 }

@@ -58,12 +58,14 @@ def _serve_hub(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """MCP on stdio: stdout carries JSON-RPC only, so everything else (logs included) goes to stderr."""
+    from mcp_bridge.bridge import stdio_start
     from mcp_bridge.sdk import start_up
 
+    bridge, agent_token = stdio_start(args.db)  # every refusal before the SDK is imported
     start_up()  # before anything imports the SDK: its server half only, without the garbage collector's passes
     from mcp_bridge.server import run_stdio
 
-    run_stdio(args.db)
+    run_stdio(bridge, agent_token)
     return 0
 
 
