@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -18,10 +18,10 @@ from starlette.routing import Route
 
 from fleet.index.recheck import RECHECK_DELAY_ENV
 from fleet.index.store import open_index
-from tests.browser.axe import assert_clean, report, violations
+from tests.browser.axe import assert_clean, assert_none, preload, report, violations
 from tests.browser.conftest import sign_in_tab
 from tests.browser.test_dashboard_browser import watcher_backlog
-from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
+from tests.fleets.cli import run_cli
 from tests.fleets.every_state import build_fleet
 from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, wait_for
@@ -104,14 +104,14 @@ def test_every_page_has_axe_coverage() -> None:
 def fleet(tmp_path_factory):
     base = tmp_path_factory.mktemp("a11y-fleet")
     repos = build_fleet(base / "root", base / "side")
+    for name, age_s in (("dirty", 0), ("ahead", 300)):  # agents on the agents page and in the queue: one
+        trace = repos[name] / ".aider.chat.history.md"  # working now, one recently active (written before serve
+        trace.write_text("\n# aider chat started at 2026-05-01 10:00:00\n\n#### a question\n\nSure.\n")
+        os.utime(trace, (time.time() - age_s,) * 2)  # starts: its first presence refresh finds them, no 5 s wait)
     server = Server(base / "fleet.db", [base / "root"])
     index = open_index(base / "fleet.db")
     wanted = [str(p.resolve()) for p in repos.values()]
     wait_for(lambda: all(index.repo(p) for p in wanted) and watcher_backlog(index) == 0, "the first read", 60)
-    for name, age_s in (("dirty", 0), ("ahead", 300)):  # agents on the agents page and in the queue:
-        trace = repos[name] / ".aider.chat.history.md"  # one working now, one recently active
-        trace.write_text("\n# aider chat started at 2026-05-01 10:00:00\n\n#### a question\n\nSure.\n")
-        os.utime(trace, (time.time() - age_s,) * 2)
     wait_for(lambda: {r[0] for r in index.conn.execute("select state from presence")} == {"working", "recent"},
              "both aider traces", 30)
     # Pending proposals for the proposal pages: a low-risk one and a high-risk one (second confirmation shown).
@@ -190,6 +190,7 @@ def contexts(browser, fleet):
     made = {}
     for scheme in SCHEMES:
         made[scheme] = browser.new_context(color_scheme=scheme)
+        preload(made[scheme])
         sign_in_tab(made[scheme].new_page(), fleet[0])
     yield made
     for context in made.values():
@@ -284,16 +285,22 @@ def test_queue_after_a_live_update_has_no_axe_violations(tabs, fleet, scheme) ->
     assert_clean(tab, f"the queue after the update's highlight faded in the {scheme} scheme")
 
 
+@pytest.fixture(scope="module")
+def digest_report(fleet, tmp_path_factory) -> Path:
+    """`fleetdeck digest --format html` of the fleet, written once: the schemes only change how it is shown."""
+    out, db = tmp_path_factory.mktemp("a11y-digest") / "digest.html", fleet[0].db
+    run_cli("digest", "--since", "2025-01-01T00:00:00+00:00", "--format", "html", "--out", str(out), db=db,
+            check=True)
+    return out
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_html_digest_report_has_no_axe_violations(browser, fleet, tmp_path, scheme) -> None:
+def test_html_digest_report_has_no_axe_violations(browser, digest_report, scheme) -> None:
     """`fleetdeck digest --format html` (mailed or opened from disk) shares the chart partial with /digest."""
-    out, db = tmp_path / "digest.html", fleet[1].conn.execute("pragma database_list").fetchone()[2]
-    subprocess.run(fleetdeck_argv("--db", db, "digest", "--since", "2025-01-01T00:00:00+00:00",
-                                  "--format", "html", "--out", str(out)), env=fleetdeck_env(), check=True)
     context = browser.new_context(color_scheme=scheme)
     try:
         tab = context.new_page()
-        tab.goto(out.as_uri())
+        tab.goto(digest_report.as_uri())
         assert tab.locator("svg.chart rect.cell").count() > 0
         assert_clean(tab, f"the HTML digest report in the {scheme} scheme")
     finally:
@@ -301,33 +308,51 @@ def test_html_digest_report_has_no_axe_violations(browser, fleet, tmp_path, sche
 
 
 @pytest.fixture(scope="module")
-def warm_fleet(tmp_path_factory) -> dict:
-    return scanned_fleet(tmp_path_factory.mktemp("a11y-warm"))
+def recheck_seen(browser, tmp_path_factory) -> tuple[int, dict[str, dict[str, tuple]]]:
+    """`serve` on a known fleet, its start-up re-check watched from a tab in each scheme at once (one re-check
+    of the 300-repo fleet for both, not one each): (the fleet's repo count, per scheme what its tab showed
+    while the re-check ran — the banner's role, aria-live, text and axe's findings — and once it was done).
+    Each re-check chunk is held back 1 s through the real path, so the running state is still there when
+    both tabs have settled and their banners are read, however fast the machine."""
+    warm = scanned_fleet(tmp_path_factory.mktemp("a11y-warm"))
+    os.environ[RECHECK_DELAY_ENV] = "1"
+    try:
+        server = Server(warm["db"], [])
+    finally:
+        del os.environ[RECHECK_DELAY_ENV]
+    contexts = {scheme: browser.new_context(color_scheme=scheme) for scheme in SCHEMES}
+    for context in contexts.values():
+        preload(context)
+    try:
+        tabs = {scheme: context.new_page() for scheme, context in contexts.items()}
+        for tab in tabs.values():
+            sign_in_tab(tab, server)
+            settle(tab)
+        banners = {scheme: tab.locator("#reverify") for scheme, tab in tabs.items()}
+        shown = {scheme: (banner.get_attribute("role"), banner.get_attribute("aria-live"), banner.inner_text())
+                 for scheme, banner in banners.items()}  # both read before either's axe run, the slow part
+        seen: dict[str, dict[str, tuple]] = {scheme: {"running": (*shown[scheme], violations(tabs[scheme]))}
+                                             for scheme in SCHEMES}
+        for scheme, tab in tabs.items():
+            tab.wait_for_function("() => document.getElementById('reverify').textContent"
+                                  ".includes('Re-check finished')", timeout=120_000)
+            seen[scheme]["done"] = (banners[scheme].inner_text(), violations(tab))
+        yield warm["total"], seen
+    finally:
+        for context in contexts.values():
+            context.close()
+        server.stop()
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_recheck_banner_has_no_axe_violations_while_it_runs_and_when_it_is_done(browser, warm_fleet, scheme) -> None:
+def test_recheck_banner_has_no_axe_violations_while_it_runs_and_when_it_is_done(recheck_seen, scheme) -> None:
     """`serve` on a known fleet: the first page shows the re-check's progress in a polite status region; the
-    stream moves it live to "finished". Both states are checked (each re-check chunk held back 1 s through the
-    real path, so the running state is still there when the page has settled, however fast the machine)."""
-    os.environ[RECHECK_DELAY_ENV] = "1"
-    try:
-        server = Server(warm_fleet["db"], [])
-    finally:
-        del os.environ[RECHECK_DELAY_ENV]
-    context = browser.new_context(color_scheme=scheme)
-    try:
-        tab = context.new_page()
-        sign_in_tab(tab, server)
-        settle(tab)
-        banner = tab.locator("#reverify")
-        assert banner.get_attribute("role") == "status" and banner.get_attribute("aria-live") == "polite"
-        assert re.match(r"Re-checking [\d,]+ of [\d,]+ repos — figures shown are from ", banner.inner_text())
-        assert_clean(tab, f"the queue with the re-check running in the {scheme} scheme")
-        tab.wait_for_function("() => document.getElementById('reverify').textContent.includes('Re-check finished')",
-                              timeout=120_000)
-        assert banner.inner_text().startswith(f"Re-check finished: all {warm_fleet['total']} repos read again")
-        assert_clean(tab, f"the queue after the re-check finished in the {scheme} scheme")
-    finally:
-        context.close()
-        server.stop()
+    stream moves it live to "finished". Both states are checked."""
+    total, seen = recheck_seen
+    role, live, text, found = seen[scheme]["running"]
+    assert role == "status" and live == "polite"
+    assert re.match(r"Re-checking [\d,]+ of [\d,]+ repos — figures shown are from ", text)
+    assert_none(found, f"the queue with the re-check running in the {scheme} scheme")
+    text, found = seen[scheme]["done"]
+    assert text.startswith(f"Re-check finished: all {total} repos read again")
+    assert_none(found, f"the queue after the re-check finished in the {scheme} scheme")

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from tests.browser.axe import assert_clean
+from tests.browser.axe import assert_clean, preload
 from tests.browser.conftest import sign_in_tab
 from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
 from tests.fleets.gitbuild import git, init_repo
@@ -89,6 +89,7 @@ def test_every_hub_page_has_axe_coverage() -> None:
 def test_hub_pages_have_no_axe_violations(browser, team, scheme) -> None:
     server = team[0]
     context = browser.new_context(color_scheme=scheme)
+    preload(context)
     try:
         tab = context.new_page()
         sign_in_tab(tab, server)

@@ -19,7 +19,7 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.ops import service
-from tests.browser.axe import assert_clean
+from tests.browser.axe import assert_clean, preload
 from tests.browser.conftest import sign_in_tab
 from tests.fleets.gitbuild import bare_remote, git
 from tests.fleets.ops_fleet import build
@@ -62,13 +62,22 @@ def proposal(served, op: str, args: dict) -> tuple[str, str]:
     return made["proposal_id"], f"{server.base}/proposals/{made['proposal_id']}"
 
 
-@pytest.fixture(params=["light", "dark"])
-def tab(request, browser, served):
+@pytest.fixture(scope="module", params=["light", "dark"])
+def signed_in(request, browser, served):
+    """A context in each scheme, signed in once (its cookie and decision key serve every test's tab), with
+    axe-core preloaded."""
     context = browser.new_context(color_scheme=request.param)
-    page = context.new_page()
-    sign_in_tab(page, served[0])
-    yield page
+    preload(context)
+    sign_in_tab(context.new_page(), served[0])
+    yield context
     context.close()
+
+
+@pytest.fixture
+def tab(signed_in):
+    page = signed_in.new_page()
+    yield page
+    page.close()
 
 
 def test_a_cr_stays_inside_its_added_line(tab, served):
