@@ -25,7 +25,7 @@ from tests.fleets.cli import run_cli
 from tests.fleets.every_state import build_fleet
 from tests.fleets.gitbuild import commit_file, git
 from tests.fleets.serving import Server, wait_for
-from tests.fleets.warm import scanned_fleet
+from tests.test_warm_start import scanned_dashboard_fleet
 from fleet.ops import service
 from fleet.snapshot.shadow import WorkTree
 from fleet.snapshot.take import take
@@ -309,36 +309,46 @@ def test_html_digest_report_has_no_axe_violations(browser, digest_report, scheme
 
 @pytest.fixture(scope="module")
 def recheck_seen(browser, tmp_path_factory) -> tuple[int, dict[str, dict[str, tuple]]]:
-    """`serve` on a known fleet, its start-up re-check watched from a tab in each scheme at once (one re-check
-    of the 300-repo fleet for both, not one each): (the fleet's repo count, per scheme what its tab showed
-    while the re-check ran — the banner's role, aria-live, text and axe's findings — and once it was done).
-    Each re-check chunk is held back 1 s through the real path, so the running state is still there when
-    both tabs have settled and their banners are read, however fast the machine."""
-    warm = scanned_fleet(tmp_path_factory.mktemp("a11y-warm"))
-    os.environ[RECHECK_DELAY_ENV] = "1"
+    """`serve` on a known fleet, its start-up re-check watched from a tab in each scheme at once: (the fleet's
+    repo count, per scheme what its tab showed while the re-check ran — the banner's role, aria-live, text
+    and axe's findings — and once it was done). The re-check is held back through the real path until both
+    tabs have been looked at (hold_back's release file), so it is surely running then, however loaded the
+    machine, and ends as soon as it may."""
+    base = tmp_path_factory.mktemp("a11y-warm")
+    _repos, db = scanned_dashboard_fleet(base)
+    release = base / "the re-check may go on"
+    os.environ[RECHECK_DELAY_ENV] = f"120:{release}"
     try:
-        server = Server(warm["db"], [])
+        server = Server(db, [])
     finally:
         del os.environ[RECHECK_DELAY_ENV]
     contexts = {scheme: browser.new_context(color_scheme=scheme) for scheme in SCHEMES}
     for context in contexts.values():
         preload(context)
     try:
+        with open_index(db) as index:
+            total = index.count()
+            def claimed() -> bool:  # the watcher's claim, with the re-check's total: the banner's first text
+                meta = index.meta("watcher") or {}
+                return meta.get("pid") == server.proc.pid and bool((meta.get("reverify") or {}).get("total"))
+            wait_for(claimed, "the watcher's claim", 60)
         tabs = {scheme: context.new_page() for scheme, context in contexts.items()}
         for tab in tabs.values():
             sign_in_tab(tab, server)
             settle(tab)
-        banners = {scheme: tab.locator("#reverify") for scheme, tab in tabs.items()}
-        shown = {scheme: (banner.get_attribute("role"), banner.get_attribute("aria-live"), banner.inner_text())
-                 for scheme, banner in banners.items()}  # both read before either's axe run, the slow part
-        seen: dict[str, dict[str, tuple]] = {scheme: {"running": (*shown[scheme], violations(tabs[scheme]))}
-                                             for scheme in SCHEMES}
+        seen: dict[str, dict[str, tuple]] = {}
+        for scheme, tab in tabs.items():
+            banner = tab.locator("#reverify")
+            seen[scheme] = {"running": (banner.get_attribute("role"), banner.get_attribute("aria-live"),
+                                        banner.inner_text(), violations(tab))}
+        release.touch()
         for scheme, tab in tabs.items():
             tab.wait_for_function("() => document.getElementById('reverify').textContent"
                                   ".includes('Re-check finished')", timeout=120_000)
-            seen[scheme]["done"] = (banners[scheme].inner_text(), violations(tab))
-        yield warm["total"], seen
+            seen[scheme]["done"] = (tab.locator("#reverify").inner_text(), violations(tab))
+        yield total, seen
     finally:
+        release.touch()
         for context in contexts.values():
             context.close()
         server.stop()
