@@ -35,7 +35,7 @@ def fleet(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     write(repo / "draft.md", "untracked draft\n")
     db = tmp_path / "fleet.db"
     settings = tmp_path / "settings.toml"
-    settings.write_text("[snapshots]\npause_s = 1\nmin_interval_s = 2\n")
+    settings.write_text("[snapshots]\npause_s = 1\nmin_interval_s = 1\n")
     monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
     run_cli("scan", str(root), db=db, check=True)
     return repo, db
@@ -109,7 +109,7 @@ def test_live_edits_snapshot_each_pause_and_long_bursts(fleet) -> None:
             assert versions == [b"<p>three</p>\n", b"<p>two</p>\n", b"<p>one</p>\n"]
             assert [s["trigger"] for s in snapshots(_tree(repo), db)[:3]] == ["watch"] * 3
             taken, started = 0, time.monotonic()
-            # edits every 0.3 s never pause for 1 s, yet min_interval_s = 2 still snapshots: two within 5 s of
+            # edits every 0.3 s never pause for 1 s, yet min_interval_s = 1 still snapshots: two within 3 s of
             # burst on an idle machine; a loaded one (each tick slower) is given until 20 s to show it
             while taken < 2 and time.monotonic() - started < 20.0:
                 write(repo / "page.html", f"<p>{time.monotonic()}</p>\n")
@@ -135,14 +135,14 @@ LOST = {"reset_hard": {"page.html", "site/about.html"}, "checkout_dot": {"page.h
 
 @pytest.mark.parametrize("how", sorted(DESTROY))
 def test_the_fleet_watcher_sees_each_destructive_command_and_it_is_restored(fleet, monkeypatch, how: str) -> None:
-    """A real fleet watcher (its periodic sweep every 0.5 s here) sees the loss; the files come back exactly."""
+    """A real fleet watcher (its periodic sweep every 0.1 s here) sees the loss; the files come back exactly."""
     repo, db = fleet
     write(repo / "site" / "about.html", "<p>about</p>\n")
     git(repo, "add", "site/about.html")
     git(repo, "commit", "-q", "-m", "about")
     write(repo / "site" / "about.html", "<p>about us, rewritten</p>\n")
     before = {p: (repo / p).read_bytes() for p in ("page.html", "draft.md", "site/about.html")}
-    monkeypatch.setattr(service, "SWEEP_EVERY_S", 0.5)
+    monkeypatch.setattr(service, "SWEEP_EVERY_S", 0.1)
     index = open_index(db)
     watcher = service.fleet_watcher(index)
     assert {"snapshots", "live-edits"} <= {h.name for h in watcher._periodic.hooks}
