@@ -220,11 +220,14 @@ def in_worker(chunk: list[Entry]) -> Checked:
     return recheck_chunk(_worker_index, chunk)
 
 
-def predictions_in_worker(repo_ids: list[int]) -> int:
-    """`ingest_predictions` in a worker process of `process_pool`."""
-    return ingest_predictions(_worker_index, repo_ids)
+def predictions_in_worker(parts: list[list[int]]) -> int:
+    """`ingest_predictions` of each part in turn, in a worker process of `process_pool`. A worker handed its
+    whole share at once needs nothing more from the process that started it, whose threads that feed a pool
+    wait for its interpreter lock (held for most of a second while a watch set is built)."""
+    return sum(ingest_predictions(_worker_index, ids) for ids in parts)
 
 
-def history_in_worker(repo_ids: list[int]) -> int:
-    """`ingest_history` in a worker process of `process_pool`."""
-    return ingest_history(_worker_index, repo_ids)
+def history_in_worker(parts: list[list[int]]) -> int:
+    """`ingest_history` of each part in turn (one transaction each), in a worker process of `process_pool`: a
+    share handed over at once, as `predictions_in_worker`'s."""
+    return sum(ingest_history(_worker_index, ids) for ids in parts)

@@ -21,19 +21,20 @@ missed anything done while no watcher ran) through the scan's batch path (`fleet
 and stored in spawned worker processes, off this process's interpreter lock; a repo whose watch mark has not
 moved has only its working trees read again, and only the repos that changed are stored again). The repos the
 index knows are re-read at once, discovery beside that; the repos discovery adds join the re-check (first in
-line), the ones it finds vanished are marked gone. The watch set is built once every repo is read: built
-beside the re-check it cost the re-check more than it saved (its build holds this process's interpreter lock
-for half a second at 1,000 repos, and every file the re-check's git opens under a watched dir is an event to
-read). Every repo read before the watch set was up carries the mark taken before its read
+line), the ones it finds vanished are marked gone. The watch set is built once every repo is read (on a cold
+start, once the passes behind the state are done too): built beside the re-check it cost the re-check more
+than it saved (its build holds this process's interpreter lock for half a second at 1,000 repos, and every
+file the re-check's git opens under a watched dir is an event to read), and beside a cold start's history
+pass it took a core from the workers reading it. Every repo read before the watch set was up carries the mark taken before its read
 (`fleet.git.mark`); once the watch is up, a repo whose mark moved is read again, so a change made in
 between is not lost, and only then is the watcher live (`live_at`). The re-check is finished when every repo
 was read. Its progress is part of the record (`reverify`: {total, done, figures_from, started_at,
 finished_at}; `total` grows by the repos discovery adds), written per chunk (at most every
 PROGRESS_EVERY_S), so a dashboard served at once from the last known state can say how far the re-check is
 and how old its figures are. A repo the index has never seen is stored with its state alone; once every
-repo is read, the re-check's workers make the diverged ones' merge predictions (`_make_predictions`, handed
-to them first) and read those repos' reflog history and events (`_read_history`; both counted in `backlog`),
-so a never-seen fleet's queue is complete first. On a cold start (`cold`,
+repo is read, the re-check's workers make the diverged ones' merge predictions (handed to them first) and
+read those repos' reflog history and events (`_behind_state`, both handed over before the watch set is
+built; both counted in `backlog`), so a never-seen fleet's queue is complete first. On a cold start (`cold`,
 fleet.watch.coldstart) the workers were forked, and handed the fleet, before the host loaded: the watcher
 takes them over and starts at once. `claim()` takes the lock and records the re-check as due before any work
 starts; `on_rechecked` is called once the start-up work is over (re-check, watch set, marks: the host builds
@@ -123,6 +124,7 @@ class Watcher:
         self._early: dict[str, tuple[str, str, bytes]] = {}  # read before the watch set was up: git dirs, mark
         self._read_all = asyncio.Event()  # the re-check has read every repo (the first watch set waits for it)
         self._up = asyncio.Event()  # the first watch set is up and the early reads are checked
+        self._behind_done = asyncio.Event()  # the passes behind the state (predictions, history) are done
         self._live_at: str | None = None  # when that was (ISO): from then on no change is missed
         self._watches: tuple[int, float] | None = None  # (inotify watches, when counted)
         self._progress_at = 0.0
@@ -255,6 +257,10 @@ class Watcher:
             if not self.once:
                 await self._read_all.wait()
                 if cold:
+                    # and once the passes behind the state are done too: the walk and the watch set's build
+                    # (most of a second of this process's CPU at 1,000 repos) would take a core from the
+                    # workers reading every repo's history; what changes meanwhile is caught by the marks
+                    await self._behind_done.wait()
                     await self._discover(skip=read)
                 await self._rebuild(initial=True)
             self._started = True  # before `_watch_up` records the watcher live: that record names the mode
@@ -340,7 +346,7 @@ class Watcher:
         in worker processes, or on this process's refresh threads when the known fleet fits one chunk
         (spawning workers would cost more than it saves); progress per chunk; `cold`: chunks a cold start
         has handed the workers already. The re-check is finished once every repo is read; then the history
-        of the repos it read for the first time (`_read_history`). Its workers stay until the watch set is
+        of the repos it read for the first time (`_behind_state`). Its workers stay until the watch set is
         up, to check the marks (`_watch_up`)."""
         if self._recheck_pool is None and len(known) > CHUNK:
             self._recheck_pool = process_pool(self.index.path, default_workers())
@@ -375,17 +381,22 @@ class Watcher:
             try:
                 await asyncio.gather(add_discovered(), *(lane() for _ in range(lanes)),
                                      *(self._rechecked(chunk, asyncio.wrap_future(run)) for chunk, run in cold))
+                # Handed to the workers before the watch set is built: its build holds this process's
+                # interpreter lock for most of a second at 1,000 repos, and the backlogs asked for beside it
+                # waited that long while the workers had nothing to do.
+                behind = await self._behind_state(pool)
             finally:
                 self._read_all.set()  # (the watch set is then built from what the re-check stored)
             self._reverify["finished_at"] = iso(time.time())
             self._spawn(self._heartbeat())
             log.info("re-checked %d repositories: %d as the index had them (%d by their working trees alone)",
                      self._reverify["done"], unchanged, quick)
-            predicting = await self._make_predictions(pool)  # handed to the workers first: they move the queue
-            await asyncio.gather(predicting, self._read_history(pool))
+            await behind
+            self._behind_done.set()
             if not self.once:
                 await self._up.wait()
         finally:
+            self._behind_done.set()  # (failed or stopped: nothing more to wait for)
             if asyncio.current_task().cancelling():  # stopping: its workers exit on their own
                 self._close_recheck_pool_now()
             else:
@@ -393,51 +404,59 @@ class Watcher:
         if self.on_rechecked is not None:
             self.on_rechecked()
 
-    async def _make_predictions(self, pool: ProcessPoolExecutor | None) -> Awaitable[None]:
-        """Hand the prediction backlog (`fleet.index.scan.ingest_predictions`: the merge predictions of the
-        diverged repos stored with their state alone) to the workers, in parts spread over them (a prediction
-        takes milliseconds); returns what waits for them. Each stored part re-ranks its repos (`on_change`)
-        and moves the count the pages show (`fleet.index.freshness.prediction_progress`)."""
-        waiting = (await asyncio.to_thread(lambda: self._pool.get().prediction_backlog()))["ids"]
-        self._predictions_left = len(waiting)
-        size = min(CHUNK, -(-len(waiting) // (2 * default_workers()))) or 1
+    async def _behind_state(self, pool: ProcessPoolExecutor | None) -> Awaitable[None]:
+        """Hand the passes behind the state to the workers, now and in this order: the merge predictions of
+        the diverged repos stored with their state alone (`fleet.index.scan.ingest_predictions`; they move the
+        queue), in parts spread over the workers (a prediction takes milliseconds), then those repos' reflog
+        history and events (`fleet.index.scan.ingest_history`) in chunks; returns what waits for both. Each
+        part stored moves the count the pages show (`fleet.index.freshness`), a prediction's re-ranks its
+        repos (`on_change`)."""
+        predicting, history = await asyncio.to_thread(self._backlogs)
+        self._predictions_left, self._history_left = len(predicting), len(history)
+        size = min(CHUNK, -(-len(predicting) // (2 * default_workers()))) or 1
 
-        def run(ids: list[int]) -> asyncio.Future:
-            if pool is not None:
-                return asyncio.wrap_future(pool.submit(predictions_in_worker, ids))
-            return self._loop.run_in_executor(self._workers, lambda: ingest_predictions(self._pool.get(), ids))
+        async def predicted(ids: list[int]) -> None:
+            self._predictions_left -= len(ids)
+            await self._notify(ids)
 
-        async def part(ids: list[int], running: asyncio.Future) -> None:
+        async def read(ids: list[int]) -> None:
+            self._history_left -= len(ids)
+
+        return asyncio.gather(
+            self._hand_out(pool, predictions_in_worker, ingest_predictions, predicting, size, predicted,
+                           "predict the merges"),
+            self._hand_out(pool, history_in_worker, ingest_history, history, CHUNK, read, "read the history"))
+
+    def _backlogs(self) -> tuple[list[int], list[int]]:
+        index = self._pool.get()
+        return index.prediction_backlog()["ids"], index.history_backlog()["ids"]
+
+    def _hand_out(self, pool: ProcessPoolExecutor | None, in_worker_: Callable[[list[list[int]]], int],
+                  here: Callable[[Index, list[int]], int], ids: list[int], size: int,
+                  done: Callable[[list[int]], Awaitable[None]], what: str) -> Awaitable[None]:
+        """Submit `ids` now, in parts of `size` (each stored on its own: the pages' counts move per part): to
+        the workers as one share each (the parts dealt out in turn; this process's threads that feed a pool
+        wait for its interpreter lock while the watch set is built, and a worker would wait with them), else
+        part by part to the refresh threads. Returns what waits for them, calling `done` with the ids of each
+        share or part as it ends (failed or not) and beating the heart."""
+        parts = [ids[n:n + size] for n in range(0, len(ids), size)]
+        if pool is not None:
+            shares = [parts[k::default_workers()] for k in range(min(default_workers(), len(parts)))]
+            runs = [([i for part in share for i in part], asyncio.wrap_future(pool.submit(in_worker_, share)))
+                    for share in shares]
+        else:
+            runs = [(part, self._loop.run_in_executor(self._workers, lambda part=part: here(self._pool.get(), part)))
+                    for part in parts]
+
+        async def wait(done_ids: list[int], running: asyncio.Future) -> None:
             try:
                 await running
             except Exception:
-                log.exception("could not predict the merges of %d repositories, from id %d", len(ids), ids[0])
-            self._predictions_left -= len(ids)
-            await self._notify(ids)
-            self._spawn(self._heartbeat())  # the pages' prediction count moved
+                log.exception("could not %s of %d repositories, from id %d", what, len(done_ids), done_ids[0])
+            await done(done_ids)
+            self._spawn(self._heartbeat())  # the pages' count moved
 
-        parts = [waiting[n:n + size] for n in range(0, len(waiting), size)]
-        return asyncio.gather(*(part(ids, run(ids)) for ids in parts))  # submitted now, in this order
-
-    async def _read_history(self, pool: ProcessPoolExecutor | None) -> None:
-        """Empty the history backlog (`fleet.index.scan.ingest_history`: the reflog history and events of the
-        repos stored with their state alone) in chunks, on the re-check's workers or a refresh thread; each
-        chunk's store moves the backlog's count, which the pages show (`fleet.index.freshness.history_progress`)."""
-        waiting = (await asyncio.to_thread(lambda: self._pool.get().history_backlog()))["ids"]
-        self._history_left = len(waiting)
-
-        async def part(ids: list[int]) -> None:
-            try:
-                if pool is not None:
-                    await asyncio.wrap_future(pool.submit(history_in_worker, ids))
-                else:
-                    await self._loop.run_in_executor(self._workers, lambda: ingest_history(self._pool.get(), ids))
-            except Exception:
-                log.exception("could not read the history of %d repositories, from id %d", len(ids), ids[0])
-            self._history_left -= len(ids)
-            self._spawn(self._heartbeat())  # the pages' history count moved
-
-        await asyncio.gather(*(part(waiting[n:n + CHUNK]) for n in range(0, len(waiting), CHUNK)))
+        return asyncio.gather(*(wait(done_ids, running) for done_ids, running in runs))
 
     async def _close_recheck_pool(self) -> None:
         pool, self._recheck_pool = self._recheck_pool, None
