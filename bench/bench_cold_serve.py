@@ -9,7 +9,8 @@ a cold `fleetdeck scan` into a new index (wall and CPU of it and its children), 
 from /proc): seconds until `/api/radar` (bearer token, plain HTTP
 on 127.0.0.1) lists every repo the scan found — target ≤ 1.3× the loop's wall — and until
 its `freshness.predictions` says every diverged repo's merge prediction is made (reported), and until
-its `freshness.history` says every repo's reflog history is read too (target ≤ 2×, reported). Ratios are of
+its `freshness.history` says every repo's reflog history is read too (target ≤ 2×, reported; the CPU used by
+then is reported beside the loop's, the firmer figure on a loaded machine). Ratios are of
 the medians. The index file is watched (read-only, every POLL_S) and `/api/radar` asked whenever it holds
 every repo, or their history: asking the API over and over would load the server being timed (each answer
 ranks the whole fleet). The 1-minute load average is recorded before and after (other work on the machine inflates
@@ -50,10 +51,12 @@ def _fresh(db: Path) -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
-def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tuple[float, float, float, float]:
+def cold_serve(root: Path, db: Path, repos: int,
+               deadline_s: float = 300) -> tuple[float, float, float, float, float]:
     """(seconds until /api/radar lists all `repos`, seconds until their history is read, from serve's start;
     CPU seconds serve and its descendants had used when every repo was listed; seconds until every merge
-    prediction is made too, which follow the state with the history)."""
+    prediction is made too, which follow the state with the history; CPU seconds used when the history was
+    read)."""
     _fresh(db)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "fleet", "--db", str(db), "serve", str(root), "--port", "0"],
@@ -86,7 +89,7 @@ def cold_serve(root: Path, db: Path, repos: int, deadline_s: float = 300) -> tup
             if every is not None and predicted is None and body["freshness"]["predictions"]["complete"]:
                 predicted = now
             if predicted is not None and body["freshness"]["history"]["complete"]:
-                return every, now, cpu, predicted
+                return every, now, cpu, predicted, tree_cpu(proc.pid)
         raise SystemExit("bench: the cold serve never listed every repo with its history")
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -148,6 +151,7 @@ def main() -> None:
     every, history = _med([s[0] for s in serves]), _med([s[1] for s in serves])
     every_cpu = _med([s[2] for s in serves])
     predicted = _med([s[3] for s in serves])
+    history_cpu = _med([s[4] for s in serves])
     print(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "byte_compiled": True,
         "repos": args.repos, "repos_listed": found, "linked_worktrees": len(fleet["worktrees"]),
@@ -158,6 +162,7 @@ def main() -> None:
         "serve_every_repo_vs_scan": round(every / scan_wall, 2),
         "serve_predictions_s": predicted, "serve_predictions_vs_loop": round(predicted / loop_wall, 2),
         "serve_history_s": history, "serve_history_vs_loop": round(history / loop_wall, 2),
+        "serve_history_cpu_s": history_cpu, "serve_history_cpu_vs_loop_cpu": round(history_cpu / loop_cpu, 2),
         "scan_s": scan_wall, "scan_cpu_s": scan_cpu, "scan_vs_loop": round(scan_wall / loop_wall, 2),
         "scan_cpu_vs_loop_cpu": round(scan_cpu / loop_cpu, 2),
         "serve_runs": [[round(v, 3) for v in s] for s in serves],

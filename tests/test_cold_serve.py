@@ -232,6 +232,8 @@ def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet
         assert radar["freshness"]["history"]["complete"] is False
         body = _get(client, "/api/digest", since=EVERYTHING, max_events=1000)
         assert body["history"] == {"complete": False, "read": 0, "total": readable}
+        # the watch set waits for the history pass (its build would take a core from the workers reading it)
+        assert _get(client, "/api/radar")["freshness"]["watcher"]["mode"] == "starting"
         assert body["event_count"] < len(events_of(scanned))
         page = client.get("/digest", params={"since": "custom", "custom": EVERYTHING},
                           headers={"Accept": "text/html"}).text
@@ -243,6 +245,8 @@ def test_cold_serve_shows_every_repo_before_history_and_the_digest_says_so(fleet
 
         release.touch()
         wait_for(lambda: _get(client, "/api/radar")["freshness"]["history"]["complete"], "history read", 60)
+        wait_for(lambda: _get(client, "/api/radar")["freshness"]["watcher"]["mode"] in ("inotify", "polling"),
+                 "the watch set up once the history is read", 60)
         body = _get(client, "/api/digest", since=EVERYTHING, max_events=1000)
         assert body["history"]["complete"] is True
         expected = digest(scanned, EVERYTHING, max_events=1000)

@@ -43,7 +43,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from fleet.git.layout import Found, found_at, repo_name
 from fleet.index.scan import hold_back, ingest, ingest_history, ingest_predictions
@@ -221,13 +221,26 @@ def in_worker(chunk: list[Entry]) -> Checked:
 
 
 def predictions_in_worker(parts: list[list[int]]) -> int:
-    """`ingest_predictions` of each part in turn, in a worker process of `process_pool`. A worker handed its
-    whole share at once needs nothing more from the process that started it, whose threads that feed a pool
-    wait for its interpreter lock (held for most of a second while a watch set is built)."""
-    return sum(ingest_predictions(_worker_index, ids) for ids in parts)
+    """`ingest_predictions` of each part in turn, in a worker process of `process_pool` (`_each`). A worker
+    handed its whole share at once needs nothing more from the process that started it, whose threads that
+    feed a pool wait for its interpreter lock (held for most of a second while a watch set is built)."""
+    return _each(ingest_predictions, parts)
 
 
 def history_in_worker(parts: list[list[int]]) -> int:
     """`ingest_history` of each part in turn (one transaction each), in a worker process of `process_pool`: a
     share handed over at once, as `predictions_in_worker`'s."""
-    return sum(ingest_history(_worker_index, ids) for ids in parts)
+    return _each(ingest_history, parts)
+
+
+def _each(ingest_part: Callable[[Index, list[int]], int], parts: list[list[int]]) -> int:
+    """`ingest_part` of every part, a failing one not stopping the others (its error raised once all ran)."""
+    done, failed = 0, None
+    for ids in parts:
+        try:
+            done += ingest_part(_worker_index, ids)
+        except Exception as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    return done
