@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -21,13 +23,36 @@ os.environ["FLEETDECK_CHECK_OUTPUTS"] = "1"  # every MCP answer validated agains
 os.environ.pop("FLEETDECK_DB", None)
 # no test notifies the desktop of the person running the tests: the D-Bus tests start a bus of their own
 os.environ.pop("DBUS_SESSION_BUS_ADDRESS", None)
-# The tests start Python hundreds of times (the CLI, the hooks, the bridges): each reuses the bytecode the first
-# compiled, as an installed fleetdeck does (pip byte-compiles it), kept in a folder of this run, never in the
-# checkout. Under PYTHONDONTWRITEBYTECODE every child would compile every module it imports again.
-_PYCACHE = tempfile.mkdtemp(prefix="fleetdeck-pycache-")
-atexit.register(shutil.rmtree, _PYCACHE, True)
+
+
+def _bytecode_folder() -> str:
+    """A private folder outside the checkout, kept between runs, for the bytecode of the tests and the product.
+
+    Under PYTHONDONTWRITEBYTECODE (set on the project's machine) pytest rewrote and compiled every test module again
+    in each process, each xdist worker included (~70% of an 8 s collection), and every Python child the tests
+    start (the CLI, the hooks, the bridges) compiled every module it imports again. A .pyc is checked against its
+    source's mtime and size, as Python and pytest always check it. A folder another user could write is not used:
+    the run then gets a fresh one of its own, removed at exit.
+    """
+    folder = Path(tempfile.gettempdir()) / f"fleetdeck-pycache-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = folder.lstat()
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return str(folder)
+    except OSError:
+        pass
+    fresh = tempfile.mkdtemp(prefix="fleetdeck-pycache-")
+    atexit.register(shutil.rmtree, fresh, True)
+    return fresh
+
+
+_PYCACHE = _bytecode_folder()
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
+# this process too: the test modules conftest imports after this line are rewritten once, not once per run
+sys.dont_write_bytecode = False
+sys.pycache_prefix = _PYCACHE
 
 
 @pytest.fixture
