@@ -60,6 +60,7 @@ def both(folder, public, **kw):
     return workers
 
 
+@pytest.mark.slow
 def test_an_intact_log_verifies_the_same_with_workers(tmp_path, pooled):
     folder, public = _log(tmp_path)
     report = both(folder, public, require_signed=True)
@@ -84,6 +85,7 @@ def test_a_bad_signature_before_a_chain_break_comes_first(tmp_path, pooled):
     assert (report.first_bad_seq, report.reason, report.entries, report.signed) == (13, "bad signature", 12, 13)
 
 
+@pytest.mark.slow
 def test_a_bad_signature_before_an_unknown_key_and_before_the_anchor(tmp_path, pooled):
     folder, public = _log(tmp_path)
     attacker = load_signer(new_key(tmp_path / "attacker")[0])

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Iterator
 
+import pytest
 from starlette.testclient import TestClient
 
 from fleet import audit
@@ -38,6 +39,7 @@ def text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
+@pytest.mark.slow
 def test_audit_page_lists_entries_with_filters_and_the_chain_status(dashboard_fleet, tmp_path):
     index, repos = dashboard_fleet
     db = tmp_path / "fleet.db"

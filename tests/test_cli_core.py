@@ -115,6 +115,7 @@ def test_python_dash_m_fleet_is_the_same_cli(tmp_path: Path):
     assert proc.returncode == 0 and "scan" in proc.stdout and "radar" in proc.stdout
 
 
+@pytest.mark.slow
 def test_scan_on_a_terminal_shows_progress_and_still_forks_its_workers(small_fleet: Path, tmp_path: Path):
     """The progress bar must not start a thread: with one, the scan falls back from processes to threads."""
     import pty
@@ -146,6 +147,7 @@ def test_scan_on_a_terminal_shows_progress_and_still_forks_its_workers(small_fle
     assert (tmp_path / "threads.txt").read_text().split() == ["threads-at-scan", "1"]
 
 
+@pytest.mark.slow
 def test_a_core_command_builds_only_its_own_parsers_and_every_command_still_parses(tmp_path: Path):
     """`scan`, `repos`... import nothing of fleet/ops, fleet/patch or fleet/audit to build their command line;
     the commands those packages define still parse, whatever global options come first."""

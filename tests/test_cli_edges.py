@@ -82,6 +82,7 @@ def _fake_git(folder: Path, version: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_git_is_looked_up_in_path_order_and_shown_by_version(tmp_path: Path):
     newer = _fake_git(tmp_path / "newer" / "bin", "9.99.0")
     _fake_git(tmp_path / "rel" / "bin", "0.0.1-relative")

@@ -81,6 +81,7 @@ def held_back(monkeypatch, variable: str, release: Path) -> None:
     monkeypatch.setenv(variable, f"60:{release}")
 
 
+@pytest.mark.slow
 def test_state_first_then_history_records_what_a_scan_records(fleet, tmp_path: Path) -> None:
     root, scanned = fleet
     cold = open_index(tmp_path / "cold.db")

@@ -112,6 +112,7 @@ def test_the_bearer_token_posting_a_decision_route_is_refused_outright(served, a
     assert git(built["work"], "diff", "--cached", "--name-only") == ""
 
 
+@pytest.mark.slow
 def test_neither_the_bearer_token_nor_a_keyless_session_can_register_a_passkey(served):
     """A passkey of the agent's own would confirm its own high-risk approvals: registering is a decision."""
     server, index, _built = served

@@ -58,6 +58,7 @@ def _no_quote(exc: BrokenRepo) -> None:
     assert MARK.decode("latin-1") not in str(exc)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=content)
 def test_head(gitdir: Path, data: bytes):

@@ -21,6 +21,7 @@ def test_output_over_the_cap_is_an_error_not_a_silent_prefix(tmp_path: Path):
     assert err.value.code == "LIMIT"
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path):
     repo = init_repo(tmp_path / "r", commits=1)
     marker = tmp_path / "still-running"

@@ -69,6 +69,7 @@ def _pages(repo: Path, limit: int) -> tuple[list[str], int]:
             return shas, by_position
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("times", ["rising", "ties", "skew"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_pages_joined_are_git_log_on_merge_graphs(tmp_path: Path, times: str, seed: int):

@@ -121,6 +121,7 @@ async def test_every_read_surface_runs_nothing_and_writes_nothing(tmp_path: Path
     assert changed == {"data.txt", "proc.p"} | untracked          # shared.txt is only stat-dirty
 
 
+@pytest.mark.slow
 def test_the_hostile_repo_really_runs_its_commands_in_plain_git(tmp_path: Path):
     """The builders are armed: plain git runs the clean filter, the process filter, textconv and the merge
     driver (so the test above would fail if fleetdeck let git use them)."""

@@ -173,6 +173,7 @@ def _db_bytes(world) -> bytes:
     return b"".join(p.read_bytes() for p in db.parent.iterdir() if p.name.startswith(db.name))
 
 
+@pytest.mark.slow
 def test_scan_finishes_and_keeps_the_good_repos(world):
     records = _records(world)
     for name in ("good-one", "good-two", "tokens", "huge-time", "has-outside-wt", "pointer-lie"):

@@ -37,6 +37,7 @@ def _hook(env: dict, repo, event: str, session: str = "s1", **extra) -> None:
                    text=True, env=env, check=True, capture_output=True, timeout=30)
 
 
+@pytest.mark.slow
 def test_the_inbox_gathers_what_needs_the_person(ops_fleet, tmp_path) -> None:
     env = _env(ops_fleet, tmp_path)
     empty = _inbox(env)

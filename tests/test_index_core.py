@@ -231,6 +231,7 @@ def _snapshot(root: Path) -> dict[str, str]:
     return snap
 
 
+@pytest.mark.slow
 def test_scan_never_modifies_a_repository(tmp_path: Path):
     repos = build_fleet(tmp_path / "root", tmp_path / "side")
     # stat drift: a tracked file touched without content change would make a locking `git status` rewrite the index
@@ -244,6 +245,7 @@ def test_scan_never_modifies_a_repository(tmp_path: Path):
     index.close()
 
 
+@pytest.mark.slow
 def test_rescan_updates_in_place_and_keeps_history(tmp_path: Path):
     repos = build_fleet(tmp_path / "root", tmp_path / "side")
     index = open_index(tmp_path / "fleet.db")

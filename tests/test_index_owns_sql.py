@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = ("web", "mcp_bridge")
 SQL = re.compile(r"\b(select\b[\s\S]+\bfrom|insert\s+(or\s+\w+\s+)?into|update\s+\w+\s+set|delete\s+from"
@@ -76,6 +78,7 @@ def fleet_sql(root: Path) -> set[str]:
             if path.relative_to(root).parts[0] != "index" and sql_in(path.read_text(encoding="utf-8"))}
 
 
+@pytest.mark.slow
 def test_sql_in_fleet_lives_in_the_index_but_for_the_listed_modules():
     assert fleet_sql(ROOT / "fleet") == OTHER_DATABASES | ENGINE_ERRORS | HUB
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.layergraph import borrowed, circles, edges, module_graph, modules, rank, upward
 
 FLEET = Path(__file__).resolve().parent.parent / "fleet"
@@ -95,6 +97,7 @@ def violations(root: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_fleet_imports_no_adapter_and_no_framework():
     assert not violations(FLEET)
 
@@ -131,6 +134,7 @@ def cli_importers(root: Path) -> list[str]:
             if module in ("fleet.cli", "argparse") or module.startswith("fleet.cli.")]
 
 
+@pytest.mark.slow
 def test_no_domain_package_imports_the_cli_or_argparse(tmp_path: Path):
     assert not cli_importers(FLEET)
     (tmp_path / "cli").mkdir()
@@ -159,10 +163,12 @@ def _listed(module: str, lazy: dict[str, str]) -> str | None:
     return next((name for name in lazy if module == name or module.startswith(name + ".")), None)
 
 
+@pytest.mark.slow
 def test_every_import_points_down_the_layers_and_no_module_circle():
     assert layer_problems(FLEET, LAYERS, LAZY) == []
 
 
+@pytest.mark.slow
 def test_every_lazy_allowance_is_used():
     """A stale entry would let a new function-level import in unseen."""
     lazy_sources = {e.source for e in edges(FLEET) if e.func}
@@ -194,6 +200,7 @@ def test_the_layer_checker_fails_on_each_kind_of_problem(tmp_path: Path):
     assert layer_problems(root, layers, {}) == []
 
 
+@pytest.mark.slow
 def test_every_name_is_imported_from_its_home(tmp_path: Path):
     """A moved function leaves no name behind: nobody imports it from a module that only imports it."""
     readers = [FLEET.parent / name for name in ("fleet", "web", "mcp_bridge", "tests", "bench")]

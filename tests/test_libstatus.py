@@ -382,6 +382,7 @@ def test_an_index_that_is_no_index_is_unreadable_and_git_says_so(tmp_path: Path)
     assert ours.value.message == theirs.value.message
 
 
+@pytest.mark.slow
 def test_a_fifo_gitignore_times_out_into_git(tmp_path: Path, monkeypatch):
     """libgit2 blocks opening it as git does; the deadline frees this process (git then has its own)."""
     repo = _plain(tmp_path)

@@ -57,6 +57,7 @@ def cpu_of(check, runs: int = 3) -> float:
     return best
 
 
+@pytest.mark.slow
 async def test_lists_of_records_are_published_shallow_with_their_records_in_defs(wide):
     repo, db = wide
     async with client(db) as c:

@@ -34,6 +34,7 @@ def presence_rows(db: Path) -> list[tuple]:
         return index.conn.execute("select agent, repo, tool from presence_mcp").fetchall()
 
 
+@pytest.mark.slow
 def test_a_write_locked_index_costs_no_answer_over_stdio(small):
     repo, db = small
     with write_locked(db) as locker:

@@ -52,6 +52,7 @@ def check_record(value: dict, record: type) -> None:
     models.derive(record).model_validate_json(json.dumps(value), strict=True)
 
 
+@pytest.mark.slow
 async def test_repo_record_is_one_shape_on_cli_api_and_mcp(mcp_fleet, server, api):
     from_cli = cli_json(mcp_fleet, "repos")
     from_api = api.get("/api/repos").json()
@@ -133,6 +134,7 @@ def _times_in(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return []
 
 
+@pytest.mark.slow
 async def test_every_time_in_real_answers_is_iso_utc(mcp_fleet, server):
     calls = [("fleet.repos", {}), ("fleet.radar", {}), ("fleet.digest", {"since": 0}),
              ("fleet.search", {"query": "e"}), ("repo.brief", {"repo": "dirty"}),

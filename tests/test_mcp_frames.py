@@ -70,6 +70,7 @@ def test_stdio_refuses_an_oversized_frame_without_reading_it(small):
         assert after["result"].get("isError") is not True
 
 
+@pytest.mark.slow
 async def test_stdio_official_client_gets_limit_for_a_big_tool_input_and_a_big_frame(small):
     argv = fleetdeck_argv("mcp")
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=fleetdeck_env(FLEETDECK_DB=str(small)))

@@ -108,6 +108,7 @@ def _normalised(value: object, root: str) -> object:
     return value
 
 
+@pytest.mark.slow
 async def test_tools_list_is_byte_for_byte_the_golden_one(server):
     from mcp import Client
 
@@ -117,6 +118,7 @@ async def test_tools_list_is_byte_for_byte_the_golden_one(server):
     _check("mcp_tools_list.json", _json(listed))
 
 
+@pytest.mark.slow
 async def test_tool_results_are_the_golden_ones(server, fleet):
     from mcp import Client
 

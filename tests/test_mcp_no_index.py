@@ -15,6 +15,7 @@ from tests.fleets.gitbuild import init_repo
 from tests.fleets.mcp_fleet import error_of, ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,how", [("legacy", "flag"), ("auto", "env")])
 async def test_missing_index_is_a_coded_error_then_served_once_scanned(tmp_path: Path, mode: str, how: str):
     db = tmp_path / "nowhere" / "fleet.db"

@@ -62,6 +62,7 @@ def server(fleet):
     return build_server(str(fleet["db"]))
 
 
+@pytest.mark.slow
 async def test_every_per_repo_answer_names_the_repo_it_resolved(server, fleet):
     mono = fleet["mono"]
     for args in ({"repo": "mono"}, {"repo": str(mono / "src" / "api")}, {"repo": str(mono)}):

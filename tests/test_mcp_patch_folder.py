@@ -74,6 +74,7 @@ async def test_patch_files_go_to_fleetdecks_own_folder(fleet):
     assert git(repo, "status", "--porcelain", "-uall") == ""
 
 
+@pytest.mark.slow
 async def test_patch_file_write_is_a_proposal_a_person_approves(fleet):
     server, repo, db = fleet["server"], fleet["repo"], fleet["db"]
     ok(await call(server, "patch.generate", {"repo": "app", "changes": CHANGE, "patch_file": "fix.patch"}))

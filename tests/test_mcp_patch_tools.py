@@ -28,6 +28,7 @@ def status(repo) -> str:
     return git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all")
 
 
+@pytest.mark.slow
 async def test_generate_every_mode_and_git_accepts_it(fleet):
     server, repo = fleet["server"], fleet["repo"]
     before = status(repo)

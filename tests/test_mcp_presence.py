@@ -29,6 +29,7 @@ def small_fleet(tmp_path):
     return {"alpha": alpha, "beta": beta, "db": db}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_bridge_records_client_and_repos(small_fleet, mode):
     server = build_server(str(small_fleet["db"]))
@@ -54,6 +55,7 @@ async def test_bridge_records_client_and_repos(small_fleet, mode):
         ("codex", str(small_fleet["alpha"]))]
 
 
+@pytest.mark.slow
 async def test_presence_writes_are_throttled_per_client_repo_and_tool(small_fleet):
     server = build_server(str(small_fleet["db"]))
 
@@ -71,6 +73,7 @@ async def test_presence_writes_are_throttled_per_client_repo_and_tool(small_flee
 
 
 
+@pytest.mark.slow
 async def test_a_hooks_wait_shows_in_agents_presence(small_fleet):
     """An agent whose own hook said it waits on the person is `waiting`, with `waiting_kind` and
     `waiting_since`, in agents.presence (the contract the CLI and /api/presence share)."""

@@ -26,6 +26,7 @@ def porcelain(repo) -> list[str]:
     return [line for line in git(repo, "status", "--porcelain=v1", "-z").split("\0") if line]
 
 
+@pytest.mark.slow
 async def test_brief_in_every_state(server, mcp_fleet):
     for name in ("alpha", "beta", "dirty", "conflicted", "rebasing", "detached", "empty", "super", "evil"):
         result = await call(server, "repo.brief", {"repo": name})
@@ -107,6 +108,7 @@ async def test_history_reflog_refs_and_commit(server, mcp_fleet):
     assert head["subject"] == "feat: add app" and [c["path"] for c in head["changes"]] == ["src/app.py"]
 
 
+@pytest.mark.slow
 async def test_diffs_blame_and_conflicts(server, mcp_fleet):
     beta = mcp_fleet["beta"]
     diff = ok(await call(server, "diff.refs", {"repo": "beta", "base": "origin/main...HEAD"}))

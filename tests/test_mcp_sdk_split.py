@@ -63,6 +63,7 @@ async def test_the_stdio_server_answers_without_ever_importing_the_sdk_client(mc
     assert "mcp.client.client" in client_modules(json.loads(control.stdout))  # what the plain import does
 
 
+@pytest.mark.slow
 def test_the_deferred_package_completes_into_the_plain_one():
     """Server modules first, then `from mcp import Client`: the package ends with exactly the names (and the
     same objects) a plain `import mcp` gives, and no `__getattr__` of ours is left on it."""

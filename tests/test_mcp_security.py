@@ -90,6 +90,7 @@ async def test_scoping_on_every_repo_tool(server, world, mode):
         assert ok(await client.call_tool("repo.brief", {"repo": "alpha"}))["head"]["branch"] == "main"
 
 
+@pytest.mark.slow
 async def test_flag_injection_on_every_ref_parameter(server, world):
     evil = world["evil"]
     assert "--output=evil.txt" in git(evil, "for-each-ref", "--format=%(refname:short)")  # the trap exists

@@ -118,6 +118,7 @@ def names(items) -> set[tuple[str, str]]:
     return {(i["name"], i["kind"]) for i in items}
 
 
+@pytest.mark.slow
 async def test_python_changes_are_named_per_symbol(server, fleet):
     repo = fleet["repo"]
     data = ok(await call(server, "diff.semantic", {"repo": "code", "base": "HEAD~1"}))

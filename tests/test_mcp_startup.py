@@ -66,6 +66,7 @@ def session(db, *requests: dict, **env: str) -> tuple[list[dict], set[str]]:
     return replies, modules
 
 
+@pytest.mark.slow
 def test_initialize_is_answered_before_the_tools_are_imported(db) -> None:
     replies, modules = session(db, INITIALIZED)
     assert [r["id"] for r in replies] == [1] and replies[0]["result"]["serverInfo"]["name"] == "fleetdeck"

@@ -20,6 +20,7 @@ def params(mcp_fleet) -> StdioServerParameters:
     return StdioServerParameters(command=argv[0], args=argv[1:], env=fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"])))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 async def test_stdio_client_both_eras(mcp_fleet, mode, version):
     async with Client(params(mcp_fleet), mode=mode) as client:
@@ -40,6 +41,7 @@ def _rpc(id_: int, method: str, params: dict | None = None) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_stdout_carries_only_json_rpc(mcp_fleet, era):
     """Every stdout line is a JSON-RPC message, however the calls go (git runs, errors, hostile input)."""

@@ -81,6 +81,7 @@ def test_claude_code_events_drive_the_state(fleet) -> None:
         assert SECRET.encode() not in wal.read_bytes()
 
 
+@pytest.mark.slow
 def test_two_sessions_of_one_agent_are_two_rows(fleet) -> None:
     repo, db, env = fleet
     hook("claude-code", db, env, repo, "PermissionRequest", session="aaa", tool_name="Bash")
@@ -160,6 +161,7 @@ NOT_FOR_RECORDING = {"asyncio", "dulwich", "fleet.repo.record", "fleet.git.merge
                      "sqlite_utils", "subprocess", "logging"}
 
 
+@pytest.mark.slow
 def test_the_hook_rings_serves_bell_and_loads_only_what_recording_needs(fleet) -> None:
     repo, db, env = fleet
     bell = Bell(db).open()
@@ -202,6 +204,7 @@ def copilot_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> st
     return installed_hook(db, env, "copilot-cli", ".copilot/hooks/fleetdeck.json", event, "bash", "bash", payload)
 
 
+@pytest.mark.slow
 def test_copilot_cli_events_drive_the_state(fleet) -> None:
     """Copilot CLI's camelCase payloads as GitHub's hooks reference gives them (no event name in most of
     them: the installed command carries it; toolArgs is a JSON string)."""
@@ -289,6 +292,7 @@ def cursor_hook(db: Path, env: dict[str, str], event: str, payload: dict) -> dic
                                      {"hook_event_name": event, **payload}))
 
 
+@pytest.mark.slow
 def test_cursor_events_drive_the_state(fleet) -> None:
     """Cursor's own payloads (conversation_id, workspace_roots; a file's path on afterFileEdit, a cwd on
     afterShellExecution, `status` on stop): working on a prompt, a command or an edit; waiting (idle) when its
@@ -337,6 +341,7 @@ def cline_payload(repo: Path, event: str, **data) -> dict:
             **data}
 
 
+@pytest.mark.slow
 def test_cline_events_drive_the_state(fleet) -> None:
     """Cline's hooks as its hook reference gives them: TaskStart and a prompt are work; `ask_followup_question`
     about to run is a question to the person; its answer (PostToolUse) is work again; TaskComplete is its turn

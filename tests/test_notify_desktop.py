@@ -114,6 +114,7 @@ def apart(tmp_path: Path, name: str) -> str:
     return str(tmp_path / name / "fleet.db")
 
 
+@pytest.mark.slow
 def test_bursts_and_quiet_hours_are_the_dispatchers(bus, fleet, tmp_path) -> None:
     _, _, db, settings = fleet
     bus.service()

@@ -187,6 +187,7 @@ def _cases(work) -> list[tuple[str, dict, str, str]]:
         (op, args, code, message.replace("{work}", str(work))) for op, args, code, message in LISTS]
 
 
+@pytest.mark.slow
 async def test_through_mcp_each_case_is_the_schema_s_refusal_or_the_preview_s_words(ops_fleet) -> None:
     """The real entry point: each case as its `operation.preview.<op>` call (the schema refuses what it
     publishes, the preview words the rest; what pydantic's lax mode coerces into the declared type is not the

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fleet.demo import DEMO_PROPOSALS, build_demo_fleet, seed_proposals
 from fleet.index.store import open_index
 from fleet.ops import proposals, service
 from tests.fleets.gitbuild import git
 
 
+@pytest.mark.slow
 def test_demo_has_pending_proposals_a_person_can_approve(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     roots = build_demo_fleet(tmp_path / "demo")

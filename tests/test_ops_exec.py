@@ -195,6 +195,7 @@ def test_restore_points_are_pruned_only_on_purpose(ops_fleet, capsys):
     assert err.value.code == "NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_an_undone_proposal_is_undone_and_an_undone_undo_brings_it_back(ops_fleet):
     """Undo makes the proposal `undone` (never `completed` with a commit no longer on the branch); undoing
     that undo puts the commit back, and the proposal back to `completed` with its own result."""

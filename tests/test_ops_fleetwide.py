@@ -121,6 +121,7 @@ def superproject(ops_fleet):
     return sup
 
 
+@pytest.mark.slow
 def test_submodule_pointer_record_and_return(ops_fleet, superproject):
     sup = superproject
     sub = sup / "libs" / "lib"

@@ -71,6 +71,7 @@ def test_conflicting_merge_is_previewed_and_aborted(ops_fleet):
     assert not (work / ".git" / "MERGE_HEAD").exists()
 
 
+@pytest.mark.slow
 def test_rebase_runs_and_undoes(ops_fleet):
     work = ops_fleet["work"]
     _diverge(work)

@@ -59,6 +59,7 @@ def test_arguments_over_the_cap_are_refused_before_any_work(fleet):
     assert caught.value.code == "LIMIT" and "stored" in caught.value.message
 
 
+@pytest.mark.slow
 def test_what_one_identity_keeps_pending_is_capped_in_bytes(fleet):
     patch = new_file_patch(900 * 1024)
     made = []
@@ -72,6 +73,7 @@ def test_what_one_identity_keeps_pending_is_capped_in_bytes(fleet):
     assert propose_patch(fleet, patch, agent="codex")["status"] == "pending"   # another identity's own quota
 
 
+@pytest.mark.slow
 def test_rotating_unauthenticated_names_share_one_byte_quota(fleet):
     """The issue's attack: large proposals under a new declared name each time. Every unauthenticated
     client is one identity (`unknown`), so the names share the 16 MiB."""

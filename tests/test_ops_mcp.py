@@ -131,6 +131,7 @@ async def test_propose_approve_undo_over_stdio(fleet):
     assert state(work) == before
 
 
+@pytest.mark.slow
 async def test_broken_policy_refuses_writes_but_reads_work(fleet, tmp_path):
     policy = tmp_path / "policy.toml"
     policy.write_text("[[rules]]\naction = 'sometimes'\n")
@@ -154,6 +155,7 @@ def test_policy_check_explains(fleet, tmp_path):
     assert out.stdout.startswith("approve: no rule")
 
 
+@pytest.mark.slow
 def test_cli_list_show_reject_wait(fleet):
     with open_index(fleet["db"]) as index:
         made = service.propose(index, "codex", "stage", "work", {"paths": ["README.md"]}, "please")
@@ -173,6 +175,7 @@ def test_cli_list_show_reject_wait(fleet):
     assert git(fleet["work"], "diff", "--cached", "--name-only") == ""
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_slow_hook_leaves_it_interrupted(fleet, tmp_path):
     """The executing process dies mid-commit: the proposal stays executing (interrupted), its restore point is
     there, nothing re-runs it, and the person reconciles it."""
@@ -209,6 +212,7 @@ def test_kill_9_during_a_slow_hook_leaves_it_interrupted(fleet, tmp_path):
     assert settled["status"] == "failed" and "interrupted" in settled["error"]
 
 
+@pytest.mark.slow
 async def test_nested_arguments_over_stdio(fleet):
     """plan steps and branch_delete targets go through the published schemas to the same previews."""
     async with _client(fleet) as client:
@@ -239,6 +243,7 @@ def test_cli_text_makes_control_characters_visible(fleet):
     assert "\x1b" not in shown and "\\x1b]52" in shown
 
 
+@pytest.mark.slow
 async def test_an_agent_using_only_fleet_wide_tools_is_on_the_agents_page(fleet):
     from starlette.testclient import TestClient
 

@@ -10,6 +10,7 @@ from tests.fleets.gitbuild import git
 from tests.fleets.ops_fleet import propose, state
 
 
+@pytest.mark.slow
 def test_plan_branch_stage_commit_then_undo(ops_fleet):
     work = ops_fleet["work"]
     before = state(work)
@@ -35,6 +36,7 @@ def test_plan_branch_stage_commit_then_undo(ops_fleet):
     assert state(work) == before
 
 
+@pytest.mark.slow
 def test_plan_stops_at_the_first_failure(ops_fleet):
     work = ops_fleet["work"]
     made = propose(ops_fleet, "plan", {"steps": [
@@ -98,6 +100,7 @@ def test_plan_risk_is_its_riskiest_step(ops_fleet):
     assert made["risk"] == "low"
 
 
+@pytest.mark.slow
 def test_plans_take_merge_rebase_discard_reset_and_patch_steps(ops_fleet):
     """Each new step is previewed against what the steps before it leave, and the plan runs them all."""
     work = ops_fleet["work"]

@@ -148,6 +148,7 @@ def test_worktree_swapped_outside_the_roots_after_the_proposal_is_refused_at_exe
 
 # --- 2. auto runs nothing the repository defines ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_auto_in_a_hooked_repo_runs_neutralized_and_no_marker_appears(fleet):
     marker = fleet["marker"]
     repo = _hooked_repo(fleet["root"] / "hooked", marker)
@@ -401,6 +402,7 @@ def test_a_path_swapped_for_a_symlink_out_of_the_repo_is_stale(fleet):
     assert (outside / "junk.txt").read_text() == "the person's file\n"
 
 
+@pytest.mark.slow
 def test_ordinary_runs_report_no_unexpected_change(fleet):
     """Without hooks, what the preview listed is all that changes: no false alarm on any everyday op."""
     fleet["tmp"].joinpath("policy.toml").write_text("")

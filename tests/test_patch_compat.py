@@ -189,6 +189,7 @@ def fleet(tmp_path):
     return {"repo": repo, "db": db, "root": tmp_path / "fleet"}
 
 
+@pytest.mark.slow
 async def test_mcp_runs_the_same_spec_changes(fleet):
     server = build_server(str(fleet["db"]))
     repo = fleet["repo"]

@@ -82,6 +82,7 @@ def test_file_content_round_trip(old: str, new: str, context: int) -> None:
         assert (result["patch"] == "") == (old == new)
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(old=texts(), new=texts())
 def test_text_pair_round_trip(old: str, new: str) -> None:
@@ -91,6 +92,7 @@ def test_text_pair_round_trip(old: str, new: str) -> None:
         assert (repo / "f.txt").read_bytes() == new.encode("utf-8")
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(before=texts(), after=texts(), replace=texts())
 def test_search_replace_round_trip(before: str, after: str, replace: str) -> None:
@@ -101,6 +103,7 @@ def test_search_replace_round_trip(before: str, after: str, replace: str) -> Non
         assert (repo / "f.txt").read_bytes() == (before + replace + after).encode("utf-8")
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(content=texts(), executable=st.booleans())
 def test_create_and_delete_round_trip(content: str, executable: bool) -> None:
@@ -113,6 +116,7 @@ def test_create_and_delete_round_trip(content: str, executable: bool) -> None:
         assert not (repo / "d/new.txt").exists()
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(old=texts(), new=st.none() | texts())
 def test_rename_round_trip(old: str, new: str | None) -> None:
@@ -126,6 +130,7 @@ def test_rename_round_trip(old: str, new: str | None) -> None:
         assert (repo / "sub dir/new.txt").read_bytes() == (old if new is None else new).encode("utf-8")
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(old=texts(), new=st.none() | texts(), start_exec=st.booleans())
 def test_chmod_round_trip(old: str, new: str | None, start_exec: bool) -> None:
@@ -140,6 +145,7 @@ def test_chmod_round_trip(old: str, new: str | None, start_exec: bool) -> None:
         assert (repo / "run.sh").read_bytes() == (old if new is None else new).encode("utf-8")
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=30)
 @given(olds=st.lists(texts(), min_size=1, max_size=3), news=st.lists(texts(), min_size=3, max_size=3))
 def test_upsert_twice_is_idempotent(olds: list[str], news: list[str]) -> None:

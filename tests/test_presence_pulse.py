@@ -69,6 +69,7 @@ def fleet(tmp_path: Path):
             "environ": {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(claude)}}
 
 
+@pytest.mark.slow
 def test_between_refreshes_a_tick_only_stats_and_a_change_or_a_maturing_call_refreshes(fleet) -> None:
     session = Session(fleet["claude"], fleet["repo"])
     session.prompt()

@@ -56,6 +56,7 @@ def test_a_second_session_of_the_same_agent_is_not_you(small):
             assert sorted(r["you"] for r in refreshed["agents"]) == [False, True]
 
 
+@pytest.mark.slow
 def test_recording_off_means_nothing_written_or_read(small):
     settings = small["tmp"] / "settings.toml"
     settings.write_text("[presence]\nrecord_mcp_clients = false\n")
@@ -94,6 +95,7 @@ def test_a_broken_settings_file_is_an_error_not_a_silent_on(tmp_path):
         "read_agent_sessions": True, "record_mcp_clients": True}
 
 
+@pytest.mark.slow
 def test_a_broken_settings_file_records_nothing_and_says_so(small):
     settings = small["tmp"] / "settings.toml"
     settings.write_text("[presence\n")

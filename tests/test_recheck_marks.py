@@ -134,6 +134,7 @@ def assert_as_a_full_read_and_git_say(index: Index, repo: Path, root: Path) -> N
     assert sorted(r["name"] for r in stored["remotes"]) == git(repo, "remote").split(), repo.name
 
 
+@pytest.mark.slow
 def test_every_change_made_while_nobody_watched_is_picked_up_and_only_quiet_repos_go_the_quick_way(fleet) -> None:
     repos, root = fleet["repos"], fleet["root"]
     with open_index(fleet["db"]) as index:
@@ -152,6 +153,7 @@ def test_every_change_made_while_nobody_watched_is_picked_up_and_only_quiet_repo
             assert_as_a_full_read_and_git_say(index, repo, root)
 
 
+@pytest.mark.slow
 def test_the_operations_under_way_are_the_ones_git_reports(fleet) -> None:
     with open_index(fleet["db"]) as index:
         recheck_chunk(index, index.known_paths())
@@ -159,6 +161,7 @@ def test_the_operations_under_way_are_the_ones_git_reports(fleet) -> None:
         assert index.repo(str(fleet["repos"]["rebase-start"]))["operation"] == "rebase"
 
 
+@pytest.mark.slow
 def test_an_index_without_marks_is_read_in_full_once(fleet) -> None:
     with open_index(fleet["db"]) as index:
         recheck_chunk(index, index.known_paths())
@@ -170,6 +173,7 @@ def test_an_index_without_marks_is_read_in_full_once(fleet) -> None:
         assert len(second.quick) == len(fleet["repos"])
 
 
+@pytest.mark.slow
 def test_a_mark_moves_with_what_the_record_reads_during_an_operation(fleet) -> None:
     """The merge message and the rebase's progress are record fields git rewrites in place or beside
     HEAD: the mark moves with them."""
@@ -183,6 +187,7 @@ def test_a_mark_moves_with_what_the_record_reads_during_an_operation(fleet) -> N
     assert watch_mark(str(rebasing / ".git")) != mark
 
 
+@pytest.mark.slow
 def test_a_repo_stored_by_another_writer_after_the_comparison_keeps_that_writer_s_mark(fleet) -> None:
     """mark_read vouches for the record it compared, not for one another process stored meanwhile (from an
     older state, say): a row whose generation moved keeps its own scanned_at and mark."""

@@ -143,6 +143,7 @@ def _rules_oracle(repo: Path) -> dict:
             "conventional": round(sum(s.startswith(("feat: ", "fix: ")) for s in subjects) / len(subjects), 2)}
 
 
+@pytest.mark.slow
 def test_brief_reads_recent_commits_and_house_rules_as_git_log_does_around_merges(tmp_path):
     """The brief reads its recent commits and the house rules' sample from one `git log` of 50 commits. Merges
     among them are recent commits but not part of the sample: with history beyond the 50 the sample is read

@@ -7,6 +7,7 @@ import subprocess
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from fleet.git import files as gitfiles
 from fleet.index import events
@@ -65,6 +66,7 @@ def _lines(repo) -> list[tuple[str, str | None, str | None, str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_verdicts_settled_from_reflog_lines_agree_with_merge_base(tmp_path):
     """Every move `settle_by_lines` answers without git agrees with `merge-base --is-ancestor`, over amends,
     resets back and forth, rebases (onto a known tip, onto a fresh fetch, `--root`, with a fixup), pulls
@@ -123,6 +125,7 @@ _STARTS = ["", "commit: ", "commit (amend): ", "commit (merge): ", "commit (init
            "made up (pick): ", "x (fixup): ", "update by push"]
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(_STARTS), st.text(alphabet="HEAD@~^0123456789 :()-abFfst", max_size=14),
        st.sampled_from(["", ": ", "): ", " (start): x", "ast-forward", ": Fast-forward"]))

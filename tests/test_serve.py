@@ -71,6 +71,7 @@ def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, 
         server.stop()
 
 
+@pytest.mark.slow
 def test_sigint_also_exits_0(fleet, tmp_path: Path) -> None:
     server = Server(tmp_path / "fleet.db", [fleet["root"]])
     try:

@@ -12,6 +12,8 @@ import resource
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from fleet import audit
 from fleet.index.scan import scan
 from fleet.index.store import open_index
@@ -33,6 +35,7 @@ def _restore(db: Path, repo: str, snapshot: str, fsize: int | None = None) -> su
                           timeout=120, preexec_fn=limit)
 
 
+@pytest.mark.slow
 def test_restore_needs_its_audit_entry(tmp_path: Path, monkeypatch) -> None:
     settings = tmp_path / "settings.toml"
     settings.write_text("[audit]\nsegment_max_bytes = 67108864\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from fleet.snapshot.retention import DAY, HOUR, keep_by_tiers, prune_all, prune_store, store_bytes
 from fleet.snapshot.shadow import WorkTree, store_for
 from fleet.snapshot.take import take
@@ -75,6 +77,7 @@ def test_prune_removes_dropped_snapshots_and_keeps_the_rest_whole(tmp_path: Path
     assert shadow.git(["cat-file", "-e", next(iter(gone))], ok_codes=(0, 1, 128)).returncode != 0
 
 
+@pytest.mark.slow
 def test_repo_budget_thins_oldest_first(tmp_path: Path, db_path: Path) -> None:
     tree, made = _repo_with_history(tmp_path, db_path, 20, 60)
     shadow = store_for(tree, db_path)
@@ -86,6 +89,7 @@ def test_repo_budget_thins_oldest_first(tmp_path: Path, db_path: Path) -> None:
     assert [m["id"] for m in kept] == [m["id"] for m in made[-len(kept):]]
 
 
+@pytest.mark.slow
 def test_fleet_budget_thins_the_biggest_store(tmp_path: Path, db_path: Path, monkeypatch) -> None:
     small = init_repo(tmp_path / "small")
     small_tree = WorkTree(str(small), str(small / ".git"), str(small / ".git"))
@@ -106,6 +110,7 @@ def test_fleet_budget_thins_the_biggest_store(tmp_path: Path, db_path: Path, mon
     assert os.path.exists(big.ref_path(made[-1]["id"]))
 
 
+@pytest.mark.slow
 def test_a_store_growing_past_its_budget_is_thinned_before_the_hour_is_up(tmp_path: Path, db_path: Path,
                                                                            monkeypatch) -> None:
     """An agent rewriting a big untracked file (a dev database) every few seconds: each snapshot adds its

@@ -255,6 +255,7 @@ def test_restore_never_writes_through_a_link_swapped_in_for_a_folder(work: Path,
     assert (work / "src" / "a.py").read_text() == "a = 2  # unstaged\n"
 
 
+@pytest.mark.slow
 def test_killed_mid_snapshot_leaves_no_half_snapshot(tmp_path: Path, db_path: Path) -> None:
     repo = init_repo(tmp_path / "big")
     for i in range(300):

@@ -212,6 +212,7 @@ def test_events_after_a_prune_of_every_event_reach_the_hub(machines, hub):  # no
                                                    "where machine_id = 'laptop'"))
 
 
+@pytest.mark.slow
 def test_a_hub_decision_asks_the_person_on_the_terminal_as_a_local_one_does(machines, hub, tmp_path,
                                                                             monkeypatch):  # noqa: F811
     """`team decide` signed at once, asking nothing: whatever ran it with the key's path (an agent's shell on the

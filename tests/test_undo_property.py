@@ -233,6 +233,7 @@ def test_execute_then_undo_restores_every_byte(no_policy, c0, c1, c2, edits):
     execute_then_undo(OPS, c0, c1, c2, edits)
 
 
+@pytest.mark.slow
 def test_the_property_catches_a_broken_restore(no_policy, monkeypatch):
     """A restore that writes every saved file back 0644 (losing a private 0600 `.env`'s mode) is caught."""
     real = savedfiles.write_back

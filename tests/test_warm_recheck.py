@@ -72,6 +72,7 @@ def assert_as_git_says(index: Index, repo: Path) -> None:
     assert stored == oracle.reflog_count(repo, "HEAD"), repo
 
 
+@pytest.mark.slow
 def test_a_chunk_stores_what_changed_and_only_that(fleet) -> None:
     with open_index(fleet["db"]) as index:
         known = [p for p in fleet["before"]]
@@ -114,6 +115,7 @@ def test_a_single_refresh_predicts_afresh_when_the_upstream_moved(fleet) -> None
         assert index.repo(str(tracking))["predicted_conflicts"]["theirs"] != before["theirs"]
 
 
+@pytest.mark.slow
 def test_the_watcher_rechecks_in_worker_processes_and_misses_no_event(fleet) -> None:
     root = fleet["root"]
     fresh = init_repo(root / "fresh", commits=2)  # created while nothing watched
@@ -163,6 +165,7 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+@pytest.mark.slow
 def test_a_watcher_stopped_mid_recheck_stops_at_once_and_holds_nothing(fleet) -> None:
     """Stopped while its worker processes re-check the fleet: it stops without waiting for them, every inotify
     watch it held is released, and its workers exit on their own."""

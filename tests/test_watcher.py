@@ -102,6 +102,7 @@ def test_commit_amend_and_reflog_rows_match_git(fleet) -> None:
     assert rid in running.changed
 
 
+@pytest.mark.slow
 def test_checkout_branch_create_delete_merge(fleet) -> None:
     index, app, _lib, _root, _running = fleet
     git(app, "checkout", "-q", "-b", "feature/x")
@@ -121,6 +122,7 @@ def test_checkout_branch_create_delete_merge(fleet) -> None:
     assert deleted[0] == "branch: Created from HEAD" and deleted[-1].startswith("branch: deleted")
 
 
+@pytest.mark.slow
 def test_rebase_reset_and_stash(fleet) -> None:
     index, app, _lib, _root, _running = fleet
     git(app, "checkout", "-q", "-b", "topic")
@@ -146,6 +148,7 @@ def test_rebase_reset_and_stash(fleet) -> None:
     wait_for(lambda: (record(index, app)["stashes"], record(index, app)["unstaged"]) == (1, 0), "stash")
 
 
+@pytest.mark.slow
 def test_worktree_add_and_remove(fleet, tmp_path: Path) -> None:
     index, app, _lib, _root, running = fleet
     wt = tmp_path / "wt-one"
@@ -164,6 +167,7 @@ def test_worktree_add_and_remove(fleet, tmp_path: Path) -> None:
              "worktree remove")
 
 
+@pytest.mark.slow
 def test_new_repo_and_deleted_repo(fleet) -> None:
     index, app, lib, root, running = fleet
     fresh = init_repo(root / "later" / "fresh", commits=1)
@@ -190,6 +194,7 @@ def test_reflog_expiry_keeps_indexed_events(fleet) -> None:
     assert git_reflog_messages(app, "refs/heads/main") == ["commit: after expiry"]
 
 
+@pytest.mark.slow
 def test_working_tree_edits_are_picked_up_by_the_sweep(fleet) -> None:
     index, app, _lib, _root, _running = fleet
     write(app / "x.txt", "x\n")                  # a commit made now: git's own time in the reflog is recent
@@ -202,6 +207,7 @@ def test_working_tree_edits_are_picked_up_by_the_sweep(fleet) -> None:
     wait_for(lambda: record(index, app)["unstaged"] == 1, "the active-repo sweep sees a working-tree edit")
 
 
+@pytest.mark.slow
 def test_periodic_hooks_run_and_failures_do_not_stop_them(tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "src"
     init_repo(root / "one")
@@ -280,6 +286,7 @@ def _userns_with_few_watches() -> list[str] | None:
             'echo 3 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
 
 
+@pytest.mark.slow
 def test_out_of_inotify_watches_falls_back_to_polling(tmp_path: Path, db_path: Path) -> None:
     prefix = _userns_with_few_watches()
     if prefix is None:
@@ -319,6 +326,7 @@ def test_forced_polling_mode(tmp_path: Path, db_path: Path) -> None:
         running.close()
 
 
+@pytest.mark.slow
 def test_out_of_inotify_watches_polls_only_the_repos_that_do_not_fit(tmp_path: Path, db_path: Path) -> None:
     """16 watches hold two of four repos (7 each): those keep live events, the other two are polled."""
     probe = _userns_with_few_watches()
