@@ -122,6 +122,7 @@ def test_state_first_then_history_records_what_a_scan_records(fleet, tmp_path: P
     cold.close()
 
 
+@pytest.mark.slow
 def test_a_full_read_takes_a_repo_off_the_backlog_and_a_quick_recheck_does_not(fleet, tmp_path: Path) -> None:
     """The backlog outlives a server stopped mid-way: a re-check that finds a repo as stored (its working trees
     alone) leaves it waiting; a full read (a scan, a watcher's re-read) stores its history and takes it off."""
@@ -143,6 +144,7 @@ def predictions_of(index) -> dict[str, tuple]:
     return {r["path"]: (r["predicted_conflicts"], r["reasons"], r["score"]) for r in index.rows()}
 
 
+@pytest.mark.slow
 def test_state_first_then_merge_predictions_as_a_scan_makes_them(fleet, tmp_path: Path) -> None:
     """The state pass leaves a never-seen diverged repo's merge prediction to come: its record says so (its
     `diverged` reason says it is still predicting, never that merging is clean, and no `will conflict` with
@@ -193,6 +195,7 @@ def test_state_first_then_merge_predictions_as_a_scan_makes_them(fleet, tmp_path
     again.close()
 
 
+@pytest.mark.slow
 def test_a_pending_prediction_outlives_a_stopped_server_and_a_quick_recheck(fleet, tmp_path: Path) -> None:
     """A re-check that finds a repo as stored (its working trees alone) keeps its pending prediction and the
     backlog (the pass behind makes it); a full read never reuses a pending one as if it were made."""

@@ -190,6 +190,7 @@ def test_a_rebuilt_index_replaces_its_old_rows_on_the_hub(machines, hub):  # noq
                                 "'desktop'")) == sorted(desktop.local("select id, name, generation from repos"))
 
 
+@pytest.mark.slow
 def test_events_after_a_prune_of_every_event_reach_the_hub(machines, hub):  # noqa: F811
     """`prune-events` deleting every event let SQLite number the next ones from 1 again, below the outbox's
     cursor: the hub never received them (and would have kept its old rows under those ids)."""
