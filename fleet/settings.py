@@ -115,6 +115,11 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "webhook": Key(str, "", "a URL that gets a JSON POST signed with HMAC-SHA256 (X-Fleetdeck-Signature)"),
         "webhook_secret": Key(str, "", "the HMAC key of `webhook` (required with it)"),
     },
+    # read by web/conn.py: the HTTP front door's guard against connections that never finish a request
+    "serve": {
+        "header_timeout_s": Key(int, 10, "a connection that has not sent a whole request line and headers this "
+                                         "many seconds after opening (or after its last answer) is closed", 1, 3600),
+    },
     # read by fleet/team/config.py: team mode's hub (docs/team.md). `fleetdeck team join` writes this section;
     # the password is never here but in `team-password` beside this file (0600)
     "team": {

@@ -18,7 +18,7 @@ from fleet.index.store import open_index
 from tests.fleets.gitbuild import init_repo
 from tests.fleets.serving import Server
 from web.app import create_app
-from web.conn import MAX_CONNECTIONS
+from web.conn import MAX_CONNECTIONS, guarded
 from web.security import host_name
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
@@ -55,8 +55,24 @@ ATTACKERS = 1100
 ANSWER_WITHIN_S = 15.0
 
 
-def _serve(tmp_path: Path) -> Server:
-    """`fleetdeck serve` with RLIMIT_NOFILE at 1024, as `ulimit -n 1024` would start it."""
+HEADER_TIMEOUT_S = 5  # the flood's serve closes a half-open connection after this (10 s unless set)
+
+
+def test_the_header_timeout_is_ten_seconds_unless_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve's protocol class takes `[serve] header_timeout_s`: 10 s with no settings file, the set value with
+    one, and a settings file it cannot read leaves the default (serve answers then)."""
+    settings = tmp_path / "settings.toml"
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
+    assert guarded().header_timeout_s == 10.0
+    settings.write_text("[serve]\nheader_timeout_s = 3\n")
+    assert guarded().header_timeout_s == 3.0
+    settings.write_text("[serve]\nheader_timeout_s = nonsense\n")
+    assert guarded().header_timeout_s == 10.0
+
+
+def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Server:
+    """`fleetdeck serve` with RLIMIT_NOFILE at 1024, as `ulimit -n 1024` would start it, and a header timeout
+    of HEADER_TIMEOUT_S."""
     root = tmp_path / "fleet"
     init_repo(root / "alpha", commits=1)
     db = tmp_path / "fleet.db"
@@ -66,6 +82,9 @@ def _serve(tmp_path: Path) -> Server:
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
+    settings = tmp_path / "settings.toml"
+    settings.write_text(f"[serve]\nheader_timeout_s = {HEADER_TIMEOUT_S}\n")
+    monkeypatch.setenv("FLEETDECK_SETTINGS", str(settings))
     return Server(db, [root], ["--no-watch"], preexec_fn=limited)
 
 
@@ -96,17 +115,20 @@ def _answers(person: httpx.Client, server: Server) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: Path) -> None:
+def test_half_open_connections_do_not_take_the_dashboard_or_mcp_away(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))  # the attacker's own sockets
-    server = _serve(tmp_path)
+    server = _serve(tmp_path, monkeypatch)
     person = httpx.Client(base_url=server.base, timeout=ANSWER_WITHIN_S)
     held: list[socket.socket] = []
     try:
         server.sign_in(person)
         assert _answers(person, server) == (200, 200)
+        flood = time.monotonic()
         held = _half_open(int(server.base.rsplit(":", 1)[1]), ATTACKERS)
         assert len(held) > MAX_CONNECTIONS    # more than the server keeps open: the attack reaches its cap
+        assert time.monotonic() - flood < HEADER_TIMEOUT_S  # ... within the timeout: the cap, not it, made room
         started = time.monotonic()
         assert _answers(person, server) == (200, 200)
         assert time.monotonic() - started < ANSWER_WITHIN_S

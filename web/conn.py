@@ -3,8 +3,8 @@ opens connections and never finishes a request (a half-open flood: a partial req
 nothing). Without them each such socket holds a descriptor for ever (uvicorn arms no timer until a first
 response), and at the process's RLIMIT_NOFILE the server stops accepting: the dashboard and `/mcp` hang.
 
-- a header timeout: a connection that has not sent a complete request line and headers within
-  HEADER_TIMEOUT_S of opening (or of its previous response) is closed, however slowly bytes trickle in;
+- a header timeout: a connection that has not sent a complete request line and headers within the settings'
+  `[serve] header_timeout_s` of opening (or of its previous response) is closed, however slowly bytes trickle in;
 - a connection cap (`connection_cap()`: MAX_CONNECTIONS, lowered so that RESERVED_FDS descriptors stay free
   for the index, the audit log, git and the thread pool): a connection over it closes the oldest connection
   that is not in the middle of a request (half-open or idle), so a new request gets in at once; only when
@@ -29,7 +29,9 @@ import time
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-HEADER_TIMEOUT_S = 10.0
+from fleet.errors import FleetError
+from fleet.settings import SECTIONS, load_settings
+
 MAX_CONNECTIONS = 512
 ACCEPT_BURST = 64
 RESERVED_FDS = 256
@@ -45,9 +47,24 @@ def connection_cap() -> int:
     return max(8, min(MAX_CONNECTIONS, soft - RESERVED_FDS))
 
 
-class GuardedH11(H11Protocol):
-    """H11Protocol plus the header timeout and the connection cap (give the class to `uvicorn.Config(http=)`)."""
+def header_timeout_s() -> float:
+    """`[serve] header_timeout_s` of the settings; its default when the settings file cannot be read (serve
+    answers then, as the audit log and presence do, and they say why)."""
+    try:
+        return float(load_settings()["serve"]["header_timeout_s"])
+    except FleetError:
+        return float(SECTIONS["serve"]["header_timeout_s"].default)
 
+
+def guarded() -> type[GuardedH11]:
+    """The protocol class for `uvicorn.Config(http=)`, its header timeout read from the settings now."""
+    return type("GuardedH11", (GuardedH11,), {"header_timeout_s": header_timeout_s()})
+
+
+class GuardedH11(H11Protocol):
+    """H11Protocol plus the header timeout and the connection cap (`guarded()` gives it the settings' timeout)."""
+
+    header_timeout_s = float(SECTIONS["serve"]["header_timeout_s"].default)
     _header_timer: asyncio.TimerHandle | None = None
     opened_at = 0.0
 
@@ -78,7 +95,7 @@ class GuardedH11(H11Protocol):
 
     def _arm(self) -> None:
         self._disarm()
-        self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._header_timeout)
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timeout)
 
     def _disarm(self) -> None:
         if self._header_timer is not None:

@@ -43,7 +43,7 @@ from fleet.ops.service import announce_dashboard, resume_orphans, sweep
 from fleet.watch.coldstart import ColdStart
 from fleet.watch.service import watching
 from web.app import redeem_landing, create_app
-from web.conn import ACCEPT_BURST, GuardedH11
+from web.conn import ACCEPT_BURST, guarded
 from web.errors import json_error
 from web.security import allowed_hosts_for, is_loopback, new_token
 from web.state import Tabs, behind
@@ -269,7 +269,7 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
 
 def run(app: ASGIApp, sock: socket.socket, answering: Answering | None = None) -> None:
     """uvicorn over `app` on the bound `sock` until SIGINT or SIGTERM (a normal return), then close it."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http=GuardedH11,
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http=guarded(),
                             backlog=ACCEPT_BURST)
     server = uvicorn.Server(config)
     if answering is not None:
