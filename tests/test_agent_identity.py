@@ -279,6 +279,7 @@ async def test_serve_mcp_takes_agent_credentials_and_not_declared_names(fleet):
     token = add_agent(fleet, "claude-code")
     server = Server(fleet["db"], [fleet["root"]], ["--no-watch"])
     try:
+        server.first_page()
         url = server.base + "/mcp"
         bearer = server.auth["Authorization"].split(" ", 1)[1]
         async with http_client(url, "claude-code", bearer=bearer) as pretender:

@@ -119,6 +119,7 @@ async def test_serve_and_two_stdio_bridges_append_one_chain(small_fleet):
                       client_info=Implementation(name=name, version="1"))
 
     try:
+        server.first_page()
         async with httpx2.AsyncClient(headers=server.auth, timeout=60) as http, \
                 Client(streamable_http_client(server.base + "/mcp", http_client=http),
                        client_info=Implementation(name="via-serve", version="1")) as web, \
@@ -243,6 +244,7 @@ async def test_calls_refused_over_http_are_audited_once(small_fleet):
     that are not tool calls none."""
     server = Server(small_fleet["db"], [small_fleet["root"]], ["--no-watch"])
     try:
+        server.first_page()
         async with httpx2.AsyncClient(timeout=60) as raw:
             url = server.base + "/mcp"
             headers, body = _modern("fleet.repos", {"limit": 1})

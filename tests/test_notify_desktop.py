@@ -61,12 +61,6 @@ def desktop_row(db: Path) -> dict:
     return row
 
 
-def first_page(server: Server) -> None:
-    """Open the dashboard's first page, as the person who follows the link does: serve starts its work behind
-    the first page then (its notifier among it), not after waiting out the grace for a page nobody asks."""
-    assert httpx.get(server.base + "/", headers=server.auth, timeout=30).status_code == 200
-
-
 def sent_for(db: Path, session: str) -> bool:
     return any(f":{session}:" in key for key in status.read(db).get("sent", {}))
 
@@ -78,7 +72,7 @@ def test_serve_notifies_the_desktop_while_no_tab_is_open(bus, fleet) -> None:
     monitor = bus.monitor()
     server = Server(db, [root])
     try:
-        first_page(server)
+        server.first_page()
         wait_for(lambda: "desktop" in status.read(db).get("notifiers", {}), "serve looked for the service", 30)
         assert desktop_row(db)["last_error"] is None
 
@@ -147,7 +141,7 @@ def test_no_notification_service_is_said(bus, fleet, monkeypatch) -> None:
                                 "session D-Bus" and row["kind"] == "desktop"
     server = Server(db, [root])                                    # serve finds the same, and says so
     try:
-        first_page(server)
+        server.first_page()
         wait_for(lambda: status.read(db).get("notifiers", {}).get("desktop"), "serve looked", 30)
         assert "no desktop notification service" in status.read(db)["notifiers"]["desktop"]["last_error"]
         page = httpx.Client(base_url=server.base, timeout=10)

@@ -40,6 +40,7 @@ def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, 
     db = tmp_path / "fleet.db"
     server = Server(db, [fleet["root"]])  # a fresh index: the watcher itself reads the fleet
     try:
+        server.first_page()
         with open_index(db) as index:
             wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's heartbeat")
             wait_for(lambda: len(index.repos()) == 4 and watcher_meta(index).get("backlog") == 0
@@ -75,6 +76,7 @@ def test_serve_watches_the_fleet_in_process_and_stops_cleanly_on_sigterm(fleet, 
 def test_sigint_also_exits_0(fleet, tmp_path: Path) -> None:
     server = Server(tmp_path / "fleet.db", [fleet["root"]])
     try:
+        server.first_page()
         with open_index(tmp_path / "fleet.db") as index:
             wait_for(lambda: watcher_meta(index).get("pid") == server.proc.pid, "the watcher's heartbeat")
         code, took, err = server.signal_and_wait(signal.SIGINT)
@@ -109,6 +111,7 @@ def test_a_second_serve_on_the_same_index_serves_without_a_second_watcher(fleet,
     first = Server(db, [fleet["root"]])
     second = None
     try:
+        first.first_page()
         with open_index(db) as index:
             wait_for(lambda: watcher_meta(index).get("pid") == first.proc.pid, "the first watcher")
         second = Server(db, [])
@@ -141,7 +144,7 @@ async def test_serve_offers_mcp_at_slash_mcp_behind_the_same_token(fleet, tmp_pa
 
     db = tmp_path / "fleet.db"
     server = Server(db, [fleet["root"]], ["--no-watch"])
-    try:
+    try:  # no page opened: the re-check starts by itself once FIRST_PAGE_GRACE_S is out (an agent's serve alone)
         with open_index(db) as index:
             wait_for(lambda: watcher_meta(index).get("stopped_at"), "the one re-check", 60)
         url = server.base + "/mcp"

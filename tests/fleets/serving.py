@@ -88,6 +88,12 @@ class Server:
     def link(self, path: str = "/") -> str:
         return f"{self.base}{path}?code={fresh_code(self.db)}"
 
+    def first_page(self) -> None:
+        """Open the dashboard's first page, as the person who follows the link does: serve starts its work (the
+        watcher, the MCP bridge behind the re-check, the notifier) behind the first page then, instead of after
+        waiting out FIRST_PAGE_GRACE_S (2 s) for a page nobody asks for."""
+        assert httpx.get(self.base + "/", headers=self.auth, timeout=30).status_code == 200
+
     def sign_in(self, client: httpx.Client) -> Login:
         return sign_in(client, self.db)
 
