@@ -17,7 +17,7 @@ from tests.browser.axe import assert_clean, preload
 from tests.browser.conftest import sign_in_tab
 from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
 from tests.fleets.gitbuild import git, init_repo
-from tests.fleets.postgres import PgServer
+from tests.fleets.postgres import shared_server
 from tests.fleets.localsite import LocalSite, QuietHandler
 from tests.fleets.serving import Server
 from tests.test_team import _pin, enrolled_pair, hub_rows
@@ -38,8 +38,7 @@ def team(tmp_path_factory):
     `high` and `click` wait for a person, `decided` was approved through the hub and applied)."""
     from fleet.audit.keys import keygen
 
-    pg = PgServer()
-    hub = pg.create_database("hub_browser")
+    hub = shared_server().fresh_database("hub_browser")  # the process's cluster: no initdb of its own
     base = tmp_path_factory.mktemp("hub-browser")
     pair = enrolled_pair(base, hub, push=True)
     laptop = pair[0]
@@ -55,7 +54,6 @@ def team(tmp_path_factory):
                                                  "--as", "alice"])
     yield server, pair, pids, hub
     server.stop()
-    pg.close()
 
 
 def _repo_path(team) -> str:
