@@ -254,7 +254,7 @@ def test_a_global_lfs_style_filter_stays_trusted(tmp_path: Path, monkeypatch: py
     assert oracle == " M other.dat\n"
 
     def counts() -> tuple[int, int, int]:
-        status = read_status(repo)
+        status = read_status(repo, repo / ".git")
         return status.staged, status.unstaged, status.untracked
 
     assert counts() == (0, 1, 0)

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pygit2
@@ -33,6 +34,11 @@ def _dirs(repo: Path) -> tuple[str, str, str]:
     return path, os.path.join(path, ".git"), os.path.join(path, ".git")
 
 
+def _theirs(path: str):
+    """git's own status of the working tree of a plain repository at `path`."""
+    return read_status(path, os.path.join(path, ".git"))
+
+
 def _fields(status) -> tuple:
     return (status.oid, status.head, status.ahead, status.behind, status.stash,
             [(e.kind, e.xy, e.path) for e in status.entries])
@@ -46,7 +52,7 @@ def _goes_to_git(repo: Path, reason: str) -> None:
     assert caught.value.reason == reason
     status = repo_status(path, gitdir, common)
     assert status.source == "git"
-    assert _fields(status) == _fields(read_status(path))
+    assert _fields(status) == _fields(_theirs(path))
     record = read_repo(Found(path, gitdir, common, False, os.path.dirname(path)), stored=False)
     expected = oracle.counts(repo)
     assert {k: record[k] for k in expected} == expected
@@ -75,7 +81,7 @@ def test_an_eligible_repo_is_read_in_process_exactly_as_git_reads_it(fleet, stat
     path, gitdir, common = _dirs(fleet[state])
     ours = repo_status(path, gitdir, common)
     assert ours.source == "libgit2"
-    assert _fields(ours) == _fields(read_status(path))
+    assert _fields(ours) == _fields(_theirs(path))
 
 
 @pytest.mark.parametrize("state", sorted(TO_GIT))
@@ -106,7 +112,7 @@ def test_entries_come_in_git_s_order_past_the_activity_window(tmp_path: Path):
     path, gitdir, common = _dirs(repo)
     ours = inprocess_status(path, gitdir, common)
     assert len(ours.entries) > 64
-    assert _fields(ours) == _fields(read_status(path))
+    assert _fields(ours) == _fields(_theirs(path))
 
 
 def test_ignore_rules_and_untracked_folders_match_git(tmp_path: Path):
@@ -135,7 +141,7 @@ def test_ignore_rules_and_untracked_folders_match_git(tmp_path: Path):
         (repo / "gone.txt").unlink()
         path, gitdir, common = _dirs(repo)
         ours = inprocess_status(path, gitdir, common)
-        assert _fields(ours) == _fields(read_status(path))
+        assert _fields(ours) == _fields(_theirs(path))
         assert ours.untracked == oracle.counts(repo)["untracked"] == 3  # deep/, keep.log, sub/c.txt
     finally:
         home_ignore.unlink()
@@ -148,7 +154,7 @@ def test_upstream_ahead_behind_through_a_second_remote_and_a_local_upstream(tmp_
     path, gitdir, common = _dirs(repo)
     ours = inprocess_status(path, gitdir, common)
     assert (ours.ahead, ours.behind) == (2, 0) and ours.upstream == "base"
-    assert _fields(ours) == _fields(read_status(path))
+    assert _fields(ours) == _fields(_theirs(path))
 
 
 def _as_the_record_reads(repo: Path) -> tuple:
@@ -163,7 +169,7 @@ def _as_the_record_reads(repo: Path) -> tuple:
 def test_with_what_the_record_read_first_an_eligible_repo_is_still_git_s(fleet, state):
     path, ours = _as_the_record_reads(fleet[state])
     assert ours.source == "libgit2"
-    assert _fields(ours) == _fields(read_status(path)) and ours.upstream == read_status(path).upstream
+    assert _fields(ours) == _fields(_theirs(path)) and ours.upstream == _theirs(path).upstream
 
 
 def test_a_symbolic_branch_over_a_stale_packed_one_is_read_as_git_resolves_it(tmp_path: Path):
@@ -178,7 +184,7 @@ def test_a_symbolic_branch_over_a_stale_packed_one_is_read_as_git_resolves_it(tm
     git(repo, "pack-refs", "--all")
     git(repo, "symbolic-ref", "refs/heads/main", "refs/heads/other")   # ...and main a link to other
     path, ours = _as_the_record_reads(repo)
-    assert _fields(ours) == _fields(read_status(path))
+    assert _fields(ours) == _fields(_theirs(path))
     _goes_to_git(repo, "head")   # git names the branch at the link's end (libgit2 named the link)
 
 
@@ -192,7 +198,7 @@ def test_an_upstream_mapped_by_the_person_s_global_refspec_is_git_s(tmp_path: Pa
     git(repo, "config", "--global", "--add", "remote.origin.fetch", "+refs/heads/*:refs/remotes/mirror/*")
     try:
         path, ours = _as_the_record_reads(repo)
-        theirs = read_status(path)
+        theirs = _theirs(path)
         assert (theirs.upstream, theirs.ahead, theirs.behind) == ("mirror/main", 2, 0)
         assert ours.source == "libgit2" and _fields(ours) == _fields(theirs) and ours.upstream == theirs.upstream
     finally:
@@ -305,6 +311,21 @@ def test_sparse_checkout_is_git_s(tmp_path: Path):
     _goes_to_git(repo, "sparse_checkout")
 
 
+def test_a_fifo_stash_log_is_refused_before_git_status_would_block_on_it(tmp_path: Path):
+    """An ineligible repository goes to `git status --show-stash`, which opens the stash log with a blocking
+    open: a FIFO there is refused at once, as the in-process path refuses it, not waited on until git's 30 s
+    timeout."""
+    repo = _plain(tmp_path)
+    git(repo, "sparse-checkout", "set", "--no-cone", "/README.md")
+    os.mkfifo(repo / ".git" / "logs" / "refs" / "stash")
+    path, gitdir, common = _dirs(repo)
+    assert ineligible(path, gitdir, common) == "sparse_checkout"
+    started = time.monotonic()
+    with pytest.raises(gitfiles.BrokenRepo, match="the stash log is not a regular file"):
+        repo_status(path, gitdir, common)
+    assert time.monotonic() - started < 5
+
+
 def test_split_index(tmp_path: Path):
     repo = _plain(tmp_path)
     git(repo, "update-index", "--split-index")
@@ -378,7 +399,7 @@ def test_an_index_that_is_no_index_is_unreadable_and_git_says_so(tmp_path: Path)
     with pytest.raises(GitError) as ours:
         repo_status(path, gitdir, common)
     with pytest.raises(GitError) as theirs:
-        read_status(path)
+        _theirs(path)
     assert ours.value.message == theirs.value.message
 
 
@@ -432,7 +453,7 @@ def test_a_hostile_config_runs_nothing_and_the_repository_is_not_written(tmp_pat
     assert status.source == "libgit2"
     assert fired(marker) == []
     assert snapshot_diff(before, snapshot(repo)) == []
-    assert _fields(status) == _fields(read_status(path))
+    assert _fields(status) == _fields(_theirs(path))
     # the attack, on plain git: its fsmonitor runs and the index is rewritten
     age_git_dir(copy)
     index_before = (copy / ".git" / "index").stat().st_mtime_ns

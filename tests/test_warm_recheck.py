@@ -186,7 +186,7 @@ def test_a_watch_mark_moves_with_every_git_change_the_watch_set_would_see(tmp_pa
     repo = init_repo(tmp_path / "repo", commits=2)
     gitdir = str(repo / ".git")
     mark = watch_mark(gitdir)
-    read_status(repo)
+    read_status(repo, repo / ".git")
     read_repo(found_at(str(repo), str(tmp_path)))
     write(repo / "edited.txt", "a working-tree edit: the sweeps' business, not an event\n")
     assert watch_mark(gitdir) == mark

@@ -106,11 +106,9 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "replace")
 
 
-def check_stash_log(commondir: gitfiles.StrPath) -> None:
-    """BrokenRepo unless the stash reflog is a regular file or absent. `--show-stash` makes git open it with a
-    blocking open: a FIFO there held every status call until its 30 s timeout. Call it before STATUS_ARGS."""
+def read_status(worktree: str | Path, commondir: gitfiles.StrPath, timeout: float = 30.0) -> Status:
+    """`git status` of `worktree` (whose repository's common dir is `commondir`), the one way any reader runs it.
+    BrokenRepo unless the stash reflog is a regular file or absent: `--show-stash` makes git open it with a
+    blocking open, and a FIFO there held every status call until its 30 s timeout."""
     gitfiles.read_file(os.path.join(commondir, "logs", "refs", "stash"), 0, "the stash log", whole=False)
-
-
-def read_status(worktree: str | Path, timeout: float = 30.0) -> Status:
     return parse_status(run_git(worktree, STATUS_ARGS, timeout=timeout).stdout)

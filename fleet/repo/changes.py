@@ -19,7 +19,8 @@ from fleet.git.revs import index_base
 from fleet.git.run import out, text
 from fleet.repo.scope import check_rel_path
 from fleet.repo.jsonbudget import Timeless
-from fleet.git.status import STATUS_ARGS, Status as GitStatus, check_stash_log, parse_status
+from fleet.git.run import GitError
+from fleet.git.status import Status as GitStatus, read_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
 BINARY_SNIFF = 8000
@@ -205,10 +206,11 @@ def repo_status(found: Found, max_entries: int = DEFAULT_CAP) -> Status:
     """Branch, upstream, ahead/behind, operation, and capped staged/unstaged/untracked/conflicted lists."""
     check_int(max_entries, "max_entries", 1, 10000)
     try:
-        check_stash_log(found.commondir)
+        status = read_status(found.path, found.commondir)
     except gitfiles.BrokenRepo as exc:
         raise FleetError("GIT_FAILED", f"cannot read the status: {exc}") from None
-    status = parse_status(out(found.path, STATUS_ARGS))
+    except GitError as exc:
+        raise FleetError.from_git(exc) from exc
     operation, details = gitfiles.operation(Path(found.gitdir))
     gone = status.upstream is not None and status.ahead is None
     result: dict[str, Any] = {

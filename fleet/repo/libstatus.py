@@ -89,7 +89,7 @@ def repo_status(path: str, gitdir: str, commondir: str, known: Known | None = No
     try:
         return inprocess_status(path, gitdir, commondir, known)
     except Ineligible:
-        return read_status(path)
+        return read_status(path, commondir)
 
 
 def inprocess_status(path: str, gitdir: str, commondir: str, known: Known | None = None) -> Status:

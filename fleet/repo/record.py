@@ -21,7 +21,7 @@ from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
-from fleet.git.status import Status, check_stash_log, read_status
+from fleet.git.status import Status, read_status
 from fleet.repo.libstatus import Known, repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
@@ -396,8 +396,7 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
                 row["error"] = "its .git file does not point back to this repository"
             else:
                 try:
-                    check_stash_log(commondir)
-                    st = read_status(wt.path)
+                    st = read_status(wt.path, commondir)
                     row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked,
                                conflicted=st.conflicted, head=st.oid)
                 except BrokenRepo as exc:
@@ -430,8 +429,7 @@ def worktree_counts(row: dict, commondir: StrPath) -> None:
     if row["bare"] or row["prunable"] or row["error"] or not os.path.isdir(row["path"]):
         return
     try:
-        check_stash_log(commondir)
-        st = read_status(row["path"])
+        st = read_status(row["path"], commondir)
     except BrokenRepo as exc:
         row["error"] = str(exc)
         return
