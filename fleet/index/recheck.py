@@ -202,17 +202,22 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
     They are started at once (a spawned worker spends a good half second importing), so they get ready while
     the caller does its own preparation. `fork`: forked instead (no import at all), for a caller that has
     started no thread yet (`fleet.watch.coldstart.begin`, before the web stack loads)."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else "spawn"),
-                               initializer=_worker_init, initargs=(str(db_path), os.getpid()))
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                               initargs=(str(db_path), context.RLock(), os.getpid()))
     for _ in range(workers):
         pool.submit(int)  # a no-op: each submit with no idle worker starts one
     return pool
 
 
-def _worker_init(db_path: str, parent: int) -> None:
+def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
+    """Open the worker's index. The workers take turns at writing through one lock of their own, as the
+    scan's do: a worker waiting for it wakes as soon as the other is done, where SQLite's busy wait sleeps
+    in steps of up to 100 ms (the history pass's transactions collided often)."""
     global _worker_index
     die_with_parent(parent)  # a serve that is killed takes its workers with it
     _worker_index = Index(Path(db_path))
+    _worker_index.lock = write_lock
 
 
 def in_worker(chunk: list[Entry]) -> Checked:
