@@ -46,13 +46,12 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from fleet.git.layout import Found, found_at, repo_name
-from fleet.index.scan import hold_back, ingest, ingest_history, ingest_predictions
+from fleet.index.scan import hold_back, ingest, ingest_history, ingest_predictions, worker_index
 from fleet.index.store import Index
 from fleet.repo.record import read_repo, read_work_trees
 from fleet.timespec import iso
 from fleet.attention import attention
 from fleet.git.mark import walked, watch_mark
-from fleet.procinfo import die_with_parent
 
 Entry = Found | str  # a repo found by discovery (not in the index yet), or a known repo's path
 
@@ -211,13 +210,9 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
 
 
 def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
-    """Open the worker's index. The workers take turns at writing through one lock of their own, as the
-    scan's do: a worker waiting for it wakes as soon as the other is done, where SQLite's busy wait sleeps
-    in steps of up to 100 ms (the history pass's transactions collided often)."""
+    """The history pass's transactions collided often: the workers take turns at writing as the scan's do."""
     global _worker_index
-    die_with_parent(parent)  # a serve that is killed takes its workers with it
-    _worker_index = Index(Path(db_path))
-    _worker_index.lock = write_lock
+    _worker_index = worker_index(db_path, write_lock, parent)
 
 
 def in_worker(chunk: list[Entry]) -> Checked:

@@ -252,14 +252,19 @@ def _read_and_store(index: Index, found: Iterable[Found], workers: int) -> Itera
 _worker_index: Index | None = None
 
 
-def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
-    """Open the worker's index. The workers take turns at writing through one lock of their own: a worker
-    waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps. A killed
-    scan takes its workers with it."""
-    global _worker_index
+def worker_index(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> Index:
+    """A worker process's index. The workers take turns at writing through one lock of their own: a worker
+    waiting for it wakes as soon as the other is done, where SQLite's busy wait would sleep in steps of up to
+    100 ms. A killed parent takes its workers with it."""
     die_with_parent(parent)
-    _worker_index = Index(Path(db_path))
-    _worker_index.lock = write_lock
+    index = Index(Path(db_path))
+    index.lock = write_lock
+    return index
+
+
+def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
+    global _worker_index
+    _worker_index = worker_index(db_path, write_lock, parent)
 
 
 def _worker_chunk(task: tuple[int, list[Found]]) -> tuple[int, list[dict]]:

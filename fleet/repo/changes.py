@@ -16,10 +16,9 @@ from fleet.caps import DEFAULT_CAP, Capped, cap, check_int
 from fleet.errors import FleetError
 from fleet.git.layout import Found
 from fleet.git.revs import index_base
-from fleet.git.run import out, text
+from fleet.git.run import GitError, out, text
 from fleet.repo.scope import check_rel_path
 from fleet.repo.jsonbudget import Timeless
-from fleet.git.run import GitError
 from fleet.git.status import Status as GitStatus, read_status
 
 UNTRACKED_CONTENT_MAX = 32 * 1024
