@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from fleet.git.run import GitError, run_git
+from fleet.index.sqlrows import insert_rows
 from fleet.index.store import REFLOG_IDS_KEY, next_reflog_id
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ PRUNED_KEY = "events_pruned_before"
 REWOUND_KEY = "events_rewound"  # the lowest event id replaced since team mode's outbox last looked (a resend)
 # A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
+EVENT_INSERT = "insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"  # an event of a reflog line
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 
 
@@ -374,8 +376,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
         if gone:  # a pushed twin must leave the hub too, and its id may be reused now: resend from it
             conn.execute("insert into meta (key, value) values (?, ?) on conflict (key) do update set"
                          " value = min(cast(value as integer), excluded.value)", (REWOUND_KEY, min(gone)))
-        conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"
-                         " values (?, ?, ?, ?, ?, ?)", inserts)
+        insert_rows(conn, EVENT_INSERT, inserts)
         added = len(inserts) - removed + _record_deleted_branches(conn, list(paths))
         last: dict[int, int] = {}
         for ln in lines:  # each repo's lines in id order
@@ -445,8 +446,7 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
             base = item.first_line
             inserts += [(item.repo_id, ref, kind, at, rewrote, base + k) for k, ref, kind, at, rewrote in events]
             cursors.append((item.repo_id, base + item.lines - 1))
-    conn.executemany("insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id) values (?, ?, ?, ?, ?, ?)",
-                     inserts)
+    insert_rows(conn, EVENT_INSERT, inserts)
     conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)
     # only a branch's log without the branch can make a deleted-branch event here
     orphans = [item.repo_id for item in stored if item.repo_id in done and _logs_without_branch(item.prepared)]

@@ -32,6 +32,7 @@ from fleet.index.digestq import DigestQueries
 from fleet.index.presence import PresenceRows
 from fleet.index.proposals import ProposalRows
 from fleet.index.restore_points import RestorePointRows
+from fleet.index.sqlrows import insert_rows
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
@@ -299,8 +300,9 @@ class Index:
         stand as the index does inside it (`fleet.index.reflogs.recheck` under the same write lock)."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            next_id: list[int | None] = [None]  # the next reflog line id, given here under the write lock
-            stored = [self._store(conn, p, gen, next_id) for p in prepared]
+            lines = _NewLines(conn)
+            stored = [self._store(conn, p, gen, lines) for p in prepared]
+            lines.flush()
             _update_backlog(conn, HISTORY_KEY, add=[s.repo_id for s in stored if s.prepared.deferred and s.first],
                             done=[s.repo_id for s in stored if s.prepared.logs is not None])
             pending = {s.repo_id for s in stored if _pending(s.prepared.record)}
@@ -316,10 +318,11 @@ class Index:
         with self.write() as conn:
             waiting = set(_backlog(conn, HISTORY_KEY)["ids"])
             held = self.reflog_files([p.repo_id for p in prepared])
-            next_id: list[int | None] = [None]
-            stored = [self._store_lines(conn, p, p.repo_id, True, next_id)
+            lines = _NewLines(conn)
+            stored = [self._store_lines(conn, p, p.repo_id, True, lines)
                       if p.repo_id in waiting and p.repo_id not in held else Stored(p, p.repo_id, False, None, 0)
                       for p in prepared]
+            lines.flush()
             _update_backlog(conn, HISTORY_KEY, add=[], done=[p.repo_id for p in prepared] + list(unread))
             return stored
 
@@ -350,7 +353,7 @@ class Index:
             _update_backlog(conn, PREDICTION_KEY, add=[], done=[m[0] for m in made] + list(unread))
             return written
 
-    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, next_id: list[int | None]) -> "Stored":
+    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, lines: "_NewLines") -> "Stored":
         found, record = p.found, p.record
         row = dict(p.row, generation=gen)
         new = p.repo_id is None
@@ -369,12 +372,13 @@ class Index:
         _set_mark(conn, repo_id, record.get("watch_mark"))
         if p.logs is None:
             return Stored(p, repo_id, new, None, 0)
-        return self._store_lines(conn, p, repo_id, new, next_id)
+        return self._store_lines(conn, p, repo_id, new, lines)
 
     def _store_lines(self, conn: sqlite3.Connection, p: "Prepared", repo_id: int, new: bool,
-                     next_id: list[int | None]) -> "Stored":
-        """Append `p`'s reflog lines to `repo_id` (`new`: it holds none yet) and note the files read."""
-        first, count = _append_lines(conn, repo_id, p.logs, new, next_id)
+                     lines: "_NewLines") -> "Stored":
+        """Append `p`'s reflog lines to `repo_id` (`new`: it holds none yet; inserted at `lines.flush`) and note
+        the files read."""
+        first, count = lines.append(repo_id, p.logs, new)
         files = [(repo_id, ref, inode, end) for ref, inode, end, _ in p.logs]
         if files:
             conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
@@ -657,32 +661,44 @@ def _update_backlog(conn: sqlite3.Connection, key: str, add: list[int], done: li
         conn.execute("delete from meta where key = ?", (key,))
 
 
-def _append_lines(conn: sqlite3.Connection, repo_id: int, logs: list[tuple], new: bool,
-                  next_id: list[int | None]) -> tuple[int | None, int]:
-    """Insert the lines of `logs` (ids given here, past every id ever given); (first id, how many)."""
-    rows: list[tuple] = []
-    nid = next_id[0]
-    first = None
-    for ref, _inode, _end, lines in logs:
-        if not lines:
-            continue
-        if nid is None:
-            nid = next_reflog_id(conn)
-        if not new:  # a twin has the same time: only held lines within the new lines' span (the (repo_id, at) index)
-            from fleet.index import reflogs
+class _NewLines:
+    """The reflog lines one write appends: ids given in order past every id ever given (`next_reflog_id`,
+    asked once, under the write lock), the rows inserted together (`flush`, at the write's end or before the
+    index is asked which lines it holds), many to a statement (`insert_rows`)."""
 
-            lines = reflogs.once(lines, set(conn.execute(
-                "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
-                " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
-        if first is None:
-            first = nid
-        rows += [(nid + k, repo_id, ref, *line) for k, line in enumerate(lines)]
-        nid += len(lines)
-    next_id[0] = nid
-    if rows:
-        conn.executemany("insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
-                         " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    return (first if rows else None), len(rows)
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.next_id: int | None = None
+        self.rows: list[tuple] = []
+
+    def append(self, repo_id: int, logs: list[tuple], new: bool) -> tuple[int | None, int]:
+        """Give ids to the lines of `logs` (`new`: the repo holds none yet, else lines it holds are left out);
+        (first id, how many)."""
+        conn, nid, first, count = self.conn, self.next_id, None, 0
+        for ref, _inode, _end, lines in logs:
+            if not lines:
+                continue
+            if nid is None:
+                nid = next_reflog_id(conn)
+            if not new:  # a twin has the same time: only held lines within the new lines' span (the (repo_id, at) index)
+                from fleet.index import reflogs
+
+                self.flush()
+                lines = reflogs.once(lines, set(conn.execute(
+                    "select old_sha, new_sha, at, message from reflog where repo_id = ? and at between ? and ?"
+                    " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
+            if first is None:
+                first = nid
+            self.rows += [(nid + k, repo_id, ref, *line) for k, line in enumerate(lines)]
+            nid += len(lines)
+            count += len(lines)
+        self.next_id = nid
+        return (first if count else None), count
+
+    def flush(self) -> None:
+        insert_rows(self.conn, "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message,"
+                    " kind)", self.rows)
+        self.rows = []
 
 
 def _prepare_file(path: Path) -> None:
