@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from fleet.git.run import GitError, run_git
 from fleet.index.sqlrows import insert_rows
@@ -387,12 +387,14 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
 
 
 def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
-                 cut: int) -> list[tuple[int, str, str, int, int | None]]:
+                 cut: int) -> list[tuple[str, Sequence[int], list[tuple], list[int | None]]]:
     """The events of a repo's lines as it is stored for the first time, decided before the write (git may be
-    asked whether a move rewrote history): (position of the line among all of `logs`' lines, ref, kind, at,
-    rewrote). What `record_events` would record for them: with nothing held before, a HEAD line is left out
-    only for its branch's twin among these same lines. `logs` are `fleet.index.reflogs.read_new_lines`'s."""
-    groups: list[tuple[str, range | list[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
+    asked whether a move rewrote history): per ref with events, (ref, the positions of its event lines among
+    all of `logs`' lines, those lines, whether each rewrote), in the lines' order; `record_first_events`
+    makes the rows (one tuple per event, built once). What `record_events` would record for them: with
+    nothing held before, a HEAD line is left out only for its branch's twin among these same lines. `logs`
+    are `fleet.index.reflogs.read_new_lines`'s."""
+    groups: list[tuple[str, Sequence[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
     moves: list[tuple] = []
     pos = 0
     for ref, _inode, _end, lines in logs:
@@ -400,7 +402,7 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
         if count and is_event_ref(ref):
             if cut:
                 keep = [k for k, line in enumerate(lines) if line[3] >= cut]
-                spots: range | list[int] = [pos + k for k in keep]
+                spots: Sequence[int] = [pos + k for k in keep]
                 lines = [lines[k] for k in keep]
             else:
                 spots = range(pos, pos + count)
@@ -413,16 +415,16 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
     branch_moves = {(line[0], line[1], line[3]) for ref, _spots, lines in groups if ref.startswith("refs/heads/")
                     for line in lines}
-    events: list[tuple] = []
+    events: list[tuple[str, Sequence[int], list[tuple], list[int | None]]] = []
     done = 0
     for ref, spots, lines in groups:
         mine = verdicts[done:done + len(lines)]
         done += len(lines)
         if is_head_ref(ref):
-            events += [(k, ref, line[6], line[3], verdict) for k, line, verdict in zip(spots, lines, mine)
-                       if (line[0], line[1], line[3]) not in branch_moves]
-        else:
-            events += [(k, ref, line[6], line[3], verdict) for k, line, verdict in zip(spots, lines, mine)]
+            keep = [k for k, line in enumerate(lines) if (line[0], line[1], line[3]) not in branch_moves]
+            spots, lines, mine = [spots[k] for k in keep], [lines[k] for k in keep], [mine[k] for k in keep]
+        if lines:
+            events.append((ref, spots, lines, mine))
     return events
 
 
@@ -444,7 +446,10 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
         done.add(item.repo_id)
         if item.lines:
             base = item.first_line
-            inserts += [(item.repo_id, ref, kind, at, rewrote, base + k) for k, ref, kind, at, rewrote in events]
+            repo_id = item.repo_id
+            for ref, spots, lines, verdicts in events:
+                inserts += [(repo_id, ref, line[6], line[3], verdict, base + k)
+                            for k, line, verdict in zip(spots, lines, verdicts)]
             cursors.append((item.repo_id, base + item.lines - 1))
     insert_rows(conn, EVENT_INSERT, inserts)
     conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)

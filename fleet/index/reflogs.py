@@ -7,6 +7,7 @@ reading again where another process stored the repo meanwhile (`recheck`).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from fleet.git import files as gitfiles
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from fleet.index.store import Index, Prepared
 
 Logs = list[tuple[str, int, int, list[tuple]]]  # (ref, inode, end, new lines) of each reflog file read
+_TWIN = itemgetter(0, 1, 3, 5)  # what makes two lines one: (old, new, time, message)
 
 
 def read(prepared: list["Prepared"]) -> list["Prepared"]:
@@ -64,7 +66,7 @@ def read_new_lines(stats: list[tuple], known: dict[str, tuple[int, int]], first:
         except gitfiles.BrokenRepo:
             continue
         lines = gitfiles.reflog_fields(data)
-        if first and len({(ln[0], ln[1], ln[3], ln[5]) for ln in lines}) < len(lines):
+        if first and len(set(map(_TWIN, lines))) < len(lines):
             lines = once(lines, set())
         out.append((ref, inode, end, lines))
     return out
@@ -75,7 +77,7 @@ def once(lines: list[tuple], held: set) -> list[tuple]:
     twice, or the index holds it already)."""
     kept = []
     for line in lines:
-        key = (line[0], line[1], line[3], line[5])
+        key = _TWIN(line)
         if key not in held:
             held.add(key)
             kept.append(line)
