@@ -7,7 +7,7 @@ import sqlite3
 from itertools import chain
 from typing import Sequence
 
-ROWS_PER_INSERT = 500  # measured best of 50-2,000 for a cold ingest's reflog and event rows (10 and 6 columns)
+ROWS_PER_INSERT = 256  # a power of two; 50-2,000 rows a statement measured alike for a cold ingest's rows
 
 
 def all_rows(cur: sqlite3.Cursor) -> list[dict]:
@@ -21,15 +21,17 @@ def first_row(cur: sqlite3.Cursor) -> dict | None:
 
 
 def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[tuple]) -> None:
-    """`head` (`insert into t (a, b)`) with every one of `rows` (tuples of one width), up to ROWS_PER_INSERT
-    rows to a statement. A cold ingest inserts 100,000s of reflog and event rows: `executemany` runs the
-    statement once per row, and for `event_rows` (AUTOINCREMENT) each run also rewrites its sequence row, so
-    one statement per row cost about twice as much SQLite time for events and a quarter more for lines."""
-    if not rows:
-        return
-    one = f"({', '.join('?' * len(rows[0]))})"
-    full = f"{head} values {', '.join([one] * ROWS_PER_INSERT)}" if len(rows) >= ROWS_PER_INSERT else ""
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        part = rows[start:start + ROWS_PER_INSERT]
-        sql = full if len(part) == ROWS_PER_INSERT else f"{head} values {', '.join([one] * len(part))}"
-        conn.execute(sql, list(chain.from_iterable(part)))
+    """`head` (`insert into t (a, b)`) with every one of `rows` (tuples of one width), many rows to a
+    statement. A cold ingest inserts 100,000s of reflog and event rows: `executemany` runs the statement once
+    per row, and for `event_rows` (AUTOINCREMENT) each run also rewrites its sequence row, so one statement
+    per row cost about twice as much SQLite time for events and a quarter more for lines. The statements hold
+    ROWS_PER_INSERT rows, then halves of it for the rest: sqlite3 keeps each prepared statement (~1 KB a row
+    of 10 columns), and a statement for every length of the rest held ~50 MB in a long-running process; these
+    are at most 9 per table."""
+    one = f"({', '.join('?' * len(rows[0]))})" if rows else ""
+    start, size = 0, ROWS_PER_INSERT
+    while start < len(rows):
+        while size > len(rows) - start:
+            size //= 2
+        conn.execute(f"{head} values {', '.join([one] * size)}", list(chain.from_iterable(rows[start:start + size])))
+        start += size
