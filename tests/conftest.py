@@ -16,6 +16,7 @@ from tests.fleets.fixtures import dashboard_fleet, empty_index, mcp_fleet, ops_f
 from tests.fleets.gitbuild import configure_home
 
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="fleetdeck-home-"))
+atexit.register(shutil.rmtree, _SESSION_HOME, True)  # each process's own HOME, not left behind in /tmp
 configure_home(_SESSION_HOME)
 os.environ["XDG_DATA_HOME"] = str(_SESSION_HOME / ".local" / "share")
 os.environ["XDG_CACHE_HOME"] = str(_SESSION_HOME / ".cache")  # the MCP tool definitions' cache
