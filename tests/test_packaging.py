@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleets.cli import PROJECT_ROOT
+from tests.fleets.cli import PROJECT_ROOT, copy_checkout
 
 pytestmark = pytest.mark.slow  # every test builds a wheel with pip first (~4-20 s), one installs it in a venv
 
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.slow  # every test builds a wheel with pip first (~4-20
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = copy_checkout(tmp_path_factory.mktemp("source") / "fleetdeck")  # built as a fresh clone builds
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out), str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return next(out.glob("fleetdeck-*.whl"))
 

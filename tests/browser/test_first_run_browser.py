@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 from collections import deque
@@ -21,14 +20,10 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from starlette.routing import Match, Route
 
-from tests.fleets.cli import PROJECT_ROOT
+from tests.fleets.cli import PROJECT_ROOT, copy_checkout
 from web.app import routes
 
 pytestmark = pytest.mark.slow
-
-COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "build", "dist", "*.egg-info",
-                                     ".pytest_cache", ".hypothesis", "node_modules")
-
 
 def readme_install_line() -> str:
     """The shell command in the README's first code block (the one under "Install and run it on your repos")."""
@@ -76,8 +71,7 @@ def links(base: str, url: str, html: str) -> list[str]:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The README's install part run in a copy of the checkout; the run part with `~` pointed at the same place."""
     base = tmp_path_factory.mktemp("first-run")
-    checkout = base / "fleetdeck"
-    shutil.copytree(PROJECT_ROOT, checkout, ignore=COPY_IGNORE)
+    checkout = copy_checkout(base / "fleetdeck")
     install, run = split_install(readme_install_line())
     home = base / "home"
     home.mkdir()

@@ -17,6 +17,7 @@ import io
 import locale
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+_NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "build", "dist", "*.egg-info",
+                                     ".pytest_cache", ".hypothesis", "node_modules")
+
+
+def copy_checkout(dest: Path) -> Path:
+    """This checkout's source at `dest`, without what a build or an install left in it: what a fresh clone
+    builds and installs (a stale `build/` would put files the tree no longer has into a wheel), and the build
+    writes its own `build/` and egg-info there instead of into the checkout."""
+    shutil.copytree(PROJECT_ROOT, dest, ignore=_NOT_SOURCE)
+    return dest
 
 
 def fleetdeck_argv(*args: str) -> list[str]:
