@@ -25,6 +25,7 @@ from web.app import routes
 
 pytestmark = pytest.mark.slow
 
+
 def readme_install_line() -> str:
     """The shell command in the README's first code block (the one under "Install and run it on your repos")."""
     text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
