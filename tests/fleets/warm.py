@@ -11,7 +11,7 @@ from fleet.index.store import open_index
 from tests.fleets.dashboard_fleet import build_fleet
 from tests.fleets.gitbuild import commit_file, git
 
-COPIES = 150  # of each of two repos with upstreams: a re-check of seconds, not milliseconds
+COPIES = 50  # of each of two repos with upstreams: a re-check of seconds (5 chunks, each paced by the test), not milliseconds
 
 
 def scanned_fleet(base: Path) -> dict:
