@@ -101,13 +101,13 @@ class FleetServer(MCPServer):
         if ctx.method in HANDSHAKE or self.kit is not None:
             return await call_next(ctx)
         before = len(self.middleware)
-        self._toolkit()
+        self.toolkit()
         call = call_next
         for middleware in reversed(self.middleware[before:]):
             call = partial(middleware, call_next=call)
         return await call(ctx)
 
-    def _toolkit(self):
+    def toolkit(self):
         """The toolkit, made once, with the audit's module registered (the audit of every call needs it)."""
         with self._registering:
             if self.kit is None:
@@ -129,7 +129,7 @@ class FleetServer(MCPServer):
 
     def ensure_tools(self) -> None:
         """Import every tool module and register its tools, once."""
-        self._toolkit()
+        self.toolkit()
         for module in TOOL_MODULES:
             self._register(module)
 
@@ -152,7 +152,7 @@ class FleetServer(MCPServer):
 
     def _tool(self, name: str) -> bool:
         """Register the module of tool `name` and install the tool; False when there is no such tool."""
-        kit = self._toolkit()
+        kit = self.toolkit()
         if name not in kit.specs:
             module = self.catalog().modules.get(name)
             if module is None:
@@ -169,13 +169,20 @@ class FleetServer(MCPServer):
         return list(self.catalog().tools)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None) -> CallToolResult:
+        return await self.answer(name, arguments, _client_info(context), _http_agent(context), context)
+
+    async def answer(self, name: str, arguments: dict[str, Any], client_info: tuple[str | None, str | None, str],
+                     http_agent: str | None = None, context=None) -> CallToolResult:
+        """The call's result for the client `client_info` names (declared name, version, session key), as
+        `call_tool` gives it; stdio's fast path (mcp_bridge/fastcall.py) calls this with no SDK context."""
         try:
-            return await self._call_tool(name, arguments, context)
+            return await self._call_tool(name, arguments, client_info, http_agent, context)
         except Exception:  # the last line of defence: an agent always gets a coded error, never a bare text
             log.exception("tool %s failed unexpectedly", name[:100])
             return failure("INTERNAL", f"{name[:100]} failed unexpectedly; see the server log")
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any], context) -> CallToolResult:
+    async def _call_tool(self, name: str, arguments: dict[str, Any], client_info: tuple[str | None, str | None, str],
+                         http_agent: str | None, context) -> CallToolResult:
         if not self._tool(name):
             return failure("UNKNOWN_TOOL", f"no tool named {name[:100]!r}; see tools/list")
         from mcp_bridge.toolkit import MAX_TOOL_INPUT
@@ -189,11 +196,10 @@ class FleetServer(MCPServer):
         if unknown:
             return failure("BAD_ARGUMENT", f"{name} takes no argument {unknown[0][:100]!r}; "
                                            f"it takes {', '.join(sorted(allowed)) or 'no arguments'}")
-        client, version, session_key = _client_info(context)
+        client, version, session_key = client_info
         if self.client_pids:  # stdio: this process serves exactly one client session
             session_key = f"stdio:{os.getpid()}"
         me = {"session": session_key, "version": version, "pids": self.client_pids}
-        http_agent = _http_agent(context)
         caller_is = (self.who(client, session_key, http_agent) if self.agent_token is None else  # no I/O
                      await anyio.to_thread.run_sync(self.who, client, session_key, http_agent))
         token, who, mine = touched.set([]), caller.set(client), caller_session.set(me)
@@ -291,19 +297,22 @@ class FleetServer(MCPServer):
 
 
 def _client_info(context) -> tuple[str | None, str | None, str]:
-    """The client's self-declared name and version (initialize's clientInfo, or the 2026 request envelope),
-    and a key for its session: the transport's session id (streamable HTTP), else the connection the SDK
-    keeps for a handshake-era client. A stateless 2026-era request has neither, so its key is the client's
-    name and version (such clients cannot be told apart; on stdio the caller overrides the key)."""
+    """The calling client (client_identity) as the SDK's context for the call knows it."""
     try:
         rc = context.request_context
         session = rc.session
     except (AttributeError, LookupError, ValueError):
         return None, None, f"{os.getpid()}:none"
-    params = getattr(session, "client_params", None)
-    info = getattr(params, "client_info", None)
+    return client_identity(getattr(session, "client_params", None), getattr(rc, "connection", None))
+
+
+def client_identity(client_params, connection=None) -> tuple[str | None, str | None, str]:
+    """The client's self-declared name and version (initialize's clientInfo, or the 2026 request envelope),
+    and a key for its session: the transport's session id (streamable HTTP), else the connection the SDK
+    keeps for a handshake-era client. A stateless 2026-era request has neither, so its key is the client's
+    name and version (such clients cannot be told apart; on stdio the caller overrides the key)."""
+    info = getattr(client_params, "client_info", None)
     name, version = getattr(info, "name", None), getattr(info, "version", None)
-    connection = getattr(rc, "connection", None)
     session_id = getattr(connection, "session_id", None)
     if session_id:
         return name, version, f"http:{session_id}"

@@ -8,7 +8,9 @@ and answered with a JSON-RPC error (`data.code: LIMIT`) for the request id found
 `Wire` writes each answer straight to the descriptor. A pipe or socket (what an MCP client gives its server)
 is read and written non-blocking, woken by the event loop; anything else (a file, a terminal, whose mode
 other processes share) through a thread as before. Like the SDK, fd 0 points at /dev/null and fd 1 at
-stderr while serving, so child processes read EOF and stray output misses the wire.
+stderr while serving, so child processes read EOF and stray output misses the wire. A plain `tools/call` is
+answered by mcp_bridge/fastcall.py from the frame itself, with the SDK's own bytes; everything else reaches
+the SDK as before.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from mcp_bridge.envelope import MAX_FRAME, frame_limit_error
+from mcp_bridge.fastcall import FastCalls, fast_calls
 
 _CHUNK = 256 * 1024
 _ID_PREFIX = 64 * 1024
@@ -101,6 +104,7 @@ class Frames:
         self.at_eof = False
         self.on_loop = pollable(fd)
         self.replies: anyio.abc.ObjectSendStream | None = None  # set once the transport's streams exist
+        self.fast: FastCalls | None = None  # the tools/call requests answered without the SDK (fastcall.py)
 
     def __aiter__(self) -> "Frames":
         return self
@@ -120,7 +124,9 @@ class Frames:
                 if self.replies is not None:
                     await self.replies.send(SessionMessage(frame_limit_error(request_id(oversized))))
                 continue
-            return line.decode("utf-8", "replace")
+            text = line.decode("utf-8", "replace")
+            if self.fast is None or not self.fast.take(text):
+                return text
 
     async def _read(self) -> bytes:
         if not self.on_loop:
@@ -138,9 +144,14 @@ class Wire:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.on_loop = pollable(fd)
+        self.lock = anyio.Lock()  # the SDK's writer and the fast path's calls: one whole line at a time
 
     async def write(self, text: str) -> None:
         view = memoryview(text.encode("utf-8"))
+        async with self.lock:
+            await self._write(view)
+
+    async def _write(self, view: memoryview) -> None:
         while view:
             if not self.on_loop:
                 view = view[await anyio.to_thread.run_sync(os.write, self.fd, view):]
@@ -208,8 +219,10 @@ async def serve_stdio(server) -> None:
     """Serve `server` (an MCPServer) on stdin/stdout until the client closes stdin."""
     lowlevel = protocol_server(server)
     with private_wire() as (stdin, stdout):
-        frames = Frames(stdin)
-        async with stdio_server(stdin=frames, stdout=Wire(stdout)) as (read_stream,  # type: ignore[arg-type]
-                                                                        write_stream):
-            frames.replies = write_stream
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        frames, wire = Frames(stdin), Wire(stdout)
+        async with anyio.create_task_group() as calls:  # the fast path's calls; their answers go out before exit
+            async with stdio_server(stdin=frames, stdout=wire) as (read_stream,  # type: ignore[arg-type]
+                                                                   write_stream):
+                frames.replies = write_stream
+                frames.fast = fast_calls(server, lowlevel, wire, calls)
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

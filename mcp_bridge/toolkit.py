@@ -78,7 +78,8 @@ class Toolkit:
         self.module = ""  # the tool module being registered (set by the server around `register(kit)`)
         self.check_outputs = os.environ.get("FLEETDECK_CHECK_OUTPUTS") == "1"
         self._checkers: dict[str, TypeAdapter] = {}
-        server.middleware.append(CallAudit(self))  # calls refused before any tool runs are audited too
+        self.call_audit = CallAudit(self)  # calls refused before any tool runs are audited too
+        server.middleware.append(self.call_audit)
 
     def tool(self, name: str, output: type[BaseModel], title: str,
              annotations: ToolAnnotations = READ_ONLY) -> Callable[[Callable[..., dict]], Callable[..., dict]]:

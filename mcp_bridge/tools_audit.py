@@ -11,7 +11,7 @@ import contextvars
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Mapping
 
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ToolAnnotations
@@ -101,12 +101,17 @@ class CallAudit:
         scope = getattr(getattr(ctx, "request", None), "scope", None)
         if isinstance(scope, dict) and isinstance(scope.get(HTTP_MARK), dict):
             scope[HTTP_MARK]["dispatched"] = True
+        return await self.around(ctx.params, _declared_name(ctx), functools.partial(call_next, ctx))
+
+    async def around(self, params: object, declared: str | None, call: Callable[[], Awaitable[Any]]) -> Any:
+        """`call()` (the rest of a `tools/call`'s handling, answering its wire result), with the refused
+        call's entry when no tool wrapper wrote one; stdio's fast path (mcp_bridge/fastcall.py) uses it too."""
         mark = {"recorded": False}
         token = call_mark.set(mark)
         started = time.perf_counter()
         code = "INTERNAL"
         try:
-            result = await call_next(ctx)
+            result = await call()
             code = _wire_code(result)
             return result
         except MCPError as exc:
@@ -118,8 +123,7 @@ class CallAudit:
         finally:
             call_mark.reset(token)
             if not mark["recorded"]:
-                params = ctx.params if isinstance(ctx.params, Mapping) else {}
-                declared = _declared_name(ctx)
+                params = params if isinstance(params, Mapping) else {}
                 refused(self.kit, params.get("name"), params.get("arguments"), code,
                         unknown(declared) if declared is not None else None, (time.perf_counter() - started)
                         * 1000, agent_declared=declared_name(declared) if declared is not None else None)

@@ -117,7 +117,7 @@ def test_the_key_follows_every_source_file(tmp_path):
 async def test_a_call_registers_only_its_own_module_and_builds_only_its_own_tool(db, cache):
     await build_server(db, lazy_tools=True).list_tools()   # writes the cache
     server = build_server(db, lazy_tools=True)
-    server._toolkit()
+    server.toolkit()
     ok(await server.call_tool("fleet.repos", {"limit": 1}))
     assert server._registered == {"tools_audit", "tools_fleet"}
     assert server.kit.installed == {"fleet.repos"}
@@ -126,7 +126,7 @@ async def test_a_call_registers_only_its_own_module_and_builds_only_its_own_tool
     # Without a cache every module is registered (and the cache written) before an unknown name is refused.
     cache.unlink()
     cold = build_server(db, lazy_tools=True)
-    cold._toolkit()
+    cold.toolkit()
     assert error_of(await cold.call_tool("no.such.tool", {}))[0] == "UNKNOWN_TOOL"
     assert cold._registered == set(TOOL_MODULES) and cache.exists()
 
@@ -161,7 +161,7 @@ def test_answers_are_checked_against_the_output_model_when_asked(db, monkeypatch
     for check, expected in (("1", "INTERNAL"), ("0", None)):
         monkeypatch.setenv("FLEETDECK_CHECK_OUTPUTS", check)
         server = build_server(db, lazy_tools=True)
-        kit = server._toolkit()
+        kit = server.toolkit()
 
         @kit.tool("test.wrong", Strict, "Answers a string where an int is due")
         def wrong() -> dict:
