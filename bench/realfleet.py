@@ -13,9 +13,11 @@ rebasing (1: stopped on a conflict), merging (1: conflicted merge), worktree (2)
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.fleetgen import ENV
@@ -181,8 +183,10 @@ def generate_realistic(root: Path, count: int) -> dict:
     if not (templates / ".done").exists():
         shutil.rmtree(templates, ignore_errors=True)
         (templates / "remotes").mkdir(parents=True)
-        for seed, kind in enumerate(MANIFEST):
-            _template(templates, kind, seed)
+        # the kinds' templates share nothing (each its own repo and remotes, its own seed): built side by side,
+        # one per core, as git processes
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            list(pool.map(lambda seeded: _template(templates, seeded[1], seeded[0]), enumerate(MANIFEST)))
         for kind in ("synced", "busy"):
             git(templates, "clone", "-q", "--mirror", str(templates / kind), f"mirror-{kind}.git")
         (templates / ".done").write_text("ok\n")
