@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from tests.browser.axe import assert_clean, preload
+from tests.browser.axe import assert_clean, assert_none, preload, violations
 from tests.browser.conftest import sign_in_tab
 from tests.browser.test_accessibility import SCHEMES, settle, visit_and_settle
 from tests.fleets.gitbuild import git, init_repo
@@ -83,23 +83,37 @@ def test_every_hub_page_has_axe_coverage() -> None:
     assert pages == set(VISITS)
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_hub_pages_have_no_axe_violations(browser, team, scheme) -> None:
+@pytest.fixture(scope="module")
+def hub_findings(browser, team) -> dict[str, dict[str, list[dict]]]:
+    """axe's findings on every hub page and its error page in each scheme ({scheme: {page: findings}}), from one
+    visit per page in one signed-in tab: checked, its emulated colour scheme switched, checked again, as
+    tests/browser/test_accessibility.py's `in_both_schemes` checks the local pages (the stylesheet alone reads
+    the scheme: `test_no_script_reads_the_colour_scheme`). Was: a tab per scheme visiting every page."""
     server = team[0]
-    context = browser.new_context(color_scheme=scheme)
+    pages = [(f"hub {name} {path}", path) for name, visits in VISITS.items() for path in (v(team) for v in visits)]
+    pages.append(("hub error page", "/machines/laptop/repos/987654321"))
+    found: dict[str, dict[str, list[dict]]] = {scheme: {} for scheme in SCHEMES}
+    context = browser.new_context(color_scheme=SCHEMES[0])
     preload(context)
     try:
         tab = context.new_page()
         sign_in_tab(tab, server)
-        for name, visits in VISITS.items():
-            for visit in visits:
-                path = visit(team)
-                visit_and_settle(tab, server, path)
-                assert_clean(tab, f"hub {name} {path} in the {scheme} scheme")
-        visit_and_settle(tab, server, "/machines/laptop/repos/987654321")   # the error page
-        assert_clean(tab, f"hub error page in the {scheme} scheme")
+        for what, path in pages:
+            visit_and_settle(tab, server, path)
+            for scheme in SCHEMES:
+                tab.emulate_media(color_scheme=scheme)
+                assert tab.evaluate(f"matchMedia('(prefers-color-scheme: {scheme})').matches")
+                found[scheme][what] = violations(tab)
     finally:
         context.close()
+    return found
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_hub_pages_have_no_axe_violations(hub_findings, scheme) -> None:
+    assert len(hub_findings[scheme]) == sum(map(len, VISITS.values())) + 1
+    for what, findings in hub_findings[scheme].items():
+        assert_none(findings, f"{what} in the {scheme} scheme")
 
 
 def test_a_change_on_machine_a_appears_on_the_hub_page_live(browser, team) -> None:
