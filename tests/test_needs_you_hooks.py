@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -85,7 +84,7 @@ def test_claude_code_events_drive_the_state(fleet) -> None:
 def test_two_sessions_of_one_agent_are_two_rows(fleet) -> None:
     repo, db, env = fleet
     hook("claude-code", db, env, repo, "PermissionRequest", session="aaa", tool_name="Bash")
-    time.sleep(1.1)                                               # bbb is the newer one: the proposer below
+    hook_record_earlier(db, "aaa", 2.0, "at")                     # bbb is the newer one: the proposer below
     hook("claude-code", db, env, repo, "UserPromptSubmit", session="bbb", prompt="x")
     rows = {r["session"]: r for r in presence(db, env)}
     assert set(rows) == {"aaa", "bbb"} and rows["aaa"]["state"] == "waiting" and rows["bbb"]["state"] == "working"
@@ -106,25 +105,28 @@ def stored(db: Path) -> list[dict]:
 def test_flapping_keeps_the_first_wait(fleet) -> None:
     repo, db, env = fleet
     hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
-    first = stored(db)[0]
+    hook_record_earlier(db, "s1", 2.0, "waiting_since", "at")     # began 2 s ago: iso times have whole seconds
+    first = presence(db, env)[0]
     hook("codex", db, env, repo, "PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
     assert stored(db)[0]["state"] == "working"
-    time.sleep(1.1)                                               # iso times have whole seconds
     hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
     back = presence(db, env)[0]
     assert back["state"] == "waiting" and back["waiting_since"] == first["waiting_since"]
     hook("codex", db, env, repo, "UserPromptSubmit", prompt="go on")
-    left_waiting_earlier(db, "s1", 5.5)                           # longer than FLAP_S: a new wait
+    hook_record_earlier(db, "s1", 5.5, "left_waiting_at")         # longer than FLAP_S: a new wait
     hook("codex", db, env, repo, "PermissionRequest", tool_name="Bash")
     assert stored(db)[0]["waiting_since"] > first["waiting_since"]
 
 
-def left_waiting_earlier(db: Path, session: str, seconds: float) -> None:
-    """As if `seconds` had passed since the session left waiting (its hook record's `left_waiting_at`, the
-    time the flap window is measured from, moved back): the real 5 s window without waiting it out."""
+def hook_record_earlier(db: Path, session: str, seconds: float, *columns: str) -> None:
+    """As if `seconds` had passed since the times in `columns` of the session's hook record (moved back; its
+    presence row is redrawn from the record, by the next hook or refresh): `left_waiting_at` for the real 5 s
+    flap window, `waiting_since` and `at` for a later whole second, without waiting them out."""
+    moves = ", ".join(f"{column} = {column} - :s" for column in columns)
+    nulls = " AND ".join(f"{column} IS NOT NULL" for column in columns)
     with open_index(db) as index, index.write() as conn:
-        moved = conn.execute("UPDATE presence_hooks SET left_waiting_at = left_waiting_at - ? WHERE session = ? "
-                             "AND left_waiting_at IS NOT NULL", (seconds, session)).rowcount
+        moved = conn.execute(f"UPDATE presence_hooks SET {moves} WHERE session = :session AND {nulls}",
+                             {"s": seconds, "session": session}).rowcount
     assert moved == 1
 
 
