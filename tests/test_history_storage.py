@@ -209,6 +209,47 @@ def test_one_decode_per_log_gives_each_field_what_decoding_it_alone_gives(lines)
     assert parsed == [e for e in expected if e[3] <= gitfiles.MAX_REFLOG_TIME]
 
 
+# Fields as git writes them and near misses: what the regex refuses (a sha of 39 or 41 digits, upper case or
+# not hex, a time of 13 digits or not ASCII digits, a zone cut short), what it keeps but leaves out (past 9999).
+_sha = st.sampled_from([b"0" * 40, b"1" * 40, b"0123456789abcdef" * 2 + b"01234567", b"b" * 64, b"0" * 64,
+                        b"c" * 39, b"d" * 41, b"E" * 40, b"g" * 40, b"\xc3\xa9" * 20])
+_time = st.sampled_from([b"0", b"1700000000", b"0017", b"9" * 12, b"9" * 13, b"253402300799", b"253402300800", b"",
+                         b"+5", b"5_0", b"\xd9\xa3", b"1 2"])
+_zone = st.sampled_from([b"+0000", b"-0130", b"+000", b"+00000", b"00000", b"+0a00", b"++000", b"+\xd9\xa3000"])
+_log_line = st.builds(lambda old, new, who, at, zone, msg: b"%s %s %s %s %s%s" % (old, new, who, at, zone, msg),
+                      _sha, _sha, st.one_of(_text, st.sampled_from([b"x 12 +0000", b"a\x0cb"])), _time, _zone,
+                      st.one_of(st.just(b""), st.just(b"\t"), _message.map(lambda m: b"\t" + m)))
+
+
+_good_line = st.builds(lambda old, new, who, at, zone, msg: b"%s %s %s %s %s%s" % (old, new, who, at, zone, msg),
+                       st.sampled_from([b"0" * 40, b"1" * 40, b"0123456789abcdef" * 4, b"0" * 64]),
+                       st.sampled_from([b"a" * 40, b"0" * 40, b"b" * 64]),
+                       st.one_of(_text, st.just(b"x 12 +0000")),
+                       st.sampled_from([b"0", b"0017", b"1700000000", b"9" * 11]), st.sampled_from([b"+0000", b"-0130"]),
+                       st.one_of(st.just(b""), _message.map(lambda m: b"\t" + m)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(st.one_of(_log_line, _log_line.map(lambda b: b[:-3]), st.binary(max_size=90)), max_size=6),
+       ending=st.sampled_from([b"", b"\n", b"\n\n"]))
+def test_the_split_parser_gives_what_the_regex_gives(lines: list[bytes], ending: bytes) -> None:
+    """A log is cut into its fields with str methods when every line is as git writes it, and matched with the
+    regex otherwise: both give the same fields, junk lines skipped (a line past the last time a datetime can
+    hold included)."""
+    data = b"\n".join(lines) + ending
+    text = data.decode("utf-8", "replace")
+    assert gitfiles.reflog_fields(data) == gitfiles.matched_fields(text)
+    split = gitfiles.split_fields(text)
+    assert split is None or split == gitfiles.matched_fields(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(_good_line, min_size=1, max_size=6), ending=st.sampled_from([b"", b"\n", b"\n\n"]))
+def test_a_log_as_git_writes_it_takes_the_split_path(lines: list[bytes], ending: bytes) -> None:
+    text = (b"\n".join(lines) + ending).decode("utf-8", "replace")
+    assert gitfiles.split_fields(text) == gitfiles.matched_fields(text) != []
+
+
 def test_lines_after_a_prune_of_the_newest_ones_reach_events_and_search(tmp_path: Path, db_path: Path) -> None:
     """`prune-events` may delete the lines with the highest ids: a later line must not take one of their ids,
     which events (the repo's cursor) and search (what it indexed) have already passed."""

@@ -12,6 +12,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -381,6 +382,14 @@ _REFLOG_LINE = re.compile(r"^([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-
 
 
 _ZERO_OIDS = frozenset({"0" * 40, "0" * 64})
+# A message's kind is decided by its first _KIND_SPAN characters (the longest prefix): the kind of each start
+# seen is kept, at most _KIND_STARTS_KEPT of them (then they are forgotten and learnt again).
+_KIND_SPAN = max(len(prefix) for prefix, _ in _KIND_PREFIXES)
+_KIND_OF_START: dict[str, str] = {}
+_KIND_STARTS_KEPT = 4096
+_HEX_DIGITS = b"0123456789abcdef"
+_ZONE_TEXT = re.compile(r"[+-][0-9]{4}", re.ASCII)
+_ZONE = itemgetter(4)
 
 
 def parse_reflog(data: bytes) -> list[ReflogLine]:
@@ -394,11 +403,60 @@ def reflog_fields(data: bytes) -> list[tuple[str | None, str | None, str, int, s
     reflog line of the fleet, and objects per line cost more than the parsing. `kind` is `reflog_kind(message)`.
 
     Decoding the whole text once with "replace" gives each field what decoding it alone would: an invalid
-    sequence never swallows the ASCII space, tab or newline that ends a field."""
+    sequence never swallows the ASCII space, tab or newline that ends a field. A log whose lines are all as
+    git writes them is cut into its fields with str methods (`split_fields`: a fifth fewer instructions and
+    less time than the regex); any other is matched line by line (`matched_fields`), which skips the junk."""
+    text = data.decode("utf-8", "replace")
+    fields = split_fields(text)
+    return matched_fields(text) if fields is None else fields
+
+
+def matched_fields(text: str) -> list[tuple[str | None, str | None, str, int, str, str, str]]:
+    """`reflog_fields` of a decoded log, every line matched with `_REFLOG_LINE` (junk lines skipped)."""
     zero, kind_of = _ZERO_OIDS, _KIND_OF_PREFIX
     return [(None if old in zero else old, None if new in zero else new, who, at, tz, msg, kind_of[prefix])
-            for old, new, who, ts, tz, prefix, msg in _REFLOG_LINE.findall(data.decode("utf-8", "replace"))
+            for old, new, who, ts, tz, prefix, msg in _REFLOG_LINE.findall(text)
             if (at := int(ts)) <= MAX_REFLOG_TIME]
+
+
+def split_fields(text: str) -> list[tuple[str | None, str | None, str, int, str, str, str]] | None:
+    """`matched_fields(text)` when every line of `text` (but empty ones) cuts into the fields `_REFLOG_LINE`
+    would match, else None. A line is cut at its first tab and at spaces: the shas end at the first two, the
+    time and zone follow the last two (the regex's identity is greedy); what the regex checks character by
+    character is checked once for the whole log, on the distinct values: each sha 40 or 64 lowercase hex
+    digits, each time 1-12 ASCII digits, each zone a sign and four ASCII digits. A line past
+    MAX_REFLOG_TIME is left out unchecked: the regex leaves it out too, whether it matches or not."""
+    zero, kinds, span, latest = _ZERO_OIDS, _KIND_OF_START, _KIND_SPAN, MAX_REFLOG_TIME
+    rows: list[tuple[str | None, str | None, str, int, str, str, str]] = []
+    shas: list[str] = []
+    stamps: list[str] = []
+    try:
+        for line in text.split("\n"):
+            if line:
+                head, _, msg = line.partition("\t")
+                old, new, rest = head.split(" ", 2)
+                who, ts, tz = rest.rsplit(" ", 2)
+                if (at := int(ts)) <= latest:
+                    shas += old, new
+                    stamps.append(ts)
+                    rows.append((None if old in zero else old, None if new in zero else new, who, at, tz, msg,
+                                 kinds.get(msg[:span]) or _kind_of_start(msg[:span])))
+        distinct = set(shas)
+        if (set(map(len, distinct)) <= {40, 64} and not "".join(distinct).encode("ascii").translate(None, _HEX_DIGITS)
+                and "".join(stamps).encode("ascii").isdigit() and max(map(len, stamps), default=0) <= 12
+                and all(map(_ZONE_TEXT.fullmatch, set(map(_ZONE, rows))))):
+            return rows
+    except ValueError:  # too few fields, a time int() refuses, a sha or time not ASCII
+        pass
+    return None
+
+
+def _kind_of_start(start: str) -> str:
+    """`reflog_kind` of a message's first _KIND_SPAN characters, kept for the next message starting so."""
+    if len(_KIND_OF_START) >= _KIND_STARTS_KEPT:
+        _KIND_OF_START.clear()
+    kind = _KIND_OF_START[start] = reflog_kind(start)
+    return kind
 
 
 def read_reflog(path: StrPath, offset: int = 0, limit: int = REFLOG_STEP_BYTES) -> tuple[bytes, int, bool]:
