@@ -48,7 +48,8 @@ def test_the_inbox_gathers_what_needs_the_person(ops_fleet, tmp_path) -> None:
                                     "last_error": "no session D-Bus (DBUS_SESSION_BUS_ADDRESS is not set)"}],
                      "at": empty["at"]}
     first = propose(ops_fleet, "stage", {"paths": ["README.md"]})["proposal_id"]
-    time.sleep(1.1)
+    with ops_fleet["index"].write() as conn:                      # made 2 s before the second, not waited for
+        assert conn.execute("UPDATE proposals SET created_at = created_at - 2 WHERE id = ?", (first,)).rowcount == 1
     second = propose(ops_fleet, "stage", {"paths": ["notes.txt"]}, agent="codex")["proposal_id"]
     _hook(env, ops_fleet["work"], "Notification", notification_type="permission_prompt", message="secret words")
     found = _inbox(env)
