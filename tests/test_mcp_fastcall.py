@@ -10,6 +10,7 @@ take the plain calls (so the comparison is not between two SDK runs) and leave t
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import subprocess
 import time
@@ -18,6 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mcp_bridge import fastcall
 from mcp_bridge.fastcall import FastCalls
 from mcp_bridge.server import build_server
 from mcp_bridge.stdio import protocol_server
@@ -169,3 +171,21 @@ async def test_fast_path_takes_plain_calls_only(mcp_fleet):
     answered = sorted(str(json.loads(line)["id"]) for line in wire.lines)
     assert answered == sorted(str(id_) for id_, took in taken.items() if took)
     assert not fast.running
+
+
+def test_only_verified_sdk_releases_get_the_fast_path(mcp_fleet, monkeypatch):
+    """The path copies SDK steps, private ones too: an unverified release is served by the SDK alone, and the
+    release installed here must be a verified one, or this file would be testing a path nobody runs."""
+    installed = importlib.metadata.version("mcp")
+    assert fastcall.verified(installed), f"mcp {installed}: run this file against it, then add it to VERIFIED"
+    assert fastcall.verified("2.3.7") and not fastcall.verified("2.4.0") and not fastcall.verified("3.0.0")
+    server = build_server(str(mcp_fleet["_db"]), lazy_tools=True)
+
+    async def built() -> tuple[object, object]:
+        async with anyio.create_task_group() as tasks:
+            on = fastcall.fast_calls(server, protocol_server(server), _Lines(), tasks)
+            monkeypatch.setattr(fastcall, "installed_version", lambda name: "2.4.0")
+            return on, fastcall.fast_calls(server, protocol_server(server), _Lines(), tasks)
+
+    on, unverified = anyio.run(built)
+    assert isinstance(on, FastCalls) and unverified is None
