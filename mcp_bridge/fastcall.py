@@ -43,6 +43,8 @@ except ImportError:  # another release moved them: every request goes through th
 else:
     SDK_STEPS = True
 
+from fleet.repo.jsonbudget import Measured
+from mcp_bridge.envelope import compact
 from mcp_bridge.server import FleetServer, client_identity
 
 log = logging.getLogger("fleetdeck.mcp")
@@ -135,8 +137,14 @@ class FastCalls:
                       params: dict) -> None:
         who = client_identity(client)
 
+        spliced: list[str] = []  # the structured content's JSON, when the slot stands in for it
+
         async def handle() -> dict:
             result = await self.server.answer(typed.name, typed.arguments or {}, who)
+            data = result.structured_content
+            if type(data) is dict and any(type(v) is Measured for v in data.values()):
+                spliced.append(compact(data))
+                result = result.model_copy(update={"structured_content": _SLOT})
             return self.runner._serialize(METHOD, version, result)
 
         try:
@@ -156,7 +164,20 @@ class FastCalls:
             if self.running.get(key) is call:
                 del self.running[key]
         if not call.cancelled:
-            await self.wire.write(message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
+            frame = message.model_dump_json(by_alias=True, exclude_unset=True)
+            if spliced and isinstance(message, JSONRPCResponse):
+                frame = frame.replace(_SLOT_JSON, spliced[0], 1)
+            await self.wire.write(frame + "\n")
+
+
+# A diff's answer (a Measured list of changes: commit.details, diff.refs) is a large tree the SDK would walk
+# twice more (its result re-validation, the response's JSON) to write what its text mirror already holds:
+# the SDK gets this slot as the structured content instead, and the frame gets the answer's compact JSON in
+# its place. Inside a JSON string every quote is escaped, so the slot's bytes occur only where it was put.
+# Byte for byte what the SDK writes for these answers (their values are str, int, bool, None, lists and
+# dicts; tests/test_mcp_fastcall.py compares a large commit's frames).
+_SLOT = {"io.fleetdeck/structured-content-slot": 0}
+_SLOT_JSON = '{"io.fleetdeck/structured-content-slot":0}'
 
 
 def _parsed(line: str) -> object:

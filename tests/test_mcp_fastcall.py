@@ -82,14 +82,14 @@ def _steps(era: str) -> list[tuple[list[str], list[object]]]:
     return steps
 
 
-def _transcript(mcp_fleet, era: str, fast: bool) -> list[bytes]:
+def _transcript(mcp_fleet, steps: list[tuple[list[str], list[object]]], fast: bool) -> list[bytes]:
     """Every stdout line, step by step (a step's lines in id order: parallel answers may come in any order)."""
     env = fleetdeck_env(FLEETDECK_DB=str(mcp_fleet["_db"]), FLEETDECK_MCP_FASTPATH=None if fast else "0")
     proc = subprocess.Popen(fleetdeck_argv("mcp"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
     lines: list[bytes] = []
     try:
-        for frames, ids in _steps(era):
+        for frames, ids in steps:
             proc.stdin.write(("\n".join(frames) + "\n").encode())
             proc.stdin.flush()
             got: list[bytes] = []
@@ -112,7 +112,7 @@ def _transcript(mcp_fleet, era: str, fast: bool) -> list[bytes]:
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_fast_path_writes_the_sdks_bytes(mcp_fleet, era):
-    sdk, fast = _transcript(mcp_fleet, era, False), _transcript(mcp_fleet, era, True)
+    sdk, fast = _transcript(mcp_fleet, _steps(era), False), _transcript(mcp_fleet, _steps(era), True)
     assert len(sdk) == sum(len(ids) for _, ids in _steps(era))
     for before, after in zip(sdk, fast):
         assert after == before
@@ -125,6 +125,60 @@ def test_fast_path_writes_the_sdks_bytes(mcp_fleet, era):
     assert "error" in answers[23]  # an envelope the SDK refuses (2026) or does not take on this connection
     if era == "legacy":
         assert "error" in answers[3]  # before the handshake
+
+
+def _large_commit(repo) -> str:
+    """A dangling commit (no ref, index or work tree touched) over 400 files: renames, binaries, non-ASCII and
+    quoted paths, tabs, quotes, backslashes and control characters in lines, and a change too big to keep."""
+    def git(*args: str, data: bytes | None = None, index: str | None = None) -> str:
+        env = {**fleetdeck_env(), **({"GIT_INDEX_FILE": index} if index else {})}
+        return subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True, check=True,
+                              env=env).stdout.decode().strip()
+
+    index = str(repo / ".git" / "large-commit-index")
+    git("read-tree", "HEAD", index=index)
+
+    def put(path: str, body: bytes) -> None:
+        blob = git("hash-object", "-w", "--stdin", data=body)
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", index=index)
+
+    def commit(parent: str, message: str) -> str:
+        tree = git("write-tree", index=index)
+        return git("commit-tree", tree, "-p", parent, "-m", message)
+
+    for n in range(420):
+        put(f"dir{n % 7}/file {n} ñ.txt" if n % 3 else f"src/f{n}.py", "".join(
+            f"line {k} of {n}\n" for k in range(12)).encode())
+    put("data/logo.bin", bytes(range(256)) * 8)
+    put("moved/keep.txt", b"same words here\n" * 30)
+    base = commit(git("rev-parse", "HEAD"), "large base")
+    for n in range(0, 420, 2):
+        path = f"dir{n % 7}/file {n} ñ.txt" if n % 3 else f"src/f{n}.py"
+        put(path, f'changed {n}\t"quoted" \\back \x01ctl é\n\nline 3 of {n}\n'.encode() + b"tail\n" * (n % 5))
+    git("update-index", "--force-remove", "moved/keep.txt", index=index)
+    put("moved/renamed ☃.txt", b"same words here\n" * 30)
+    put("data/logo.bin", bytes(range(255, -1, -1)) * 8)
+    put("big/huge.txt", b"".join(b"huge line %d\n" % k for k in range(30000)))
+    return commit(base, "large change: renames, binaries, non-ASCII")
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_fast_path_writes_the_sdks_bytes_for_a_large_commit(mcp_fleet, era):
+    """A diff's answer is spliced into the frame as its text mirror's JSON (fastcall._SLOT): the same bytes."""
+    sha = _large_commit(mcp_fleet["alpha"])
+    meta = MODERN if era == "modern" else {}
+    steps = _steps(era)[:2 if era == "modern" else 3]  # the handshake and tools/list
+    for n, args in enumerate([{"rev": sha}, {"rev": sha, "max_bytes": 40000}, {"rev": sha, "max_files": 5000,
+                              "max_bytes": 16 * 1024 * 1024}, {"rev": f"{sha}^"}]):
+        steps.append(([_frame(50 + n, "tools/call", {"name": "commit.details",
+                                                      "arguments": {"repo": "alpha", **args}, **meta})], [50 + n]))
+    sdk, fast = _transcript(mcp_fleet, steps, False), _transcript(mcp_fleet, steps, True)
+    assert fast == sdk
+    answers = [json.loads(line)["result"]["structuredContent"] for line in fast[-4:]]
+    assert answers[0]["file_count"] == 213 and answers[1]["truncated"]
+    statuses = {c["status"] for c in answers[2]["changes"]}
+    assert {"renamed", "modified", "added"} <= statuses, statuses
+    assert any(c["binary"] for c in answers[2]["changes"])
 
 
 async def _client_results(mcp_fleet, mode: str, fast: bool) -> list[dict]:
