@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -207,6 +208,16 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
     for _ in range(workers):
         pool.submit(int)  # a no-op: each submit with no idle worker starts one
     return pool
+
+
+def release_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut `pool` down without waiting for its workers: a thread waits for them instead, holding the pool. A
+    spawned worker still starting unpickles the pool's write lock by name; were the pool dropped at once (as
+    `shutdown(wait=False)` and the last reference going do), the lock's semaphore would be unlinked under it and
+    the worker die with a FileNotFoundError traceback on the person's terminal. (The pool cancels what has not
+    started either way: its own manager thread does that.)"""
+    threading.Thread(target=pool.shutdown, kwargs={"wait": True, "cancel_futures": True},
+                     name="fleetdeck-pool-release", daemon=True).start()
 
 
 def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:

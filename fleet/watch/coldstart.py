@@ -20,7 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from fleet.errors import FleetError
-from fleet.index.recheck import in_worker, process_pool
+from fleet.index.recheck import in_worker, process_pool, release_pool
 from fleet.index.scan import chunks, default_workers, iter_discover_all
 from fleet.index.store import Index, open_index
 from fleet.watch.sweeps import known_repos
@@ -39,7 +39,7 @@ class ColdStart:
     def abandon(self) -> None:
         """The host stops before a watcher took this over (a refused `--host`, a port in use): drop the
         chunks not started, let the workers finish the ones they hold, release the lock."""
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        release_pool(self.pool)
         fcntl.flock(self.lockfile, fcntl.LOCK_UN)
         os.close(self.lockfile)
 

@@ -62,7 +62,7 @@ from fleet.git.layout import Found
 from fleet.index.freshness import WATCHER_KEY, freshness
 from fleet.index.pool import IndexPool
 from fleet.index.recheck import (Checked, Entry, entry_paths, history_in_worker, in_worker, predictions_in_worker,
-                                 process_pool, recheck_chunk)
+                                 process_pool, recheck_chunk, release_pool)
 from fleet.index.scan import CHUNK, chunks, default_workers, ingest, ingest_history, ingest_predictions, refresh_repo
 from fleet.index.store import Index
 from fleet.repo.record import read_repo
@@ -468,7 +468,7 @@ class Watcher:
         worker process (each exits once its pool is shut down, and with the process that started it)."""
         pool, self._recheck_pool = self._recheck_pool, None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            release_pool(pool)
 
     def _recheck_here(self, chunk: list[Entry]) -> Checked:
         return recheck_chunk(self._pool.get(), chunk)
