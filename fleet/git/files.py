@@ -502,10 +502,25 @@ def _files_under(base: str, prefix: str, seen_by: "Walked | None" = None) -> lis
     return out
 
 
+def absent(path: str, seen_by: "Walked | None") -> bool:
+    """Whether the watch mark's walk (`seen_by`) listed the folder `path` is in without `path` among its
+    entries: it was not there in the state the mark vouches for, so a read behind the mark need not look."""
+    if seen_by is None:
+        return False
+    parent, name = os.path.split(path)
+    names = seen_by.names.get(parent)
+    if names is not None:
+        return name not in names
+    entries = seen_by.folders.get(parent)
+    return entries is not None and all(e.name != name for e in entries)
+
+
 def _listing(folder: str, seen_by: "Walked | None") -> list[os.DirEntry] | None:
     """`folder`'s entries, as `seen_by` listed them when it did; None when it cannot be listed."""
     entries = seen_by.folders.get(folder) if seen_by is not None else None
     if entries is None:
+        if absent(folder, seen_by):
+            return None
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
@@ -517,6 +532,8 @@ def _listing(folder: str, seen_by: "Walked | None") -> list[os.DirEntry] | None:
 def _regular(path: str, seen_by: "Walked | None") -> bool:
     """`is_regular(path)`, from the stat `seen_by` took of it when it has one."""
     st = seen_by.files.get(path) if seen_by is not None else None
+    if st is None and absent(path, seen_by):
+        return False
     return stat.S_ISREG(st.st_mode) if st is not None else is_regular(path)
 
 
@@ -556,10 +573,12 @@ def _count(text: str | None) -> int | None:
     return int(text) if text and len(text) <= 9 and text.isascii() and text.isdigit() else None
 
 
-def operation(gitdir: StrPath) -> tuple[str | None, dict]:
-    """The operation in progress in this worktree's git dir, with the details a person needs to finish it."""
+def operation(gitdir: StrPath, seen_by: "Walked | None" = None) -> tuple[str | None, dict]:
+    """The operation in progress in this worktree's git dir, with the details a person needs to finish it
+    (what the watch mark's walk, `seen_by`, did not list there is not looked for)."""
     def exists(name: str) -> bool:
-        return os.path.exists(os.path.join(gitdir, name))
+        path = os.path.join(gitdir, name)
+        return not absent(path, seen_by) and os.path.exists(path)
 
     def first_line(name: str) -> str | None:
         """A detail of the operation, or None when absent or refused (a FIFO MERGE_MSG is left unread)."""
@@ -608,9 +627,9 @@ class LinkedWorktree:
     prunable_reason: str | None
 
 
-def linked_worktrees(commondir: StrPath) -> list[LinkedWorktree]:
+def linked_worktrees(commondir: StrPath, seen_by: "Walked | None" = None) -> list[LinkedWorktree]:
     base = os.path.join(commondir, "worktrees")
-    if not os.path.isdir(base):
+    if absent(base, seen_by) or not os.path.isdir(base):
         return []
     result: list[LinkedWorktree] = []
     for entry in sorted(os.scandir(base), key=lambda e: e.name):

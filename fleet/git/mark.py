@@ -35,15 +35,18 @@ class Walked(NamedTuple):
     """What the mark's walk saw, for a read right behind it to list and stat from instead of asking the
     file system again (`fleet.git.files.read_refs`, `fleet.repo.record.reflog_stats`): every folder it listed
     under an INTERESTING entry, by path, with all its entries (`.lock` ones too: the mark skips them, a
-    reader may not), and the stat (not following links) of every file it stat'ed, by path. What it lists is
-    the state the mark vouches for; a folder it did not list (past MAX_DEPTH, unreadable) is not in it."""
+    reader may not), the stat (not following links) of every file it stat'ed, by path, and the names of every
+    entry of each git dir it listed (so a reader need not look for what was not there: `fleet.git.files.absent`).
+    What it lists is the state the mark vouches for; a folder it did not list (past MAX_DEPTH, unreadable) is not
+    in it."""
 
     folders: dict[str, list[os.DirEntry]]
     files: dict[str, os.stat_result]
+    names: dict[str, frozenset[str]]
 
 
 def walked() -> Walked:
-    return Walked({}, {})
+    return Walked({}, {}, {})
 
 
 def watch_mark(gitdir: str, commondir: str | None = None, seen_by: Walked | None = None) -> bytes:
@@ -68,8 +71,11 @@ def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], dep
     try:
         with os.scandir(folder) as listing:
             every = list(listing)
-        if seen_by is not None and names is None:
-            seen_by.folders[folder] = every
+        if seen_by is not None:
+            if names is None:
+                seen_by.folders[folder] = every
+            else:
+                seen_by.names[folder] = frozenset(e.name for e in every)
         entries = [e for e in every if (names is None or e.name in names) and not e.name.endswith(IGNORED_SUFFIXES)]
     except OSError:
         out.append(folder + "\0?")
