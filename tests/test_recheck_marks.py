@@ -250,3 +250,25 @@ def test_a_read_listing_from_the_marks_walk_lists_and_stats_what_it_would_itself
         assert {"refs/heads/stale.lock", "refs/heads/" + "/".join(f"d{n}" for n in range(MAX_DEPTH + 2)) + "/tip",
                 "refs/heads/main", "refs/heads/topic"} <= listed and "refs/heads/linked" not in listed
         assert ("worktrees/wt/HEAD" in listed) == (gitdir == common)
+
+
+def test_a_read_behind_the_marks_walk_skips_what_it_did_not_list_and_the_mark_then_moves(tmp_path: Path) -> None:
+    """The read right behind the mark does not look for the operation markers or `worktrees/` the mark's walk
+    did not list (`fleet.git.files.absent`): one made in between is in the next read, because it moves the
+    mark; an index.lock, which the mark skips, is always looked for."""
+    from fleet.git.mark import walked
+    from tests.fleets.gitbuild import init_repo
+    repo = init_repo(tmp_path / "r")
+    _conflicting_branch(repo, "other")
+    found = found_at(str(repo), str(tmp_path))
+    seen = walked()
+    mark = watch_mark(found.gitdir, found.commondir, seen)
+    git(repo, "merge", "-q", "other", check=False)
+    (repo / ".git" / "index.lock").write_text("")
+    try:
+        record = read_repo(found, mark=mark, seen_by=seen)
+        assert record["operation"] is None and "index.lock" in record["error"]
+        assert watch_mark(found.gitdir, found.commondir) != mark
+        assert read_repo(found)["operation"] == "merge"
+    finally:
+        (repo / ".git" / "index.lock").unlink()

@@ -106,8 +106,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
                       if predict or not (gitfiles.is_sha(ours) and gitfiles.is_sha(theirs))
                       else pending_prediction(ours, theirs))
     reflogs = reflog_stats(gitdir, commondir, seen_by) if stored else None
-    lock_path = os.path.join(gitdir, "index.lock")
-    lock = not gitfiles.absent(lock_path, seen_by) and os.path.exists(lock_path)
+    lock = os.path.exists(os.path.join(gitdir, "index.lock"))  # always looked for: the mark skips .lock names
     record = {
         "branch": branch_name,
         "detached": head_sha is not None and branch_name is None,
