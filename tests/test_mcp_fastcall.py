@@ -14,11 +14,14 @@ import importlib.metadata
 import json
 import subprocess
 import time
+from collections import Counter
+from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from fleet.audit.read import entries as audit_entries
 from mcp_bridge import fastcall
 from mcp_bridge.fastcall import FastCalls
 from mcp_bridge.server import build_server
@@ -110,9 +113,22 @@ def _transcript(mcp_fleet, steps: list[tuple[list[str], list[object]]], fast: bo
     return lines
 
 
+def _audited(mcp_fleet, steps: list[tuple[list[str], list[object]]], fast: bool) -> tuple[list[bytes], Counter]:
+    """`_transcript`, and the audit entries it appended, up to the parallel calls' (what the cancelled call
+    leaves depends on when the cancel lands), as (event, tool, result, arguments' fingerprint, agent)."""
+    folder = Path(mcp_fleet["_db"]).parent / "audit"
+    start = len(list(audit_entries(folder))) if folder.exists() else 0
+    lines = _transcript(mcp_fleet, steps, fast)
+    written = list(audit_entries(folder))[start:]
+    last_parallel = max(n for n, entry in enumerate(written) if entry["tool"] == "repo.status")
+    return lines, Counter((e["event"], e["tool"], e["result"], e["args"], (e["agent"] or {}).get("name"))
+                          for e in written[:last_parallel + 1])
+
+
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_fast_path_writes_the_sdks_bytes(mcp_fleet, era):
-    sdk, fast = _transcript(mcp_fleet, _steps(era), False), _transcript(mcp_fleet, _steps(era), True)
+    (sdk, sdk_audit), (fast, fast_audit) = (_audited(mcp_fleet, _steps(era), on) for on in (False, True))
+    assert fast_audit == sdk_audit and sum(fast_audit.values()) >= 20  # every call audited as the SDK's path does
     assert len(sdk) == sum(len(ids) for _, ids in _steps(era))
     for before, after in zip(sdk, fast):
         assert after == before
