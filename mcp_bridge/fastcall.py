@@ -30,7 +30,9 @@ from opentelemetry.trace import ProxyTracerProvider, get_tracer_provider
 from pydantic import ValidationError
 
 try:  # the SDK's own steps, some of them private: present as used here in the releases VERIFIED names
+    from mcp.server._otel import OpenTelemetryMiddleware
     from mcp.server.connection import Connection
+    from mcp.server.request_state import RequestStateBoundary
     from mcp.server.runner import ServerRunner, _has_modern_envelope
     from mcp.shared.dispatcher import coerce_request_id
     from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
@@ -91,7 +93,8 @@ class FastCalls:
         if '"notifications/cancelled"' in line:
             self._cancel(_parsed(line))
             return False
-        if f'"{METHOD}"' not in line or not isinstance(get_tracer_provider(), ProxyTracerProvider):
+        if (f'"{METHOD}"' not in line or not isinstance(get_tracer_provider(), ProxyTracerProvider)
+                or not self._steps_known()):
             return False
         message = _parsed(line)
         if not isinstance(message, JSONRPCRequest) or message.method != METHOD:
@@ -102,6 +105,16 @@ class FastCalls:
         call = self.running[coerce_request_id(message.id)] = _Call(anyio.CancelScope())  # before the next frame
         self.tasks.start_soon(self._answer, message.id, call, *admitted)
         return True
+
+    def _steps_known(self) -> bool:
+        """Whether every server middleware is one whose step this path takes or stands in for: the SDK's span
+        (none while no tracer provider is installed) and request-state boundary (no `requestState` admitted),
+        the lazy toolkit, the audit of refused calls, its own watch. One added later (a limit, a policy) would
+        be skipped here, so then the SDK answers every call."""
+        kit = self.server.kit
+        ours = (self._watch, self.server._kit_first, kit.call_audit if kit is not None else None)
+        return all(isinstance(middleware, (OpenTelemetryMiddleware, RequestStateBoundary)) or middleware in ours
+                   for middleware in self.server.middleware)
 
     def _admit(self, params: dict) -> tuple | None:
         """(protocol version, client params, typed params, params) when the SDK would run this call as is."""

@@ -259,3 +259,21 @@ def test_only_verified_sdk_releases_get_the_fast_path(mcp_fleet, monkeypatch):
 
     on, unverified = anyio.run(built)
     assert isinstance(on, FastCalls) and unverified is None
+
+
+async def test_a_middleware_the_fast_path_does_not_take_turns_it_off(mcp_fleet):
+    """A server middleware added beside fleetdeck's own (a limit, a policy) would be skipped by the fast path:
+    with one installed, every call goes to the SDK, whose chain runs it."""
+    server = build_server(str(mcp_fleet["_db"]), lazy_tools=True)
+    call = _frame(4, "tools/call", {"name": "repo.status", "arguments": {"repo": "dirty"}, **MODERN})
+    async with anyio.create_task_group() as tasks:
+        fast = FastCalls(server, protocol_server(server), _Lines(), tasks)
+        fast.take(_frame(1, "server/discover", MODERN))
+        server.toolkit()  # its audit middleware is one the path takes itself
+        assert fast.take(call)
+
+        async def limit(ctx, call_next):
+            return await call_next(ctx)
+
+        server.middleware.append(limit)
+        assert not fast.take(_frame(5, "tools/call", {"name": "repo.status", "arguments": {"repo": "dirty"}, **MODERN}))
