@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git import files as gitfiles
 from fleet.index.recheck import recheck_chunk
 from fleet.index.scan import scan
 from fleet.git.layout import found_at
 from fleet.index.store import Index, open_index
-from fleet.repo.record import read_repo
-from fleet.git.mark import watch_mark
+from fleet.repo.record import read_repo, reflog_stats
+from fleet.git.mark import MAX_DEPTH, walked, watch_mark
 from tests.fleets import oracle, template
-from tests.fleets.gitbuild import commit_file, git, with_upstream, write
+from tests.fleets.gitbuild import commit_file, git, init_repo, with_upstream, write
 
 FIELDS = ("branch", "detached", "head", "head_ref", "upstream", "upstream_gone", "ahead", "behind", "staged",
           "unstaged", "untracked", "conflicted", "stashes", "operation", "operation_detail",
@@ -223,11 +224,6 @@ def test_a_read_listing_from_the_marks_walk_lists_and_stats_what_it_would_itself
     """The read right behind a mark takes the loose refs, the reflogs and their stats from the mark's walk
     (`fleet.git.mark.Walked`): it finds exactly what its own walk finds, where the mark's walk skips or stops
     too (a `.lock` name, a symlinked reflog, a folder nested past MAX_DEPTH, a linked worktree's HEAD log)."""
-    from fleet.git import files as gitfiles
-    from fleet.git.mark import MAX_DEPTH, walked
-    from fleet.repo.record import reflog_stats
-    from tests.fleets.gitbuild import init_repo
-
     repo = init_repo(tmp_path / "repo", commits=2)
     git(repo, "branch", "topic")
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "topic")
@@ -256,8 +252,6 @@ def test_a_read_behind_the_marks_walk_skips_what_it_did_not_list_and_the_mark_th
     """The read right behind the mark does not look for the operation markers or `worktrees/` the mark's walk
     did not list (`fleet.git.files.absent`): one made in between is in the next read, because it moves the
     mark; an index.lock, which the mark skips, is always looked for."""
-    from fleet.git.mark import walked
-    from tests.fleets.gitbuild import init_repo
     repo = init_repo(tmp_path / "r")
     _conflicting_branch(repo, "other")
     found = found_at(str(repo), str(tmp_path))
