@@ -45,7 +45,12 @@ def fleet(tmp_path: Path):
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """End a process this test started, and what it started (its own process group)."""
+    """End a process this test started, and what it started (its own process group), once: after `wait` the
+    pid is free, and on a busy machine (pid_max 32768) another test's process may hold it within seconds, so
+    a second `killpg` (the test's own stop, then the fixture's) killed a stranger: a live agent of a test on
+    the other worker vanished and its waits read as work."""
+    if proc.returncode is not None:
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
