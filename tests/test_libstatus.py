@@ -157,12 +157,17 @@ def test_upstream_ahead_behind_through_a_second_remote_and_a_local_upstream(tmp_
     assert _fields(ours) == _fields(_theirs(path))
 
 
-def _as_the_record_reads(repo: Path) -> tuple:
-    """`repo_status` given what the record reads first (fleet.repo.record: HEAD, refs, config, stashes)."""
-    path, gitdir, common = _dirs(repo)
+def _record_known(repo: Path) -> libstatus.Known:
+    """What the record reads first (fleet.repo.record: HEAD, refs, config, stashes) for the status."""
+    _, gitdir, common = _dirs(repo)
     refs = gitfiles.read_refs(common)
-    known = record_known(gitfiles.read_head(gitdir, refs), refs, read_config(common), read_stashes(common))
-    return path, repo_status(path, gitdir, common, known)
+    return record_known(gitfiles.read_head(gitdir, refs), refs, read_config(common), read_stashes(common))
+
+
+def _as_the_record_reads(repo: Path) -> tuple:
+    """`repo_status` given what the record reads first."""
+    path, gitdir, common = _dirs(repo)
+    return path, repo_status(path, gitdir, common, _record_known(repo))
 
 
 @pytest.mark.parametrize("state", IN_PROCESS)
@@ -364,6 +369,64 @@ def test_a_setting_that_changes_the_status_is_git_s(tmp_path: Path, key: str, va
     finally:
         if where == "global":
             git(repo, "config", "--global", "--unset", key)
+
+
+@pytest.mark.parametrize(("settings", "where", "reason"), [
+    ([("status.showUntrackedFiles", "no")], "repo", "config:status.showuntrackedfiles"),
+    ([("core.autocrlf", "true")], "repo", "config:core.autocrlf"),
+    ([("core.fileMode", "false"), ("core.ignoreCase", "true")], "repo", "config:core.filemode"),
+    ([("diff.renames", "copies")], "repo", "config:diff.renames"),
+    ([("core.autocrlf", "true"), ("core.autocrlf", "false")], "repo", None),   # the last one wins
+    ([("core.autocrlf", "true")], "global", "config:core.autocrlf"),
+    ([("status.showUntrackedFiles", "all")], "global+repo normal", None),      # the repo's over the person's
+    ([("core.ignoreCase", "true")], "global+repo false", None)])
+def test_a_clone_s_config_is_checked_from_the_record_s_read(tmp_path: Path, settings: list, where: str,
+                                                           reason: str | None):
+    """A clone's config has remote and branch sections, so the record parses it, plain: the check takes that
+    file's entries from the record's read instead of libgit2's walk (fleet.git.config.Config.plain), after
+    the person's own, and decides as from libgit2's entries alone (no Known)."""
+    origin = init_repo(tmp_path / "origin", commits=2)
+    repo = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(repo))
+    write(repo / "new.txt", "new\n")
+    path, gitdir, common = _dirs(repo)
+    scope = "--global" if where.startswith("global") else "--local"
+    for key, value in settings:
+        git(repo, "config", scope, "--add", key, value)
+    if where.endswith("normal"):
+        git(repo, "config", "status.showUntrackedFiles", "normal")
+    if where.endswith("false"):
+        git(repo, "config", "core.ignoreCase", "false")
+    try:
+        assert _record_known(repo).config is not None
+        for known in (None, _record_known(repo)):
+            if reason is None:
+                ours = inprocess_status(path, gitdir, common, known)
+                assert _fields(ours) == _fields(_theirs(path))
+            else:
+                with pytest.raises(Ineligible) as caught:
+                    inprocess_status(path, gitdir, common, known)
+                assert caught.value.reason == reason
+    finally:
+        for key, _ in settings if scope == "--global" else ():
+            git(repo, "config", "--global", "--unset-all", key)
+
+
+def test_a_subsection_that_is_not_utf8_goes_to_git_from_the_record_s_read_too(tmp_path: Path):
+    """pygit2 names libgit2's entries strictly: such a name was libgit2_error; the record's plain read of
+    the same file is named alike."""
+    origin = init_repo(tmp_path / "origin", commits=2)
+    repo = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(repo))
+    with open(repo / ".git" / "config", "ab") as fh:
+        fh.write(b'[branch "caf\xe9"]\n\tremote = origin\n')
+    path, gitdir, common = _dirs(repo)
+    assert _record_known(repo).config is not None
+    for known in (None, _record_known(repo)):
+        with pytest.raises(Ineligible) as caught:
+            inprocess_status(path, gitdir, common, known)
+        assert caught.value.reason == "libgit2_error"
+    assert repo_status(path, gitdir, common, _record_known(repo)).source == "git"
 
 
 def test_show_untracked_no_really_differs(tmp_path: Path):

@@ -289,13 +289,18 @@ class Config:
     """A repository's config as fleetdeck's readers ask it (the calls they make of a dulwich ConfigFile: get,
     get_multivar, get_boolean, sections), over `parse`'s entries: the record reader's hot path, with no
     dulwich parse. Section names and keys match case-insensitively, subsections exactly, as in git; the last
-    value of a key wins; a bare key is `true`."""
+    value of a key wins; a bare key is `true`.
 
-    def __init__(self, entries: list[Entry] = ()) -> None:
+    `plain`: the entries, in the file's order, when they are all of one file that includes none and has
+    plain lines only (`_parse_simple`): what any git config parser reads from it, libgit2's too (the in-process
+    status's eligibility check takes them for that level, fleet/repo/libstatus.py); else None."""
+
+    def __init__(self, entries: list[Entry] = (), *, plain: bool = False) -> None:
         self._values: dict[tuple[bytes, ...], dict[bytes, list[bytes]]] = {}
         for section, sub, key, value in entries:
             name = (section,) if sub is None else (section, sub)
             self._values.setdefault(name, {}).setdefault(key, []).append(b"true" if value is None else value)
+        self.plain: list[Entry] | None = entries if plain else None
 
     def _all(self, section: tuple[bytes, ...], key: bytes) -> list[bytes]:
         # Names are stored lowercased and callers nearly always ask in lowercase: try the name as given first
@@ -348,7 +353,10 @@ def read_config(commondir: StrPath, *, complete: bool = False) -> ConfigFile | C
         return Config()
     if b"include" in lowered:  # dulwich follows include.path and evaluates includeIf conditions
         return parse_config(data, os.fspath(commondir))
+    simple = _parse_simple(data)   # `parse`, knowing which of its readers read it
+    if simple is not None:
+        return Config(simple, plain=True)
     try:
-        return Config(parse(data, "config"))
+        return Config(_parse_full(data, "config"))
     except ConfigError:
         raise BrokenRepo("config is malformed") from None

@@ -27,6 +27,7 @@ import pygit2
 
 from fleet.git import files as gitfiles
 from fleet.git.command import DEFAULT_TIMEOUT
+from fleet.git.config import Entry
 from fleet.git.neutralize import git_config_dir
 from fleet.git.status import Status, StatusEntry, read_status
 
@@ -75,12 +76,15 @@ class Known(NamedTuple):
     """What the caller read from git's files just before (fleet.repo.record): HEAD, the ref the checked-out
     branch tracks (`fleet.git.files.upstream_ref`) with its sha, and the stash count. With them libgit2 is
     asked only for the working tree and, when the two tips differ, ahead/behind: its own reads of HEAD, the
-    branch and its upstream (a handful of calls through pygit2) were a fifth of an in-process status."""
+    branch and its upstream (a handful of calls through pygit2) were a fifth of an in-process status.
+    `config`: the entries of the repository's config file when the record's read has them plain
+    (`fleet.git.config.Config.plain`), for `_config_reason`."""
 
     head: gitfiles.Head
     upstream_ref: str | None
     upstream_sha: str | None
     stashes: int
+    config: list[Entry] | None = None
 
 
 def repo_status(path: str, gitdir: str, commondir: str, known: Known | None = None) -> Status:
@@ -224,7 +228,7 @@ def _read(path: str, gitdir: str, known: Known | None = None) -> Status:
     try:
         if os.path.normpath(repo.path) != os.path.normpath(gitdir) or repo.is_bare:
             raise Ineligible("layout")
-        reason, local = _config_reason(repo.config)
+        reason, local = _config_reason(repo.config, known.config if known is not None else None)
         if reason:
             raise Ineligible(reason)
         status = (_known_head(repo, known) if local and _vouches(known) else None) or _head(repo)
@@ -272,25 +276,39 @@ def _known_head(repo: pygit2.Repository, known: Known) -> Status | None:
     return status
 
 
-def _config_reason(config: pygit2.Config) -> tuple[str | None, bool]:
+def _config_reason(config: pygit2.Config, own: list[Entry] | None = None) -> tuple[str | None, bool]:
     """`config:<key>` for the first key (from any config file libgit2 and git read) that is git's to apply;
     and whether every `branch.*` and `remote.*` key is the repository's own (its config and what that
-    includes: all `fleet.git.files.upstream_ref` reads)."""
-    seen: dict[str, str] = {}
+    includes: all `fleet.git.files.upstream_ref` reads).
+
+    `own`, the entries of the repository's config file read plain (`fleet.git.config.Config.plain`: it
+    includes none), stands for libgit2's entries of that level: they come after the person's and the system's
+    files, and no level follows it in a repository eligible so far (a worktree config needs `[extensions]`).
+    The walk through pygit2, an object per entry, stops there: it was the costliest part of this check."""
+    seen: dict[str, str | None] = {}
     local = True
     for entry in config:
+        if own is not None and entry.level == _LOCAL:
+            break
         name = entry.name.lower()
         if name.startswith(("branch.", "remote.")):
             local = local and entry.level == _LOCAL
-            continue
-        if name.startswith("extensions."):
+        elif name.startswith("extensions."):
             return "extensions", local   # from a file the config includes: git's, as in the config itself
+        elif name in _STATUS_KEYS:
+            seen[name] = entry.value   # later files win, as in git
+    for section, sub, key, value in own or ():
+        # named and decoded strictly, as pygit2 gives libgit2's entries: a subsection or a value read here
+        # that is not UTF-8 fails the check alike (libgit2_error)
+        name = b".".join((section, key) if sub is None else (section, sub, key)).decode("utf-8").lower()
+        if name.startswith("extensions."):
+            return "extensions", local
         if name in _STATUS_KEYS:
-            value = (entry.value if entry.value is not None else "true").strip().lower()
-            if name in _BOOLEANS:
-                value = "true" if value in _TRUE else "false" if value in _FALSE else value
-            seen[name] = value   # later files win, as in git
+            seen[name] = None if value is None else value.decode("utf-8")
     for name, value in seen.items():
+        value = (value if value is not None else "true").strip().lower()
+        if name in _BOOLEANS:
+            value = "true" if value in _TRUE else "false" if value in _FALSE else value
         if value not in _STATUS_KEYS[name]:
             return f"config:{name}", local
     return None, local

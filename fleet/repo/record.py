@@ -16,7 +16,7 @@ from pathlib import Path
 from dulwich.config import ConfigFile, parse_submodules
 
 from fleet.git import files as gitfiles
-from fleet.git.config import read_config
+from fleet.git.config import Config, read_config
 from fleet.git.files import BrokenRepo, StrPath, short_ref
 from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
@@ -137,11 +137,12 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
 
 
 def _known(head: gitfiles.Head, refs: dict[str, str], cfg: ConfigFile, stashes: list[dict]) -> Known:
-    """What this read gives the in-process status (`fleet.repo.libstatus.Known`): the record's HEAD, and
-    the upstream `_branches` will give the checked-out branch."""
+    """What this read gives the in-process status (`fleet.repo.libstatus.Known`): the record's HEAD, the
+    upstream `_branches` will give the checked-out branch, and the config's entries when it read them plain."""
     branch = head.ref[len("refs/heads/"):] if head.ref and head.ref.startswith("refs/heads/") else None
     upstream = gitfiles.upstream_ref(cfg, branch) if branch else None
-    return Known(head, upstream, refs.get(upstream) if upstream else None, len(stashes))
+    return Known(head, upstream, refs.get(upstream) if upstream else None, len(stashes),
+                 cfg.plain if isinstance(cfg, Config) else None)
 
 
 def _check_dirs(found: Found) -> None:
