@@ -237,3 +237,29 @@ def test_a_file_that_is_not_regular_is_refused_without_blocking(gitdir: Path):
     os.symlink("/dev/zero", gitdir / "packed-refs")
     with pytest.raises(BrokenRepo, match="packed-refs is a symbolic link"):
         gitfiles.read_refs(gitdir)
+
+
+@pytest.mark.parametrize("told", [0, 10, 4096, 4868, 9000])
+def test_a_file_is_read_whole_whatever_fstat_said_of_its_size(tmp_path: Path, monkeypatch, told: int):
+    """What fstat says of a 4,868-byte file: nothing (a /proc file), less (it grew since), all of it, more (it
+    shrank): every byte is read either way, and the limit holds; told its size, one read gets it all (the
+    read that would only see the end is not made)."""
+    data = bytes(range(256)) * 19 + b"tail"
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    real_fstat, real_read, reads = os.fstat, os.read, []
+
+    def fstat(fd: int) -> os.stat_result:
+        fields = list(real_fstat(fd))
+        fields[6] = told   # st_size
+        return os.stat_result(fields)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(gitfiles.os, "fstat", fstat)
+        patch.setattr(gitfiles.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+        assert gitfiles.read_file(path, 1 << 20, "f") == data
+        whole_reads = len(reads)
+        assert gitfiles.read_file(path, 100, "f", whole=False) == data[:100]
+        with pytest.raises(BrokenRepo, match="larger than 100 bytes"):
+            gitfiles.read_file(path, 100, "f")
+    assert whole_reads == 1 if told == len(data) else whole_reads > 1

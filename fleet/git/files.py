@@ -93,6 +93,8 @@ def read_file(path: StrPath, limit: int, what: str, *, whole: bool = True, follo
                 break
             chunks.append(chunk)
             left -= len(chunk)
+            if len(chunks) == 1 and len(chunk) == size and left > 0:
+                break   # all fstat gave, short of what was asked: a regular file's end (not read again to see it)
     except OSError as exc:
         raise BrokenRepo(f"{what} is unreadable ({exc.strerror})") from None
     finally:
