@@ -342,9 +342,10 @@ def _last_entry_time(path: str, size: int) -> float | None:
     if size > REFLOG_TAIL_BYTES:
         tail = tail.split(b"\n", 1)[-1]  # the first line may be cut
     # The last line that parses, found from the end (the whole tail's ~30 lines parsed for one was a tenth
-    # of a cold read's own CPU); a line parses alone as it does within its text (fleet.git.files).
+    # of a cold read's own CPU); a line parses alone as it does within its text (fleet.git.files), and alone
+    # it is matched by the regex: `reflog_fields`' cut into fields pays off only over a whole log.
     for line in reversed(tail.split(b"\n")):
-        fields = gitfiles.reflog_fields(line) if line else None
+        fields = gitfiles.matched_fields(line.decode("utf-8", "replace")) if line else None
         if fields:
             return float(fields[-1][3])
     return None
