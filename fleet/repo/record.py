@@ -82,7 +82,7 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
     head = gitfiles.read_head(gitdir, refs)
     cfg = read_config(commondir)
     _check_work_tree(found, cfg)
-    stashes = read_stashes(commondir)  # before git status, which reads the stash log too
+    stashes = read_stashes(commondir, seen_by)  # before git status, which reads the stash log too
     status = None if found.bare else repo_status(found.path, gitdir, commondir, _known(head, refs, cfg, stashes))
     if status is not None:
         head_sha = status.oid
@@ -280,10 +280,14 @@ def make_prediction(found: Found, pending: dict) -> dict | None:
     return predict_merge(found.path, found.commondir, pending["ours"], pending["theirs"])
 
 
-def read_stashes(commondir: StrPath) -> list[dict]:
+def read_stashes(commondir: StrPath, seen_by: Walked | None = None) -> list[dict]:
     """Stash entries, newest first (`stash@{0}`), from the stash reflog: the one reader behind the index
-    record, `repo.refs` and `stash.list`. `at` is ISO 8601 UTC."""
-    data, _, _ = gitfiles.read_reflog(os.path.join(commondir, "logs", "refs", "stash"))
+    record, `repo.refs` and `stash.list`. `at` is ISO 8601 UTC. A stash log the watch mark's walk just
+    before (`seen_by`) did not see is not looked for."""
+    path = os.path.join(commondir, "logs", "refs", "stash")
+    if gitfiles.absent(path, seen_by):
+        return []
+    data, _, _ = gitfiles.read_reflog(path)
     lines = gitfiles.parse_reflog(data)
     return [{"index": i, "selector": f"stash@{{{i}}}", "sha": line.new_sha, "message": line.message,
              "at": iso(line.at)} for i, line in enumerate(reversed(lines))]
