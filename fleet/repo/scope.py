@@ -58,9 +58,10 @@ def root_of(path: str, roots: Sequence[str]) -> str | None:
 def dirs_escape(found: Found, roots: Sequence[str]) -> str | None:
     """Why git would read this repository's git dir or common dir outside `roots`, or None."""
     resolved = real_roots(roots)
-    real_gitdir = os.path.realpath(found.gitdir)
-    real_common = real_gitdir if found.commondir == found.gitdir else os.path.realpath(found.commondir)
-    for what, real in (("git dir", real_gitdir), ("common git dir", real_common)):
+    dirs = [("git dir", os.path.realpath(found.gitdir))]
+    if found.commondir != found.gitdir:   # one dir (most repos): its second check would repeat the first
+        dirs.append(("common git dir", os.path.realpath(found.commondir)))
+    for what, real in dirs:
         if not any(inside(real, r) for r in resolved):
             return f"its {what} lies outside the fleet roots: not read"
     return None
