@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from fleet.repo import history
 from fleet.repo import refs
 from fleet.git.layout import found_at
 from fleet.errors import FleetError
-from fleet.repo.scope import resolve_file_in_repo, resolve_repo_path
+from fleet.repo.scope import _inside_real, inside, resolve_file_in_repo, resolve_repo_path
 from fleet.git.revs import check_rev
 from tests.fleets.gitbuild import commit_file, git, init_repo
 
@@ -152,3 +153,13 @@ def test_path_filters_cannot_escape(tmp_path):
         assert _code(blame.repo_blame, r, bad) == "BAD_PATH"
     # Pathspec magic is off: ':(glob)*' is a literal (non-existent) name, not "everything".
     assert history.repo_history(r, path_filter=":(glob)*")["commits"] == []
+
+
+def test_the_prefix_test_for_resolved_paths_is_inside():
+    """`_inside_real` (the scope check's test of a resolved git dir against a resolved root) answers as
+    `inside` for every pair of os.path.realpath results: the root, names that share a prefix (`a`, `ab`),
+    dots and spaces in names, up to three levels."""
+    names = ["a", "b", "ab", "a.b", "..x", "x y", "é"]
+    paths = {"/"} | {os.path.realpath("/" + "/".join(combo))
+                     for depth in (1, 2, 3) for combo in itertools.product(names, repeat=depth)}
+    assert [(p, f) for p in paths for f in paths if _inside_real(p, f) != inside(p, f)] == []

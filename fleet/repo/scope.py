@@ -40,6 +40,12 @@ def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool
         return False
 
 
+def _inside_real(real: str, real_folder: str) -> bool:
+    """`inside` for two paths os.path.realpath gave (absolute, no `.`, `..`, doubled or trailing `/`): a
+    prefix test, where commonpath's splitting of both was the costliest part of a repo's scope check."""
+    return real == real_folder or real.startswith(real_folder.rstrip("/") + "/")
+
+
 class RealRoots(tuple):
     """Fleet roots already resolved (os.path.realpath) for one request: the scope checks below resolve any
     other list of roots themselves, so a caller making several checks resolves them once."""
@@ -62,7 +68,7 @@ def dirs_escape(found: Found, roots: Sequence[str]) -> str | None:
     if found.commondir != found.gitdir:   # one dir (most repos): its second check would repeat the first
         dirs.append(("common git dir", os.path.realpath(found.commondir)))
     for what, real in dirs:
-        if not any(inside(real, r) for r in resolved):
+        if not any(_inside_real(real, r) for r in resolved):
             return f"its {what} lies outside the fleet roots: not read"
     return None
 
