@@ -580,7 +580,11 @@ def _count(text: str | None) -> int | None:
 def operation(gitdir: StrPath, seen_by: "Walked | None" = None) -> tuple[str | None, dict]:
     """The operation in progress in this worktree's git dir, with the details a person needs to finish it
     (what the watch mark's walk, `seen_by`, did not list there is not looked for)."""
+    listed = seen_by.names.get(os.fspath(gitdir)) if seen_by is not None else None
+
     def exists(name: str) -> bool:
+        if listed is not None and "/" not in name and name not in listed:
+            return False   # `absent`, told by name: no path built and split again for each marker
         path = os.path.join(gitdir, name)
         return not absent(path, seen_by) and os.path.exists(path)
 
