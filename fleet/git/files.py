@@ -543,24 +543,25 @@ def _regular(path: str, seen_by: "Walked | None") -> bool:
 
 def reflog_files(gitdir: StrPath, commondir: StrPath, seen_by: "Walked | None" = None) -> list[tuple[str, str]]:
     """(ref name, reflog file) for HEAD of the main and every linked worktree, branches and remotes; the
-    folders `seen_by` (the watch mark's walk just before) listed are taken from it."""
+    folders `seen_by` (the watch mark's walk just before) listed are taken from it. Paths are joined as
+    plain strings, as the walk's listing joins them (os.path.join cost more than the lookups it serves)."""
     files: list[tuple[str, str]] = []
-    head = os.path.join(gitdir, "logs", "HEAD")
+    head = f"{gitdir}/logs/HEAD"
     if _regular(head, seen_by):
         files.append(("HEAD", head))
-    logs = os.path.join(commondir, "logs", "refs")
-    files.extend(sorted(_files_under(os.path.join(logs, "heads"), "refs/heads/", seen_by)))
+    logs = f"{commondir}/logs/refs"
+    files.extend(sorted(_files_under(f"{logs}/heads", "refs/heads/", seen_by)))
     # refs/remotes/<remote>/HEAD only names the remote's default branch: its log repeats the clone line
-    files.extend(sorted((ref, path) for ref, path in _files_under(os.path.join(logs, "remotes"), "refs/remotes/",
-                                                                  seen_by) if not ref.endswith("/HEAD")))
+    files.extend(sorted((ref, path) for ref, path in _files_under(f"{logs}/remotes", "refs/remotes/", seen_by)
+                        if not ref.endswith("/HEAD")))
     if gitdir == commondir:
-        wt_base = os.path.join(commondir, "worktrees")
+        wt_base = f"{commondir}/worktrees"
         try:
             names = sorted(e.name for e in _listing(wt_base, seen_by) or () if e.is_dir(follow_symlinks=False))
         except OSError:
             names = []
         for name in names:
-            path = os.path.join(wt_base, name, "logs", "HEAD")
+            path = f"{wt_base}/{name}/logs/HEAD"
             if _regular(path, seen_by):
                 files.append((f"worktrees/{name}/HEAD", path))
     return files
