@@ -113,21 +113,21 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
     if gitdir != commondir or os.path.normpath(gitdir) != os.path.join(os.path.normpath(path), ".git") \
             or not os.path.isdir(gitdir):
         return "layout"
-    try:
-        if os.path.lexists(os.path.join(commondir, "info", "sparse-checkout")):
+    try:   # paths as plain strings: os.path.join cost more than most of these lookups
+        if os.path.lexists(f"{commondir}/info/sparse-checkout"):
             return "sparse_checkout"
-        config = gitfiles.read_file(os.path.join(commondir, "config"), gitfiles.MAX_CONFIG_BYTES, "config") or b""
+        config = gitfiles.read_file(f"{commondir}/config", gitfiles.MAX_CONFIG_BYTES, "config") or b""
         if b"[extensions" in config.lower():
             return "extensions"   # sha256, partial clone, worktree config, ...
         for name in ("shallow", "info/grafts"):
-            if os.path.lexists(os.path.join(commondir, name)):
+            if os.path.lexists(f"{commondir}/{name}"):
                 return "shallow"
-        if os.path.lexists(os.path.join(path, ".gitmodules")):
+        if os.path.lexists(f"{path}/.gitmodules"):
             return "submodules"
-        for name in (os.path.join(commondir, "info", "attributes"), "/etc/gitattributes", _global_attributes()):
+        for name in (f"{commondir}/info/attributes", "/etc/gitattributes", _global_attributes()):
             if os.path.lexists(name):
                 return "attributes"
-        return _index_reason(path, os.path.join(gitdir, "index"))
+        return _index_reason(path, f"{gitdir}/index")
     except (gitfiles.BrokenRepo, OSError):
         return "unreadable"
 
