@@ -57,13 +57,10 @@ def test_batched_verdicts_match_merge_base(tmp_path, monkeypatch):
     assert rewrote_all(str(repo), [("1" * 40, moves[-1][1], "reset")]) == [None]
 
 
-def _lines(repo) -> list[tuple[str, str | None, str | None, str, str]]:
-    """(ref, old, new, kind, message) of every event reflog of `repo`, each ref's lines in file order."""
-    out = []
-    for ref, path in gitfiles.reflog_files(str(repo / ".git"), str(repo / ".git")):
-        for line in gitfiles.parse_reflog(open(path, "rb").read()):
-            out.append((ref, line.old_sha, line.new_sha, gitfiles.reflog_kind(line.message), line.message))
-    return out
+def _runs(repo) -> list[tuple[str, list[tuple]]]:
+    """(ref, its lines in file order, as `reflog_fields` gives them) of every reflog of `repo`."""
+    return [(ref, gitfiles.reflog_fields(open(path, "rb").read()))
+            for ref, path in gitfiles.reflog_files(str(repo / ".git"), str(repo / ".git"))]
 
 
 @pytest.mark.slow
@@ -102,10 +99,11 @@ def test_verdicts_settled_from_reflog_lines_agree_with_merge_base(tmp_path):
     git(repo, "cherry-pick", "topic")
     git(repo, "reset", "-q", "--hard", "topic")
     git(repo, "update-ref", "-m", "made up", "refs/heads/main", "HEAD~1")
-    lines = _lines(repo)
+    runs = _runs(repo)
+    lines = [(ref, old, new, kind, message) for ref, run in runs for old, new, _who, _at, _tz, message, kind in run]
     expected = [_oracle(repo, old, new) if kind in events.REWRITE_KINDS else 0
                 for _ref, old, new, kind, _msg in lines]
-    settled = events.settle_by_lines(lines)
+    settled = events.settle_by_lines(runs)
     asked = [n for n, (_r, old, new, kind, _m) in enumerate(lines)
              if kind in events.REWRITE_KINDS and old and new and old != new]
     assert len(asked) > 15 and 1 in expected and 0 in [expected[n] for n in asked]
@@ -114,7 +112,7 @@ def test_verdicts_settled_from_reflog_lines_agree_with_merge_base(tmp_path):
     assert wrong == []
     assert sum(settled[n] != events.UNSETTLED for n in asked) > len(asked) // 2
     assert events.UNSETTLED in settled  # the made-up move and the --root pick are git's to answer
-    assert events.rewrote_lines(str(repo), lines) == expected
+    assert events.rewrote_lines(str(repo), runs) == expected
 
 
 _STARTS = ["", "commit: ", "commit (amend): ", "commit (merge): ", "commit (initial): ", "merge origin/main: ",

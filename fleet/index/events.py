@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 import time
+from itertools import groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, Sequence
 
 from fleet.git.run import GitError, run_git
@@ -37,10 +39,12 @@ REWRITE_KINDS = frozenset({"amend", "reset", "rebase", "pull", "other"})
 DELETED_MESSAGE = "branch: deleted (seen by fleetdeck: git keeps no reflog of a deleted branch)"
 PRUNED_KEY = "events_pruned_before"
 REWOUND_KEY = "events_rewound"  # the lowest event id replaced since team mode's outbox last looked (a resend)
-# A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back.
-LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, at, tz, identity, message, kind"
+# A reflog row as the ingest writes it (fleet.index.store) and `record_events` reads it back: past the id, the
+# repo and the ref, a line as `fleet.git.files.reflog_fields` gives it (what `settle_by_lines` reads).
+LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind"
 EVENT_INSERT = "insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"  # an event of a reflog line
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
+_MOVE = itemgetter(0, 1, 3)  # (old, new, at) of a line: what a HEAD line shares with its branch's twin
 
 
 def is_head_ref(ref: str) -> bool:
@@ -113,12 +117,13 @@ UNSETTLED = -1
 WALK_BUDGET = 4096  # known-ancestry steps one repo's lines may take before the rest is left to git
 
 
-def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -> list[int]:
+def settle_by_lines(groups: Sequence[tuple[str, Sequence[tuple]]]) -> list[int]:
     """`rewrote` for the moves git's own reflog lines already answer, UNSETTLED for the rest (git decides).
 
-    `lines` are (ref, old, new, kind, message), each ref's lines in file order, `kind` the message's
-    `fleet.git.files.reflog_kind` (as the parser and the index give it). What git writes settles
-    most moves a cold scan meets, with no git process:
+    `groups` are (ref, lines) runs, each ref's lines in file order, the lines as `fleet.git.files.reflog_fields`
+    gives them: (old, new, identity, at, tz, message, kind), `kind` the message's `reflog_kind`; the verdicts
+    follow the lines of all runs in turn. What git writes settles most moves a cold scan meets, with no git
+    process:
     - `commit (amend)`, a rebase's `fixup`/`squash`: the new commit has the old one's parents, so the old one
       is not its ancestor (1);
     - `reset: moving to HEAD~n` / `HEAD^n`: the new tip is a proper ancestor of the old one (1);
@@ -131,77 +136,87 @@ def settle_by_lines(lines: list[tuple[str, str | None, str | None, str, str]]) -
     - a move whose old tip the lines show to be an ancestor of the new one (a chain of commits, fast-forwards,
       picks and resets back), e.g. a reset forward again after a reset back (0).
     """
-    if not any(kind in REWRITE_KINDS and old is not None and new is not None and old != new
-               for _ref, old, new, kind, _message in lines):
-        return [0] * len(lines)  # nothing that could drop commits (a history of commits and checkouts)
-    first_seen: dict[tuple[str, str], int] = {}   # (ref, sha) -> the first line naming it
-    created_at: dict[tuple[str, str], int] = {}   # (ref, sha) -> the `git commit` line that made it
-    from_start: set[tuple[str, str]] = set()       # first named as where a rebase or pull --rebase started
+    rewrite_kinds = REWRITE_KINDS
+    if not any(kind in rewrite_kinds and old is not None and new is not None and old != new
+               for _ref, lines in groups for old, new, _who, _at, _tz, _message, kind in lines):
+        return [0] * sum(len(lines) for _ref, lines in groups)  # nothing that could drop commits
+    # What a ref's lines say of a commit, keyed by sha in one set of tables per ref (the lines come in runs
+    # of one ref: no (ref, sha) key to build for each of a fleet's lines): the first line naming it, the
+    # `git commit` line that made it, whether it was first named as where a rebase or pull --rebase started.
+    tables: dict[str, tuple[dict[str, int], dict[str, int], set[str]]] = {}
     parent: dict[str, str] = {}                    # commit -> its only parent, from a plain `git commit` line
     below: dict[str, list[str]] = {}               # commit -> commits the lines show to be its ancestors
-    rewrite_kinds = REWRITE_KINDS
-    # Every line of a fleet's history passes here: each (ref, sha) key is built once, and a message is matched
-    # against a pattern only when its kind (the prefix `reflog_kind` read) and its text hold the pattern's
-    # literal part (necessary conditions: the verdicts are the ones the patterns alone give).
-    for n, (ref, old, new, kind, message) in enumerate(lines):
-        if old is not None:
-            key = (ref, old)
-            if key not in first_seen:
-                first_seen[key] = n
-        if new is None:
-            continue
-        key = (ref, new)
-        if key not in first_seen:
-            first_seen[key] = n
-            if old != new:
-                if kind in _COMMIT_KINDS and message.startswith(_CREATES_COMMIT):
-                    created_at[key] = n
-                elif "(start): " in message and _START.match(message):
-                    from_start.add(key)
-        if old is None or old == new or kind in rewrite_kinds:
-            continue
-        if kind == "commit":
-            if message.startswith("commit: "):
+    # Every line of a fleet's history passes here: a message is matched against a pattern only when its kind
+    # (the prefix `reflog_kind` read) and its text hold the pattern's literal part (necessary conditions: the
+    # verdicts are the ones the patterns alone give).
+    start = 0
+    for ref, lines in groups:
+        first_seen, created_at, from_start = tables.setdefault(ref, ({}, {}, set()))
+        for n, (old, new, _who, _at, _tz, message, kind) in enumerate(lines, start):
+            if old is not None and old not in first_seen:
+                first_seen[old] = n
+            if new is None:
+                continue
+            if new not in first_seen:
+                first_seen[new] = n
+                if old != new:
+                    if kind in _COMMIT_KINDS and message.startswith(_CREATES_COMMIT):
+                        created_at[new] = n
+                    elif "(start): " in message and _START.match(message):
+                        from_start.add(new)
+            if old is None or old == new or kind in rewrite_kinds:
+                continue
+            if kind == "commit":
+                if message.startswith("commit: "):
+                    below.setdefault(new, []).append(old)
+                    parent[new] = old
+            elif kind == "merge":
+                if message.startswith("commit (merge): "):
+                    below.setdefault(new, []).append(old)
+            elif kind == "fetch" and "ast-forward" in message and _FAST_FORWARD.fullmatch(message):
                 below.setdefault(new, []).append(old)
-                parent[new] = old
-        elif kind == "merge":
-            if message.startswith("commit (merge): "):
+        start += len(lines)
+    verdicts = [0] * start
+    unsettled: list[tuple[int, str, str]] = []     # (position, new, old) of the moves left, in line order
+    start = 0
+    for ref, lines in groups:
+        first_seen, created_at, from_start = tables[ref]
+        for n, (old, new, _who, _at, _tz, message, kind) in enumerate(lines, start):
+            if kind not in rewrite_kinds or old is None or new is None or old == new:
+                continue
+            verdicts[n] = verdict = _settle(old, new, kind, message, n, first_seen, created_at, from_start, parent)
+            if verdict == 0:
                 below.setdefault(new, []).append(old)
-        elif kind == "fetch" and "ast-forward" in message and _FAST_FORWARD.fullmatch(message):
-            below.setdefault(new, []).append(old)
-    verdicts = [0] * len(lines)
-    for n, (ref, old, new, kind, message) in enumerate(lines):
-        if kind not in rewrite_kinds or old is None or new is None or old == new:
-            continue
-        verdicts[n] = verdict = _settle(ref, old, new, kind, message, n, first_seen, created_at, from_start,
-                                        parent)
-        if verdict == 0:
-            below.setdefault(new, []).append(old)
-        elif kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
-            below.setdefault(old, []).append(new)
+                continue
+            if verdict == UNSETTLED:
+                unsettled.append((n, new, old))
+            if kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
+                below.setdefault(old, []).append(new)
+        start += len(lines)
     budget = [WALK_BUDGET]
-    for n, verdict in enumerate(verdicts):
-        if verdict == UNSETTLED and _descends(below, lines[n][2], lines[n][1], budget):
+    for n, new, old in unsettled:
+        if _descends(below, new, old, budget):
             verdicts[n] = 0
     return verdicts
 
 
-def _settle(ref: str, old: str, new: str, kind: str, message: str, n: int, first_seen: dict, created_at: dict,
+def _settle(old: str, new: str, kind: str, message: str, n: int, first_seen: dict, created_at: dict,
             from_start: set, parent: dict) -> int:
+    """`settle_by_lines`' verdict on the move of line `n` from what its ref's lines say (`first_seen`,
+    `created_at`, `from_start`) and the `git commit` parents of all."""
     if kind == "amend" and message.startswith("commit (amend): ") or "): " in message and _AMEND.match(message):
         return 1
     if kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
         return 1
     if kind == "pull" and "ast-forward" in message and _FAST_FORWARD.fullmatch(message):
         return 0
-    if "(pick): " in message and _PICK.match(message) and first_seen.get((ref, old), n) < n \
-            and (ref, old) not in from_start:
+    if "(pick): " in message and _PICK.match(message) and first_seen.get(old, n) < n and old not in from_start:
         return 0
-    made = created_at.get((ref, old))
+    made = created_at.get(old)
     if made is not None:
         sha: str | None = new
         for _ in range(64):  # new, its parent, ... while each is a plain commit's child
-            if first_seen.get((ref, sha), n) <= made:
+            if first_seen.get(sha, n) <= made:
                 return 1
             sha = parent.get(sha)
             if sha is None or sha == old:
@@ -223,13 +238,14 @@ def _descends(below: dict[str, list[str]], start: str, target: str, budget: list
     return False
 
 
-def rewrote_lines(path: str, lines: list[tuple[str, str | None, str | None, str, str]]) -> list[int | None]:
-    """`rewrote` for every (ref, old, new, kind, message) line of one repo (each ref's lines in file order):
+def rewrote_lines(path: str, groups: Sequence[tuple[str, Sequence[tuple]]]) -> list[int | None]:
+    """`rewrote` for every line of one repo's (ref, lines) runs (`settle_by_lines`' `groups`), in turn:
     settled from the lines where git's messages tell, by `rewrote_all` (one git batch) for the rest."""
-    verdicts: list[int | None] = list(settle_by_lines(lines))
+    verdicts: list[int | None] = list(settle_by_lines(groups))
     open_ = [n for n, verdict in enumerate(verdicts) if verdict == UNSETTLED]
     if open_:
-        for n, verdict in zip(open_, rewrote_all(path, [(lines[n][1], lines[n][2], lines[n][3]) for n in open_])):
+        lines = [line for _ref, run in groups for line in run]
+        for n, verdict in zip(open_, rewrote_all(path, [(lines[n][0], lines[n][1], lines[n][6]) for n in open_])):
             verdicts[n] = verdict
     return verdicts
 
@@ -331,16 +347,16 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
         with index.write() as conn:
             return _record_deleted_branches(conn, list(paths))
     cut = pruned_before(index)
-    fresh = [ln for ln in lines if ln[5] >= cut and is_event_ref(ln[2])]
+    fresh = [ln for ln in lines if ln[6] >= cut and is_event_ref(ln[2])]
     by_repo: dict[int, list[tuple]] = {}
     for ln in fresh:
         by_repo.setdefault(ln[1], []).append(ln)
     verdicts: dict[int, int | None] = {}
     for repo_id, mine in by_repo.items():
-        verdicts.update(zip((ln[0] for ln in mine),
-                            rewrote_lines(paths[repo_id], [(ln[2], ln[3], ln[4], ln[9], ln[8]) for ln in mine])))
+        runs = [(ref, [ln[3:] for ln in run]) for ref, run in groupby(mine, itemgetter(2))]
+        verdicts.update(zip((ln[0] for ln in mine), rewrote_lines(paths[repo_id], runs)))
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
-    branch_moves = {(ln[1], ln[3], ln[4], ln[5]) for ln in fresh if ln[2].startswith("refs/heads/")}
+    branch_moves = {(ln[1], ln[3], ln[4], ln[6]) for ln in fresh if ln[2].startswith("refs/heads/")}
     renamed = {ln[1] for ln in fresh if ln[8].startswith("Branch: renamed ")}
     with index.write() as conn:
         # A repo never turned into events before has all its lines here: no need to look for older twins.
@@ -348,7 +364,7 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
                                     list(paths)).fetchall())
         inserts: list[tuple] = []
         twins: list[tuple] = []
-        for rid, repo_id, ref, old, new, at, _tz, _identity, message, kind in fresh:
+        for rid, repo_id, ref, old, new, _identity, at, _tz, message, kind in fresh:
             seen_before = repo_id in cursors
             if seen_before and rid <= cursors[repo_id]:
                 continue  # another process turned this line into an event meanwhile
@@ -395,7 +411,6 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     nothing held before, a HEAD line is left out only for its branch's twin among these same lines. `logs`
     are `fleet.index.reflogs.read_new_lines`'s."""
     groups: list[tuple[str, Sequence[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
-    moves: list[tuple] = []
     pos = 0
     for ref, _inode, _end, lines in logs:
         count = len(lines)
@@ -407,21 +422,22 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
             else:
                 spots = range(pos, pos + count)
             groups.append((ref, spots, lines))
-            moves += [(ref, old, new, kind, message) for old, new, _who, _at, _tz, message, kind in lines]
         pos += count
-    if not moves:
+    if not any(lines for _ref, _spots, lines in groups):
         return []
-    verdicts = rewrote_lines(path, moves)
+    verdicts = rewrote_lines(path, [(ref, lines) for ref, _spots, lines in groups])
     # A commit on the checked-out branch is written to HEAD's log and the branch's: keep the branch's line.
-    branch_moves = {(line[0], line[1], line[3]) for ref, _spots, lines in groups if ref.startswith("refs/heads/")
-                    for line in lines}
+    branch_moves: set[tuple] = set()
+    for ref, _spots, lines in groups:
+        if ref.startswith("refs/heads/"):
+            branch_moves.update(map(_MOVE, lines))
     events: list[tuple[str, Sequence[int], list[tuple], list[int | None]]] = []
     done = 0
     for ref, spots, lines in groups:
         mine = verdicts[done:done + len(lines)]
         done += len(lines)
         if is_head_ref(ref):
-            keep = [k for k, line in enumerate(lines) if (line[0], line[1], line[3]) not in branch_moves]
+            keep = [k for k, move in enumerate(map(_MOVE, lines)) if move not in branch_moves]
             spots, lines, mine = [spots[k] for k in keep], [lines[k] for k in keep], [mine[k] for k in keep]
         if lines:
             events.append((ref, spots, lines, mine))
