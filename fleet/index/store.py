@@ -36,6 +36,8 @@ from fleet.index.sqlrows import insert_rows
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
+_REFLOG_INSERT = "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
+_MARK_INSERT = "insert or replace into repo_marks (repo_id, mark)"  # a record's watch mark (`_set_mark`)
 REFLOG_IDS_KEY = "reflog_ids_upto"  # meta: the highest reflog line id ever given (lines may have been pruned since)
 
 if TYPE_CHECKING:
@@ -300,9 +302,9 @@ class Index:
         stand as the index does inside it (`fleet.index.reflogs.recheck` under the same write lock)."""
         with self.write() as conn:
             gen = _next_generation(conn)
-            lines = _NewLines(conn)
-            stored = [self._store(conn, p, gen, lines) for p in prepared]
-            lines.flush()
+            appends = _Appends(conn)
+            stored = [self._store(conn, p, gen, appends) for p in prepared]
+            appends.flush()
             _update_backlog(conn, HISTORY_KEY, add=[s.repo_id for s in stored if s.prepared.deferred and s.first],
                             done=[s.repo_id for s in stored if s.prepared.logs is not None])
             pending = {s.repo_id for s in stored if _pending(s.prepared.record)}
@@ -318,11 +320,11 @@ class Index:
         with self.write() as conn:
             waiting = set(_backlog(conn, HISTORY_KEY)["ids"])
             held = self.reflog_files([p.repo_id for p in prepared])
-            lines = _NewLines(conn)
-            stored = [self._store_lines(conn, p, p.repo_id, True, lines)
+            appends = _Appends(conn)
+            stored = [self._store_lines(conn, p, p.repo_id, True, appends)
                       if p.repo_id in waiting and p.repo_id not in held else Stored(p, p.repo_id, False, None, 0)
                       for p in prepared]
-            lines.flush()
+            appends.flush()
             _update_backlog(conn, HISTORY_KEY, add=[], done=[p.repo_id for p in prepared] + list(unread))
             return stored
 
@@ -353,7 +355,7 @@ class Index:
             _update_backlog(conn, PREDICTION_KEY, add=[], done=[m[0] for m in made] + list(unread))
             return written
 
-    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, lines: "_NewLines") -> "Stored":
+    def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, appends: "_Appends") -> "Stored":
         found, record = p.found, p.record
         row = dict(p.row, generation=gen)
         new = p.repo_id is None
@@ -368,28 +370,28 @@ class Index:
                                tuple(row.values()))
             repo_id = cur.lastrowid
         if "branches" in record:
-            self._replace_children(conn, repo_id, record, new)
-        _set_mark(conn, repo_id, record.get("watch_mark"))
+            self._replace_children(conn, repo_id, record, new, appends)
+        appends.add(_MARK_INSERT, [(repo_id, record.get("watch_mark") or None)])
         if p.logs is None:
             return Stored(p, repo_id, new, None, 0)
-        return self._store_lines(conn, p, repo_id, new, lines)
+        return self._store_lines(conn, p, repo_id, new, appends)
 
     def _store_lines(self, conn: sqlite3.Connection, p: "Prepared", repo_id: int, new: bool,
-                     lines: "_NewLines") -> "Stored":
-        """Append `p`'s reflog lines to `repo_id` (`new`: it holds none yet; inserted at `lines.flush`) and note
-        the files read."""
-        first, count = lines.append(repo_id, p.logs, new)
-        files = [(repo_id, ref, inode, end) for ref, inode, end, _ in p.logs]
-        if files:
-            conn.executemany("insert or replace into reflog_files (repo_id, ref, inode, size) values (?, ?, ?, ?)",
-                             files)
+                     appends: "_Appends") -> "Stored":
+        """Append `p`'s reflog lines to `repo_id` (`new`: it holds none yet) and note the files read (inserted
+        at `appends.flush`)."""
+        first, count = appends.lines(repo_id, p.logs, new)
+        appends.add("insert or replace into reflog_files (repo_id, ref, inode, size)",
+                    [(repo_id, ref, inode, end) for ref, inode, end, _ in p.logs])
         vanished = set(p.known) - {s[0] for s in p.stats}
         if vanished:
+            appends.flush()  # a repo stored twice in one write ends as its last read said
             conn.executemany("delete from reflog_files where repo_id = ? and ref = ?",
                              [(repo_id, ref) for ref in vanished])
         return Stored(p, repo_id, new, first, count)
 
-    def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool) -> None:
+    def _replace_children(self, conn: sqlite3.Connection, repo_id: int, record: dict, new: bool,
+                          appends: "_Appends") -> None:
         tables = {
             "branches": [(repo_id, b["name"], b["head"], b["upstream"], b["upstream_ref"],
                           int(b["upstream_gone"]), b["ahead"], b["behind"], int(b["current"]))
@@ -404,12 +406,12 @@ class Index:
                         for s in record.get("stash_list", [])],
             "remotes": [(repo_id, r["name"], r["url"]) for r in record.get("remotes", [])],
         }
-        for table, rows in tables.items():
-            if not new:  # a repo stored for the first time has no old rows (a cold scan saves 5 statements)
+        if not new:  # a repo stored for the first time has no old rows (a cold scan saves 5 statements)
+            appends.flush()  # a repo stored twice in one write ends as its last read said
+            for table in tables:
                 conn.execute(f"delete from {table} where repo_id = ?", (repo_id,))
-            if rows:
-                marks = ", ".join("?" * len(rows[0]))
-                conn.executemany(f"insert into {table} values ({marks})", rows)
+        for table, rows in tables.items():
+            appends.add(f"insert into {table}", rows)
 
     def mark_read(self, reads: list[tuple[str, int, int, bytes]]) -> None:
         """(scanned_at, id, generation, watch mark) of repos read again and found exactly as stored: only
@@ -661,17 +663,24 @@ def _update_backlog(conn: sqlite3.Connection, key: str, add: list[int], done: li
         conn.execute("delete from meta where key = ?", (key,))
 
 
-class _NewLines:
-    """The reflog lines one write appends: ids given in order past every id ever given (`next_reflog_id`,
-    asked once, under the write lock), the rows inserted together (`flush`, at the write's end or before the
-    index is asked which lines it holds), many to a statement (`insert_rows`)."""
+class _Appends:
+    """The rows one write of repos appends, inserted together (`flush`, at the write's end or before rows are
+    deleted or the index is asked which lines it holds), many to a statement and table (`insert_rows`): a cold
+    scan's write of 24 repos inserts their reflog lines, branches, remotes, read files and marks in ~10
+    statements where one `executemany` a repo and table took ~150. The reflog lines' ids are given in order
+    past every id ever given (`next_reflog_id`, asked once, under the write lock)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.next_id: int | None = None
-        self.rows: list[tuple] = []
+        self.rows: dict[str, list[tuple]] = {}  # statement head (`insert into t (a, b)`) -> its rows, in order
 
-    def append(self, repo_id: int, logs: list[tuple], new: bool) -> tuple[int | None, int]:
+    def add(self, head: str, rows: list[tuple]) -> None:
+        """Insert `rows` with `head` at the flush."""
+        if rows:
+            self.rows.setdefault(head, []).extend(rows)
+
+    def lines(self, repo_id: int, logs: list[tuple], new: bool) -> tuple[int | None, int]:
         """Give ids to the lines of `logs` (`new`: the repo holds none yet, else lines it holds are left out);
         (first id, how many)."""
         conn, nid, first, count = self.conn, self.next_id, None, 0
@@ -690,16 +699,16 @@ class _NewLines:
             if first is None:
                 first = nid
             # tuple + tuple: a third cheaper than a display with *line, for every line a cold scan stores
-            self.rows += [(nid + k, repo_id, ref) + line for k, line in enumerate(lines)]
+            self.add(_REFLOG_INSERT, [(nid + k, repo_id, ref) + line for k, line in enumerate(lines)])
             nid += len(lines)
             count += len(lines)
         self.next_id = nid
         return (first if count else None), count
 
     def flush(self) -> None:
-        insert_rows(self.conn, "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message,"
-                    " kind)", self.rows)
-        self.rows = []
+        for head, rows in self.rows.items():
+            insert_rows(self.conn, head, rows)
+        self.rows = {}
 
 
 def _prepare_file(path: Path) -> None:
@@ -794,7 +803,7 @@ def unusable(path: Path, exc: BaseException | None, problem: str | None = None) 
 
 def _set_mark(conn: sqlite3.Connection, repo_id: int, mark: bytes | None) -> None:
     """Keep `mark` as the watch mark of the record stored for `repo_id` (none: b"" or None)."""
-    conn.execute("insert or replace into repo_marks (repo_id, mark) values (?, ?)", (repo_id, mark or None))
+    conn.execute(f"{_MARK_INSERT} values (?, ?)", (repo_id, mark or None))
 
 
 def _next_generation(conn: sqlite3.Connection) -> int:
