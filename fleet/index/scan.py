@@ -87,9 +87,7 @@ def ingest(index: Index, items: list[tuple[Found, dict]], history: bool = True) 
 def _still_waiting(index: Index, repo_ids: list[int], backlog: dict) -> list[dict]:
     """The records of those of `repo_ids` still in `backlog` (a second pass's: history or predictions)."""
     waiting = set(backlog["ids"])
-    wanted = [i for i in repo_ids if i in waiting]
-    rows = index.rows(f"id in ({', '.join('?' * len(wanted))})", wanted) if wanted else []
-    return list(index.records([r["path"] for r in rows]).values())
+    return index.records_of([i for i in repo_ids if i in waiting])
 
 
 def ingest_history(index: Index, repo_ids: list[int]) -> int:

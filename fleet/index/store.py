@@ -528,11 +528,18 @@ class Index:
     def records(self, paths: list[str]) -> dict[str, dict]:
         """Full records of the repos at exactly `paths` (gone ones too), by path: one query per table for a
         whole batch (the start-up re-check compares a chunk at a time)."""
-        if not paths:
-            return {}
-        rows = self.rows(where=f"path in ({', '.join('?' * len(paths))})", args=paths)
+        return {r["path"]: r for r in self._records("path", paths)}
+
+    def records_of(self, ids: list[int]) -> list[dict]:
+        """Full records of the repos with `ids` (gone ones too), by path: one query per table for a batch."""
+        return self._records("id", ids)
+
+    def _records(self, column: str, keys: list) -> list[dict]:
+        if not keys:
+            return []
+        rows = self.rows(where=f"{column} in ({', '.join('?' * len(keys))})", args=keys)
         children = self._children([r["id"] for r in rows])
-        return {r["path"]: _full(r, children) for r in rows}
+        return [_full(r, children) for r in rows]
 
     def _children(self, ids: list[int] | None) -> dict[str, dict[int, list[dict]]]:
         conn = self.conn
