@@ -146,12 +146,14 @@ def settle_by_lines(groups: Sequence[tuple[str, Sequence[tuple]]]) -> list[int]:
     tables: dict[str, tuple[dict[str, int], dict[str, int], set[str]]] = {}
     parent: dict[str, str] = {}                    # commit -> its only parent, from a plain `git commit` line
     below: dict[str, list[str]] = {}               # commit -> commits the lines show to be its ancestors
+    moves: list[tuple] = []                        # (position, old, new, kind, message, its ref's tables)
     # Every line of a fleet's history passes here: a message is matched against a pattern only when its kind
     # (the prefix `reflog_kind` read) and its text hold the pattern's literal part (necessary conditions: the
     # verdicts are the ones the patterns alone give).
     start = 0
     for ref, lines in groups:
-        first_seen, created_at, from_start = tables.setdefault(ref, ({}, {}, set()))
+        mine = tables.setdefault(ref, ({}, {}, set()))
+        first_seen, created_at, from_start = mine
         for n, (old, new, _who, _at, _tz, message, kind) in enumerate(lines, start):
             if old is not None and old not in first_seen:
                 first_seen[old] = n
@@ -164,7 +166,10 @@ def settle_by_lines(groups: Sequence[tuple[str, Sequence[tuple]]]) -> list[int]:
                         created_at[new] = n
                     elif "(start): " in message and _START.match(message):
                         from_start.add(new)
-            if old is None or old == new or kind in rewrite_kinds:
+            if old is None or old == new:
+                continue
+            if kind in rewrite_kinds:  # settled once every line is read
+                moves.append((n, old, new, kind, message, mine))
                 continue
             if kind == "commit":
                 if message.startswith("commit: "):
@@ -178,21 +183,15 @@ def settle_by_lines(groups: Sequence[tuple[str, Sequence[tuple]]]) -> list[int]:
         start += len(lines)
     verdicts = [0] * start
     unsettled: list[tuple[int, str, str]] = []     # (position, new, old) of the moves left, in line order
-    start = 0
-    for ref, lines in groups:
-        first_seen, created_at, from_start = tables[ref]
-        for n, (old, new, _who, _at, _tz, message, kind) in enumerate(lines, start):
-            if kind not in rewrite_kinds or old is None or new is None or old == new:
-                continue
-            verdicts[n] = verdict = _settle(old, new, kind, message, n, first_seen, created_at, from_start, parent)
-            if verdict == 0:
-                below.setdefault(new, []).append(old)
-                continue
-            if verdict == UNSETTLED:
-                unsettled.append((n, new, old))
-            if kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
-                below.setdefault(old, []).append(new)
-        start += len(lines)
+    for n, old, new, kind, message, (first_seen, created_at, from_start) in moves:
+        verdicts[n] = verdict = _settle(old, new, kind, message, n, first_seen, created_at, from_start, parent)
+        if verdict == 0:
+            below.setdefault(new, []).append(old)
+            continue
+        if verdict == UNSETTLED:
+            unsettled.append((n, new, old))
+        if kind == "reset" and _BACK_TO_ANCESTOR.fullmatch(message):
+            below.setdefault(old, []).append(new)
     budget = [WALK_BUDGET]
     for n, new, old in unsettled:
         if _descends(below, new, old, budget):
@@ -242,8 +241,8 @@ def rewrote_lines(path: str, groups: Sequence[tuple[str, Sequence[tuple]]]) -> l
     """`rewrote` for every line of one repo's (ref, lines) runs (`settle_by_lines`' `groups`), in turn:
     settled from the lines where git's messages tell, by `rewrote_all` (one git batch) for the rest."""
     verdicts: list[int | None] = list(settle_by_lines(groups))
-    open_ = [n for n, verdict in enumerate(verdicts) if verdict == UNSETTLED]
-    if open_:
+    if UNSETTLED in verdicts:  # most repos have every move settled: a scan in C before listing the others
+        open_ = [n for n, verdict in enumerate(verdicts) if verdict == UNSETTLED]
         lines = [line for _ref, run in groups for line in run]
         for n, verdict in zip(open_, rewrote_all(path, [(lines[n][0], lines[n][1], lines[n][6]) for n in open_])):
             verdicts[n] = verdict
