@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 import time
-from itertools import groupby
+from itertools import chain, groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Sequence
 
 from fleet.git.run import GitError, run_git
-from fleet.index.sqlrows import insert_rows
+from fleet.index.sqlrows import insert_rows, insert_values
 from fleet.index.store import REFLOG_IDS_KEY, next_reflog_id
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ REWOUND_KEY = "events_rewound"  # the lowest event id replaced since team mode's
 # repo and the ref, a line as `fleet.git.files.reflog_fields` gives it (what `settle_by_lines` reads).
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind"
 EVENT_INSERT = "insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"  # an event of a reflog line
+EVENT_WIDTH = 6  # the columns EVENT_INSERT names
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 _MOVE = itemgetter(0, 1, 3)  # (old, new, at) of a line: what a HEAD line shares with its branch's twin
 
@@ -451,7 +452,7 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
     that no `prune_events` came in between."""
     if not firsts:
         return set()
-    inserts: list[tuple] = []
+    values: list = []  # the events' rows laid end to end (`insert_values`: no tuple kept per event)
     cursors: list[tuple[int, int]] = []
     done: set[int] = set()
     for n, item in enumerate(stored):
@@ -463,10 +464,10 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
             base = item.first_line
             repo_id = item.repo_id
             for ref, spots, lines, verdicts in events:
-                inserts += [(repo_id, ref, line[6], line[3], verdict, base + k)
-                            for k, line, verdict in zip(spots, lines, verdicts)]
+                values += chain.from_iterable([(repo_id, ref, line[6], line[3], verdict, base + k)
+                                               for k, line, verdict in zip(spots, lines, verdicts)])
             cursors.append((item.repo_id, base + item.lines - 1))
-    insert_rows(conn, EVENT_INSERT, inserts)
+    insert_values(conn, EVENT_INSERT, EVENT_WIDTH, values)
     conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)
     # only a branch's log without the branch can make a deleted-branch event here
     orphans = [item.repo_id for item in stored if item.repo_id in done and _logs_without_branch(item.prepared)]

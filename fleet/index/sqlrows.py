@@ -28,10 +28,18 @@ def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[tuple]) -> N
     ROWS_PER_INSERT rows, then halves of it for the rest: sqlite3 keeps each prepared statement (~1 KB a row
     of 10 columns), and a statement for every length of the rest held ~50 MB in a long-running process; these
     are at most 9 per table."""
-    one = f"({', '.join('?' * len(rows[0]))})" if rows else ""
+    if rows:
+        insert_values(conn, head, len(rows[0]), list(chain.from_iterable(rows)))
+
+
+def insert_values(conn: sqlite3.Connection, head: str, width: int, values: list) -> None:
+    """`insert_rows` of the rows laid end to end in `values`, `width` values each: a caller gathering many
+    rows keeps no tuple per row (100,000s of them, each one also work for the garbage collector)."""
+    one = f"({', '.join('?' * width)})"
+    count = len(values) // width
     start, size = 0, ROWS_PER_INSERT
-    while start < len(rows):
-        while size > len(rows) - start:
+    while start < count:
+        while size > count - start:
             size //= 2
-        conn.execute(f"{head} values {', '.join([one] * size)}", list(chain.from_iterable(rows[start:start + size])))
+        conn.execute(f"{head} values {', '.join([one] * size)}", values[start * width:(start + size) * width])
         start += size

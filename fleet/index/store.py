@@ -21,6 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
@@ -32,7 +33,7 @@ from fleet.index.digestq import DigestQueries
 from fleet.index.presence import PresenceRows
 from fleet.index.proposals import ProposalRows
 from fleet.index.restore_points import RestorePointRows
-from fleet.index.sqlrows import insert_rows
+from fleet.index.sqlrows import insert_values
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
@@ -672,20 +673,21 @@ def _update_backlog(conn: sqlite3.Connection, key: str, add: list[int], done: li
 
 class _Appends:
     """The rows one write of repos appends, inserted together (`flush`, at the write's end or before rows are
-    deleted or the index is asked which lines it holds), many to a statement and table (`insert_rows`): a cold
+    deleted or the index is asked which lines it holds), many to a statement and table (`insert_values`): a cold
     scan's write of 24 repos inserts their reflog lines, branches, remotes, read files and marks in ~10
     statements where one `executemany` a repo and table took ~150. The reflog lines' ids are given in order
-    past every id ever given (`next_reflog_id`, asked once, under the write lock)."""
+    past every id ever given (`next_reflog_id`, asked once, under the write lock). The rows wait laid end to
+    end: no tuple kept per row (each one also work for the garbage collector)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.next_id: int | None = None
-        self.rows: dict[str, list[tuple]] = {}  # statement head (`insert into t (a, b)`) -> its rows, in order
+        self.rows: dict[str, tuple[int, list]] = {}  # statement head (`insert into t (a, b)`) -> (width, values)
 
     def add(self, head: str, rows: list[tuple]) -> None:
-        """Insert `rows` with `head` at the flush."""
+        """Insert `rows` (tuples of one width) with `head` at the flush."""
         if rows:
-            self.rows.setdefault(head, []).extend(rows)
+            self.rows.setdefault(head, (len(rows[0]), []))[1].extend(chain.from_iterable(rows))
 
     def lines(self, repo_id: int, logs: list[tuple], new: bool) -> tuple[int | None, int]:
         """Give ids to the lines of `logs` (`new`: the repo holds none yet, else lines it holds are left out);
@@ -713,8 +715,8 @@ class _Appends:
         return (first if count else None), count
 
     def flush(self) -> None:
-        for head, rows in self.rows.items():
-            insert_rows(self.conn, head, rows)
+        for head, (width, values) in self.rows.items():
+            insert_values(self.conn, head, width, values)
         self.rows = {}
 
 
