@@ -359,3 +359,26 @@ def test_storage_only_stores_and_ingest_scores_and_records_events(tmp_path: Path
         assert [m for (m,) in index.conn.execute("select message from events where repo_id = ? order by at, id",
                                                  (rid,))] == list(reversed(
             git(repo, "reflog", "show", "--format=%gs", "refs/heads/main", "--").splitlines()))
+
+
+def test_a_repo_stored_twice_in_one_write_ends_as_its_last_read(tmp_path: Path):
+    """A write queues its rows and inserts them at its end: a known repo given twice in one write still ends
+    with the branches and remotes of its last read alone (the first's deleted with the old ones)."""
+    from fleet.git.layout import found_at
+    from fleet.repo.record import read_repo
+
+    repo = init_repo(tmp_path / "root" / "r", commits=2)
+    found = found_at(os.path.realpath(repo), os.path.realpath(tmp_path / "root"))
+    with open_index(tmp_path / "f.db") as index:
+        [rid] = index.store_repos([(found, read_repo(found), [])])
+        git(repo, "branch", "topic")
+        git(repo, "remote", "add", "origin", str(tmp_path / "elsewhere"))
+        first = read_repo(found)
+        git(repo, "branch", "-D", "topic")
+        git(repo, "branch", "other")
+        last = read_repo(found)
+        assert index.store_repos([(found, first, []), (found, last, [])]) == [rid, rid]
+        branches = [name for (name,) in index.conn.execute("select name from branches where repo_id = ? order by"
+                                                           " name", (rid,))]
+        assert branches == sorted(b["name"] for b in last["branches"]) == ["main", "other"]
+        assert index.conn.execute("select name from remotes where repo_id = ?", (rid,)).fetchall() == [("origin",)]
