@@ -4,7 +4,9 @@
 second before the queue is complete is a second the person waits. So, before the web stack is imported
 (seconds of CPU on the cores the reads need), `begin` takes the watcher's lock, forks the re-check's worker
 processes (no thread runs yet, so a fork is safe, and a forked worker imports nothing) and starts a
-discovery thread that hands them chunks as it finds repos. The workers store each repo's state alone
+discovery thread that hands them chunks as it finds repos, and returns once every worker has its first one
+(the host's next step, importing the web stack, holds the interpreter lock in long stretches: found beside
+it, the second worker's first chunk reached it ~20 ms later). The workers store each repo's state alone
 (`fleet.index.recheck`: a repo the index has never seen joins the history backlog); the watcher the host
 starts later takes the lock, the pool and the chunks over (`Watcher(cold=...)`) and, once every repo's
 state is in, has the same workers read the history behind it.
@@ -20,10 +22,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from fleet.errors import FleetError
+from fleet.git.layout import Found
 from fleet.index.recheck import in_worker, process_pool, release_pool
 from fleet.index.scan import chunks, default_workers, iter_discover_all
 from fleet.index.store import Index, open_index
 from fleet.watch.sweeps import known_repos
+
+
+# How long `begin` waits for every worker to have its first chunk before the host goes on (discovery finds
+# that many repos in milliseconds; a bound for a root whose first repos lie deep in a large tree).
+FIRST_CHUNKS_WAIT_S = 0.1
 
 
 @dataclass
@@ -73,15 +81,24 @@ def begin(db_path: str | os.PathLike[str]) -> ColdStart | None:
     except FleetError:
         return None
     fork = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    cold = ColdStart(process_pool(db_path, default_workers(), fork=fork), lockfile)
+    workers = default_workers()
+    cold = ColdStart(process_pool(db_path, workers, fork=fork), lockfile)
+    started = threading.Event()  # every worker has a chunk, or discovery is over
 
     def discover() -> None:
+        handed: list[tuple[list[Found], Future]] = []
         try:
             with Index(index.path) as own:
-                cold.chunks.set_result([(chunk, cold.pool.submit(in_worker, chunk))
-                                        for chunk in chunks(iter_discover_all(own, roots))])
+                for chunk in chunks(iter_discover_all(own, roots)):
+                    handed.append((chunk, cold.pool.submit(in_worker, chunk)))
+                    if len(handed) == workers:
+                        started.set()
+            cold.chunks.set_result(handed)
         except BaseException as exc:  # the watcher's re-check reports it
             cold.chunks.set_exception(exc)
+        finally:
+            started.set()
 
     threading.Thread(target=discover, name="fleetdeck-cold-discovery", daemon=True).start()
+    started.wait(FIRST_CHUNKS_WAIT_S)
     return cold
