@@ -5,6 +5,10 @@ the ones a plain `fleetdeck scan` records (the old path is the oracle; git wrote
 
 from __future__ import annotations
 
+import gc
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -17,6 +21,7 @@ from fleet.index.scan import (HISTORY_DELAY_ENV, PREDICTION_DELAY_ENV, discover_
                               ingest_predictions, refresh_repo, scan)
 from fleet.index.store import open_index
 from fleet.views.digest import digest
+from tests.fleets.cli import fleetdeck_env, run_cli
 from tests.fleets.every_state import build_fleet
 from tests.fleets.gitbuild import git
 from tests.fleets.repo_states import busy_repo
@@ -340,3 +345,59 @@ def test_a_repo_made_while_a_cold_serve_reads_the_fleet_is_found_without_waiting
         wait_for(lambda: _get(client, "/api/radar")["total"] == scanned.count() + 1, "the new repo listed", 20)
     finally:
         server.stop()
+
+
+# `python -m fleet ARGS...` that reports its garbage collector to stderr: how much was frozen and whether a worker
+# collects when the cold start forks its workers (through the real `process_pool`), and the host's own at exit.
+COLLECTOR = ("import atexit, gc, runpy, sys\n"
+             "from fleet.index import recheck\n"
+             "from fleet.watch import coldstart\n"
+             "def reporting(*args, **kwargs):\n"
+             "    pool = recheck.process_pool(*args, **kwargs)\n"
+             "    print('FORKED', gc.get_freeze_count(), pool.submit(gc.isenabled).result(), file=sys.stderr)\n"
+             "    return pool\n"
+             "coldstart.process_pool = reporting\n"
+             "atexit.register(lambda: print('EXIT', gc.get_freeze_count(), gc.isenabled(), file=sys.stderr))\n"
+             "sys.argv = ['fleetdeck', *sys.argv[1:]]\n"
+             "runpy.run_module('fleet', run_name='__main__', alter_sys=True)\n")
+
+
+@pytest.mark.slow  # a real `fleetdeck serve`, waited on
+def test_cold_serve_starts_without_collector_passes_and_serves_with_them(fleet, tmp_path: Path) -> None:
+    """`fleetdeck serve` pauses the garbage collector for its start-up (fleet/cli/serve.py): what it made before
+    forking the cold start's workers is frozen out of their collections and they collect again at once; the host
+    serves with its collector on, everything start-up made (the web stack too) frozen out of it."""
+    root, scanned = fleet
+    argv = ["--db", str(tmp_path / "served.db"), "serve", str(root), "--port", "0"]
+    proc = subprocess.Popen([sys.executable, "-c", COLLECTOR, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=fleetdeck_env())
+    try:
+        lines = [proc.stdout.readline()]
+        while lines[-1] and "Bearer " not in lines[-1]:
+            lines.append(proc.stdout.readline())
+        base, token = lines[-1].split()[4].rsplit("/mcp", 1)[0], lines[-1].split()[-1]
+        client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        wait_for(lambda: _get(client, "/api/radar")["total"] == scanned.count(), "every repo", 60)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    forked = [line.split()[1:] for line in err.splitlines() if line.startswith("FORKED ")]
+    exited = [line.split()[1:] for line in err.splitlines() if line.startswith("EXIT ")]
+    assert len(forked) == len(exited) == 1, err[-2000:]
+    (frozen_at_fork, worker_collects), (frozen_at_exit, host_collects) = forked[0], exited[0]
+    assert worker_collects == host_collects == "True"
+    assert int(frozen_at_exit) > int(frozen_at_fork) > 10_000
+
+
+def test_a_serve_that_fails_to_start_leaves_the_collector_on(tmp_path: Path) -> None:
+    """The collector paused for serve's start-up is on again when the start fails (here in this process)."""
+    try:
+        failed = run_cli("serve", str(tmp_path / "no such root"), "--port", "0", db=tmp_path / "served.db")
+        assert failed.returncode == 1 and "no such root" in failed.stderr
+        assert gc.isenabled()
+    finally:
+        gc.enable()

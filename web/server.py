@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import socket
@@ -259,6 +260,8 @@ def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8765, *, all
               + ("" if watch else " (--no-watch: once, then not kept fresh)"), flush=True)
     if open_browser:
         webbrowser.open(url)
+    gc.freeze()  # start-up is over (`fleet.cli.serve` paused the collector for it): its objects live as long
+    gc.enable()  # as the process, later collections skip them
     try:
         run(app, sock, answering)
     finally:

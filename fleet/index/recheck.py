@@ -37,6 +37,7 @@ when the repo was read compares it again once the watch is up, so a change made 
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -201,8 +202,12 @@ def process_pool(db_path: str | Path, workers: int, fork: bool = False) -> Proce
     """Worker processes, each with its own handle on the index, for `in_worker` and `history_in_worker`.
     They are started at once (a spawned worker spends a good half second importing), so they get ready while
     the caller does its own preparation. `fork`: forked instead (no import at all), for a caller that has
-    started no thread yet (`fleet.watch.coldstart.begin`, before the web stack loads)."""
+    started no thread yet (`fleet.watch.coldstart.begin`, before the web stack loads); what the caller made
+    until then is frozen out of the collector first, so the workers' collections never walk it (the
+    sequence `gc.freeze`'s documentation gives for a fork)."""
     context = multiprocessing.get_context("fork" if fork else "spawn")
+    if fork:
+        gc.freeze()
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
                                initargs=(str(db_path), context.RLock(), os.getpid()))
     for _ in range(workers):
@@ -221,8 +226,10 @@ def release_pool(pool: ProcessPoolExecutor) -> None:
 
 
 def _worker_init(db_path: str, write_lock: "multiprocessing.synchronize.RLock", parent: int) -> None:
-    """The history pass's transactions collided often: the workers take turns at writing as the scan's do."""
+    """The history pass's transactions collided often: the workers take turns at writing as the scan's do. A
+    worker forked while its host's start-up paused the collector (`fleet.cli.serve`) runs with it again."""
     global _worker_index
+    gc.enable()
     _worker_index = worker_index(db_path, write_lock, parent)
 
 
