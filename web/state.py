@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypedDict
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from fleet.index.pool import IndexPool
@@ -110,6 +111,9 @@ class Lifespan:
         indexes = IndexPool(self.db_path)
         poll = indexes.get()  # the lifespan runs on the event loop thread, as the SSE loop does
         try:
+            # A handler thread with its index handle, before the first request: the handlers' thread pool, used
+            # first, imports anyio's event-loop backend (~16 ms), which that request would otherwise wait for.
+            await run_in_threadpool(indexes.get)
             async with contextlib.AsyncExitStack() as running:
                 for service in self.services:
                     await running.enter_async_context(service())
