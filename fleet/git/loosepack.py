@@ -11,6 +11,7 @@ such an object from the repository would fail as well.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 import struct
@@ -19,6 +20,8 @@ import zlib
 MAX_PACK_BYTES = 16 << 20   # the objects, inflated (held in memory); a larger set is left to `git pack-objects`
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_ZLIB_HEADER = b"\x78\x01"   # deflate, 32K window, no dictionary, fastest (header check: 0x7801 % 31 == 0)
+_ZLIB_LAST = _ZLIB_HEADER + b"\x01"   # and a stored block that is the last
 
 
 class TooLarge(Exception):
@@ -29,7 +32,7 @@ def write_pack(objects: list[tuple[str, str]], pack_dir: str, *, hash_name: str 
     """Write `loose-<hash>.pack` and `.idx` into `pack_dir` holding the loose objects `(oid, file)` (each oid
     once); returns how many it holds (nothing is written for none). Raises TooLarge past MAX_PACK_BYTES."""
     entries: list[tuple[bytes, int, int]] = []    # (binary oid, crc32 of the entry, offset)
-    chunks: list[bytes] = []
+    chunks: list[bytes] = [b""]                   # the pack's header goes first, once the count is known
     offset, budget = 12, MAX_PACK_BYTES
     for oid, path in objects:
         found = _read_loose(path, budget)
@@ -45,44 +48,49 @@ def write_pack(objects: list[tuple[str, str]], pack_dir: str, *, hash_name: str 
         return 0
     if offset >= 1 << 31:   # idx v2 needs its large-offset table past 2 GiB
         raise TooLarge()
-    pack_hash = hashlib.new(hash_name)
-    head = b"PACK" + struct.pack(">II", 2, len(entries))
-    pack_hash.update(head)
-    for chunk in chunks:
-        pack_hash.update(chunk)
-    trailer = pack_hash.digest()
+    chunks[0] = b"PACK" + struct.pack(">II", 2, len(entries))
+    pack = b"".join(chunks)
+    trailer = hashlib.new(hash_name, pack).digest()
     entries.sort()
-    fanout = [0] * 256
+    counts = [0] * 256
     for oid, _, _ in entries:
-        fanout[oid[0]] += 1
-    total = 0
-    for i in range(256):
-        total += fanout[i]
-        fanout[i] = total
-    idx = b"".join([b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
+        counts[oid[0]] += 1
+    idx = b"".join([b"\xfftOc", struct.pack(">I", 2), struct.pack(">256I", *itertools.accumulate(counts)),
                     *(oid for oid, _, _ in entries),
                     struct.pack(f">{len(entries)}I", *(crc for _, crc, _ in entries)),
                     struct.pack(f">{len(entries)}I", *(off for _, _, off in entries)), trailer])
     idx += hashlib.new(hash_name, idx).digest()
     base = os.path.join(pack_dir, "loose-" + trailer.hex())
-    with open(base + ".pack", "wb") as fh:     # the pack first: git finds packs by their .idx
-        fh.write(head)
-        fh.writelines(chunks)
-        fh.write(trailer)
-    with open(base + ".idx", "wb") as fh:
-        fh.write(idx)
+    _write_file(base + ".pack", (pack, trailer))   # the pack first: git finds packs by their .idx
+    _write_file(base + ".idx", (idx,))
     return len(entries)
+
+
+def _write_file(path: str, parts: tuple[bytes, ...]) -> None:
+    """A new file of `parts`, written with plain system calls (no buffered file object for one write)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def stored_zlib(data: bytes) -> bytes:
     """`data` as a zlib stream of stored (uncompressed) deflate blocks, what `zlib.compress(data, 0)` writes in
     substance, built without zlib: each `compress` call sets up a deflate state (hash tables and window of
     hundreds of KB, zeroed), which cost more than the rest of a pack of small objects."""
-    blocks = [b"\x78\x01"]   # deflate, 32K window, no dictionary, fastest (header check: 0x7801 % 31 == 0)
+    size = len(data)
+    if size <= 0xFFFF:    # one block, the last (most loose objects)
+        return b"".join((_ZLIB_LAST, struct.pack("<HH", size, size ^ 0xFFFF), data,
+                         struct.pack(">I", zlib.adler32(data))))
+    blocks = [_ZLIB_HEADER]
     step = 0xFFFF
-    for start in range(0, len(data), step) if data else (0,):
+    for start in range(0, size, step):
         chunk = data[start:start + step]
-        last = start + step >= len(data)
+        last = start + step >= size
         blocks.append(struct.pack("<BHH", int(last), len(chunk), len(chunk) ^ 0xFFFF))
         blocks.append(chunk)
     blocks.append(struct.pack(">I", zlib.adler32(data)))
