@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-import stat
 import struct
 import zlib
+from stat import S_ISREG
 
 MAX_PACK_BYTES = 16 << 20   # the objects, inflated (held in memory); a larger set is left to `git pack-objects`
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -99,6 +99,10 @@ def stored_zlib(data: bytes) -> bytes:
 
 def _entry_header(kind: int, size: int) -> bytes:
     """A pack entry's type and inflated size: 4 bits of size in the first byte, then 7 per byte."""
+    if size < 0x10:
+        return bytes(((kind << 4) | size,))
+    if size < 0x800:   # two bytes: most loose objects
+        return bytes(((kind << 4) | 0x80 | (size & 0x0F), size >> 4))
     out = bytearray()
     byte = (kind << 4) | (size & 0x0F)
     size >>= 4
@@ -118,7 +122,7 @@ def _read_loose(path: str, budget: int) -> tuple[int, bytes] | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not S_ISREG(st.st_mode):
             return None
         if st.st_size > budget + (budget >> 8) + 1024:   # deflate never grows data by more than that
             raise TooLarge()
@@ -137,10 +141,12 @@ def _read_loose(path: str, budget: int) -> tuple[int, bytes] | None:
         return None
     header, nul, body = raw.partition(b"\0")
     kind, _, size = header.partition(b" ")
-    if not nul or kind not in _TYPES or not size.isdigit():
+    code = _TYPES.get(kind)
+    if not nul or code is None or not size.isdigit():
         return None
-    if int(size) > budget:
+    length = int(size)
+    if length > budget:
         raise TooLarge()
-    if not inflate.eof or len(body) != int(size):   # cut short, or more than it says
+    if not inflate.eof or len(body) != length:   # cut short, or more than it says
         return None
-    return _TYPES[kind], body
+    return code, body
