@@ -61,13 +61,14 @@ def write_pack(objects: list[tuple[str, str]], pack_dir: str, *, hash_name: str 
                     struct.pack(f">{len(entries)}I", *(off for _, _, off in entries)), trailer])
     idx += hashlib.new(hash_name, idx).digest()
     base = os.path.join(pack_dir, "loose-" + trailer.hex())
-    _write_file(base + ".pack", (pack, trailer))   # the pack first: git finds packs by their .idx
-    _write_file(base + ".idx", (idx,))
+    write_file(base + ".pack", (pack, trailer))   # the pack first: git finds packs by their .idx
+    write_file(base + ".idx", (idx,))
     return len(entries)
 
 
-def _write_file(path: str, parts: tuple[bytes, ...]) -> None:
-    """A new file of `parts`, written with plain system calls (no buffered file object for one write)."""
+def write_file(path: str, parts: tuple[bytes, ...]) -> None:
+    """A file of `parts` (created, or emptied first), written with plain system calls: a buffered file object
+    costs more to set up than a small file costs to write."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
         for part in parts:

@@ -30,7 +30,7 @@ from typing import Iterator
 
 from fleet.git.command import READ, Mode
 from fleet.git.files import is_sha
-from fleet.git.loosepack import TooLarge, write_pack
+from fleet.git.loosepack import TooLarge, write_file, write_pack
 from fleet.git.neutralize import guard_for
 from fleet.git.run import GitError, GitResult, run_git
 
@@ -82,17 +82,15 @@ def _scratch_parent() -> str | None:
 
 
 def _throwaway_repo(scratch: str, object_format: str) -> str:
-    gitdir = os.path.join(scratch, "repo.git")
-    for sub in ("refs", "objects/pack", "objects/info"):
-        os.makedirs(os.path.join(gitdir, sub))
-    with open(os.path.join(gitdir, "HEAD"), "w", encoding="ascii") as fh:
-        fh.write("ref: refs/heads/main\n")
+    gitdir = scratch + "/repo.git"
+    for sub in ("", "/refs", "/objects", "/objects/pack", "/objects/info"):
+        os.mkdir(gitdir + sub)
+    write_file(gitdir + "/HEAD", (b"ref: refs/heads/main\n",))
     config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
     if object_format != "sha1":
         config = (f"[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
                   f"[extensions]\n\tobjectformat = {object_format}\n")
-    with open(os.path.join(gitdir, "config"), "w", encoding="ascii") as fh:
-        fh.write(config)
+    write_file(gitdir + "/config", (config.encode("ascii"),))
     return gitdir
 
 
@@ -123,7 +121,7 @@ def shadow_objects(objects: str, gitdir: str, *, object_format: str = "sha1", ti
             seen_packs.add(name)
             for ext in (".pack", ".idx"):
                 os.symlink(os.path.join(pack_dir, base + ext), os.path.join(into, "pack", base + ext))
-            open(os.path.join(into, "pack", base + ".mtimes"), "wb").close()
+            write_file(os.path.join(into, "pack", base + ".mtimes"), ())
     for graph in ("commit-graph", "commit-graphs"):
         source = os.path.join(objects, "info", graph)
         if os.path.exists(source):
@@ -176,13 +174,18 @@ def _loose_files(odb: str, hexsz: int) -> list[tuple[str, str]]:
 def _object_dirs(objects: str) -> list[str]:
     """The object dir and, depth-first, the alternates it lists (as git reads objects/info/alternates)."""
     found: list[str] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int]] = set()   # (device, inode): one stat where a real path costs one per component
 
     def visit(path: str, depth: int) -> None:
-        real = os.path.realpath(path)
-        if real in seen or depth > MAX_ALTERNATE_DEPTH or not os.path.isdir(real):
+        if depth > MAX_ALTERNATE_DEPTH:
             return
-        seen.add(real)
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return
+        if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) in seen:
+            return
+        seen.add((st.st_dev, st.st_ino))
         found.append(path)
         listing = os.path.join(path, "info", "alternates")
         if not _regular(listing):
