@@ -193,3 +193,16 @@ def test_a_loose_set_too_large_for_memory_is_packed_by_git(tmp_path: Path, monke
     assert got == {"clean": False, "paths": _conflicted_in_a_real_merge(repo, tmp_path, "side"), "ours": ours,
                    "theirs": theirs}
     assert got["paths"] == ["x.txt"]
+
+
+def test_git_in_the_throwaway_gets_no_guard_of_its_own(tmp_path: Path):
+    """The throwaway's only config is fleetdeck's own (no driver to override): git runs there in the
+    THROWAWAY mode, so no guard is built or cached under a throwaway's path (one dead entry per prediction)."""
+    from fleet.git import neutralize
+
+    repo = init_repo(tmp_path / "r", commits=1)
+    forked_edits(repo, "x.txt", "side", "side\n", "main\n", ("side", "main"))
+    ours, theirs = git(repo, "rev-parse", "main", "side").split()
+    before = set(neutralize._CACHE)
+    assert predict_merge(str(repo), str(repo / ".git"), ours, theirs)["paths"] == ["x.txt"]
+    assert [key for key in set(neutralize._CACHE) - before if "fleetdeck-mt-" in key] == []
