@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.git import neutralize
 from fleet.git.loosepack import write_pack
 from fleet.git.mergetree import merge_tree, scratch_repo
 from fleet.git.run import run_git
@@ -197,9 +198,8 @@ def test_a_loose_set_too_large_for_memory_is_packed_by_git(tmp_path: Path, monke
 
 def test_git_in_the_throwaway_gets_no_guard_of_its_own(tmp_path: Path):
     """The throwaway's only config is fleetdeck's own (no driver to override): git runs there in the
-    THROWAWAY mode, so no guard is built or cached under a throwaway's path (one dead entry per prediction)."""
-    from fleet.git import neutralize
-
+    UNGUARDED mode (fleet.git.command), so no guard is built or cached under a throwaway's path (one dead
+    entry per prediction)."""
     repo = init_repo(tmp_path / "r", commits=1)
     forked_edits(repo, "x.txt", "side", "side\n", "main\n", ("side", "main"))
     ours, theirs = git(repo, "rev-parse", "main", "side").split()

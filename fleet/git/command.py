@@ -51,6 +51,11 @@ READ = Mode(
     env=(("GIT_OPTIONAL_LOCKS", "0"), ("GIT_NO_LAZY_FETCH", "1"), ("GIT_FLUSH", "0")),
     neutralize_repo=True,
 )
+# The read side's settings without a guard of the repository's own: for git in a repository fleetdeck made
+# itself (the snapshots' shadow store, merge-tree's throwaway), whose only config is fleetdeck's (nothing to
+# override, and a guard built for each throwaway would be cached under a path never seen again), and for the
+# trusted config's own lookup, which reads no repository and must not recurse into a guard.
+UNGUARDED = Mode("unguarded", READ.options, READ.config, READ.env, neutralize_repo=False)
 
 _GIT: str | None = None
 

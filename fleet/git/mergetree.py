@@ -28,7 +28,7 @@ import stat
 import tempfile
 from typing import Iterator
 
-from fleet.git.command import READ, Mode
+from fleet.git.command import UNGUARDED
 from fleet.git.files import is_sha
 from fleet.git.loosepack import TooLarge, write_file, write_pack
 from fleet.git.neutralize import guard_for
@@ -36,10 +36,6 @@ from fleet.git.run import GitError, GitResult, run_git
 
 MAX_ALTERNATE_DEPTH = 5
 _HEX = frozenset("0123456789abcdef")
-# Git in the throwaway: the read side's settings, and no guard of its own. The only config there is the one
-# `_throwaway_repo` writes (no driver, nothing to override); a guard would be built (its git dirs found, that
-# config read and parsed) and cached afresh for every throwaway, each under a path never seen again.
-THROWAWAY = Mode("throwaway", READ.options, READ.config, READ.env, neutralize_repo=False)
 
 
 def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str], *,
@@ -56,7 +52,7 @@ def merge_tree(worktree: str, commondir: str | os.PathLike[str], args: list[str]
         args = [resolved.get(a, a) for a in args]
     with scratch_repo(worktree, commondir, timeout=timeout) as gitdir:
         return run_git(gitdir, ["merge-tree", "--write-tree", *args], ok_codes=(0, 1), timeout=timeout,
-                       mode=THROWAWAY)
+                       mode=UNGUARDED)
 
 
 @contextlib.contextmanager
@@ -135,7 +131,7 @@ def _pack_loose(gitdir: str, odbs: list[str], oids: list[str], timeout: float) -
     run_git(gitdir, ["pack-objects", "-q", "--window=0", "--depth=0", "--compression=1",
                      os.path.join(gitdir, "objects", "pack", "loose")],
             input_bytes="".join(oid + "\n" for oid in oids).encode("ascii"), timeout=timeout, max_bytes=1 << 20,
-            mode=THROWAWAY,
+            mode=UNGUARDED,
             extra_env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(_alternate_entry(os.path.abspath(odb))
                                                                     for odb in odbs),
                        # glibc hands zlib's deflate state back to the kernel after every object and faults

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from fleet.git.command import READ, Mode, base_env, execute, git_command
+from fleet.git.command import UNGUARDED, base_env, execute, git_command
 from fleet.git.config import ConfigError, RepoConfig, read_config_file, read_repo_config
 from fleet.git.files import MAX_POINTER_BYTES
 
@@ -206,8 +206,6 @@ def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
     return values
 
 
-# Listing the trusted config reads no repository, so it needs (and must not recurse into) no guard.
-_TRUSTED_LOOKUP = Mode("trusted-lookup", READ.options, READ.config, READ.env, neutralize_repo=False)
 
 
 def trusted_config_listing() -> bytes:
@@ -224,5 +222,7 @@ def trusted_config_listing() -> bytes:
 
 
 def _trusted_run(args: list[str]) -> bytes:
-    return execute(git_command(os.sep, args, _TRUSTED_LOOKUP), base_env(_TRUSTED_LOOKUP), args, os.sep,
+    """git on the person's own config files: it reads no repository, so it needs (and must not recurse into) no
+    guard."""
+    return execute(git_command(os.sep, args, UNGUARDED), base_env(UNGUARDED), args, os.sep,
                    ok_codes=(0, 1)).stdout

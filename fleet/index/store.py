@@ -38,7 +38,7 @@ from fleet.timespec import iso
 from fleet.xdg import data_home
 
 _REFLOG_INSERT = "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
-_MARK_INSERT = "insert or replace into repo_marks (repo_id, mark)"  # a record's watch mark (`_set_mark`)
+_MARK_INSERT = "insert or replace into repo_marks (repo_id, mark)"  # a record's watch mark (`_mark_row`)
 REFLOG_IDS_KEY = "reflog_ids_upto"  # meta: the highest reflog line id ever given (lines may have been pruned since)
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ class Index:
             return written
 
     def _store(self, conn: sqlite3.Connection, p: "Prepared", gen: int, appends: "_Appends") -> "Stored":
-        found, record = p.found, p.record
+        record = p.record
         row = dict(p.row, generation=gen)
         new = p.repo_id is None
         if not new:
@@ -372,7 +372,7 @@ class Index:
             repo_id = cur.lastrowid
         if "branches" in record:
             self._replace_children(conn, repo_id, record, new, appends)
-        appends.add(_MARK_INSERT, [(repo_id, record.get("watch_mark") or None)])
+        appends.add(_MARK_INSERT, [_mark_row(repo_id, record.get("watch_mark"))])
         if p.logs is None:
             return Stored(p, repo_id, new, None, 0)
         return self._store_lines(conn, p, repo_id, new, appends)
@@ -810,9 +810,14 @@ def unusable(path: Path, exc: BaseException | None, problem: str | None = None) 
     return FleetError("BAD_PATH", f"the index {path} {text}")
 
 
+def _mark_row(repo_id: int, mark: bytes | None) -> tuple[int, bytes | None]:
+    """The `repo_marks` row keeping `mark` as the watch mark of the record stored for `repo_id` (none: b"" or
+    None, stored as NULL)."""
+    return repo_id, mark or None
+
+
 def _set_mark(conn: sqlite3.Connection, repo_id: int, mark: bytes | None) -> None:
-    """Keep `mark` as the watch mark of the record stored for `repo_id` (none: b"" or None)."""
-    conn.execute(f"{_MARK_INSERT} values (?, ?)", (repo_id, mark or None))
+    conn.execute(f"{_MARK_INSERT} values (?, ?)", _mark_row(repo_id, mark))
 
 
 def _next_generation(conn: sqlite3.Connection) -> int:

@@ -27,16 +27,13 @@ from pathlib import Path
 from typing import Iterator
 
 from fleet.errors import FleetError
-from fleet.git.command import READ, Mode
+from fleet.git.command import UNGUARDED
 from fleet.git.run import GitResult, run_git
 from fleet.snapshot.config import snapshot_settings
 
 LOCK_TIMEOUT = 30.0
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
-# Git in the shadow store: the read side's settings and nothing of the repository (no config is read there
-# but the store's own), and no transport.
-SHADOW = Mode("shadow", READ.options, READ.config, READ.env, neutralize_repo=False)
 
 
 def snapshots_root(db_path: str | os.PathLike[str]) -> Path:
@@ -73,7 +70,7 @@ class Shadow:
         if env:
             extra.update(env)
         return run_git(self.dir, args, input_bytes=input_bytes, extra_env=extra, ok_codes=ok_codes,
-                       max_bytes=max_bytes, mode=SHADOW, timeout=120.0)
+                       max_bytes=max_bytes, mode=UNGUARDED, timeout=120.0)
 
     @contextlib.contextmanager
     def locked(self, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
