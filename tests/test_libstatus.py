@@ -429,6 +429,64 @@ def test_a_subsection_that_is_not_utf8_goes_to_git_from_the_record_s_read_too(tm
     assert repo_status(path, gitdir, common, _record_known(repo)).source == "git"
 
 
+# Config lines a repository may hold to make the record's read and libgit2's disagree on a setting that changes
+# the status: case, spacing, comments, quotes, continuations, bare keys, empty values, old-style subsections,
+# repeated sections, a CR, a BOM, extensions.
+HOSTILE_CONFIG_LINES = [
+    b"[Core]\n\tAutoCRLF = true\n", b"[core]autocrlf=true\n", b"[core]\n\tautocrlf = true ; c\n",
+    b"[core]\n\tautocrlf = true # c\n", b'[core]\n\tautocrlf = "true"\n', b"[core]\n\tautocrlf = tr\\\nue\n",
+    b"[core]\n\tautocrlf\n", b"[core]\n\tautocrlf =\n", b"[core.x]\n\tautocrlf = true\n[core]\n\tfilemode\n",
+    b"[status]\nshowuntrackedfiles=No\n", b"[core]\n\tignorecase = yes\n", b"[core]\n\tignorecase = on\n",
+    b"[core]\n  ignorecase  =  true  \n", b"[core]\n\tignorecase = true\r\n", b"[core] ignorecase = true\n",
+    b"[Extensions]\n\tobjectformat = sha1\n", b"[core]\n\tautocrlf = false\n[core]\n\tautocrlf = input\n",
+    b"\xef\xbb\xbf[core]\n\tautocrlf = true\n", b"[status]\n\trenames = copies\n", b"[core]\n\tcheckstat = minimal\n",
+]
+
+
+@pytest.mark.parametrize("lines", HOSTILE_CONFIG_LINES)
+@pytest.mark.parametrize("first", [False, True])
+def test_a_hostile_config_decides_as_libgit2_reads_it_from_the_record_s_read_too(tmp_path: Path, lines: bytes,
+                                                                                  first: bool, a_clone: Path):
+    """The attack on the check taking the record's plain read of the config (`Known.config`): lines shaped so
+    that a parser other than libgit2's reads a setting that changes the status otherwise. Whatever the record's
+    read makes of them, the check decides as from libgit2's own entries (no Known): ineligible for the same
+    reason, or in process with git's fields."""
+    repo = tmp_path / "clone"
+    shutil.copytree(a_clone, repo, symlinks=True)
+    config = repo / ".git" / "config"
+    config.write_bytes(lines + config.read_bytes() if first else config.read_bytes() + lines)
+    path, gitdir, common = _dirs(repo)
+    outcomes = []
+    for known in (None, *_known_if_readable(repo)):
+        try:
+            outcomes.append(_fields(inprocess_status(path, gitdir, common, known)))
+        except Ineligible as refused:
+            outcomes.append(refused.reason)
+    assert all(outcome == outcomes[0] for outcome in outcomes), outcomes
+    if not isinstance(outcomes[0], str):
+        assert outcomes[0] == _fields(_theirs(path))
+
+
+@pytest.fixture(scope="module")
+def a_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clone with a change, built once and copied per test (its config has remote and branch sections: the
+    record parses it). Its origin is referred to by path, so it stays where it was built."""
+    base = tmp_path_factory.mktemp("hostile-config")
+    origin = init_repo(base / "origin", commits=2)
+    repo = base / "clone"
+    git(base, "clone", "-q", str(origin), str(repo))
+    write(repo / "new.txt", "new\n")
+    return repo
+
+
+def _known_if_readable(repo: Path) -> list[libstatus.Known]:
+    """What the record hands the check, unless its read refuses the config (then no in-process status)."""
+    try:
+        return [_record_known(repo)]
+    except gitfiles.BrokenRepo:
+        return []
+
+
 def test_show_untracked_no_really_differs(tmp_path: Path):
     repo = _plain(tmp_path)
     git(repo, "config", "status.showUntrackedFiles", "no")
