@@ -34,9 +34,9 @@ def _dirs(repo: Path) -> tuple[str, str, str]:
     return path, os.path.join(path, ".git"), os.path.join(path, ".git")
 
 
-def _theirs(path: str):
-    """git's own status of the working tree of a plain repository at `path`."""
-    return read_status(path, os.path.join(path, ".git"))
+def _theirs(path: str, common: str | None = None):
+    """git's own status of the working tree at `path` (a plain repository's, unless its common dir is given)."""
+    return read_status(path, common or os.path.join(path, ".git"))
 
 
 def _fields(status) -> tuple:
@@ -242,15 +242,16 @@ def test_another_thread_than_the_main_one_gets_git(tmp_path: Path):
     assert seen == {"reason": "not_main_thread", "source": "git"}
 
 
-def test_a_linked_worktree_or_a_gitfile_repo_is_layout(tmp_path: Path):
+def test_a_gitfile_repo_is_layout_where_a_linked_worktree_is_not(tmp_path: Path, monkeypatch):
+    """A `--separate-git-dir` repository (a `.git` file, no `commondir`) goes to git; a linked worktree, whose
+    `.git` file and `commondir` git wrote, does not (the linked worktrees' tests below)."""
     repo = _plain(tmp_path)
     git(repo, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "linked"))
-    linked = os.path.realpath(tmp_path / "linked")
-    gitdir = os.path.join(os.path.realpath(repo), ".git", "worktrees", "linked")
-    assert ineligible(linked, gitdir, os.path.join(os.path.realpath(repo), ".git")) == "layout"
+    assert ineligible(*_git_dirs(tmp_path / "linked")) is None
     git(tmp_path, "init", "-q", "--separate-git-dir", str(tmp_path / "sep.git"), str(tmp_path / "sep"))
-    sep = os.path.realpath(tmp_path / "sep")
-    assert ineligible(sep, os.path.realpath(tmp_path / "sep.git"), os.path.realpath(tmp_path / "sep.git")) == "layout"
+    commit_file(tmp_path / "sep", "a.txt", "a\n")
+    write(tmp_path / "sep" / "a.txt", "b\n")
+    _wt_goes_to_git(tmp_path / "sep", "layout", monkeypatch)
 
 
 def test_sha256_and_other_extensions(tmp_path: Path):
@@ -581,3 +582,317 @@ def test_a_hostile_config_runs_nothing_and_the_repository_is_not_written(tmp_pat
     subprocess.run(["git", "-C", str(copy), "status", "--porcelain"], capture_output=True, check=False)
     assert "fsmonitor" in fired(marker)
     assert (copy / ".git" / "index").stat().st_mtime_ns != index_before
+
+
+# --- linked worktrees: read in-process where git finds exactly their git dir and common dir -------------
+
+
+def _git_dirs(wt: Path) -> tuple[str, str, str]:
+    """The working tree, git dir and common dir git itself finds from `wt` (the oracle of the layout)."""
+    path = os.path.realpath(wt)
+    gitdir = git(wt, "rev-parse", "--absolute-git-dir").strip()
+    common = os.path.realpath(os.path.join(path, git(wt, "rev-parse", "--git-common-dir").strip()))
+    return path, gitdir, common
+
+
+def _status_fields(status) -> tuple:
+    return (*_fields(status), status.upstream)
+
+
+def _wt_known(wt: Path) -> libstatus.Known:
+    """What the record reads of a linked worktree before its status (fleet.repo.record.linked_worktrees):
+    its own HEAD, the repository's refs, config and stashes."""
+    _, gitdir, common = _git_dirs(wt)
+    refs = gitfiles.read_refs(common)
+    return record_known(gitfiles.read_head(gitdir, refs), refs, read_config(common), read_stashes(common))
+
+
+class _StatusProcesses:
+    """Counts the `git status` processes started through the one runner every status reader uses."""
+
+    def __init__(self, monkeypatch) -> None:
+        import fleet.git.status as gitstatus
+
+        self.calls: list[str] = []
+        real = gitstatus.run_git
+
+        def counted(cwd, args, *rest, **kw):
+            if args[:1] == ["status"]:
+                self.calls.append(os.fspath(cwd))
+            return real(cwd, args, *rest, **kw)
+
+        monkeypatch.setattr(gitstatus, "run_git", counted)
+
+
+WT_STATES = ["clean", "dirty", "staged", "untracked", "detached", "ahead_behind", "even", "locked",
+             "non_ascii", "stashed", "excluded"]
+
+
+@pytest.fixture(scope="module")
+def worktrees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A clone (origin/main two commits ahead of where it forked) with a linked worktree in each state."""
+    base = tmp_path_factory.mktemp("linked")
+    origin = init_repo(base / "origin", commits=2)
+    main = base / "main"
+    git(base, "clone", "-q", str(origin), str(main))
+    commit_file(origin, "upstream.txt", "u\n")
+    commit_file(origin, "upstream2.txt", "u2\n")
+    git(main, "fetch", "-q")
+    wts: dict[str, Path] = {"main": main}
+
+    def add(state: str, *args: str, start: str = "HEAD", folder: str | None = None) -> Path:
+        wts[state] = base / (folder or f"wt-{state}")
+        git(main, "worktree", "add", "-q", *args, str(wts[state]), start)
+        return wts[state]
+
+    add("clean", "-b", "clean-branch")
+    wt = add("dirty", "-b", "dirty-branch")
+    write(wt / "README.md", "edited\n")
+    commit_file(wt, "gone.txt", "bye\n")
+    (wt / "gone.txt").unlink()
+    commit_file(wt, "tool.sh", "echo\n")
+    os.chmod(wt / "tool.sh", 0o755)
+    wt = add("staged", "-b", "staged-branch")
+    write(wt / "new.txt", "new\n")
+    write(wt / "README.md", "staged edit\n")
+    git(wt, "add", "new.txt", "README.md")
+    write(wt / "README.md", "and again\n")
+    wt = add("untracked", "-b", "untracked-branch")
+    write(wt / "a" / "b.txt", "u\n")
+    write(wt / "c.txt", "u\n")
+    add("detached", "--detach", start="HEAD~1")
+    wt = add("ahead_behind", "-b", "tracking", "--track", start="origin/main")
+    git(wt, "reset", "-q", "--hard", "origin/main~2")
+    commit_file(wt, "mine.txt", "m\n")
+    commit_file(wt, "mine2.txt", "m2\n")
+    commit_file(wt, "mine3.txt", "m3\n")
+    add("even", "-b", "even", "--track", start="origin/main")
+    wt = add("locked", "-b", "locked-branch")
+    git(main, "worktree", "lock", "--reason", "on a usb disk", str(wt))
+    write(wt / "README.md", "locked edit\n")
+    wt = add("non_ascii", "-b", "zweig-ü", folder="wörk trée")
+    write(wt / "fïlé ü.txt", "x\n")
+    commit_file(wt, "dàtá.txt", "d\n")
+    write(wt / "dàtá.txt", "d2\n")
+    wt = add("stashed", "-b", "stash-branch")
+    write(wt / "README.md", "stash me\n")
+    git(wt, "stash", "push", "-q", "-m", "from a worktree")   # refs/stash is shared: main counts it too
+    write(wt / "README.md", "after the stash\n")
+    wt = add("excluded", "-b", "excluded-branch")
+    write(main / ".git" / "info" / "exclude", "*.secret\n")   # info/ is shared: it applies here
+    gitdir = Path(_git_dirs(wt)[1])
+    write(gitdir / "info" / "exclude", "*.txt\n")   # a worktree's own info/: neither git nor libgit2 reads it
+    write(wt / "key.secret", "s\n")
+    write(wt / "notes.txt", "n\n")
+    return wts
+
+
+@pytest.mark.parametrize("state", WT_STATES)
+def test_a_linked_worktree_is_read_in_process_exactly_as_git_reads_it(worktrees, state):
+    path, gitdir, common = _git_dirs(worktrees[state])
+    assert gitdir != common and ineligible(path, gitdir, common) is None
+    theirs = _theirs(path, common)
+    for known in (None, _wt_known(worktrees[state])):
+        ours = repo_status(path, gitdir, common, known)
+        assert ours.source == "libgit2"
+        assert _status_fields(ours) == _status_fields(theirs)
+
+
+def test_the_linked_worktrees_states_are_the_ones_meant(worktrees):
+    """The fixture's worktrees really are in those states (a test that cannot fail is a defect)."""
+    st = {state: _theirs(*_git_dirs(worktrees[state])[::2]) for state in WT_STATES}
+    assert (st["ahead_behind"].upstream, st["ahead_behind"].ahead, st["ahead_behind"].behind) == ("origin/main", 3, 2)
+    assert (st["even"].ahead, st["even"].behind) == (0, 0)
+    assert st["detached"].head is None and st["detached"].oid
+    assert st["non_ascii"].head == "zweig-ü" and {e.path for e in st["non_ascii"].entries} == {"dàtá.txt", "fïlé ü.txt"}
+    assert st["stashed"].stash == 1 and st["dirty"].unstaged == 3 and (st["staged"].staged, st["staged"].unstaged) == (2, 1)
+    assert [e.path for e in st["excluded"].entries] == ["notes.txt"]
+    assert "locked" in git(worktrees["main"], "worktree", "list", "--porcelain")
+
+
+def test_a_repository_s_worktree_rows_are_counted_in_process_as_git_counts_them(worktrees, monkeypatch):
+    """The record of the repository that owns them: every row's counts and HEAD are git's, with no `git status`
+    started (the main worktree's own status in-process too)."""
+    main = os.path.realpath(worktrees["main"])
+    processes = _StatusProcesses(monkeypatch)
+    record = read_repo(Found(main, f"{main}/.git", f"{main}/.git", False, os.path.dirname(main)), stored=False)
+    assert processes.calls == []
+    rows = {row["path"]: row for row in record["worktrees"]}
+    assert set(rows) == {os.path.realpath(worktrees[s]) for s in WT_STATES}
+    for state in WT_STATES:
+        row = rows[os.path.realpath(worktrees[state])]
+        expected = oracle.counts(worktrees[state])
+        assert {k: row[k] for k in expected} == expected, state
+        assert row["head"] == git(worktrees[state], "rev-parse", "HEAD").strip()
+    assert record["stashes"] == 1
+
+
+def test_a_missing_or_prunable_worktree_folder_starts_no_status(tmp_path: Path, monkeypatch):
+    repo = _plain(tmp_path)
+    git(repo, "worktree", "add", "-q", "-b", "gone", str(tmp_path / "gone"))
+    shutil.rmtree(tmp_path / "gone")
+    git(repo, "worktree", "add", "-q", "-b", "away", str(tmp_path / "away"))
+    git(repo, "worktree", "lock", str(tmp_path / "away"))
+    shutil.rmtree(tmp_path / "away")
+    path, gitdir, common = _dirs(repo)
+    processes = _StatusProcesses(monkeypatch)
+    record = read_repo(Found(path, gitdir, common, False, os.path.dirname(path)), stored=False)
+    assert processes.calls == []
+    assert [(row["prunable"], row["locked"], row["staged"]) for row in record["worktrees"]] == \
+        [(False, True, None), (True, False, None)]
+
+
+def _wt_goes_to_git(wt: Path, reason: str, monkeypatch, dirs: tuple[str, str, str] | None = None) -> None:
+    """`reason` is why, and the status is git's own, from one `git status` process."""
+    path, gitdir, common = dirs or _git_dirs(wt)
+    with pytest.raises(Ineligible) as caught:
+        inprocess_status(path, gitdir, common)
+    assert caught.value.reason == reason
+    processes = _StatusProcesses(monkeypatch)
+    ours = repo_status(path, gitdir, common)
+    assert ours.source == "git" and processes.calls == [path]
+    assert _status_fields(ours) == _status_fields(_theirs(path, common))
+
+
+def _linked_pair(tmp_path: Path, name: str = "r") -> tuple[Path, Path]:
+    repo = _plain(tmp_path, name)
+    wt = tmp_path / f"{name}-wt"
+    git(repo, "worktree", "add", "-q", "-b", f"{name}-wt", str(wt))
+    write(wt / "README.md", "worktree edit\n")
+    write(wt / "untracked.txt", "u\n")
+    return repo, wt
+
+
+def test_a_worktree_with_its_own_sparse_checkout_is_git_s(tmp_path: Path, monkeypatch):
+    repo, wt = _linked_pair(tmp_path)
+    commit_file(wt, "far/away.txt", "x\n")
+    git(wt, "sparse-checkout", "set", "--no-cone", "/README.md", "/untracked.txt")
+    assert _raw_libgit2_counts(wt) != oracle.counts(wt)   # libgit2 alone: the files outside it deleted
+    assert "worktreeconfig" in (Path(_git_dirs(wt)[2]) / "config").read_text().lower()   # git's own config for it
+    _wt_goes_to_git(wt, "sparse_checkout", monkeypatch)
+    repo, wt = _linked_pair(tmp_path, "s")
+    write(Path(_git_dirs(wt)[1]) / "info" / "sparse-checkout", "/README.md\n")   # the worktree's own file
+    _wt_goes_to_git(wt, "sparse_checkout", monkeypatch)
+
+
+def test_a_worktree_of_a_repository_with_submodules_is_git_s(tmp_path: Path, monkeypatch):
+    lib = init_repo(tmp_path / "lib", commits=1)
+    sup = init_repo(tmp_path / "super", commits=1)
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "libs/lib")
+    git(sup, "commit", "-q", "-m", "a submodule")
+    git(sup, "worktree", "add", "-q", "-b", "wt", str(tmp_path / "super-wt"))
+    _wt_goes_to_git(tmp_path / "super-wt", "submodules", monkeypatch)
+
+
+def test_a_worktree_config_and_a_shallow_file_are_git_s(tmp_path: Path, monkeypatch):
+    repo, wt = _linked_pair(tmp_path, "cfg")
+    git(repo, "config", "extensions.worktreeConfig", "true")
+    git(wt, "config", "--worktree", "status.showUntrackedFiles", "no")
+    _wt_goes_to_git(wt, "extensions", monkeypatch)
+    repo, wt = _linked_pair(tmp_path, "shallow")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    write(Path(_git_dirs(wt)[1]) / "shallow", sha + "\n")   # libgit2 would read it there, git does not
+    _wt_goes_to_git(wt, "shallow", monkeypatch)
+
+
+def test_a_worktree_of_a_bare_repository_is_git_s(tmp_path: Path, monkeypatch):
+    origin = init_repo(tmp_path / "origin", commits=2)
+    git(tmp_path, "clone", "-q", "--bare", str(origin), str(tmp_path / "bare.git"))
+    git(tmp_path / "bare.git", "worktree", "add", "-q", "-b", "wt", str(tmp_path / "bare-wt"))
+    write(tmp_path / "bare-wt" / "README.md", "edit\n")
+    _wt_goes_to_git(tmp_path / "bare-wt", "config:core.bare", monkeypatch)
+
+
+@pytest.mark.parametrize("pointer", ["relative", "crlf", "spaces", "no_space", "elsewhere", "folder"])
+def test_a_dot_git_file_git_may_read_otherwise_is_git_s(tmp_path: Path, monkeypatch, pointer: str):
+    """The worktree's `.git` file in forms git and libgit2 read apart (git strips only line ends, libgit2
+    any trailing space) or naming another git dir: the in-process status is not tried."""
+    repo, wt = _linked_pair(tmp_path)
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "other", str(other))
+    dirs = _git_dirs(wt)
+    gitdir = dirs[1]
+    dotgit = wt / ".git"
+    if pointer == "relative":
+        dotgit.write_text(f"gitdir: {os.path.relpath(gitdir, os.path.realpath(wt))}\n")
+    elif pointer == "crlf":
+        dotgit.write_bytes(f"gitdir: {gitdir}\r\n".encode())
+    elif pointer == "spaces":
+        dotgit.write_text(f"gitdir: {gitdir}  \n")
+    elif pointer == "no_space":
+        dotgit.write_text(f"gitdir:{gitdir}\n")
+    elif pointer == "elsewhere":
+        dotgit.write_text(f"gitdir: {_git_dirs(other)[1]}\n")
+    else:
+        dotgit.unlink()
+        shutil.copytree(gitdir, dotgit)
+    if pointer in ("relative", "crlf"):
+        assert _git_dirs(wt) == dirs   # git reads these as the plain form
+    if pointer in ("spaces", "no_space", "folder"):
+        with pytest.raises(Ineligible, match="layout"):
+            inprocess_status(*dirs)
+        return   # git reads another git dir, or none: the record's own discovery decides what it reads
+    _wt_goes_to_git(wt, "layout", monkeypatch, dirs if pointer != "elsewhere" else None)
+    if pointer == "elsewhere":
+        with pytest.raises(Ineligible, match="layout"):
+            inprocess_status(*dirs)
+
+
+@pytest.mark.parametrize("common", ["missing", "absolute", "another_repo", "trailing_space"])
+def test_a_commondir_file_git_may_read_otherwise_is_git_s(tmp_path: Path, monkeypatch, common: str):
+    repo, wt = _linked_pair(tmp_path)
+    path, gitdir, commondir = _git_dirs(wt)
+    pointer = Path(gitdir) / "commondir"
+    if common == "missing":
+        pointer.unlink()
+    elif common == "absolute":
+        pointer.write_text(commondir + "\n")
+    elif common == "another_repo":
+        pointer.write_text(os.path.join(os.path.realpath(init_repo(tmp_path / "stranger", commits=1)), ".git") + "\n")
+    else:
+        pointer.write_text("../..  \n")
+    if common == "absolute":   # the plain absolute form: git and libgit2 find the same common dir
+        assert _git_dirs(wt) == (path, gitdir, commondir)
+        assert repo_status(path, gitdir, commondir).source == "libgit2"
+        return
+    with pytest.raises(Ineligible, match="layout"):
+        inprocess_status(path, gitdir, commondir)
+    if common == "another_repo":
+        _wt_goes_to_git(wt, "layout", monkeypatch, (path, gitdir, commondir))
+
+
+def test_a_back_pointer_to_another_folder_is_git_s(tmp_path: Path, monkeypatch):
+    """libgit2 takes a linked worktree's folder from its git dir's `gitdir` file, git from where it found the
+    `.git` file: when they differ, libgit2 would read another tree."""
+    repo, wt = _linked_pair(tmp_path)
+    path, gitdir, common = _git_dirs(wt)
+    decoy = tmp_path / "decoy"
+    shutil.copytree(wt, decoy)
+    write(decoy / "only-in-the-decoy.txt", "d\n")
+    (Path(gitdir) / "gitdir").write_text(f"{os.path.realpath(decoy)}/.git\n")
+    _wt_goes_to_git(wt, "layout", monkeypatch, (path, gitdir, common))
+
+
+def test_a_hostile_repository_s_linked_worktree_runs_nothing_and_nothing_is_written(tmp_path: Path):
+    """The hostile config (every command key aimed at a marker folder) in the common dir a linked worktree
+    shares, its tree stat-dirty: read in-process, nothing runs and no byte or mtime changes under the
+    repository (its `.git/worktrees/` included) or the worktree."""
+    repo = init_repo(tmp_path / "hostile", commits=2)
+    for name in ("shared.txt", "data.txt", "proc.p"):
+        commit_file(repo, name, f"{name}\n")
+    wt = tmp_path / "hostile-wt"
+    git(repo, "worktree", "add", "-q", "-b", "wt", str(wt))
+    path, gitdir, common = _git_dirs(wt)
+    marker = tmp_path / "marker"
+    marker.mkdir()
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(hostile_config(repo, marker))
+    dirty_work_tree(wt)
+    os.utime(wt / "README.md", (1, 1))
+    age_git_dir(repo)
+    before = snapshot(repo), snapshot(wt)
+    status = repo_status(path, gitdir, common)
+    assert status.source == "libgit2"
+    assert fired(marker) == []
+    assert [snapshot_diff(b, a) for b, a in zip(before, (snapshot(repo), snapshot(wt)))] == [[], []]
+    assert _fields(status) == _fields(_theirs(path, common))

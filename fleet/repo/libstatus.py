@@ -101,7 +101,7 @@ def inprocess_status(path: str, gitdir: str, commondir: str, known: Known | None
     reason = ineligible(path, gitdir, commondir)
     if reason:
         raise Ineligible(reason)
-    return _bounded(lambda: _read(path, gitdir, known))
+    return _bounded(lambda: _read(path, gitdir, commondir, known))
 
 
 def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
@@ -110,17 +110,20 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
         return "switched_off"
     if threading.current_thread() is not threading.main_thread():
         return "not_main_thread"
-    if gitdir != commondir or os.path.normpath(gitdir) != os.path.join(os.path.normpath(path), ".git") \
-            or not os.path.isdir(gitdir):
-        return "layout"
     try:   # paths as plain strings: os.path.join cost more than most of these lookups
-        if os.path.lexists(f"{commondir}/info/sparse-checkout"):
+        if not _git_finds(path, gitdir, commondir):
+            return "layout"
+        # git's per-worktree files are in the git dir (the index, HEAD, info/sparse-checkout), the shared
+        # ones in the common dir (config, info/, shallow, the stash); for the main worktree both are `.git`
+        if os.path.lexists(f"{gitdir}/info/sparse-checkout"):
             return "sparse_checkout"
         config = gitfiles.read_file(f"{commondir}/config", gitfiles.MAX_CONFIG_BYTES, "config") or b""
         if b"[extensions" in config.lower():
             return "extensions"   # sha256, partial clone, worktree config, ...
-        for name in ("shallow", "info/grafts"):
-            if os.path.lexists(f"{commondir}/{name}"):
+        # libgit2 reads a linked worktree's `shallow` from its git dir, git from the common dir: either is git's
+        for name in (f"{commondir}/shallow", f"{commondir}/info/grafts",
+                     *((f"{gitdir}/shallow",) if gitdir != commondir else ())):
+            if os.path.lexists(name):
                 return "shallow"
         if os.path.lexists(f"{path}/.gitmodules"):
             return "submodules"
@@ -130,6 +133,30 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
         return _index_reason(path, f"{gitdir}/index")
     except (gitfiles.BrokenRepo, OSError):
         return "unreadable"
+
+
+def _git_finds(path: str, gitdir: str, commondir: str) -> bool:
+    """Whether git, and libgit2 alike, find exactly `gitdir` and `commondir` from the working tree `path`:
+    the main worktree's `.git` folder (both dirs), or a linked worktree's: `path/.git` a file naming `gitdir`,
+    and `gitdir/commondir` naming `commondir` (relative to `gitdir`, as `git worktree add` writes it).
+    Only the plain forms git writes are taken: git strips a pointer's line ends, libgit2 any trailing space,
+    and libgit2 turns backslashes into slashes, so anything else (a relative or odd `.git` file, a missing
+    `commondir`, a `--separate-git-dir` repository) is left to git. `_read` checks what libgit2 opened."""
+    if gitdir == commondir:
+        return os.path.normpath(gitdir) == os.path.join(os.path.normpath(path), ".git") and os.path.isdir(gitdir)
+    if not os.path.isabs(gitdir) or os.path.normpath(gitdir) != gitdir:
+        return False
+    try:   # a `.git` folder, a link or a FIFO where git writes a file: git's
+        pointer = gitfiles.read_file(f"{path}/.git", gitfiles.MAX_POINTER_BYTES, ".git file")
+        common = gitfiles.read_file(f"{gitdir}/commondir", gitfiles.MAX_POINTER_BYTES, "commondir")
+    except gitfiles.BrokenRepo:
+        return False
+    if pointer not in (b"gitdir: " + os.fsencode(gitdir), b"gitdir: " + os.fsencode(gitdir) + b"\n"):
+        return False
+    common = common[:-1] if common and common.endswith(b"\n") else common
+    if not common or common != common.strip() or b"\\" in common or any(c in common for c in b"\0\n\r"):
+        return False
+    return os.path.realpath(os.path.join(gitdir, os.fsdecode(common))) == commondir
 
 
 def _global_attributes() -> str:
@@ -219,14 +246,17 @@ def _follow_home() -> None:
         _SEARCH[:] = [(home, xdg)]
 
 
-def _read(path: str, gitdir: str, known: Known | None = None) -> Status:
+def _read(path: str, gitdir: str, commondir: str, known: Known | None = None) -> Status:
     _follow_home()
     try:
         repo = pygit2.Repository(path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     except (pygit2.GitError, KeyError, ValueError):
         raise Ineligible("libgit2_error") from None
     try:
-        if os.path.normpath(repo.path) != os.path.normpath(gitdir) or repo.is_bare:
+        # the git dir and the work tree git finds (`_git_finds`): libgit2 takes a linked worktree's from the
+        # pointer back in its git dir (`gitdir`), which git does not read for a status
+        if os.path.normpath(repo.path) != os.path.normpath(gitdir) or repo.is_bare \
+                or os.path.normpath(repo.workdir) != os.path.normpath(path):
             raise Ineligible("layout")
         reason, local = _config_reason(repo.config, known.config if known is not None else None)
         if reason:
@@ -239,7 +269,7 @@ def _read(path: str, gitdir: str, known: Known | None = None) -> Status:
         raise Ineligible("libgit2_error") from None
     finally:
         repo.free()
-    status.stash = known.stashes if known is not None else _stash_count(gitdir)
+    status.stash = known.stashes if known is not None else _stash_count(commondir)
     status.source = "libgit2"
     return status
 
@@ -388,7 +418,8 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _stash_count(gitdir: str) -> int:
-    data, _, _ = gitfiles.read_reflog(os.path.join(gitdir, "logs", "refs", "stash"))
+def _stash_count(commondir: str) -> int:
+    """refs/stash is shared by every worktree: its reflog is in the common dir."""
+    data, _, _ = gitfiles.read_reflog(os.path.join(commondir, "logs", "refs", "stash"))
     return len(gitfiles.parse_reflog(data))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Callable
 from pathlib import Path
 
 from dulwich.config import ConfigFile, parse_submodules
@@ -124,7 +125,8 @@ def _read(found: Found, known_prediction: dict | None = None, stored: bool = Tru
         "predicted_conflicts": prediction,
         "branches": branches,
         "worktrees": ([] if found.gitdir != found.commondir
-                      else linked_worktrees(commondir, refs, with_status=True, seen_by=seen_by)),
+                      else linked_worktrees(commondir, refs, with_status=True, seen_by=seen_by,
+                                            known=lambda wt_head: _known(wt_head, refs, cfg, stashes))),
         "submodules": [] if found.bare else read_submodules(found.path, commondir),
         "remotes": gitfiles.remotes(cfg),
     }
@@ -382,11 +384,14 @@ def _points_back(wt: gitfiles.LinkedWorktree) -> bool:
 
 
 def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: bool,
-                     seen_by: Walked | None = None) -> list[dict]:
+                     seen_by: Walked | None = None, known: Callable[[gitfiles.Head], Known] | None = None
+                     ) -> list[dict]:
     """The linked worktrees of a repository, one row shape for the index record and `worktree.list`.
 
-    `with_status` adds working-tree counts (a `git status` each, only in a folder that belongs to this repo);
-    `seen_by`, the watch mark's walk just before, spares the look for a `worktrees/` it did not list.
+    `with_status` adds working-tree counts (a status each, only in a folder that belongs to this repo: in
+    process where that is exactly git's, `fleet.repo.libstatus`); `known` gives the in-process status what
+    the caller read of the repository for a worktree's HEAD (the record's `_known`). `seen_by`, the watch
+    mark's walk just before, spares the look for a `worktrees/` it did not list.
     """
     rows = []
     for wt in gitfiles.linked_worktrees(commondir, seen_by):
@@ -407,7 +412,8 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
                 row["error"] = "its .git file does not point back to this repository"
             else:
                 try:
-                    st = read_status(wt.path, commondir)
+                    st = repo_status(str(wt.path), str(wt.gitdir), os.fspath(commondir),
+                                     known(head) if known is not None else None)
                     row.update(staged=st.staged, unstaged=st.unstaged, untracked=st.untracked,
                                conflicted=st.conflicted, head=st.oid)
                 except BrokenRepo as exc:
