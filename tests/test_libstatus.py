@@ -500,6 +500,15 @@ def test_conflicts_and_staged_renames(tmp_path: Path):
     _goes_to_git(renamed, "renames")
 
 
+def test_a_folder_where_the_index_has_a_file_is_git_s(tmp_path: Path):
+    """git lists no untracked folder named as an index entry (dir.c, index_name_is_other); libgit2 does."""
+    repo = _plain(tmp_path)
+    (repo / "README.md").unlink()
+    write(repo / "README.md" / "inside.txt", "x\n")
+    assert _raw_libgit2_counts(repo)["untracked"] == oracle.counts(repo)["untracked"] + 1
+    _goes_to_git(repo, "file_became_dir")
+
+
 def test_a_path_that_is_not_utf8(tmp_path: Path):
     repo = _plain(tmp_path)
     (repo / os.fsdecode(b"caf\xe9.txt")).write_text("x\n")

@@ -396,6 +396,8 @@ def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
                 raise Ineligible("attributes")
             if base == ".gitignore" and not _regular(os.path.join(path, rel)):
                 raise Ineligible("ignore_file")
+            if rel[-1:] == "/" and rel[:-1] in found:
+                raise Ineligible("file_became_dir")   # git lists no untracked folder named as an index entry
             untracked.append(StatusEntry("?", "??", rel))
             continue
         x = next((c for flag, c in _INDEX_XY if flags & flag), ".")
