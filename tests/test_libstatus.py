@@ -500,6 +500,23 @@ def test_conflicts_and_staged_renames(tmp_path: Path):
     _goes_to_git(renamed, "renames")
 
 
+def test_a_staged_deletion_left_in_the_tree_is_also_untracked_as_git_lists_it(tmp_path: Path):
+    """`git rm --cached`: libgit2 gives the path one entry (staged deletion and new in the tree), git two
+    (`1 D.` and `? path`)."""
+    repo = _plain(tmp_path)
+    commit_file(repo, ".gitignore", "*.log\n")
+    git(repo, "rm", "-q", "--cached", "README.md", ".gitignore")
+    path, gitdir, common = _dirs(repo)
+    ours = inprocess_status(path, gitdir, common)
+    assert [(e.kind, e.xy) for e in ours.entries if e.path == "README.md"] == [("1", "D."), ("?", "??")]
+    assert _fields(ours) == _fields(_theirs(path))
+    assert (ours.staged, ours.untracked) == (2, 3) == (oracle.counts(repo)["staged"], oracle.counts(repo)["untracked"])
+    attributes = _plain(tmp_path, "attributes")   # a .gitattributes so left in the tree is read by git
+    commit_file(attributes, ".gitattributes", "*.md text\n")
+    git(attributes, "rm", "-q", "--cached", ".gitattributes")
+    _goes_to_git(attributes, "attributes")
+
+
 def test_a_folder_where_the_index_has_a_file_is_git_s(tmp_path: Path):
     """git lists no untracked folder named as an index entry (dir.c, index_name_is_other); libgit2 does."""
     repo = _plain(tmp_path)

@@ -390,7 +390,10 @@ def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
             raise Ineligible("conflicts" if flags & _F.CONFLICTED else "libgit2_flags")
         if not rel.isascii() and not _utf8(rel):
             raise Ineligible("path_encoding")   # git's parse turns such bytes into U+FFFD
-        if flags == _F.WT_NEW:
+        if flags & _F.WT_NEW:
+            # untracked; or also a staged deletion, the file left in the tree (`git rm --cached`): git lists both
+            if flags != _F.WT_NEW and flags != _F.WT_NEW | _F.INDEX_DELETED:
+                raise Ineligible("libgit2_flags")
             base = rel.rstrip("/").rsplit("/", 1)[-1]
             if base == ".gitattributes":
                 raise Ineligible("attributes")
@@ -399,7 +402,8 @@ def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
             if rel[-1:] == "/" and rel[:-1] in found:
                 raise Ineligible("file_became_dir")   # git lists no untracked folder named as an index entry
             untracked.append(StatusEntry("?", "??", rel))
-            continue
+            if flags == _F.WT_NEW:
+                continue
         x = next((c for flag, c in _INDEX_XY if flags & flag), ".")
         y = next((c for flag, c in _WT_XY if flags & flag), ".")
         added |= x == "A"
