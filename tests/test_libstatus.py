@@ -922,3 +922,183 @@ def test_a_hostile_repository_s_linked_worktree_runs_nothing_and_nothing_is_writ
     assert fired(marker) == []
     assert [snapshot_diff(b, a) for b, a in zip(before, (snapshot(repo), snapshot(wt)))] == [[], []]
     assert _fields(status) == _fields(_theirs(path, common))
+
+
+# --- unmerged paths: each kind's XY from the index's stages, as git's wt-status.c gives it ---------------
+
+
+def _forked(repo: Path, ours: dict, theirs: dict, base: dict | None = None, topic: str = "topic") -> None:
+    """`base` committed on main, then `theirs` on a new branch `topic` and `ours` on main (a value: the
+    file's new text, None: deleted, a str starting with "mv:": renamed there). HEAD ends on main."""
+    def apply(changes: dict) -> None:
+        for name, text in changes.items():
+            if text is None:
+                git(repo, "rm", "-q", "--", name)
+            elif text.startswith("mv:"):
+                git(repo, "mv", "--", name, text[3:])
+            else:
+                write(repo / name, text)
+                git(repo, "add", "--", name)
+        git(repo, "commit", "-q", "--allow-empty", "-m", "changes")
+
+    apply(base or {})
+    git(repo, "checkout", "-q", "-b", topic)
+    apply(theirs)
+    git(repo, "checkout", "-q", "main")
+    apply(ours)
+
+
+SEVEN = {"uu.txt": "base\n", "du.txt": "base\n", "ud.txt": "base\n", "ren.txt": "rename me\n" * 5,
+         "ünï cödé.txt": "base\n"}
+SEVEN_OURS = {"uu.txt": "main\n", "aa.txt": "main aa\n", "du.txt": None, "ud.txt": "main changed\n",
+              "ren.txt": "mv:our-name.txt", "ünï cödé.txt": "main\n"}
+SEVEN_THEIRS = {"uu.txt": "topic\n", "aa.txt": "topic aa\n", "du.txt": "topic changed\n", "ud.txt": None,
+                "ren.txt": "mv:theirs-name.txt", "ünï cödé.txt": "topic\n"}
+
+
+def _conflict_repos(base: Path) -> dict[str, Path]:
+    repos: dict[str, Path] = {}
+
+    # one merge, all seven kinds: UU, AA, DU, UD, and a rename/rename's DD, AU, UA
+    repo = repos["merge"] = init_repo(base / "merge", commits=1)
+    _forked(repo, SEVEN_OURS, SEVEN_THEIRS, SEVEN)
+    git(repo, "merge", "topic", check=False)
+
+    # the same merge, then worked on: one resolved and staged, one edited, one removed from the tree, one
+    # staged `git rm`, a clean merged change staged, an unrelated edit and untracked files
+    repo = repos["merge_worked_on"] = init_repo(base / "merge_worked_on", commits=1)
+    _forked(repo, {**SEVEN_OURS, "README.md": "ours readme\n"},
+            {**SEVEN_THEIRS, "clean.txt": "merged cleanly\n"}, {**SEVEN, "clean.txt": "base\n"})
+    git(repo, "merge", "topic", check=False)
+    write(repo / "uu.txt", "resolved\n")
+    git(repo, "add", "uu.txt")
+    write(repo / "aa.txt", "edited in the conflict\n")
+    (repo / "ünï cödé.txt").unlink()
+    git(repo, "rm", "-q", "--cached", "ud.txt")   # staged deleted, and untracked again
+    write(repo / "README.md", "unstaged edit\n")
+    write(repo / "new" / "untracked.txt", "u\n")
+    write(repo / "ud.txt~", "u\n")
+
+    # cherry-pick: UU, DU (we deleted what the picked commit changes), AA
+    repo = repos["cherry_pick"] = init_repo(base / "cherry_pick", commits=1)
+    _forked(repo, {"uu.txt": "main\n", "du.txt": None, "aa.txt": "main\n"},
+            {"uu.txt": "topic\n", "du.txt": "topic\n", "aa.txt": "topic\n"}, {"uu.txt": "b\n", "du.txt": "b\n"})
+    git(repo, "cherry-pick", "topic", check=False)
+
+    # rebase of topic onto main: HEAD is main's side (stage 2), the replayed commit theirs (stage 3): UD, UU
+    repo = repos["rebase"] = init_repo(base / "rebase", commits=1)
+    _forked(repo, {"uu.txt": "main\n", "ud.txt": "main changed\n"}, {"uu.txt": "topic\n", "ud.txt": None},
+            {"uu.txt": "b\n", "ud.txt": "b\n"})
+    git(repo, "checkout", "-q", "topic")
+    git(repo, "rebase", "main", check=False)
+
+    # rebase with renames on both sides: DD, AU, UA
+    repo = repos["rebase_renames"] = init_repo(base / "rebase_renames", commits=1)
+    _forked(repo, {"ren.txt": "mv:main-name.txt"}, {"ren.txt": "mv:topic-name.txt"}, {"ren.txt": "r\n" * 5})
+    git(repo, "checkout", "-q", "topic")
+    git(repo, "rebase", "main", check=False)
+
+    # stash pop onto a HEAD that changed the file (UU) and deleted another the stash changed (DU)
+    repo = repos["stash_pop"] = init_repo(base / "stash_pop", commits=1)
+    commit_file(repo, "s.txt", "base\n")
+    commit_file(repo, "gone.txt", "base\n")
+    write(repo / "s.txt", "stashed\n")
+    write(repo / "gone.txt", "stashed\n")
+    git(repo, "stash", "push", "-q")
+    commit_file(repo, "s.txt", "committed\n")
+    git(repo, "rm", "-q", "gone.txt")
+    git(repo, "commit", "-q", "-m", "gone")
+    git(repo, "stash", "pop", check=False)
+
+    # revert of an older change a later commit edited again: UU
+    repo = repos["revert"] = init_repo(base / "revert", commits=1)
+    commit_file(repo, "r.txt", "one\n")
+    commit_file(repo, "r.txt", "two\n")
+    commit_file(repo, "r.txt", "three\n")
+    git(repo, "revert", "--no-edit", "HEAD~1", check=False)
+
+    # a merge of an unborn-side add/add and a merge in progress in a linked worktree
+    repo = init_repo(base / "owner", commits=1)
+    _forked(repo, {"w.txt": "main\n"}, {"w.txt": "topic\n"}, {"w.txt": "b\n"})
+    git(repo, "branch", "side", "main")
+    wt = repos["worktree_merge"] = base / "worktree_merge"
+    git(repo, "worktree", "add", "-q", str(wt), "side")
+    git(wt, "merge", "topic", check=False)
+    return repos
+
+
+KINDS = {"merge": {"UU", "AA", "DU", "UD", "DD", "AU", "UA"}, "cherry_pick": {"UU", "DU", "AA"},
+         "rebase": {"UU", "UD"}, "rebase_renames": {"DD", "AU", "UA"}, "stash_pop": {"UU", "DU"},
+         "revert": {"UU"}, "worktree_merge": {"UU"}, "merge_worked_on": {"AA", "DU", "DD", "AU", "UA", "UU"}}
+
+
+@pytest.fixture(scope="module")
+def conflicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _conflict_repos(tmp_path_factory.mktemp("conflicts"))
+
+
+@pytest.mark.parametrize("state", sorted(KINDS))
+def test_unmerged_paths_are_read_in_process_exactly_as_git_reads_them(conflicts, state):
+    path, gitdir, common = _git_dirs(conflicts[state])
+    theirs = _theirs(path, common)
+    assert {e.xy for e in theirs.entries if e.kind == "u"} == KINDS[state]   # the kinds this state is for
+    for known in (None, _wt_known(conflicts[state])):
+        ours = repo_status(path, gitdir, common, known)
+        assert ours.source == "libgit2"
+        assert [(e.kind, e.xy, e.path, e.orig_path, e.submodule) for e in ours.entries] == \
+            [(e.kind, e.xy, e.path, e.orig_path, e.submodule) for e in theirs.entries]
+        assert _status_fields(ours) == _status_fields(theirs)
+
+
+@pytest.mark.parametrize("state", sorted(KINDS))
+def test_a_conflicted_repository_s_record_counts_are_git_s_with_no_git_status(conflicts, state, monkeypatch):
+    path, gitdir, common = _git_dirs(conflicts[state])
+    processes = _StatusProcesses(monkeypatch)
+    record = read_repo(Found(path, gitdir, common, False, os.path.dirname(os.path.dirname(path))), stored=False)
+    assert processes.calls == []
+    expected = oracle.counts(conflicts[state])
+    assert expected["conflicted"] and {k: record[k] for k in expected} == expected
+
+
+def test_a_conflict_beside_a_staged_rename_or_on_a_gitlink_is_git_s(tmp_path: Path, monkeypatch):
+    """A merge that renames a file cleanly stages an addition and a deletion git pairs (renames); a
+    conflicted submodule leaves gitlinks in the index's stages (submodules)."""
+    repo = init_repo(tmp_path / "renamed", commits=1)
+    _forked(repo, {"uu.txt": "main\n"}, {"uu.txt": "topic\n", "ren.txt": "mv:moved.txt"},
+            {"uu.txt": "b\n", "ren.txt": "rename me\n" * 5})
+    git(repo, "merge", "topic", check=False)
+    assert {e.kind for e in _theirs(*_git_dirs(repo)[::2]).entries} == {"u", "2"}
+    _wt_goes_to_git(repo, "renames", monkeypatch)
+    lib = init_repo(tmp_path / "lib", commits=3)
+    sup = init_repo(tmp_path / "super", commits=1)
+    shas = git(lib, "rev-list", "HEAD").split()
+    git(sup, "update-index", "--add", "--cacheinfo", f"160000,{shas[2]},vendored")
+    git(sup, "commit", "-q", "-m", "gitlink")
+    git(sup, "checkout", "-q", "-b", "topic")
+    git(sup, "update-index", "--cacheinfo", f"160000,{shas[1]},vendored")
+    git(sup, "commit", "-q", "-m", "theirs")
+    git(sup, "checkout", "-q", "main")
+    git(sup, "update-index", "--cacheinfo", f"160000,{shas[0]},vendored")
+    git(sup, "commit", "-q", "-m", "ours")
+    git(sup, "merge", "topic", check=False)
+    assert [e.xy for e in _theirs(*_git_dirs(sup)[::2]).entries if e.kind == "u"] == ["UU"]
+    _wt_goes_to_git(sup, "submodules", monkeypatch)
+
+
+def test_a_folder_where_an_unmerged_file_was_is_git_s(conflicts, tmp_path: Path, monkeypatch):
+    """git lists no untracked folder named as an unmerged path either; libgit2 does."""
+    repo = tmp_path / "merge"
+    shutil.copytree(conflicts["merge"], repo, symlinks=True)
+    (repo / "our-name.txt").unlink()
+    write(repo / "our-name.txt" / "x.txt", "x\n")
+    assert _raw_libgit2_counts(repo)["untracked"] == oracle.counts(repo)["untracked"] + 1
+    _wt_goes_to_git(repo, "file_became_dir", monkeypatch)
+
+
+def test_unmerged_paths_other_than_the_index_s_are_git_s(conflicts):
+    """The guard behind the `u` entries: libgit2's conflicted paths must be exactly the index's unmerged ones."""
+    index = pygit2.Repository(str(conflicts["revert"])).index
+    assert [(e.kind, e.xy, e.path) for e in libstatus._unmerged(["r.txt"], index)] == [("u", "UU", "r.txt")]
+    for paths in (["other.txt"], ["r.txt", "other.txt"], []):
+        with pytest.raises(Ineligible, match="conflicts"):
+            libstatus._unmerged(paths, index)

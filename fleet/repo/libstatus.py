@@ -57,7 +57,9 @@ _LOCAL = pygit2.enums.ConfigLevel.LOCAL
 _F = pygit2.enums.FileStatus
 _INDEX_XY = ((_F.INDEX_NEW, "A"), (_F.INDEX_MODIFIED, "M"), (_F.INDEX_DELETED, "D"), (_F.INDEX_TYPECHANGE, "T"))
 _WT_XY = ((_F.WT_MODIFIED, "M"), (_F.WT_DELETED, "D"), (_F.WT_TYPECHANGE, "T"))
-_NOT_OURS = _F.CONFLICTED | _F.WT_UNREADABLE | _F.INDEX_RENAMED | _F.WT_RENAMED | _F.IGNORED
+_NOT_OURS = _F.WT_UNREADABLE | _F.INDEX_RENAMED | _F.WT_RENAMED | _F.IGNORED
+# An unmerged path's XY from the stages the index holds for it (1: base, 2: ours, 3: theirs), as wt-status.c
+_UNMERGED_XY = {0b001: "DD", 0b010: "AU", 0b011: "UD", 0b100: "UA", 0b101: "DU", 0b110: "AA", 0b111: "UU"}
 
 
 class Ineligible(Exception):
@@ -262,7 +264,7 @@ def _read(path: str, gitdir: str, commondir: str, known: Known | None = None) ->
         if reason:
             raise Ineligible(reason)
         status = (_known_head(repo, known) if local and _vouches(known) else None) or _head(repo)
-        status.entries = _entries(repo.status(untracked_files="normal"), path)
+        status.entries = _entries(repo.status(untracked_files="normal"), path, repo)
     except pygit2.GitError as exc:   # a split or sparse index: "unsupported mandatory extension"
         raise Ineligible("index_extension" if "extension" in str(exc) else "libgit2_error") from None
     except (KeyError, ValueError, OSError):
@@ -382,14 +384,20 @@ def _points_at(repo: pygit2.Repository, name: str, sha: str) -> bool:
     return ref is not None and ref.type == pygit2.enums.ReferenceType.DIRECT and str(ref.target) == sha
 
 
-def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
-    """Porcelain v2's entries from libgit2's flags: changed paths in path order, then untracked ones."""
-    changed, untracked, added, deleted = [], [], False, False
+def _entries(found: dict[str, int], path: str, repo: pygit2.Repository) -> list[StatusEntry]:
+    """Porcelain v2's entries from libgit2's flags in git's order: changed paths, then unmerged ones, then
+    untracked ones, each in path order."""
+    changed, untracked, unmerged, added, deleted = [], [], [], False, False
     for rel, flags in found.items():
         if flags & _NOT_OURS:
-            raise Ineligible("conflicts" if flags & _F.CONFLICTED else "libgit2_flags")
+            raise Ineligible("libgit2_flags")
         if not rel.isascii() and not _utf8(rel):
             raise Ineligible("path_encoding")   # git's parse turns such bytes into U+FFFD
+        if flags & _F.CONFLICTED:
+            if flags != _F.CONFLICTED:
+                raise Ineligible("conflicts")
+            unmerged.append(rel)
+            continue
         if flags & _F.WT_NEW:
             # untracked; or also a staged deletion, the file left in the tree (`git rm --cached`): git lists both
             if flags != _F.WT_NEW and flags != _F.WT_NEW | _F.INDEX_DELETED:
@@ -411,8 +419,25 @@ def _entries(found: dict[str, int], path: str) -> list[StatusEntry]:
         changed.append(StatusEntry("1", x + y, rel))
     if added and deleted:
         raise Ineligible("renames")   # git may pair them as a staged rename
+    conflicts = _unmerged(unmerged, repo.index) if unmerged else []
     key = lambda e: e.path.encode("utf-8", "surrogateescape")  # noqa: E731  (git's byte order)
-    return sorted(changed, key=key) + sorted(untracked, key=key)
+    return sorted(changed, key=key) + sorted(conflicts, key=key) + sorted(untracked, key=key)
+
+
+def _unmerged(paths: list[str], index: pygit2.Index) -> list[StatusEntry]:
+    """Porcelain v2's `u` entries of the paths libgit2 calls conflicted: each one's XY from the stages the
+    index holds for it (modes and object ids are not kept: fleet.git.status). Unless the index's unmerged
+    paths are exactly those, the tree is git's."""
+    kinds: dict[str, str] = {}
+    for stages in index.conflicts or ():
+        named = {entry.path for entry in stages if entry is not None}
+        mask = sum(bit for bit, entry in zip((1, 2, 4), stages) if entry is not None)
+        if len(named) != 1 or mask not in _UNMERGED_XY:
+            raise Ineligible("conflicts")
+        kinds[named.pop()] = _UNMERGED_XY[mask]
+    if len(kinds) != len(paths) or any(rel not in kinds for rel in paths):
+        raise Ineligible("conflicts")
+    return [StatusEntry("u", kinds[rel], rel) for rel in paths]
 
 
 def _utf8(text: str) -> bool:

@@ -16,9 +16,8 @@ from tests.fleets.template import shared
 # How the in-process status (fleet/repo/libstatus.py) reads each state: these through libgit2, the others
 # through git for the reason given.
 IN_PROCESS = ["clean", "ahead", "behind", "diverged", "predict", "branches", "detached", "empty", "stashes",
-              "worktrees", "bisecting", "history", "outer", "nested", "locked"]
-TO_GIT = {"dirty": "renames", "super": "submodules", "merging": "conflicts", "rebasing": "conflicts",
-          "picking": "conflicts", "broken": "libgit2_error"}
+              "worktrees", "merging", "rebasing", "picking", "bisecting", "history", "outer", "nested", "locked"]
+TO_GIT = {"dirty": "renames", "super": "submodules", "broken": "libgit2_error"}
 
 
 def _conflicting_branches(repo: Path) -> None:
