@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_large import build as build_large  # noqa: E402
 from bench.realfleet import generate_realistic  # noqa: E402
+from fleet.git.layout import found_at  # noqa: E402
 from fleet.git.status import read_status  # noqa: E402
 from fleet.repo import libstatus  # noqa: E402
 
@@ -71,7 +72,7 @@ def measure(repo: Path, runs: int) -> dict:
         lib_wall.append(time.perf_counter() - start)
         lib_cpu.append(time.process_time() - cpu)
         cpu, own, start = _children_cpu(), time.process_time(), time.perf_counter()
-        read_status(path)
+        read_status(path, gitdir)
         git_wall.append(time.perf_counter() - start)
         git_cpu.append(_children_cpu() - cpu + time.process_time() - own)
     ms = lambda values: round(statistics.median(values) * 1000, 2)  # noqa: E731
@@ -81,32 +82,34 @@ def measure(repo: Path, runs: int) -> dict:
 
 
 def _fields(status) -> tuple:
-    return (status.oid, status.head, status.ahead, status.behind, status.stash,
-            [(e.kind, e.xy, e.path) for e in status.entries])
+    return (status.oid, status.head, status.upstream, status.ahead, status.behind, status.stash,
+            [(e.kind, e.xy, e.path, e.orig_path, e.submodule) for e in status.entries])
 
 
 def compare_fleet(workdir: Path, size: int) -> dict:
-    """Every working tree of the realistic fleet: in-process where eligible, compared with git field by field."""
-    fleet = generate_realistic(workdir / f"real-{size}", size)
-    trees = [os.path.realpath(p) for p in [*fleet["repos"], *fleet["worktrees"]]]
+    """Every working tree of the realistic fleet (its linked worktrees with the git dir and common dir discovery
+    finds): in-process where eligible, compared with git field by field."""
+    root = workdir / f"real-{size}"
+    fleet = generate_realistic(root, size)
+    trees = [found_at(os.path.realpath(p), str(root)) for p in [*fleet["repos"], *fleet["worktrees"]]]
     reasons: dict[str, int] = {}
     eligible, differences = [], 0
-    for path in trees:
-        gitdir = os.path.join(path, ".git")
+    for found in trees:
+        dirs = (found.path, found.gitdir, found.commondir)
         try:
-            ours = libstatus.inprocess_status(path, gitdir, gitdir)
+            ours = libstatus.inprocess_status(*dirs)
         except libstatus.Ineligible as exc:
             reasons[exc.reason] = reasons.get(exc.reason, 0) + 1
             continue
-        eligible.append(path)
-        differences += _fields(ours) != _fields(read_status(path))
+        eligible.append(dirs)
+        differences += _fields(ours) != _fields(read_status(found.path, found.commondir))
     cpu = time.process_time()
-    for path in eligible:
-        libstatus.inprocess_status(path, os.path.join(path, ".git"), os.path.join(path, ".git"))
+    for dirs in eligible:
+        libstatus.inprocess_status(*dirs)
     lib_ms = (time.process_time() - cpu) * 1000 / max(1, len(eligible))
     cpu, own = _children_cpu(), time.process_time()
-    for path in eligible:
-        read_status(path)
+    for path, _, commondir in eligible:
+        read_status(path, commondir)
     git_ms = (_children_cpu() - cpu + time.process_time() - own) * 1000 / max(1, len(eligible))
     return {"working_trees": len(trees), "in_process": len(eligible), "to_git": reasons,
             "differences": differences, "libgit2_cpu_ms_per_repo": round(lib_ms, 2),
