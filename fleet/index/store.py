@@ -37,7 +37,8 @@ from fleet.index.sqlrows import insert_values
 from fleet.timespec import iso
 from fleet.xdg import data_home
 
-_REFLOG_INSERT = "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
+_REFLOG_INSERT = "insert into reflog (repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
+_REFLOG_INSERT_ID = "insert into reflog (id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind)"
 _MARK_INSERT = "insert or replace into repo_marks (repo_id, mark)"  # a record's watch mark (`_mark_row`)
 REFLOG_IDS_KEY = "reflog_ids_upto"  # meta: the highest reflog line id ever given (lines may have been pruned since)
 
@@ -675,13 +676,17 @@ class _Appends:
     """The rows one write of repos appends, inserted together (`flush`, at the write's end or before rows are
     deleted or the index is asked which lines it holds), many to a statement and table (`insert_values`): a cold
     scan's write of 24 repos inserts their reflog lines, branches, remotes, read files and marks in ~10
-    statements where one `executemany` a repo and table took ~150. The reflog lines' ids are given in order
-    past every id ever given (`next_reflog_id`, asked once, under the write lock). The rows wait laid end to
-    end: no tuple kept per row (each one also work for the garbage collector)."""
+    statements where one `executemany` a repo and table took ~150. The reflog lines' ids run on in order
+    past every id ever given (`next_reflog_id`, asked once, under the write lock): the write's first line is
+    inserted with its id, and every later one without, which SQLite gives the id one past the largest held:
+    the line's before it (a given id is bound and checked to be free for each line, 3% of a cold ingest's
+    instructions). The rows wait laid end to end: no tuple kept per row (each one also work for the garbage
+    collector)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.next_id: int | None = None
+        self.next_id: int | None = None  # the id the next line takes (asked once a write)
+        self.given = False                # whether a line was given its id (the write's first is)
         self.rows: dict[str, tuple[int, list]] = {}  # statement head (`insert into t (a, b)`) -> (width, values)
 
     def add(self, head: str, rows: list[tuple]) -> None:
@@ -707,10 +712,13 @@ class _Appends:
                     " and ref = ?", (repo_id, min(ln[3] for ln in lines), max(ln[3] for ln in lines), ref))))
             if first is None:
                 first = nid
-            # tuple + tuple: a third cheaper than a display with *line, for every line a cold scan stores
-            self.add(_REFLOG_INSERT, [(nid + k, repo_id, ref) + line for k, line in enumerate(lines)])
-            nid += len(lines)
             count += len(lines)
+            if lines and not self.given:  # the write's first line: its id given, the others' follow it
+                self.add(_REFLOG_INSERT_ID, [(nid, repo_id, ref) + lines[0]])
+                self.given, lines, nid = True, lines[1:], nid + 1
+            # tuple + tuple: a third cheaper than a display with *line, for every line a cold scan stores
+            self.add(_REFLOG_INSERT, [(repo_id, ref) + line for line in lines])
+            nid += len(lines)
         self.next_id = nid
         return (first if count else None), count
 
