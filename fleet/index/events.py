@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 import time
-from itertools import chain, groupby
-from operator import itemgetter
+from itertools import chain, compress, groupby
+from operator import itemgetter, not_
 from typing import TYPE_CHECKING, Sequence
 
 from fleet.git.run import GitError, run_git
@@ -43,7 +43,11 @@ REWOUND_KEY = "events_rewound"  # the lowest event id replaced since team mode's
 # repo and the ref, a line as `fleet.git.files.reflog_fields` gives it (what `settle_by_lines` reads).
 LINE_COLUMNS = "id, repo_id, ref, old_sha, new_sha, identity, at, tz, message, kind"
 EVENT_INSERT = "insert into event_rows (repo_id, ref, kind, at, rewrote, reflog_id)"  # an event of a reflog line
-EVENT_WIDTH = 6  # the columns EVENT_INSERT names
+# The events of lines stored in the same write (`record_first_events`): (rewrote, line id) bound for each, the
+# rest taken from the line's row (what EVENT_INSERT would be given from the line: no text bound per event).
+# CROSS JOIN keeps the rows' order as the outer loop, so the events take their ids in that order.
+_LINE_EVENT_INSERT = f"{EVENT_INSERT} select r.repo_id, r.ref, r.kind, r.at, v.column1, r.id from ("
+_LINE_EVENT_JOIN = ") v cross join reflog r on r.id = v.column2"
 HISTORY_CAP = 20_000  # commits one rev-list may list to settle a repo's moves at once
 _MOVE = itemgetter(0, 1, 3)  # (old, new, at) of a line: what a HEAD line shares with its branch's twin
 
@@ -403,13 +407,13 @@ def record_events(index: "Index", repos: list[tuple[int, str]]) -> int:
 
 
 def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
-                 cut: int) -> list[tuple[str, Sequence[int], list[tuple], list[int | None]]]:
+                 cut: int) -> list[tuple[Sequence[int], list[int | None]]]:
     """The events of a repo's lines as it is stored for the first time, decided before the write (git may be
-    asked whether a move rewrote history): per ref with events, (ref, the positions of its event lines among
-    all of `logs`' lines, those lines, whether each rewrote), in the lines' order; `record_first_events`
-    makes the rows (one tuple per event, built once). What `record_events` would record for them: with
-    nothing held before, a HEAD line is left out only for its branch's twin among these same lines. `logs`
-    are `fleet.index.reflogs.read_new_lines`'s."""
+    asked whether a move rewrote history): per ref with events, (the positions of its event lines among all
+    of `logs`' lines, whether each rewrote), in the lines' order; `record_first_events` makes the rows, the
+    rest of each taken from its line's row. What `record_events` would record for them: with nothing held
+    before, a HEAD line is left out only for its branch's twin among these same lines. `logs` are
+    `fleet.index.reflogs.read_new_lines`'s."""
     groups: list[tuple[str, Sequence[int], list[tuple]]] = []  # (ref, positions, lines) of the event refs
     pos = 0
     for ref, _inode, _end, lines in logs:
@@ -431,16 +435,16 @@ def first_events(path: str, logs: list[tuple[str, int, int, list[tuple]]],
     for ref, _spots, lines in groups:
         if ref.startswith("refs/heads/"):
             branch_moves.update(map(_MOVE, lines))
-    events: list[tuple[str, Sequence[int], list[tuple], list[int | None]]] = []
+    events: list[tuple[Sequence[int], list[int | None]]] = []
     done = 0
     for ref, spots, lines in groups:
         mine = verdicts[done:done + len(lines)]
         done += len(lines)
-        if is_head_ref(ref):
-            keep = [k for k, move in enumerate(map(_MOVE, lines)) if move not in branch_moves]
-            spots, lines, mine = [spots[k] for k in keep], [lines[k] for k in keep], [mine[k] for k in keep]
-        if lines:
-            events.append((ref, spots, lines, mine))
+        if is_head_ref(ref):  # which lines are not a twin, told in C (a cold scan's HEAD lines are most)
+            kept = list(map(not_, map(branch_moves.__contains__, map(_MOVE, lines))))
+            spots, mine = list(compress(spots, kept)), list(compress(mine, kept))
+        if spots:
+            events.append((spots, mine))
     return events
 
 
@@ -452,7 +456,7 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
     that no `prune_events` came in between."""
     if not firsts:
         return set()
-    values: list = []  # the events' rows laid end to end (`insert_values`: no tuple kept per event)
+    values: list = []  # (rewrote, line id) of each event laid end to end: no tuple kept per event
     cursors: list[tuple[int, int]] = []
     done: set[int] = set()
     for n, item in enumerate(stored):
@@ -462,12 +466,10 @@ def record_first_events(conn: "sqlite3.Connection", stored: list["Stored"],
         done.add(item.repo_id)
         if item.lines:
             base = item.first_line
-            repo_id = item.repo_id
-            for ref, spots, lines, verdicts in events:
-                values += chain.from_iterable([(repo_id, ref, line[6], line[3], verdict, base + k)
-                                               for k, line, verdict in zip(spots, lines, verdicts)])
+            for spots, verdicts in events:
+                values += chain.from_iterable(zip(verdicts, map(base.__add__, spots)))
             cursors.append((item.repo_id, base + item.lines - 1))
-    insert_values(conn, EVENT_INSERT, EVENT_WIDTH, values)
+    insert_values(conn, _LINE_EVENT_INSERT, 2, values, _LINE_EVENT_JOIN)
     conn.executemany("insert or replace into event_cursor (repo_id, reflog_id) values (?, ?)", cursors)
     # only a branch's log without the branch can make a deleted-branch event here
     orphans = [item.repo_id for item in stored if item.repo_id in done and _logs_without_branch(item.prepared)]

@@ -32,14 +32,16 @@ def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[tuple]) -> N
         insert_values(conn, head, len(rows[0]), list(chain.from_iterable(rows)))
 
 
-def insert_values(conn: sqlite3.Connection, head: str, width: int, values: list) -> None:
+def insert_values(conn: sqlite3.Connection, head: str, width: int, values: list, tail: str = "") -> None:
     """`insert_rows` of the rows laid end to end in `values`, `width` values each: a caller gathering many
-    rows keeps no tuple per row (100,000s of them, each one also work for the garbage collector)."""
+    rows keeps no tuple per row (100,000s of them, each one also work for the garbage collector). With a
+    `tail`, `head values (...), ... tail` is any statement over the rows as a table (`insert ... select ...
+    from (` ... `) v join ...`)."""
     one = f"({', '.join('?' * width)})"
     count = len(values) // width
     start, size = 0, ROWS_PER_INSERT
     while start < count:
         while size > count - start:
             size //= 2
-        conn.execute(f"{head} values {', '.join([one] * size)}", values[start * width:(start + size) * width])
+        conn.execute(f"{head} values {', '.join([one] * size)}{tail}", values[start * width:(start + size) * width])
         start += size
