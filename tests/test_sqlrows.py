@@ -42,3 +42,13 @@ def test_insert_values_with_a_tail_takes_the_rows_as_a_table_in_order(count: int
     insert_values(conn, "insert into t (name, v, src) select s.name, v.column1, s.id from (", 2, values,
                   ") v cross join src s on s.id = v.column2")
     assert conn.execute("select name, v, src from t order by id").fetchall() == [(f"line {k}", k * 10, k) for k in keys]
+
+
+def test_a_none_binds_null_through_the_adapter_the_index_registers() -> None:
+    """sqlite3 looks for an adapter of every None it binds: the index registers one (no AttributeError raised
+    and cleared a None), and what is stored is still NULL."""
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("create table t (a)")
+    insert_rows(conn, "insert into t (a)", [(None,), (1,)])
+    assert conn.execute("select typeof(a) from t order by rowid").fetchall() == [("null",), ("integer",)]
