@@ -239,15 +239,33 @@ def test_the_split_parser_gives_what_the_regex_gives(lines: list[bytes], ending:
     data = b"\n".join(lines) + ending
     text = data.decode("utf-8", "replace")
     assert gitfiles.reflog_fields(data) == gitfiles.matched_fields(text)
-    split = gitfiles.split_fields(text)
-    assert split is None or split == gitfiles.matched_fields(text)
+    split = gitfiles.split_fields([text])
+    assert split is None or split == [gitfiles.matched_fields(text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs=st.lists(st.lists(st.one_of(_good_line, _log_line, st.binary(max_size=90)), max_size=4).map(
+    lambda lines: b"".join(line + b"\n" for line in lines)), max_size=5))
+def test_logs_parsed_together_give_what_each_gives_alone(logs: list[bytes]) -> None:
+    """A repo's reflogs are cut together and checked once for all: each log's fields are what the regex gives it
+    alone, whether its neighbours are as git writes them or not (one that is not sends each to its own parse)."""
+    assert gitfiles.logs_fields(logs) == [gitfiles.matched_fields(log.decode("utf-8", "replace")) for log in logs]
+    split = gitfiles.split_fields([log.decode("utf-8", "replace") for log in logs])
+    assert split is None or split == [gitfiles.matched_fields(log.decode("utf-8", "replace")) for log in logs]
 
 
 @settings(max_examples=150, deadline=None)
 @given(lines=st.lists(_good_line, min_size=1, max_size=6), ending=st.sampled_from([b"", b"\n", b"\n\n"]))
 def test_a_log_as_git_writes_it_takes_the_split_path(lines: list[bytes], ending: bytes) -> None:
     text = (b"\n".join(lines) + ending).decode("utf-8", "replace")
-    assert gitfiles.split_fields(text) == gitfiles.matched_fields(text) != []
+    assert gitfiles.split_fields([text]) == [gitfiles.matched_fields(text)] != [[]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(logs=st.lists(st.lists(_good_line, max_size=4).map(lambda lines: "".join(
+    line.decode("utf-8", "replace") + "\n" for line in lines)), min_size=2, max_size=5).filter(any))
+def test_logs_as_git_writes_them_take_the_split_path_together(logs: list[str]) -> None:
+    assert gitfiles.split_fields(logs) == [gitfiles.matched_fields(log) for log in logs]
 
 
 def test_lines_after_a_prune_of_the_newest_ones_reach_events_and_search(tmp_path: Path, db_path: Path) -> None:

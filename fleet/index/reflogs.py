@@ -55,7 +55,7 @@ def read_new_lines(stats: list[tuple], known: dict[str, tuple[int, int]], first:
     """(ref, inode, end, lines) of each reflog file changed since `known`: only what was appended, or all of
     it when git rewrote the file (`reflog expire`, a branch deleted and made again). For a repo stored the
     `first` time a line repeated within its file is kept once; otherwise the write drops lines already held."""
-    out = []
+    files, datas = [], []
     for ref, path, inode, size, _mtime in stats:
         old_inode, old_size = known.get(ref, (None, None))
         if old_inode == inode and old_size == size:
@@ -65,7 +65,10 @@ def read_new_lines(stats: list[tuple], known: dict[str, tuple[int, int]], first:
             data, end, _ = gitfiles.read_reflog(path, offset)  # a regular file, a bounded step
         except gitfiles.BrokenRepo:
             continue
-        lines = gitfiles.reflog_fields(data)
+        files.append((ref, inode, end))
+        datas.append(data)
+    out = []
+    for (ref, inode, end), lines in zip(files, gitfiles.logs_fields(datas)):  # the repo's logs parsed together
         if first and len(set(map(_TWIN, lines))) < len(lines):
             lines = once(lines, set())
         out.append((ref, inode, end, lines))
