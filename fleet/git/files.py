@@ -274,9 +274,12 @@ def _map_refspec(src: str, refspec: str) -> str | None:
 
 def upstream_ref(cfg: "ConfigFile | Config", branch: str) -> str | None:
     """The full ref name a local branch tracks (`refs/remotes/origin/main`), as git computes it."""
-    remote = _cfg(cfg, (b"branch", branch.encode()), b"remote")
-    merge = _cfg(cfg, (b"branch", branch.encode()), b"merge")
-    if not remote or not merge:
+    section = (b"branch", branch.encode())
+    remote = _cfg(cfg, section, b"remote")
+    if not remote:
+        return None   # most branches of a scan track nothing: their merge is not looked for
+    merge = _cfg(cfg, section, b"merge")
+    if not merge:
         return None
     if remote == ".":
         return merge

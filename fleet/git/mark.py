@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ INTERESTING = frozenset({
 })
 IGNORED_SUFFIXES = (".lock",)  # git's lock files; no ref name may end in .lock (a branch `x.new` may)
 MAX_DEPTH = 32  # ref names nest (refs/heads/a/b/c); deeper than this is not a ref
+_NAME = attrgetter("name")
 
 
 class Walked(NamedTuple):
@@ -52,50 +54,58 @@ def walked() -> Walked:
 def watch_mark(gitdir: str, commondir: str | None = None, seen_by: Walked | None = None) -> bytes:
     """The mark of the repo whose git dir is `gitdir` (its common dir found from it when not given): a
     digest of (path, inode, size, mtime) of every file among the INTERESTING entries of its git dir and
-    common dir, folders walked. b"" when the git dir is gone. `seen_by` collects what the walk saw."""
-    if not os.path.isdir(gitdir):
+    common dir, folders walked. b"" when the git dir is gone (asked only when it cannot be listed: a stat
+    fewer for every mark). `seen_by` collects what the walk saw."""
+    seen: list[str] = []
+    if not _stat_entries(gitdir, INTERESTING, seen, MAX_DEPTH, seen_by) and not os.path.isdir(gitdir):
         return b""
     common = str(common_dir(Path(gitdir))) if commondir is None else commondir
-    seen: list[str] = []
-    _stat_entries(gitdir, INTERESTING, seen, MAX_DEPTH, seen_by)
     if common != gitdir:
         _stat_entries(common, INTERESTING, seen, MAX_DEPTH, seen_by)
     return hashlib.blake2b("\n".join(seen).encode("utf-8", "surrogateescape"), digest_size=16).digest()
 
 
 def _stat_entries(folder: str, names: frozenset[str] | None, out: list[str], depth: int,
-                  seen_by: Walked | None = None) -> None:
+                  seen_by: Walked | None = None) -> bool:
     """Append a line per entry of `folder` (only `names` when given): a folder's path (and, `depth` levels
     down, its entries), a file's path, inode, size and mtime. In the order the folder lists them: an
-    unchanged folder lists its entries in the same order (a changed one changes the mark anyway)."""
+    unchanged folder lists its entries in the same order (a changed one changes the mark anyway). False when
+    `folder` cannot be listed."""
     try:
         with os.scandir(folder) as listing:
             every = list(listing)
-        if seen_by is not None:
-            if names is None:
-                seen_by.folders[folder] = every
-            else:
-                seen_by.names[folder] = frozenset(e.name for e in every)
-        entries = [e for e in every if (names is None or e.name in names) and not e.name.endswith(IGNORED_SUFFIXES)]
     except OSError:
         out.append(folder + "\0?")
-        return
-    for entry in entries:
-        if entry.is_symlink():   # git follows it, the mark would not (git-new-workdir): never vouch for it
-            out.append(f"{entry.path}\0symlink\0{os.urandom(8).hex()}")
+        return False
+    files = None
+    if seen_by is not None:
+        files = seen_by.files
+        if names is None:
+            seen_by.folders[folder] = every
+        else:
+            seen_by.names[folder] = frozenset(map(_NAME, every))
+    for entry in every:
+        name = entry.name
+        if (names is not None and name not in names) or name.endswith(IGNORED_SUFFIXES):
             continue
-        if entry.is_dir(follow_symlinks=False):
-            out.append(entry.path)
+        path = entry.path
+        if entry.is_symlink():   # git follows it, the mark would not (git-new-workdir): never vouch for it
+            out.append(f"{path}\0symlink\0{os.urandom(8).hex()}")
+            continue
+        # Not a link: is_dir() and stat() answer as with follow_symlinks=False, without a keyword to parse
+        if entry.is_dir():
+            out.append(path)
             if depth:
-                _stat_entries(entry.path, None, out, depth - 1, seen_by)
+                _stat_entries(path, None, out, depth - 1, seen_by)
             continue
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = entry.stat()
         except OSError:
             continue
-        if seen_by is not None:
-            seen_by.files[entry.path] = st
-        out.append(f"{entry.path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}")
+        if files is not None:
+            files[path] = st
+        out.append(f"{path}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}")
+    return True
 
 
 def moved(marks: list[tuple[str, tuple[str, str, bytes]]]) -> list[str]:
