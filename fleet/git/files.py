@@ -521,9 +521,11 @@ def _files_under(base: str, prefix: str, seen_by: "Walked | None" = None) -> lis
         if entries is None:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink():
+                continue   # never followed; past it is_dir() and is_file() answer without a keyword to parse
+            if entry.is_dir():
                 stack.append((entry.path, f"{name}{entry.name}/"))
-            elif entry.is_file(follow_symlinks=False):
+            elif entry.is_file():
                 out.append((name + entry.name, entry.path))
     return out
 
@@ -659,11 +661,14 @@ class LinkedWorktree:
 
 
 def linked_worktrees(commondir: StrPath, seen_by: "Walked | None" = None) -> list[LinkedWorktree]:
+    """Each worktree `worktrees/` describes; the folder taken from the watch mark's walk (`seen_by`) when it
+    listed it."""
     base = os.path.join(commondir, "worktrees")
-    if absent(base, seen_by) or not os.path.isdir(base):
+    listed = seen_by.folders.get(base) if seen_by is not None else None
+    if listed is None and (absent(base, seen_by) or not os.path.isdir(base)):
         return []
     result: list[LinkedWorktree] = []
-    for entry in sorted(os.scandir(base), key=lambda e: e.name):
+    for entry in sorted(os.scandir(base) if listed is None else listed, key=lambda e: e.name):
         if not entry.is_dir(follow_symlinks=False):
             continue
         wt_gitdir = Path(entry.path)

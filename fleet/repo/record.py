@@ -391,7 +391,8 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
     `with_status` adds working-tree counts (a status each, only in a folder that belongs to this repo: in
     process where that is exactly git's, `fleet.repo.libstatus`); `known` gives the in-process status what
     the caller read of the repository for a worktree's HEAD (the record's `_known`). `seen_by`, the watch
-    mark's walk just before, spares the look for a `worktrees/` it did not list.
+    mark's walk just before, gives the listing of `worktrees/` and of each worktree's git dir (what it did
+    not list there is not looked for).
     """
     rows = []
     for wt in gitfiles.linked_worktrees(commondir, seen_by):
@@ -405,7 +406,7 @@ def linked_worktrees(commondir: StrPath, refs: dict[str, str], *, with_status: b
             "locked": wt.locked, "lock_reason": wt.lock_reason,
             "prunable": wt.prunable, "prunable_reason": wt.prunable_reason if wt.prunable else None,
             "staged": None, "unstaged": None, "untracked": None, "conflicted": None,
-            "operation": gitfiles.operation(wt.gitdir)[0], "error": None,
+            "operation": gitfiles.operation(wt.gitdir, seen_by)[0], "error": None,
         }
         if with_status and os.path.isdir(wt.path) and not wt.prunable:
             if not _points_back(wt):
