@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pygit2
 import pytest
 from starlette.testclient import TestClient
 
@@ -26,8 +27,10 @@ from fleet.git.status import read_status
 from fleet.index.scan import refresh_repo, scan
 from fleet.index.store import open_index
 from fleet.repo.changes import repo_changes
+from fleet.repo import libmerge
 from fleet.repo.conflicts import conflict_preflight
 from fleet.repo.diffs import diff_text
+from fleet.repo.record import predict_merge
 from mcp_bridge.server import build_server
 from tests.fleets.gitbuild import commit_file, git, git_env, init_repo, write
 from tests.fleets.hostile import (OLD, age_git_dir, diverged_pair, fired, hostile_repo, marker_command, snapshot,
@@ -93,6 +96,18 @@ async def test_every_read_surface_runs_nothing_and_writes_nothing(tmp_path: Path
     record = index.repo(str(repo))
     refresh_repo(index, str(repo))
     index.close()
+    # both sides edit shared.txt: git's merge (the repository's driver not run); merging in theirs' parent
+    # instead changes one side only, and libgit2 answers in-process (but under any `[extensions]`, git):
+    # the snapshot below covers both
+    pair = record["predicted_conflicts"]
+    extensions = "extensions" if config_in == "worktree_config" else None
+    assert libmerge.unsure(str(repo / ".git"), pair["ours"], pair["theirs"]) == extensions or "same_path"
+    objects = pygit2.Repository()
+    objects.set_odb(pygit2.Odb(str(repo / ".git" / "objects")))
+    parent = str(objects[pair["theirs"]].parents[0].id)
+    assert libmerge.unsure(str(repo / ".git"), pair["ours"], parent) == extensions
+    assert predict_merge(str(repo), str(repo / ".git"), pair["ours"], parent) == {
+        "clean": True, "paths": [], "ours": pair["ours"], "theirs": parent}
 
     server = build_server(str(db))
     answers = {}

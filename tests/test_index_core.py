@@ -12,7 +12,7 @@ import pytest
 
 from fleet.index.store import open_index
 from fleet.index.scan import scan
-from fleet.repo import libstatus
+from fleet.repo import libmerge, libstatus
 from tests.fleets import oracle
 from tests.fleets.cli import fleetdeck_argv, fleetdeck_env
 from tests.fleets.every_state import IN_PROCESS, build_fleet
@@ -25,17 +25,20 @@ NON_BARE = ["clean", "dirty", "ahead", "behind", "diverged", "predict", "branche
 
 @pytest.fixture(scope="module", params=["libgit2", "git"])
 def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Scanned twice: with the in-process status on (every eligible repo read through libgit2, the others
-    through git: tests/test_libstatus.py pins which is which) and switched off (git for every repo)."""
+    """Scanned twice: with the in-process status and merge verdict on (every eligible repo read through
+    libgit2, the others through git: tests/test_libstatus.py and tests/test_libmerge.py pin which is which)
+    and switched off (git for every repo)."""
     base = tmp_path_factory.mktemp("fleet")
     repos = build_fleet(base / "root", base / "side")
     index = open_index(base / "fleet.db")
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "git":
             patch.setenv(libstatus.SWITCH, "git")
+            patch.setenv(libmerge.SWITCH, "git")
             summary = scan(index, [str(base / "root")])
         else:
             patch.delenv(libstatus.SWITCH, raising=False)
+            patch.delenv(libmerge.SWITCH, raising=False)
             # the CLI's own process, one thread: the scan forks its workers, whose main threads read in-process
             # (this test process may hold other tests' threads, and threads get git)
             done = subprocess.run(fleetdeck_argv("--db", str(base / "fleet.db"), "scan", str(base / "root"), "--json"),

@@ -21,7 +21,7 @@ import signal
 import stat
 import struct
 import threading
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, TypeVar
 
 import pygit2
 
@@ -103,7 +103,7 @@ def inprocess_status(path: str, gitdir: str, commondir: str, known: Known | None
     reason = ineligible(path, gitdir, commondir)
     if reason:
         raise Ineligible(reason)
-    return _bounded(lambda: _read(path, gitdir, commondir, known))
+    return bounded(lambda: _read(path, gitdir, commondir, known))
 
 
 def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
@@ -217,8 +217,13 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise _Timeout()
 
 
-def _bounded(read: Callable[[], Status]) -> Status:
-    """`read()` under a SIGALRM deadline (a blocking open in libgit2 fails with EINTR and returns)."""
+_T = TypeVar("_T")
+
+
+def bounded(read: Callable[[], _T]) -> _T:
+    """`read()` under a SIGALRM deadline (a blocking open in libgit2 fails with EINTR and returns): Ineligible
+    ("timeout") past it, Ineligible ("alarm_in_use") when the process's alarm is someone else's. The in-process
+    merge verdict (fleet/repo/libmerge.py) reads under it too."""
     if signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None) or \
             signal.getitimer(signal.ITIMER_REAL)[0]:
         raise Ineligible("alarm_in_use")

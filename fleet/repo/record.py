@@ -23,6 +23,7 @@ from fleet.git.layout import Found, common_dir, dotgit_dir, read_gitfile
 from fleet.git.run import GitError, run_git
 from fleet.git.mergetree import merge_tree
 from fleet.git.status import Status, read_status
+from fleet.repo import libmerge
 from fleet.repo.libstatus import Known, repo_status
 from fleet.errors import FleetError
 from fleet.repo.scope import OutOfScope, check_rel_path, dirs_escape, inside, work_tree_escape
@@ -255,10 +256,13 @@ def _fill_ahead_behind(path: str, rows: list[dict]) -> None:
 def predict_merge(path: str, commondir: StrPath, ours: str, theirs: str, known: dict | None = None) -> dict | None:
     """What merging `theirs` into `ours` would do (`git merge-tree`, nothing written to the repo). Between two
     commits named by sha it records them (`ours`, `theirs`), and `known`, a prediction made for the same two,
-    is returned as it is instead of asking git again."""
+    is returned as it is instead of asking git again; a merge libgit2 shows to be certainly clean is not
+    asked of git at all."""
     pair = {"ours": ours, "theirs": theirs} if gitfiles.is_sha(ours) and gitfiles.is_sha(theirs) else {}
     if pair and known and not known.get("pending") and known.get("ours") == ours and known.get("theirs") == theirs:
         return known
+    if pair and libmerge.unsure(os.fspath(commondir), ours, theirs) is None:
+        return {"clean": True, "paths": [], **pair}   # what git would say, without it (fleet/repo/libmerge.py)
     try:
         result = merge_tree(path, commondir, ["--name-only", "-z", "--no-messages", ours, theirs])
     except GitError:
