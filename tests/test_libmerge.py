@@ -62,7 +62,12 @@ class History:
             args += ["-p", parent]
         sha = run(*args).decode().strip()
         os.unlink(index)
+        git(self.path, "update-ref", f"refs/tags/c{self.clock}", sha)   # reachable: `repack -ad` keeps it
         return sha
+
+    def pack(self) -> None:
+        git(self.path, "repack", "-adq")
+        assert not [d for d in os.listdir(self.path / ".git" / "objects") if len(d) == 2]
 
 
 def _git_says_clean(repo: Path, ours: str, theirs: str) -> bool | None:
@@ -197,7 +202,7 @@ def test_history_shapes(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPat
 def test_the_answer_holds_over_packed_objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     h = History(tmp_path / "r")
     one, two = _fork(h, {"a": "1\n", "b": "1\n"}, {"a": "2\n"}, {"b": "2\n"})
-    git(h.path, "repack", "-adq")
+    h.pack()
     _check(h.path, one, two, None, monkeypatch)
 
 
@@ -217,15 +222,21 @@ def test_a_repository_whose_history_or_objects_git_may_read_otherwise_goes_to_gi
     assert libmerge.unsure(str(h.path / ".git"), one, two) == reason
 
 
-def test_a_linked_loose_object_goes_to_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """git in the throwaway skips a loose object that is a link; libgit2 would follow it."""
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_linked_loose_object_or_pack_goes_to_git(tmp_path: Path, packed: bool):
+    """git in the throwaway skips a loose object or a pack that is a link; libgit2 would follow it."""
     h, one, two = _store(tmp_path)
     objects = h.path / ".git" / "objects"
-    blob = git(h.path, "rev-parse", f"{one}:a").strip()
-    loose = objects / blob[:2] / blob[2:]
+    if packed:
+        h.pack()
+        linked = next((objects / "pack").glob("*.pack"))
+    else:
+        blob = git(h.path, "rev-parse", f"{one}:a").strip()
+        linked = objects / blob[:2] / blob[2:]
+    assert libmerge.unsure(str(h.path / ".git"), one, two) is None
     moved = tmp_path / "elsewhere"
-    loose.rename(moved)
-    loose.symlink_to(moved)
+    linked.rename(moved)
+    linked.symlink_to(moved)
     assert libmerge.unsure(str(h.path / ".git"), one, two) == "object_store"
 
 

@@ -105,21 +105,21 @@ def _store_reason(commondir: str) -> str | None:
     for name in ("info/alternates", "info/commit-graph", "info/commit-graphs", "pack/multi-pack-index"):
         if os.path.lexists(f"{objects}/{name}"):
             return "object_store"
+    folders = []
     with os.scandir(objects) as top:
-        entries = [(e.name, e.path, e.is_symlink(), e.is_dir(follow_symlinks=False)) for e in top]
-    for name, path, link, folder in entries:
-        if link and (name == "pack" or (len(name) == 2 and _HEX.issuperset(name))):
-            return "object_store"
-        if not folder or not (name == "pack" or (len(name) == 2 and _HEX.issuperset(name))):
-            continue
-        with os.scandir(path) as inner:
-            for e in inner:
-                if name == "pack":
-                    odd = e.name.endswith((".pack", ".idx")) and not e.is_file(follow_symlinks=False)
-                else:
-                    odd = len(e.name) == 38 and not e.is_file(follow_symlinks=False)
-                if odd:
-                    return "object_store"   # git in the throwaway skips it, libgit2 would follow it
+        for entry in top:
+            if entry.name == "pack" or (len(entry.name) == 2 and _HEX.issuperset(entry.name)):
+                if entry.is_symlink():
+                    return "object_store"
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry)
+    for folder in folders:
+        suffixes = (".pack", ".idx") if folder.name == "pack" else None
+        with os.scandir(folder.path) as inner:
+            # git in the throwaway skips a loose object or pack that is not a regular file; libgit2 follows it
+            if any(not e.is_file(follow_symlinks=False)
+                   and (e.name.endswith(suffixes) if suffixes else len(e.name) == 38) for e in inner):
+                return "object_store"
     return None
 
 
