@@ -312,8 +312,10 @@ def test_the_persons_merge_settings_go_to_git(tmp_path: Path, setting: str, monk
     h, one, two = _store(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
-    (home / ".gitconfig").write_text(setting)
+    (home / ".gitconfig").write_text("[user]\n\tname = x\n")
     monkeypatch.setenv("HOME", str(home))
+    assert libmerge.unsure(str(h.path / ".git"), one, two) is None
+    (home / ".gitconfig").write_text(setting)   # read again: the file changed
     assert libmerge.unsure(str(h.path / ".git"), one, two) == "person_config"
     if "renormalize" in setting:
         assert predict_merge(str(h.path), str(h.path / ".git"), one, two) is None

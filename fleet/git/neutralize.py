@@ -181,7 +181,8 @@ def global_config_files() -> list[str]:
     return [os.path.join(git_config_dir(), "config"), os.path.join(os.environ.get("HOME", ""), ".gitconfig")]
 
 
-def _trusted_files() -> list[str]:
+def trusted_files() -> list[str]:
+    """The config files git reads besides a repository's: the system's, then the person's."""
     return ["/etc/gitconfig", *global_config_files()]
 
 
@@ -190,7 +191,7 @@ def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
 
     Asked only when a repo defines a driver name, then cached until one of those files changes.
     """
-    files = _trusted_files()
+    files = trusted_files()
     key = tuple((path, _sig(path)) for path in files)
     values = _TRUSTED.get(key)
     if values is None:

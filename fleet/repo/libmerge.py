@@ -27,7 +27,7 @@ import pygit2
 from fleet.git import files as gitfiles
 from fleet.git.files import BrokenRepo
 from fleet.git.config import ConfigError, parse, read_config_file
-from fleet.git.neutralize import global_config_files
+from fleet.git.neutralize import trusted_files
 from fleet.repo.libstatus import Ineligible, bounded
 
 SWITCH = "FLEETDECK_MERGE"   # `git` sends every prediction to git (benchmarks, tests); anything else: on
@@ -63,7 +63,7 @@ def _person_reason() -> str | None:
     `[merge]` or rename setting, includes another file, or is one git may refuse: git 2.39 aborts a merge-tree
     in a bare repository under `merge.renormalize` ("BUG: non-INDEX attr direction"), and dies on a bad value.
     Cached until one of the files changes."""
-    files = ["/etc/gitconfig", *global_config_files()]
+    files = trusted_files()
     key = tuple((path, _signature(path)) for path in files)
     if key not in _PERSON:
         _PERSON.clear()
@@ -86,6 +86,8 @@ def _read_person(files: list[str]) -> str | None:
 
 
 def _signature(path: str) -> tuple[int, int, int, int] | None:
+    """The file's identity and change times, through a link (a dotfiles manager's `~/.gitconfig` link stays
+    the same when the file it names is edited)."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
