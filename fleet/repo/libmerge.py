@@ -34,8 +34,7 @@ SWITCH = "FLEETDECK_MERGE"   # `git` sends every prediction to git (benchmarks, 
 MAX_COMMITS = 1000           # commits walked per side past the merge base before git is asked instead
 _HEX = frozenset("0123456789abcdef")
 _D = pygit2.enums.DeltaStatus
-_FILES = frozenset((0o100644, 0o100755))
-_LINK = 0o120000
+_KIND = {0o100644: "file", 0o100755: "file", 0o120000: "link"}   # the modes a side may add or modify
 _PERSON: dict[tuple, str | None] = {}   # the person's config files' signatures -> `_person_reason`
 
 
@@ -146,9 +145,7 @@ def _verdict(objects: str, ours: str, theirs: str) -> None:
             raise Ineligible("same_path")
         if _collides(ours_added, two.tree) or _collides(theirs_added, one.tree):
             raise Ineligible("file_directory")
-    except pygit2.GitError:
-        raise Ineligible("libgit2_error") from None
-    except (KeyError, ValueError, OSError, UnicodeError):
+    except (pygit2.GitError, KeyError, ValueError, OSError, UnicodeError):
         raise Ineligible("libgit2_error") from None
     finally:
         repo.free()
@@ -181,12 +178,9 @@ def _changes(base: pygit2.Tree, side: pygit2.Tree) -> tuple[set[str], list[str]]
             added.append(new.path)
         elif delta.status != _D.MODIFIED:
             raise Ineligible("deletion" if delta.status == _D.DELETED else "change_kind")
-        old_mode = delta.old_file.mode
-        if new.mode not in _FILES and new.mode != _LINK:
-            raise Ineligible("change_kind")   # a gitlink, or a mode git would not write
-        if delta.status == _D.MODIFIED and (old_mode == _LINK) != (new.mode == _LINK) \
-                or delta.status == _D.MODIFIED and old_mode not in _FILES and old_mode != _LINK:
-            raise Ineligible("change_kind")
+        kind = _KIND.get(new.mode)
+        if kind is None or (delta.status == _D.MODIFIED and _KIND.get(delta.old_file.mode) != kind):
+            raise Ineligible("change_kind")   # a gitlink, a file made a link, or a mode git would not write
         if new.raw_path.decode("utf-8") != new.path:
             raise Ineligible("path_encoding")
         changed.add(new.path)
