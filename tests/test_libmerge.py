@@ -17,8 +17,6 @@ from fleet.repo.record import predict_merge
 from tests.fleets.gitbuild import git, git_env
 from tests.fleets.hostile import age_git_dir, snapshot, snapshot_diff
 
-# A side's changes: path -> text (a file), ("x", text) an executable, ("l", target) a symlink,
-# ("g", sha) a gitlink, None a deletion.
 _SUB = "1" * 40
 
 
@@ -32,6 +30,8 @@ class History:
         self.clock = 1_700_000_000
 
     def commit(self, parents: list[str], changes: dict, message: str = "c") -> str:
+        """A commit over `parents[0]`'s tree with `changes`: path -> text (a file), ("x", text) an executable,
+        ("l", target) a symlink, ("g", sha) a gitlink, None a deletion."""
         index = str(self.path / ".git" / "build-index")
         env = {**git_env(), "GIT_INDEX_FILE": index}
         run = lambda *args, stdin=None: subprocess.run(  # noqa: E731
@@ -70,12 +70,16 @@ class History:
         assert not [d for d in os.listdir(self.path / ".git" / "objects") if len(d) == 2]
 
 
-def _git_says_clean(repo: Path, ours: str, theirs: str) -> bool | None:
-    """The oracle: `git merge-tree` in the repository itself (None: git refuses, as for unrelated histories)."""
+def _oracle(repo: Path, ours: str, theirs: str) -> dict | None:
+    """`git merge-tree` in the repository itself: clean, and the conflicted paths (None: git refuses, as for
+    unrelated histories)."""
     proc = subprocess.run(["git", "-C", str(repo), "merge-tree", "--write-tree", "--name-only", "-z",
                            "--no-messages", ours, theirs], env=git_env(), capture_output=True, check=False)
     assert proc.returncode in (0, 1, 128), proc.stderr
-    return None if proc.returncode == 128 else proc.returncode == 0
+    if proc.returncode == 128:
+        return None
+    paths = sorted({p.decode() for p in proc.stdout.split(b"\0")[1:] if p})
+    return {"clean": proc.returncode == 0, "paths": paths}
 
 
 def _fork(h: History, base: dict, ours: dict, theirs: dict) -> tuple[str, str]:
@@ -162,20 +166,16 @@ def _check(repo: Path, ours: str, theirs: str, reason: str | None, monkeypatch: 
     common = str(repo / ".git")
     monkeypatch.delenv(libmerge.SWITCH, raising=False)
     assert libmerge.unsure(common, ours, theirs) == reason
-    clean = _git_says_clean(repo, ours, theirs)
+    oracle = _oracle(repo, ours, theirs)
     if reason is None:
-        assert clean is True   # the verdict's one answer is git's
+        assert oracle == {"clean": True, "paths": []}   # the verdict's one answer is git's
     calls = _counting(monkeypatch)
     age_git_dir(repo)
     before = snapshot(repo)
     got = predict_merge(str(repo), common, ours, theirs)
     assert snapshot_diff(before, snapshot(repo)) == []
     assert len(calls) == (0 if reason is None else 1)
-    if clean is None:
-        assert got is None
-    else:
-        assert got == {"clean": clean, "paths": got["paths"], "ours": ours, "theirs": theirs}
-        assert clean or got["paths"]
+    assert got == (None if oracle is None else {**oracle, "ours": ours, "theirs": theirs})
     monkeypatch.setenv(libmerge.SWITCH, "git")
     assert predict_merge(str(repo), common, ours, theirs) == got
     assert len(calls) == (1 if reason is None else 2)
@@ -240,7 +240,7 @@ def test_a_linked_loose_object_or_pack_goes_to_git(tmp_path: Path, packed: bool)
     assert libmerge.unsure(str(h.path / ".git"), one, two) == "object_store"
 
 
-def test_sha256_names_off_and_threads_go_to_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_names_threads_extensions_and_the_switch_go_to_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     h, one, two = _store(tmp_path)
     common = str(h.path / ".git")
     assert libmerge.unsure(common, one, two) is None
@@ -360,4 +360,4 @@ def test_random_histories_predict_alike_with_the_verdict_on_and_off(tmp_path: Pa
     off = predict_merge(str(h.path), common, *tips)
     assert on == off
     if verdict is None:
-        assert _git_says_clean(h.path, *tips) is True
+        assert _oracle(h.path, *tips) == {"clean": True, "paths": []}
