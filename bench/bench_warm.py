@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -102,11 +102,18 @@ def warm_run(root: Path, db: Path, probe: bool) -> dict:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = ""
-        while "MCP over HTTP" not in line:
-            ready, _, _ = select.select([proc.stdout], [], [], 60)
-            line = proc.stdout.readline() if ready else ""
-            if not line:
-                raise SystemExit("bench: serve did not start")
+        # readline, not select: serve's first lines come in one write, and select cannot see the ones
+        # already in the pipe reader's buffer (it waited its whole minute for the third); a serve that
+        # prints nothing for a minute is killed, which ends the read
+        watchdog = threading.Timer(60, proc.kill)
+        watchdog.start()
+        try:
+            while "MCP over HTTP" not in line:
+                line = proc.stdout.readline()
+                if not line:
+                    raise SystemExit("bench: serve did not start")
+        finally:
+            watchdog.cancel()
         page_at, page = first_page(line)
         request = page_request(line)
         progress: list[int] = []
