@@ -579,17 +579,29 @@ def test_someone_else_s_alarm_is_left_alone(tmp_path: Path):
 # --- hostile repositories: nothing runs, nothing is written ---------------------------------------------
 
 
-def test_a_hostile_config_runs_nothing_and_the_repository_is_not_written(tmp_path: Path):
-    """Every command key git could run (fsmonitor, hooks, filters, pager, ...) in the repo's config, a
-    stat-dirty work tree a locking `git status` would rewrite the index for: the in-process read runs none
-    and changes no byte or mtime under the repository. Plain `git status` on a copy does both."""
+def _hostile_files(tmp_path: Path) -> Path:
+    """The hostile tests' repository: files the hostile config's filters and attributes would name."""
     repo = init_repo(tmp_path / "hostile", commits=2)
     for name in ("shared.txt", "data.txt", "proc.p"):
         commit_file(repo, name, f"{name}\n")
+    return repo
+
+
+def _armed(repo: Path, tmp_path: Path) -> Path:
+    """`repo`'s config given every command key git could run, each aimed at the returned marker folder."""
     marker = tmp_path / "marker"
     marker.mkdir()
     with open(repo / ".git" / "config", "a") as fh:
         fh.write(hostile_config(repo, marker))
+    return marker
+
+
+def test_a_hostile_config_runs_nothing_and_the_repository_is_not_written(tmp_path: Path):
+    """Every command key git could run (fsmonitor, hooks, filters, pager, ...) in the repo's config, a
+    stat-dirty work tree a locking `git status` would rewrite the index for: the in-process read runs none
+    and changes no byte or mtime under the repository. Plain `git status` on a copy does both."""
+    repo = _hostile_files(tmp_path)
+    marker = _armed(repo, tmp_path)
     dirty_work_tree(repo)
     os.utime(repo / "README.md", (1, 1))
     copy = tmp_path / "copy"
@@ -903,16 +915,11 @@ def test_a_hostile_repository_s_linked_worktree_runs_nothing_and_nothing_is_writ
     """The hostile config (every command key aimed at a marker folder) in the common dir a linked worktree
     shares, its tree stat-dirty: read in-process, nothing runs and no byte or mtime changes under the
     repository (its `.git/worktrees/` included) or the worktree."""
-    repo = init_repo(tmp_path / "hostile", commits=2)
-    for name in ("shared.txt", "data.txt", "proc.p"):
-        commit_file(repo, name, f"{name}\n")
+    repo = _hostile_files(tmp_path)
     wt = tmp_path / "hostile-wt"
-    git(repo, "worktree", "add", "-q", "-b", "wt", str(wt))
+    git(repo, "worktree", "add", "-q", "-b", "wt", str(wt))   # before the config is armed: no hook runs
     path, gitdir, common = _git_dirs(wt)
-    marker = tmp_path / "marker"
-    marker.mkdir()
-    with open(repo / ".git" / "config", "a") as fh:
-        fh.write(hostile_config(repo, marker))
+    marker = _armed(repo, tmp_path)
     dirty_work_tree(wt)
     os.utime(wt / "README.md", (1, 1))
     age_git_dir(repo)
