@@ -25,9 +25,9 @@ DRIVER_KEYS = {b"filter": {b"clean": b"", b"smudge": b"", b"process": b"", b"req
 _Sig = tuple[int, int, int, int] | None
 
 
-def _sig(path: str) -> _Sig:
+def _sig(path: str, follow: bool = False) -> _Sig:
     try:
-        st = os.lstat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError):
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
@@ -186,13 +186,19 @@ def trusted_files() -> list[str]:
     return ["/etc/gitconfig", *global_config_files()]
 
 
+def trusted_signature() -> tuple[tuple[str, _Sig, _Sig], ...]:
+    """`trusted_files` with the stat signature of each, as it is and through a link (a dotfiles manager's
+    `~/.gitconfig` link stays the same when the file it names is edited): what an answer cached from them
+    depends on (`trusted_values`, the in-process merge verdict's reading of the person's config)."""
+    return tuple((path, _sig(path), _sig(path, follow=True)) for path in trusted_files())
+
+
 def trusted_values() -> dict[tuple[bytes, bytes, bytes], bytes]:
     """Driver keys as the person's system and global config (with their includes) define them, via git.
 
     Asked only when a repo defines a driver name, then cached until one of those files changes.
     """
-    files = trusted_files()
-    key = tuple((path, _sig(path)) for path in files)
+    key = trusted_signature()
     values = _TRUSTED.get(key)
     if values is None:
         values = {}

@@ -24,11 +24,10 @@ import threading
 
 import pygit2
 
-from fleet.git import files as gitfiles
 from fleet.git.files import BrokenRepo
 from fleet.git.config import ConfigError, parse, read_config_file
-from fleet.git.neutralize import trusted_files
-from fleet.repo.libstatus import Ineligible, bounded
+from fleet.git.neutralize import trusted_signature
+from fleet.repo.libstatus import Ineligible, bounded, history_reason
 
 SWITCH = "FLEETDECK_MERGE"   # `git` sends every prediction to git (benchmarks, tests); anything else: on
 MAX_COMMITS = 1000           # commits walked per side past the merge base before git is asked instead
@@ -53,7 +52,7 @@ def unsure(commondir: str, ours: str, theirs: str) -> str | None:
         return bounded(lambda: _verdict(os.path.join(commondir, "objects"), ours, theirs))
     except Ineligible as exc:
         return exc.reason
-    except (gitfiles.BrokenRepo, OSError):
+    except (BrokenRepo, OSError):
         return "unreadable"
 
 
@@ -62,11 +61,10 @@ def _person_reason() -> str | None:
     `[merge]` or rename setting, includes another file, or is one git may refuse: git 2.39 aborts a merge-tree
     in a bare repository under `merge.renormalize` ("BUG: non-INDEX attr direction"), and dies on a bad value.
     Cached until one of the files changes."""
-    files = trusted_files()
-    key = tuple((path, _signature(path)) for path in files)
+    key = trusted_signature()
     if key not in _PERSON:
         _PERSON.clear()
-        _PERSON[key] = _read_person(files)
+        _PERSON[key] = _read_person([path for path, *_ in key])
     return _PERSON[key]
 
 
@@ -84,24 +82,11 @@ def _read_person(files: list[str]) -> str | None:
     return None
 
 
-def _signature(path: str) -> tuple[int, int, int, int] | None:
-    """The file's identity and change times, through a link (a dotfiles manager's `~/.gitconfig` link stays
-    the same when the file it names is edited)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-
-
 def _store_reason(commondir: str) -> str | None:
     """What in the repository makes libgit2 read other history or other objects than the throwaway git."""
-    config = gitfiles.read_file(f"{commondir}/config", gitfiles.MAX_CONFIG_BYTES, "config") or b""
-    if b"[extensions" in config.lower():
-        return "extensions"   # sha256, partial clone, ...
-    for name in ("shallow", "info/grafts"):
-        if os.path.lexists(f"{commondir}/{name}"):
-            return "shallow"
+    reason = history_reason(commondir)
+    if reason:
+        return reason
     objects = f"{commondir}/objects"
     for name in ("info/alternates", "info/commit-graph", "info/commit-graphs", "pack/multi-pack-index"):
         if os.path.lexists(f"{objects}/{name}"):

@@ -119,14 +119,12 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
         # ones in the common dir (config, info/, shallow, the stash); for the main worktree both are `.git`
         if os.path.lexists(f"{gitdir}/info/sparse-checkout"):
             return "sparse_checkout"
-        config = gitfiles.read_file(f"{commondir}/config", gitfiles.MAX_CONFIG_BYTES, "config") or b""
-        if b"[extensions" in config.lower():
-            return "extensions"   # sha256, partial clone, worktree config, ...
+        reason = history_reason(commondir)
+        if reason:
+            return reason
         # libgit2 reads a linked worktree's `shallow` from its git dir, git from the common dir: either is git's
-        for name in (f"{commondir}/shallow", f"{commondir}/info/grafts",
-                     *((f"{gitdir}/shallow",) if gitdir != commondir else ())):
-            if os.path.lexists(name):
-                return "shallow"
+        if gitdir != commondir and os.path.lexists(f"{gitdir}/shallow"):
+            return "shallow"
         if os.path.lexists(f"{path}/.gitmodules"):
             return "submodules"
         for name in (f"{commondir}/info/attributes", "/etc/gitattributes", _global_attributes()):
@@ -135,6 +133,19 @@ def ineligible(path: str, gitdir: str, commondir: str) -> str | None:
         return _index_reason(path, f"{gitdir}/index")
     except (gitfiles.BrokenRepo, OSError):
         return "unreadable"
+
+
+def history_reason(commondir: str) -> str | None:
+    """What in the common dir makes libgit2 see other objects or another history than git: `[extensions]`
+    ("extensions": sha256, partial clone, worktree config, ...), `shallow` or `info/grafts` ("shallow"). The
+    in-process merge verdict (fleet/repo/libmerge.py) asks it too. Raises BrokenRepo or OSError."""
+    config = gitfiles.read_file(f"{commondir}/config", gitfiles.MAX_CONFIG_BYTES, "config") or b""
+    if b"[extensions" in config.lower():
+        return "extensions"
+    for name in ("shallow", "info/grafts"):
+        if os.path.lexists(f"{commondir}/{name}"):
+            return "shallow"
+    return None
 
 
 def _git_finds(path: str, gitdir: str, commondir: str) -> bool:
